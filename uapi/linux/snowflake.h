@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * /dev/snowflake: unique, time-ordered 64-bit IDs for the whole host.
+ *
+ * Every read(2) returns whole 8-byte IDs (__u64, host byte order).  An ID is
+ *
+ *   bit 63      : always 0 (IDs are positive as signed 64-bit integers)
+ *   timestamp   : timestamp_bits, time units since epoch_ms
+ *   datacenter  : datacenter_bits
+ *   worker      : worker_bits
+ *   sequence    : sequence_bits (least significant)
+ *
+ * Defaults: 41/5/5/12 bits, 1 ms unit, Twitter epoch 1288834974657.
+ *
+ * Extensible structures: the size of each structure is taken from the ioctl
+ * command (_IOC_SIZE), like PIDFD_GET_INFO.  A size smaller than the
+ * *_SIZE_VER0 is -EINVAL; a larger "set" structure is accepted when the bytes
+ * the kernel does not know are zero (-E2BIG otherwise); a larger "get"
+ * structure has its unknown tail zeroed.  Structures only grow at the end and
+ * stay 64-bit aligned.  Reserved fields and unknown flag bits must be zero
+ * (-EINVAL).
+ */
+#ifndef _UAPI_LINUX_SNOWFLAKE_H
+#define _UAPI_LINUX_SNOWFLAKE_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define SNOWFLAKE_DEVICE_NAME		"snowflake"
+
+/* Default layout. */
+#define SNOWFLAKE_TWITTER_EPOCH_MS	1288834974657ULL
+#define SNOWFLAKE_DEFAULT_TIMESTAMP_BITS	41
+#define SNOWFLAKE_DEFAULT_DATACENTER_BITS	5
+#define SNOWFLAKE_DEFAULT_WORKER_BITS	5
+#define SNOWFLAKE_DEFAULT_SEQUENCE_BITS	12
+#define SNOWFLAKE_DEFAULT_TIME_UNIT_MS	1
+
+/* Limits of a layout. */
+#define SNOWFLAKE_ID_BITS		63	/* sum of the four widths, at most */
+#define SNOWFLAKE_MAX_NODE_BITS		31	/* datacenter_bits, worker_bits */
+#define SNOWFLAKE_MAX_SEQUENCE_BITS	31
+#define SNOWFLAKE_MAX_TIME_UNIT_MS	3600000	/* one hour */
+
+/* One read(2) returns at most this many IDs (32 KiB). */
+#define SNOWFLAKE_MAX_IDS_PER_READ	4096
+
+/* struct snowflake_config.flags */
+#define SNOWFLAKE_CONFIG_RANDOM_SEQUENCE	0x1U
+#define SNOWFLAKE_CONFIG_FLAGS_ALL	SNOWFLAKE_CONFIG_RANDOM_SEQUENCE
+
+/**
+ * struct snowflake_config - layout and identity of the generator
+ * @epoch_ms:		Unix time in ms that timestamp 0 stands for.
+ * @time_unit_ms:	length of one timestamp tick, 1..SNOWFLAKE_MAX_TIME_UNIT_MS.
+ * @timestamp_bits:	width of the timestamp field, >= 1.
+ * @datacenter_bits:	width of the datacenter field, 0..31.
+ * @worker_bits:	width of the worker field, 0..31.
+ * @sequence_bits:	width of the sequence field, 0..31.
+ * @datacenter_id:	datacenter id, < 2^datacenter_bits.
+ * @worker_id:		worker id, < 2^worker_bits.
+ * @flags:		SNOWFLAKE_CONFIG_* bits.
+ * @__reserved:		must be zero.
+ *
+ * The four widths sum to at most 63.  After the first ID has been issued,
+ * SNOWFLAKE_IOC_SET_CONFIG refuses a change of epoch_ms, time_unit_ms or any
+ * width with -EBUSY; the ids and flags may change at any time.
+ */
+struct snowflake_config {
+	__u64 epoch_ms;
+	__u32 time_unit_ms;
+	__u8 timestamp_bits;
+	__u8 datacenter_bits;
+	__u8 worker_bits;
+	__u8 sequence_bits;
+	__u32 datacenter_id;
+	__u32 worker_id;
+	__u32 flags;
+	__u32 __reserved;
+};
+
+#define SNOWFLAKE_CONFIG_SIZE_VER0	32
+
+/**
+ * struct snowflake_ids - identity of this host in the cluster
+ * @datacenter_id:	datacenter id, < 2^datacenter_bits.
+ * @worker_id:		worker id, < 2^worker_bits.
+ * @flags:		must be zero.
+ * @__reserved:		must be zero.
+ */
+struct snowflake_ids {
+	__u32 datacenter_id;
+	__u32 worker_id;
+	__u32 flags;
+	__u32 __reserved;
+};
+
+#define SNOWFLAKE_IDS_SIZE_VER0		16
+
+/* struct snowflake_stats.state */
+#define SNOWFLAKE_STATE_STRICT		0x1U /* strict mode is on */
+#define SNOWFLAKE_STATE_WORKER_SET	0x2U /* worker id set explicitly */
+#define SNOWFLAKE_STATE_REFUSING	0x4U /* reads fail with ENOTCONN */
+#define SNOWFLAKE_STATE_LOCKED		0x8U /* an ID was issued: layout fixed */
+
+/**
+ * struct snowflake_stats - counters and clock state
+ * @ids_issued:		IDs handed out.
+ * @reads:		read calls that returned IDs.
+ * @exhausted_waits:	blocking reads that slept for the next tick.
+ * @eagain:		non-blocking reads refused with EAGAIN.
+ * @clock_catchups:	times the anchor moved forward to the wall clock.
+ * @floor_jumps:	times the anchor moved forward to a floor.
+ * @refused_reads:	reads refused with ENOTCONN or EOVERFLOW.
+ * @clock_ms:		the generator's clock now, Unix ms.
+ * @clock_offset_ms:	total forward moves of the anchor, ms.
+ * @last_timestamp_ms:	timestamp of the last ID issued, Unix ms (0: none).
+ * @floor_ms:		no ID is issued with a timestamp below this, Unix ms.
+ * @state:		SNOWFLAKE_STATE_* bits.
+ * @__reserved:		zero.
+ */
+struct snowflake_stats {
+	__u64 ids_issued;
+	__u64 reads;
+	__u64 exhausted_waits;
+	__u64 eagain;
+	__u64 clock_catchups;
+	__u64 floor_jumps;
+	__u64 refused_reads;
+	__u64 clock_ms;
+	__u64 clock_offset_ms;
+	__u64 last_timestamp_ms;
+	__u64 floor_ms;
+	__u32 state;
+	__u32 __reserved;
+};
+
+#define SNOWFLAKE_STATS_SIZE_VER0	96
+
+/**
+ * struct snowflake_floor - lower bound for timestamps
+ * @floor_ms:		Unix ms; no ID gets a timestamp below it.  The floor
+ *			only rises: setting a lower value changes nothing.
+ * @last_timestamp_ms:	GET: timestamp of the last ID issued (0: none).
+ *			SET: must be zero.
+ */
+struct snowflake_floor {
+	__u64 floor_ms;
+	__u64 last_timestamp_ms;
+};
+
+#define SNOWFLAKE_FLOOR_SIZE_VER0	16
+
+/* Magic 0xB9 is unassigned in Documentation/userspace-api/ioctl/ioctl-number.rst. */
+#define SNOWFLAKE_IOC_MAGIC		0xB9
+
+#define SNOWFLAKE_IOC_GET_CONFIG	_IOR(SNOWFLAKE_IOC_MAGIC, 0x00, struct snowflake_config)
+#define SNOWFLAKE_IOC_SET_CONFIG	_IOW(SNOWFLAKE_IOC_MAGIC, 0x01, struct snowflake_config)
+#define SNOWFLAKE_IOC_SET_IDS		_IOW(SNOWFLAKE_IOC_MAGIC, 0x02, struct snowflake_ids)
+#define SNOWFLAKE_IOC_GET_STATS		_IOR(SNOWFLAKE_IOC_MAGIC, 0x03, struct snowflake_stats)
+#define SNOWFLAKE_IOC_GET_FLOOR		_IOR(SNOWFLAKE_IOC_MAGIC, 0x04, struct snowflake_floor)
+#define SNOWFLAKE_IOC_SET_FLOOR		_IOW(SNOWFLAKE_IOC_MAGIC, 0x05, struct snowflake_floor)
+
+#endif /* _UAPI_LINUX_SNOWFLAKE_H */
