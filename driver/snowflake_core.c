@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The Snowflake generator core.  See snowflake_core.h: no kernel calls here,
+ * time comes in as an argument and the caller serialises all calls.
+ *
+ * An ID is (tick << ts_shift) | node | sequence.  Within one tick the IDs
+ * of consecutive sequence numbers are consecutive integers, so a block of
+ * IDs is just its first ID and a count.
+ *
+ * Order: the tick used is max(clock tick, floor tick, last tick), and a tick
+ * hands out each sequence number once, so every reservation returns IDs
+ * above all earlier ones as long as the node bits do not shrink within a
+ * tick; a change of ids therefore retires the current tick.
+ */
+#include "snowflake_core.h"
+
+static u64 sf_mask(unsigned int bits)
+{
+	return bits ? ~0ULL >> (64 - bits) : 0;
+}
+
+static u64 sf_clock(const struct sf_core *c, u64 now_ms)
+{
+	return now_ms + c->offset_ms;
+}
+
+/* Ticks since the epoch at @ms, rounded down; 0 before the epoch. */
+static u64 sf_tick(const struct snowflake_config *cfg, u64 ms)
+{
+	if (ms <= cfg->epoch_ms)
+		return 0;
+	if (cfg->time_unit_ms == 1)
+		return ms - cfg->epoch_ms;
+	return div_u64(ms - cfg->epoch_ms, cfg->time_unit_ms);
+}
+
+/* Ticks since the epoch at @ms, rounded up. */
+static u64 sf_tick_up(const struct snowflake_config *cfg, u64 ms)
+{
+	if (ms <= cfg->epoch_ms)
+		return 0;
+	return div_u64(ms - cfg->epoch_ms - 1, cfg->time_unit_ms) + 1;
+}
+
+static u64 sf_node(const struct snowflake_config *cfg)
+{
+	return ((u64)cfg->datacenter_id << (cfg->sequence_bits + cfg->worker_bits)) |
+	       ((u64)cfg->worker_id << cfg->sequence_bits);
+}
+
+static bool sf_same_layout(const struct snowflake_config *a,
+			   const struct snowflake_config *b)
+{
+	return a->epoch_ms == b->epoch_ms &&
+	       a->time_unit_ms == b->time_unit_ms &&
+	       a->timestamp_bits == b->timestamp_bits &&
+	       a->datacenter_bits == b->datacenter_bits &&
+	       a->worker_bits == b->worker_bits &&
+	       a->sequence_bits == b->sequence_bits;
+}
+
+static void sf_update_refusing(struct sf_core *c)
+{
+	c->refusing = (c->strict && !c->worker_set) ? SF_REFUSE_NO_WORKER : 0;
+}
+
+/**
+ * sf_core_check_config() - validate a configuration on its own
+ * @cfg:	the configuration.
+ * @why:	set to a message naming what is wrong, on error.
+ *
+ * Checks what does not depend on the time or the generator's state.
+ *
+ * Return: 0, or -EINVAL.
+ */
+int sf_core_check_config(const struct snowflake_config *cfg, const char **why)
+{
+	unsigned int sum;
+
+	if (cfg->__reserved) {
+		*why = "reserved field is not zero";
+		return -EINVAL;
+	}
+	if (cfg->flags & ~SNOWFLAKE_CONFIG_FLAGS_ALL) {
+		*why = "unknown flags";
+		return -EINVAL;
+	}
+	if (cfg->time_unit_ms < 1 ||
+	    cfg->time_unit_ms > SNOWFLAKE_MAX_TIME_UNIT_MS) {
+		*why = "time_unit_ms must be 1..3600000";
+		return -EINVAL;
+	}
+	if (cfg->timestamp_bits < 1) {
+		*why = "timestamp_bits must be at least 1";
+		return -EINVAL;
+	}
+	if (cfg->datacenter_bits > SNOWFLAKE_MAX_NODE_BITS ||
+	    cfg->worker_bits > SNOWFLAKE_MAX_NODE_BITS) {
+		*why = "datacenter_bits and worker_bits must be 0..31";
+		return -EINVAL;
+	}
+	if (cfg->sequence_bits > SNOWFLAKE_MAX_SEQUENCE_BITS) {
+		*why = "sequence_bits must be 0..31";
+		return -EINVAL;
+	}
+	sum = cfg->timestamp_bits + cfg->datacenter_bits + cfg->worker_bits +
+	      cfg->sequence_bits;
+	if (sum > SNOWFLAKE_ID_BITS) {
+		*why = "the four widths must sum to 63 or less";
+		return -EINVAL;
+	}
+	if (cfg->datacenter_id > sf_mask(cfg->datacenter_bits)) {
+		*why = "datacenter_id does not fit datacenter_bits";
+		return -EINVAL;
+	}
+	if (cfg->worker_id > sf_mask(cfg->worker_bits)) {
+		*why = "worker_id does not fit worker_bits";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Derived fields of a new layout; the tick state starts over. */
+static void sf_apply_layout(struct sf_core *c, const struct snowflake_config *cfg)
+{
+	c->seq_max = sf_mask(cfg->sequence_bits);
+	c->ts_max = sf_mask(cfg->timestamp_bits);
+	c->ts_shift = cfg->datacenter_bits + cfg->worker_bits +
+		      cfg->sequence_bits;
+	c->floor_tick = sf_tick_up(cfg, c->floor_ms);
+	c->last_tick = 0;
+	c->next_seq = 0;
+}
+
+static int sf_check_layout(const struct sf_core *c,
+			   const struct snowflake_config *cfg, u64 now_ms,
+			   const char **why)
+{
+	u64 clock = sf_clock(c, now_ms);
+	u64 ts_max = sf_mask(cfg->timestamp_bits);
+
+	if (cfg->epoch_ms > clock) {
+		*why = "epoch_ms is in the future";
+		return -EINVAL;
+	}
+	if (sf_tick(cfg, clock) > ts_max || sf_tick_up(cfg, c->floor_ms) > ts_max) {
+		*why = "timestamp does not fit timestamp_bits from epoch_ms";
+		return -EOVERFLOW;
+	}
+	return 0;
+}
+
+static void sf_apply_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id)
+{
+	if (datacenter_id != c->cfg.datacenter_id ||
+	    worker_id != c->cfg.worker_id)
+		c->next_seq = c->seq_max + 1;
+
+	c->cfg.datacenter_id = datacenter_id;
+	c->cfg.worker_id = worker_id;
+	c->node = sf_node(&c->cfg);
+	c->worker_set = true;
+	sf_update_refusing(c);
+}
+
+/**
+ * sf_core_init() - start a generator
+ * @c:		the state to fill.
+ * @cfg:	the configuration.
+ * @now_ms:	raw time now.
+ * @why:	set to a message naming what is wrong, on error.
+ *
+ * The worker id counts as set explicitly; see sf_core_set_strict().
+ *
+ * Return: 0, -EINVAL (see sf_core_set_config()) or -EOVERFLOW.
+ */
+int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
+		 u64 now_ms, const char **why)
+{
+	int ret;
+
+	*c = (struct sf_core){ 0 };
+	ret = sf_core_check_config(cfg, why);
+	if (!ret)
+		ret = sf_check_layout(c, cfg, now_ms, why);
+	if (ret)
+		return ret;
+
+	c->cfg = *cfg;
+	sf_apply_layout(c, cfg);
+	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id);
+	return 0;
+}
+
+/**
+ * sf_core_set_config() - change the configuration, all or nothing
+ * @c:		the generator.
+ * @cfg:	the new configuration.
+ * @now_ms:	raw time now.
+ * @why:	set to a message naming what is wrong, on error.
+ *
+ * Epoch, time unit and widths may change only until the first ID; the ids
+ * and flags at any time.  Setting the configuration counts as setting the
+ * worker id explicitly.
+ *
+ * Return: 0; -EINVAL for a bad configuration or an epoch in the future;
+ * -EBUSY for a layout change after the first ID; -EOVERFLOW when the clock
+ * or the floor does not fit the timestamp width.
+ */
+int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
+		       u64 now_ms, const char **why)
+{
+	int ret;
+
+	ret = sf_core_check_config(cfg, why);
+	if (ret)
+		return ret;
+
+	if (!sf_same_layout(cfg, &c->cfg)) {
+		if (c->issued) {
+			*why = "epoch, time unit and widths are fixed once an ID was issued";
+			return -EBUSY;
+		}
+		ret = sf_check_layout(c, cfg, now_ms, why);
+		if (ret)
+			return ret;
+		sf_apply_layout(c, cfg);
+	}
+
+	c->cfg.epoch_ms = cfg->epoch_ms;
+	c->cfg.time_unit_ms = cfg->time_unit_ms;
+	c->cfg.timestamp_bits = cfg->timestamp_bits;
+	c->cfg.datacenter_bits = cfg->datacenter_bits;
+	c->cfg.worker_bits = cfg->worker_bits;
+	c->cfg.sequence_bits = cfg->sequence_bits;
+	c->cfg.flags = cfg->flags;
+	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id);
+	return 0;
+}
+
+/**
+ * sf_core_set_ids() - change the datacenter and worker id
+ * @c:			the generator.
+ * @datacenter_id:	new datacenter id.
+ * @worker_id:		new worker id.
+ *
+ * Allowed at any time.  The IDs that follow come from a later tick than any
+ * issued, so they stay above them whatever the new ids are.  Counts as
+ * setting the worker id explicitly.
+ *
+ * Return: 0, or -EINVAL when an id does not fit its width.
+ */
+int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id)
+{
+	if (datacenter_id > sf_mask(c->cfg.datacenter_bits) ||
+	    worker_id > sf_mask(c->cfg.worker_bits))
+		return -EINVAL;
+
+	sf_apply_ids(c, datacenter_id, worker_id);
+	return 0;
+}
+
+/**
+ * sf_core_set_strict() - strict mode: refuse reads until a worker id is set
+ * @c:		the generator.
+ * @strict:	strict mode on or off.
+ * @worker_set:	whether the worker id counts as set explicitly.
+ */
+void sf_core_set_strict(struct sf_core *c, bool strict, bool worker_set)
+{
+	c->strict = strict;
+	c->worker_set = worker_set;
+	sf_update_refusing(c);
+}
+
+/**
+ * sf_core_set_floor() - raise the floor
+ * @c:		the generator.
+ * @floor_ms:	no ID may get a timestamp below this (Unix ms).
+ * @now_ms:	raw time now.
+ *
+ * A floor at or below the current one changes nothing.  A floor above the
+ * generator's clock moves the clock forward to the start of the floor's tick.
+ *
+ * Return: 0, or -EOVERFLOW when the floor does not fit the timestamp width.
+ */
+int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
+{
+	u64 tick, target, clock;
+
+	if (floor_ms <= c->floor_ms)
+		return 0;
+
+	tick = sf_tick_up(&c->cfg, floor_ms);
+	if (tick > c->ts_max)
+		return -EOVERFLOW;
+
+	c->floor_ms = floor_ms;
+	c->floor_tick = tick;
+
+	target = floor_ms;
+	if (floor_ms > c->cfg.epoch_ms)
+		target = c->cfg.epoch_ms + tick * c->cfg.time_unit_ms;
+	clock = sf_clock(c, now_ms);
+	if (clock < target) {
+		c->offset_ms += target - clock;
+		c->stats.floor_jumps++;
+	}
+	return 0;
+}
+
+/**
+ * sf_core_catch_up() - move the clock forward to a wall clock that is ahead
+ * @c:			the generator.
+ * @now_ms:		raw time now.
+ * @wall_ms:		the wall clock now (Unix ms).
+ * @threshold_ms:	catch up only when the wall clock is more than this
+ *			ahead; 0 never catches up.
+ *
+ * The clock never moves back: a wall clock behind the generator's clock
+ * changes nothing.
+ *
+ * Return: true when the clock moved.
+ */
+bool sf_core_catch_up(struct sf_core *c, u64 now_ms, u64 wall_ms,
+		      u64 threshold_ms)
+{
+	u64 clock = sf_clock(c, now_ms);
+
+	if (!threshold_ms || wall_ms <= clock || wall_ms - clock <= threshold_ms)
+		return false;
+
+	c->offset_ms += wall_ms - clock;
+	c->stats.clock_catchups++;
+	return true;
+}
+
+/* Raw time at which the tick after @c->last_tick starts. */
+static u64 sf_next_tick_raw(const struct sf_core *c)
+{
+	u64 start = c->cfg.epoch_ms + (c->last_tick + 1) * c->cfg.time_unit_ms;
+
+	return start > c->offset_ms ? start - c->offset_ms : 0;
+}
+
+/**
+ * sf_core_reserve() - reserve a block of IDs
+ * @c:		the generator.
+ * @now_ms:	raw time now.
+ * @want:	how many IDs the caller wants, at least 1.
+ * @rnd:	a random number, used as the first sequence number of a new
+ *		tick (masked to its lower half) in random-sequence mode.
+ * @b:		filled with the block, or with @b->retry_ms on -EAGAIN.
+ *
+ * The block holds at most what is left in the current tick.
+ *
+ * Return: the number of IDs reserved (1..@want); -EINVAL when @want is 0;
+ * -EAGAIN when the current tick is used up; -ENOTCONN when reads are refused; -EOVERFLOW when the
+ * timestamp no longer fits its width.
+ */
+int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want, u32 rnd,
+		    struct sf_block *b)
+{
+	u64 tick, left;
+	u32 n;
+
+	if (!want)
+		return -EINVAL;
+	if (c->refusing) {
+		c->stats.refused_reads++;
+		return -ENOTCONN;
+	}
+
+	tick = sf_tick(&c->cfg, sf_clock(c, now_ms));
+	if (tick < c->floor_tick)
+		tick = c->floor_tick;
+
+	if (tick > c->last_tick) {
+		if (tick > c->ts_max) {
+			c->stats.refused_reads++;
+			return -EOVERFLOW;
+		}
+		c->last_tick = tick;
+		c->next_seq = 0;
+		if (c->cfg.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE)
+			c->next_seq = rnd & (c->seq_max >> 1);
+	} else if (c->next_seq > c->seq_max) {
+		b->retry_ms = sf_next_tick_raw(c);
+		return -EAGAIN;
+	}
+
+	left = c->seq_max - c->next_seq + 1;
+	n = want < left ? want : (u32)left;
+
+	b->first = (c->last_tick << c->ts_shift) | c->node | c->next_seq;
+	b->count = n;
+	c->next_seq += n;
+	c->issued = true;
+	c->stats.ids_issued += n;
+	c->stats.reads++;
+	return n;
+}
+
+/**
+ * sf_core_peek() - would a reservation succeed now?
+ * @c:		the generator.
+ * @now_ms:	raw time now.
+ * @retry_ms:	set to the raw time of the next tick when the answer is 0.
+ *
+ * Return: 1 when sf_core_reserve() would return IDs, 0 when the current tick
+ * is used up, -ENOTCONN or -EOVERFLOW when it would refuse.
+ */
+int sf_core_peek(const struct sf_core *c, u64 now_ms, u64 *retry_ms)
+{
+	u64 tick;
+
+	if (c->refusing)
+		return -ENOTCONN;
+
+	tick = sf_tick(&c->cfg, sf_clock(c, now_ms));
+	if (tick < c->floor_tick)
+		tick = c->floor_tick;
+
+	if (tick > c->last_tick)
+		return tick > c->ts_max ? -EOVERFLOW : 1;
+	if (c->next_seq <= c->seq_max)
+		return 1;
+	*retry_ms = sf_next_tick_raw(c);
+	return 0;
+}
+
+/**
+ * sf_core_last_timestamp() - timestamp of the last ID issued
+ * @c:		the generator.
+ *
+ * Return: Unix ms of the last ID's tick, or 0 when no ID was issued.
+ */
+u64 sf_core_last_timestamp(const struct sf_core *c)
+{
+	if (!c->issued)
+		return 0;
+	return c->cfg.epoch_ms + c->last_tick * c->cfg.time_unit_ms;
+}
+
+/**
+ * sf_core_stats() - counters and clock state
+ * @c:		the generator.
+ * @now_ms:	raw time now.
+ * @s:		filled in whole.
+ */
+void sf_core_stats(const struct sf_core *c, u64 now_ms,
+		   struct snowflake_stats *s)
+{
+	*s = c->stats;
+	s->clock_ms = sf_clock(c, now_ms);
+	s->clock_offset_ms = c->offset_ms;
+	s->last_timestamp_ms = sf_core_last_timestamp(c);
+	s->floor_ms = c->floor_ms;
+	s->state = 0;
+	if (c->strict)
+		s->state |= SNOWFLAKE_STATE_STRICT;
+	if (c->worker_set)
+		s->state |= SNOWFLAKE_STATE_WORKER_SET;
+	if (c->refusing)
+		s->state |= SNOWFLAKE_STATE_REFUSING;
+	if (c->issued)
+		s->state |= SNOWFLAKE_STATE_LOCKED;
+	s->__reserved = 0;
+}

@@ -1,0 +1,874 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/snowflake: unique, time-ordered 64-bit IDs for the whole host.
+ *
+ * Every read returns whole 8-byte IDs.  The generator's clock is the wall
+ * clock captured once at load plus the elapsed CLOCK_BOOTTIME, so stepping
+ * the wall clock changes nothing; it only moves forward (catch-up, floor).
+ * The arithmetic lives in snowflake_core.c; this file adds the clock, the
+ * lock, the waiting and the interfaces.  See docs/interface.md.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/build_bug.h>
+#include <linux/capability.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/hrtimer.h>
+#include <linux/init.h>
+#include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/random.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/spinlock.h>
+#include <linux/sysfs.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include <linux/snowflake.h>
+
+#include "snowflake_core.h"
+
+/* IDs formatted on the stack per copy_to_iter() call (512 bytes). */
+#define SF_CHUNK		64
+
+/**
+ * struct snowflake_dev - the host's one generator
+ * @lock:		protects @core: configuration, tick state and counters.
+ *			Taken in process context (read, poll, ioctl, sysfs)
+ *			and by @catchup_work, never in hard-irq context; held
+ *			only for the arithmetic of snowflake_core.c.
+ * @core:		the generator.  Every access holds @lock.
+ * @anchor_ns:		wall clock minus CLOCK_BOOTTIME, both at load.  Set
+ *			before the device is registered; read-only after.
+ * @catchup_ms:		catch-up threshold, read-only after load.
+ * @wq:			pollers waiting for the next tick or a config change.
+ * @tick_timer:		wakes @wq at the start of the next tick; armed by a
+ *			poll that found the tick used up.  Does not take @lock.
+ * @catchup_work:	compares the wall clock with ours once a second.
+ * @misc:		the /dev/snowflake node and its sysfs files.
+ */
+struct snowflake_dev {
+	spinlock_t lock; /* protects core, see above */
+	struct sf_core core;
+	s64 anchor_ns;
+	u64 catchup_ms;
+	wait_queue_head_t wq;
+	struct hrtimer tick_timer;
+	struct delayed_work catchup_work;
+	struct miscdevice misc;
+};
+
+static struct snowflake_dev sf_dev;
+
+/* Module parameters: read once at load, see docs/interface.md. */
+static unsigned long long param_epoch_ms = SNOWFLAKE_TWITTER_EPOCH_MS;
+module_param_named(epoch_ms, param_epoch_ms, ullong, 0444);
+MODULE_PARM_DESC(epoch_ms, "Unix time in ms of timestamp 0 (default 1288834974657, Twitter's)");
+
+static unsigned int param_time_unit_ms = SNOWFLAKE_DEFAULT_TIME_UNIT_MS;
+module_param_named(time_unit_ms, param_time_unit_ms, uint, 0444);
+MODULE_PARM_DESC(time_unit_ms, "Length of one timestamp tick in ms, 1..3600000 (default 1)");
+
+static unsigned int param_timestamp_bits = SNOWFLAKE_DEFAULT_TIMESTAMP_BITS;
+module_param_named(timestamp_bits, param_timestamp_bits, uint, 0444);
+MODULE_PARM_DESC(timestamp_bits, "Width of the timestamp field (default 41)");
+
+static unsigned int param_datacenter_bits = SNOWFLAKE_DEFAULT_DATACENTER_BITS;
+module_param_named(datacenter_bits, param_datacenter_bits, uint, 0444);
+MODULE_PARM_DESC(datacenter_bits, "Width of the datacenter field, 0..31 (default 5)");
+
+static unsigned int param_worker_bits = SNOWFLAKE_DEFAULT_WORKER_BITS;
+module_param_named(worker_bits, param_worker_bits, uint, 0444);
+MODULE_PARM_DESC(worker_bits, "Width of the worker field, 0..31 (default 5)");
+
+static unsigned int param_sequence_bits = SNOWFLAKE_DEFAULT_SEQUENCE_BITS;
+module_param_named(sequence_bits, param_sequence_bits, uint, 0444);
+MODULE_PARM_DESC(sequence_bits, "Width of the sequence field, 0..31 (default 12)");
+
+static unsigned int param_datacenter_id;
+module_param_named(datacenter_id, param_datacenter_id, uint, 0444);
+MODULE_PARM_DESC(datacenter_id, "Datacenter id (default 0)");
+
+static int param_worker_id = -1;
+module_param_named(worker_id, param_worker_id, int, 0444);
+MODULE_PARM_DESC(worker_id, "Worker id; -1: not set, 0 is used (default -1)");
+
+static unsigned long long param_floor_ms;
+module_param_named(floor_ms, param_floor_ms, ullong, 0444);
+MODULE_PARM_DESC(floor_ms, "No ID gets a timestamp below this Unix time in ms (default 0)");
+
+static bool param_random_sequence;
+module_param_named(random_sequence, param_random_sequence, bool, 0444);
+MODULE_PARM_DESC(random_sequence, "Start each tick at a random sequence number (default 0)");
+
+static bool param_strict;
+module_param_named(strict, param_strict, bool, 0444);
+MODULE_PARM_DESC(strict, "Refuse reads with ENOTCONN until a worker id is set (default 0)");
+
+static unsigned int param_catchup_threshold_ms = 1000;
+module_param_named(catchup_threshold_ms, param_catchup_threshold_ms, uint, 0444);
+MODULE_PARM_DESC(catchup_threshold_ms,
+		 "Move the clock forward when the wall clock is this many ms ahead; 0: never (default 1000)");
+
+/* The generator's raw clock: wall clock at load plus elapsed boottime. */
+static u64 sf_now_ms(const struct snowflake_dev *sf)
+{
+	s64 ns = sf->anchor_ns + ktime_get_boottime_ns();
+
+	return ns > 0 ? div_u64(ns, NSEC_PER_MSEC) : 0;
+}
+
+static u64 sf_wall_ms(void)
+{
+	s64 ns = ktime_get_real_ns();
+
+	return ns > 0 ? div_u64(ns, NSEC_PER_MSEC) : 0;
+}
+
+/* CLOCK_BOOTTIME at which the raw clock reads @raw_ms. */
+static ktime_t sf_raw_to_boottime(const struct snowflake_dev *sf, u64 raw_ms)
+{
+	return ns_to_ktime(raw_ms * NSEC_PER_MSEC - sf->anchor_ns);
+}
+
+static void sf_wake_pollers(struct snowflake_dev *sf)
+{
+	wake_up_interruptible_poll(&sf->wq, EPOLLIN | EPOLLRDNORM);
+}
+
+static enum hrtimer_restart sf_tick_timer_fn(struct hrtimer *timer)
+{
+	struct snowflake_dev *sf = container_of(timer, struct snowflake_dev,
+						tick_timer);
+
+	sf_wake_pollers(sf);
+	return HRTIMER_NORESTART;
+}
+
+static void sf_catchup_fn(struct work_struct *work)
+{
+	struct snowflake_dev *sf = container_of(to_delayed_work(work),
+						struct snowflake_dev,
+						catchup_work);
+	bool moved;
+
+	spin_lock(&sf->lock);
+	moved = sf_core_catch_up(&sf->core, sf_now_ms(sf), sf_wall_ms(),
+				 sf->catchup_ms);
+	spin_unlock(&sf->lock);
+
+	if (moved)
+		sf_wake_pollers(sf);
+	queue_delayed_work(system_power_efficient_wq, &sf->catchup_work, HZ);
+}
+
+static int sf_open(struct inode *inode, struct file *file)
+{
+	file->f_mode |= FMODE_NOWAIT;
+	return nonseekable_open(inode, file);
+}
+
+/*
+ * Sleep until the raw clock reaches @retry_ms, the start of the next tick.
+ * Nothing is held.  Returns -ERESTARTSYS when a signal is pending.
+ */
+static int sf_wait_tick(struct snowflake_dev *sf, u64 retry_ms)
+{
+	ktime_t expires = sf_raw_to_boottime(sf, retry_ms);
+
+	set_current_state(TASK_INTERRUPTIBLE);
+	schedule_hrtimeout_range_clock(&expires, 0, HRTIMER_MODE_ABS,
+				       CLOCK_BOOTTIME);
+	if (signal_pending(current))
+		return -ERESTARTSYS;
+	return 0;
+}
+
+/*
+ * Copy @count consecutive IDs starting at @first.  Returns the bytes of
+ * whole IDs copied, or -EFAULT when not even one could be.
+ */
+static ssize_t sf_copy_ids(struct iov_iter *to, u64 first, u32 count)
+{
+	u64 buf[SF_CHUNK];
+	size_t done = 0;
+
+	while (count) {
+		u32 i, n = min_t(u32, count, SF_CHUNK);
+		size_t copied;
+
+		for (i = 0; i < n; i++)
+			buf[i] = first + i;
+		copied = copy_to_iter(buf, n * sizeof(u64), to);
+		done += copied;
+		if (copied != n * sizeof(u64))
+			break;
+		first += n;
+		count -= n;
+	}
+	done = round_down(done, sizeof(u64));
+	return done ? done : -EFAULT;
+}
+
+static ssize_t sf_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct snowflake_dev *sf = &sf_dev;
+	bool nowait = (iocb->ki_filp->f_flags & O_NONBLOCK) ||
+		      (iocb->ki_flags & IOCB_NOWAIT);
+	size_t want = iov_iter_count(to) / sizeof(u64);
+	struct sf_block blk;
+	int ret;
+
+	if (!want)
+		return -EINVAL;
+	want = min_t(size_t, want, SNOWFLAKE_MAX_IDS_PER_READ);
+
+	for (;;) {
+		u32 rnd = 0;
+
+		/*
+		 * A stale flag only costs one unused random number or one
+		 * tick that starts at 0; the core reads the flag under the lock.
+		 */
+		if (data_race(sf->core.cfg.flags) & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE)
+			rnd = get_random_u32();
+
+		spin_lock(&sf->lock);
+		ret = sf_core_reserve(&sf->core, sf_now_ms(sf), want, rnd, &blk);
+		if (ret == -EAGAIN) {
+			if (nowait)
+				sf->core.stats.eagain++;
+			else
+				sf->core.stats.exhausted_waits++;
+		}
+		spin_unlock(&sf->lock);
+
+		if (ret > 0)
+			break;
+		if (ret != -EAGAIN || nowait)
+			return ret;
+		ret = sf_wait_tick(sf, blk.retry_ms);
+		if (ret)
+			return ret;
+	}
+
+	return sf_copy_ids(to, blk.first, blk.count);
+}
+
+static __poll_t sf_poll(struct file *file, poll_table *wait)
+{
+	struct snowflake_dev *sf = &sf_dev;
+	u64 retry_ms = 0;
+	int ready;
+
+	/*
+	 * Join the wait queue before looking at the state: a tick timer or a
+	 * configuration change that fires after the check below wakes us, so
+	 * no wakeup is lost (the same ordering as eventfd_poll()).
+	 */
+	poll_wait(file, &sf->wq, wait);
+
+	spin_lock(&sf->lock);
+	ready = sf_core_peek(&sf->core, sf_now_ms(sf), &retry_ms);
+	spin_unlock(&sf->lock);
+
+	if (ready > 0)
+		return EPOLLIN | EPOLLRDNORM;
+	if (ready == 0)
+		hrtimer_start(&sf->tick_timer, sf_raw_to_boottime(sf, retry_ms),
+			      HRTIMER_MODE_ABS);
+	return 0;
+}
+
+/* Copy a "get" structure out: truncated to @usize, or its tail zeroed. */
+static int sf_copy_out(void __user *uptr, size_t usize, const void *k,
+		       size_t ksize)
+{
+	if (copy_to_user(uptr, k, min(usize, ksize)))
+		return -EFAULT;
+	if (usize > ksize && clear_user(uptr + ksize, usize - ksize))
+		return -EFAULT;
+	return 0;
+}
+
+static int sf_ioctl_get_config(struct snowflake_dev *sf, void __user *uptr,
+			       size_t usize)
+{
+	struct snowflake_config cfg;
+
+	if (usize < SNOWFLAKE_CONFIG_SIZE_VER0)
+		return -EINVAL;
+
+	spin_lock(&sf->lock);
+	cfg = sf->core.cfg;
+	spin_unlock(&sf->lock);
+
+	return sf_copy_out(uptr, usize, &cfg, sizeof(cfg));
+}
+
+static int sf_ioctl_set_config(struct snowflake_dev *sf, void __user *uptr,
+			       size_t usize)
+{
+	struct snowflake_config cfg;
+	const char *why = NULL;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (usize < SNOWFLAKE_CONFIG_SIZE_VER0)
+		return -EINVAL;
+	ret = copy_struct_from_user(&cfg, sizeof(cfg), uptr, usize);
+	if (ret)
+		return ret;
+
+	spin_lock(&sf->lock);
+	ret = sf_core_set_config(&sf->core, &cfg, sf_now_ms(sf), &why);
+	spin_unlock(&sf->lock);
+
+	if (ret)
+		pr_debug("SET_CONFIG refused: %s\n", why);
+	else
+		sf_wake_pollers(sf);
+	return ret;
+}
+
+static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
+			    size_t usize)
+{
+	struct snowflake_ids ids;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (usize < SNOWFLAKE_IDS_SIZE_VER0)
+		return -EINVAL;
+	ret = copy_struct_from_user(&ids, sizeof(ids), uptr, usize);
+	if (ret)
+		return ret;
+	if (ids.flags || ids.__reserved)
+		return -EINVAL;
+
+	spin_lock(&sf->lock);
+	ret = sf_core_set_ids(&sf->core, ids.datacenter_id, ids.worker_id);
+	spin_unlock(&sf->lock);
+
+	if (!ret)
+		sf_wake_pollers(sf);
+	return ret;
+}
+
+static void sf_get_stats(struct snowflake_dev *sf, struct snowflake_stats *st)
+{
+	spin_lock(&sf->lock);
+	sf_core_stats(&sf->core, sf_now_ms(sf), st);
+	spin_unlock(&sf->lock);
+}
+
+static int sf_ioctl_get_stats(struct snowflake_dev *sf, void __user *uptr,
+			      size_t usize)
+{
+	struct snowflake_stats st;
+
+	if (usize < SNOWFLAKE_STATS_SIZE_VER0)
+		return -EINVAL;
+
+	sf_get_stats(sf, &st);
+	return sf_copy_out(uptr, usize, &st, sizeof(st));
+}
+
+static int sf_ioctl_get_floor(struct snowflake_dev *sf, void __user *uptr,
+			      size_t usize)
+{
+	struct snowflake_floor fl = { 0 };
+
+	if (usize < SNOWFLAKE_FLOOR_SIZE_VER0)
+		return -EINVAL;
+
+	spin_lock(&sf->lock);
+	fl.floor_ms = sf->core.floor_ms;
+	fl.last_timestamp_ms = sf_core_last_timestamp(&sf->core);
+	spin_unlock(&sf->lock);
+
+	return sf_copy_out(uptr, usize, &fl, sizeof(fl));
+}
+
+static int sf_set_floor(struct snowflake_dev *sf, u64 floor_ms)
+{
+	int ret;
+
+	spin_lock(&sf->lock);
+	ret = sf_core_set_floor(&sf->core, floor_ms, sf_now_ms(sf));
+	spin_unlock(&sf->lock);
+
+	if (!ret)
+		sf_wake_pollers(sf);
+	return ret;
+}
+
+static int sf_ioctl_set_floor(struct snowflake_dev *sf, void __user *uptr,
+			      size_t usize)
+{
+	struct snowflake_floor fl;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (usize < SNOWFLAKE_FLOOR_SIZE_VER0)
+		return -EINVAL;
+	ret = copy_struct_from_user(&fl, sizeof(fl), uptr, usize);
+	if (ret)
+		return ret;
+	if (fl.last_timestamp_ms)
+		return -EINVAL;
+
+	return sf_set_floor(sf, fl.floor_ms);
+}
+
+/* Same magic, number and direction; the size may differ (extensible). */
+static bool sf_cmd_is(unsigned int cmd, unsigned int ref)
+{
+	return _IOC_TYPE(cmd) == _IOC_TYPE(ref) && _IOC_NR(cmd) == _IOC_NR(ref) &&
+	       _IOC_DIR(cmd) == _IOC_DIR(ref);
+}
+
+static long sf_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct snowflake_dev *sf = &sf_dev;
+	void __user *uptr = (void __user *)arg;
+	size_t usize = _IOC_SIZE(cmd);
+
+	if (_IOC_TYPE(cmd) != SNOWFLAKE_IOC_MAGIC)
+		return -ENOTTY;
+
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(SNOWFLAKE_IOC_GET_CONFIG):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_GET_CONFIG))
+			return -ENOTTY;
+		return sf_ioctl_get_config(sf, uptr, usize);
+	case _IOC_NR(SNOWFLAKE_IOC_SET_CONFIG):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_CONFIG))
+			return -ENOTTY;
+		return sf_ioctl_set_config(sf, uptr, usize);
+	case _IOC_NR(SNOWFLAKE_IOC_SET_IDS):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_IDS))
+			return -ENOTTY;
+		return sf_ioctl_set_ids(sf, uptr, usize);
+	case _IOC_NR(SNOWFLAKE_IOC_GET_STATS):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_GET_STATS))
+			return -ENOTTY;
+		return sf_ioctl_get_stats(sf, uptr, usize);
+	case _IOC_NR(SNOWFLAKE_IOC_GET_FLOOR):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_GET_FLOOR))
+			return -ENOTTY;
+		return sf_ioctl_get_floor(sf, uptr, usize);
+	case _IOC_NR(SNOWFLAKE_IOC_SET_FLOOR):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_FLOOR))
+			return -ENOTTY;
+		return sf_ioctl_set_floor(sf, uptr, usize);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations sf_fops = {
+	.owner		= THIS_MODULE,
+	.open		= sf_open,
+	.read_iter	= sf_read_iter,
+	.poll		= sf_poll,
+	.unlocked_ioctl	= sf_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+};
+
+/* sysfs: /sys/class/misc/snowflake/, see docs/ABI/. */
+
+static ssize_t worker_id_show(struct device *dev, struct device_attribute *attr,
+			      char *buf)
+{
+	u32 v;
+
+	spin_lock(&sf_dev.lock);
+	v = sf_dev.core.cfg.worker_id;
+	spin_unlock(&sf_dev.lock);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+static ssize_t datacenter_id_show(struct device *dev,
+				  struct device_attribute *attr, char *buf)
+{
+	u32 v;
+
+	spin_lock(&sf_dev.lock);
+	v = sf_dev.core.cfg.datacenter_id;
+	spin_unlock(&sf_dev.lock);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+/* Set one of the two ids from a sysfs write, keeping the other. */
+static ssize_t sf_store_id(const char *buf, size_t len, bool worker)
+{
+	struct snowflake_dev *sf = &sf_dev;
+	u32 v, dc, wk;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	ret = kstrtou32(buf, 0, &v);
+	if (ret)
+		return ret;
+
+	spin_lock(&sf->lock);
+	dc = worker ? sf->core.cfg.datacenter_id : v;
+	wk = worker ? v : sf->core.cfg.worker_id;
+	ret = sf_core_set_ids(&sf->core, dc, wk);
+	spin_unlock(&sf->lock);
+
+	if (ret)
+		return ret;
+	sf_wake_pollers(sf);
+	return len;
+}
+
+static ssize_t worker_id_store(struct device *dev,
+			       struct device_attribute *attr, const char *buf,
+			       size_t len)
+{
+	return sf_store_id(buf, len, true);
+}
+
+static ssize_t datacenter_id_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t len)
+{
+	return sf_store_id(buf, len, false);
+}
+
+static ssize_t floor_ms_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	u64 v;
+
+	spin_lock(&sf_dev.lock);
+	v = sf_dev.core.floor_ms;
+	spin_unlock(&sf_dev.lock);
+	return sysfs_emit(buf, "%llu\n", v);
+}
+
+static ssize_t floor_ms_store(struct device *dev, struct device_attribute *attr,
+			      const char *buf, size_t len)
+{
+	u64 v;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	ret = kstrtou64(buf, 0, &v);
+	if (ret)
+		return ret;
+	ret = sf_set_floor(&sf_dev, v);
+	return ret ? ret : len;
+}
+
+static ssize_t random_sequence_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	u32 flags;
+
+	spin_lock(&sf_dev.lock);
+	flags = sf_dev.core.cfg.flags;
+	spin_unlock(&sf_dev.lock);
+	return sysfs_emit(buf, "%u\n",
+			  !!(flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE));
+}
+
+static ssize_t random_sequence_store(struct device *dev,
+				     struct device_attribute *attr,
+				     const char *buf, size_t len)
+{
+	unsigned int v;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	ret = kstrtouint(buf, 0, &v);
+	if (ret)
+		return ret;
+	if (v > 1)
+		return -EINVAL;
+
+	spin_lock(&sf_dev.lock);
+	if (v)
+		sf_dev.core.cfg.flags |= SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	else
+		sf_dev.core.cfg.flags &= ~SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	spin_unlock(&sf_dev.lock);
+	return len;
+}
+
+static DEVICE_ATTR_RW(worker_id);
+static DEVICE_ATTR_RW(datacenter_id);
+static DEVICE_ATTR_RW(floor_ms);
+static DEVICE_ATTR_RW(random_sequence);
+
+/* Read-only values: one show function reads a field picked by the attribute. */
+enum sf_value {
+	SF_EPOCH_MS,
+	SF_TIME_UNIT_MS,
+	SF_TIMESTAMP_BITS,
+	SF_DATACENTER_BITS,
+	SF_WORKER_BITS,
+	SF_SEQUENCE_BITS,
+	SF_STRICT,
+	SF_REFUSING,
+	SF_LAST_TIMESTAMP_MS,
+	SF_CLOCK_MS,
+	SF_CLOCK_OFFSET_MS,
+	SF_IDS_ISSUED,
+	SF_READS,
+	SF_EXHAUSTED_WAITS,
+	SF_EAGAIN,
+	SF_CLOCK_CATCHUPS,
+	SF_FLOOR_JUMPS,
+	SF_REFUSED_READS,
+	SF_NR_VALUES
+};
+
+struct sf_value_attr {
+	struct device_attribute attr;
+	enum sf_value which;
+};
+
+static void sf_values(const struct snowflake_config *cfg,
+		      const struct snowflake_stats *st, u64 *v)
+{
+	v[SF_EPOCH_MS] = cfg->epoch_ms;
+	v[SF_TIME_UNIT_MS] = cfg->time_unit_ms;
+	v[SF_TIMESTAMP_BITS] = cfg->timestamp_bits;
+	v[SF_DATACENTER_BITS] = cfg->datacenter_bits;
+	v[SF_WORKER_BITS] = cfg->worker_bits;
+	v[SF_SEQUENCE_BITS] = cfg->sequence_bits;
+	v[SF_STRICT] = !!(st->state & SNOWFLAKE_STATE_STRICT);
+	v[SF_REFUSING] = !!(st->state & SNOWFLAKE_STATE_REFUSING);
+	v[SF_LAST_TIMESTAMP_MS] = st->last_timestamp_ms;
+	v[SF_CLOCK_MS] = st->clock_ms;
+	v[SF_CLOCK_OFFSET_MS] = st->clock_offset_ms;
+	v[SF_IDS_ISSUED] = st->ids_issued;
+	v[SF_READS] = st->reads;
+	v[SF_EXHAUSTED_WAITS] = st->exhausted_waits;
+	v[SF_EAGAIN] = st->eagain;
+	v[SF_CLOCK_CATCHUPS] = st->clock_catchups;
+	v[SF_FLOOR_JUMPS] = st->floor_jumps;
+	v[SF_REFUSED_READS] = st->refused_reads;
+}
+
+static ssize_t sf_value_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct sf_value_attr *va = container_of(attr, struct sf_value_attr, attr);
+	struct snowflake_config cfg;
+	struct snowflake_stats st;
+	u64 v[SF_NR_VALUES];
+
+	spin_lock(&sf_dev.lock);
+	cfg = sf_dev.core.cfg;
+	sf_core_stats(&sf_dev.core, sf_now_ms(&sf_dev), &st);
+	spin_unlock(&sf_dev.lock);
+
+	sf_values(&cfg, &st, v);
+	return sysfs_emit(buf, "%llu\n", v[va->which]);
+}
+
+#define SF_VALUE_ATTR(_name, _which)					\
+	static struct sf_value_attr sf_attr_##_name = {			\
+		.attr = __ATTR(_name, 0444, sf_value_show, NULL),	\
+		.which = _which,					\
+	}
+
+SF_VALUE_ATTR(epoch_ms, SF_EPOCH_MS);
+SF_VALUE_ATTR(time_unit_ms, SF_TIME_UNIT_MS);
+SF_VALUE_ATTR(timestamp_bits, SF_TIMESTAMP_BITS);
+SF_VALUE_ATTR(datacenter_bits, SF_DATACENTER_BITS);
+SF_VALUE_ATTR(worker_bits, SF_WORKER_BITS);
+SF_VALUE_ATTR(sequence_bits, SF_SEQUENCE_BITS);
+SF_VALUE_ATTR(strict, SF_STRICT);
+SF_VALUE_ATTR(refusing, SF_REFUSING);
+SF_VALUE_ATTR(last_timestamp_ms, SF_LAST_TIMESTAMP_MS);
+SF_VALUE_ATTR(clock_ms, SF_CLOCK_MS);
+SF_VALUE_ATTR(clock_offset_ms, SF_CLOCK_OFFSET_MS);
+SF_VALUE_ATTR(ids_issued, SF_IDS_ISSUED);
+SF_VALUE_ATTR(reads, SF_READS);
+SF_VALUE_ATTR(exhausted_waits, SF_EXHAUSTED_WAITS);
+SF_VALUE_ATTR(eagain, SF_EAGAIN);
+SF_VALUE_ATTR(clock_catchups, SF_CLOCK_CATCHUPS);
+SF_VALUE_ATTR(floor_jumps, SF_FLOOR_JUMPS);
+SF_VALUE_ATTR(refused_reads, SF_REFUSED_READS);
+
+static struct attribute *sf_attrs[] = {
+	&dev_attr_worker_id.attr,
+	&dev_attr_datacenter_id.attr,
+	&dev_attr_floor_ms.attr,
+	&dev_attr_random_sequence.attr,
+	&sf_attr_epoch_ms.attr.attr,
+	&sf_attr_time_unit_ms.attr.attr,
+	&sf_attr_timestamp_bits.attr.attr,
+	&sf_attr_datacenter_bits.attr.attr,
+	&sf_attr_worker_bits.attr.attr,
+	&sf_attr_sequence_bits.attr.attr,
+	&sf_attr_strict.attr.attr,
+	&sf_attr_refusing.attr.attr,
+	&sf_attr_last_timestamp_ms.attr.attr,
+	&sf_attr_clock_ms.attr.attr,
+	&sf_attr_clock_offset_ms.attr.attr,
+	NULL,
+};
+
+static const struct attribute_group sf_group = {
+	.attrs = sf_attrs,
+};
+
+static struct attribute *sf_stat_attrs[] = {
+	&sf_attr_ids_issued.attr.attr,
+	&sf_attr_reads.attr.attr,
+	&sf_attr_exhausted_waits.attr.attr,
+	&sf_attr_eagain.attr.attr,
+	&sf_attr_clock_catchups.attr.attr,
+	&sf_attr_floor_jumps.attr.attr,
+	&sf_attr_refused_reads.attr.attr,
+	NULL,
+};
+
+static const struct attribute_group sf_stat_group = {
+	.name = "statistics",
+	.attrs = sf_stat_attrs,
+};
+
+static const struct attribute_group *sf_groups[] = {
+	&sf_group,
+	&sf_stat_group,
+	NULL,
+};
+
+/* Build the generator from the module parameters; says which one is wrong. */
+static int __init sf_setup(struct snowflake_dev *sf)
+{
+	struct snowflake_config cfg = {
+		.epoch_ms = param_epoch_ms,
+		.time_unit_ms = param_time_unit_ms,
+		.datacenter_id = param_datacenter_id,
+		.worker_id = param_worker_id < 0 ? 0 : param_worker_id,
+	};
+	const char *why = NULL;
+	u64 now;
+	int ret;
+
+	if (param_timestamp_bits > SNOWFLAKE_ID_BITS ||
+	    param_datacenter_bits > SNOWFLAKE_MAX_NODE_BITS ||
+	    param_worker_bits > SNOWFLAKE_MAX_NODE_BITS ||
+	    param_sequence_bits > SNOWFLAKE_MAX_SEQUENCE_BITS) {
+		pr_err("invalid layout %u/%u/%u/%u: timestamp_bits must be 1..63, the others 0..31\n",
+		       param_timestamp_bits, param_datacenter_bits,
+		       param_worker_bits, param_sequence_bits);
+		return -EINVAL;
+	}
+	if (param_worker_id < -1) {
+		pr_err("invalid worker_id=%d\n", param_worker_id);
+		return -EINVAL;
+	}
+	cfg.timestamp_bits = param_timestamp_bits;
+	cfg.datacenter_bits = param_datacenter_bits;
+	cfg.worker_bits = param_worker_bits;
+	cfg.sequence_bits = param_sequence_bits;
+	if (param_random_sequence)
+		cfg.flags |= SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+
+	sf->anchor_ns = ktime_get_real_ns() - ktime_get_boottime_ns();
+	sf->catchup_ms = param_catchup_threshold_ms;
+	now = sf_now_ms(sf);
+
+	ret = sf_core_init(&sf->core, &cfg, now, &why);
+	if (ret) {
+		pr_err("invalid parameters: %s (epoch_ms=%llu time_unit_ms=%u layout %u/%u/%u/%u datacenter_id=%u worker_id=%d)\n",
+		       why, param_epoch_ms, param_time_unit_ms,
+		       param_timestamp_bits, param_datacenter_bits,
+		       param_worker_bits, param_sequence_bits,
+		       param_datacenter_id, param_worker_id);
+		return ret;
+	}
+	ret = sf_core_set_floor(&sf->core, param_floor_ms, now);
+	if (ret) {
+		pr_err("invalid floor_ms=%llu: beyond what timestamp_bits can hold\n",
+		       param_floor_ms);
+		return ret;
+	}
+	sf_core_set_strict(&sf->core, param_strict, param_worker_id >= 0);
+	return 0;
+}
+
+static int __init snowflake_init(void)
+{
+	struct snowflake_dev *sf = &sf_dev;
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct snowflake_config) != SNOWFLAKE_CONFIG_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct snowflake_ids) != SNOWFLAKE_IDS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct snowflake_stats) != SNOWFLAKE_STATS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct snowflake_floor) != SNOWFLAKE_FLOOR_SIZE_VER0);
+	BUILD_BUG_ON(SNOWFLAKE_DEFAULT_TIMESTAMP_BITS + SNOWFLAKE_DEFAULT_DATACENTER_BITS +
+		     SNOWFLAKE_DEFAULT_WORKER_BITS + SNOWFLAKE_DEFAULT_SEQUENCE_BITS >
+		     SNOWFLAKE_ID_BITS);
+	BUILD_BUG_ON(SNOWFLAKE_MAX_IDS_PER_READ % SF_CHUNK);
+
+	ret = sf_setup(sf);
+	if (ret)
+		return ret;
+
+	spin_lock_init(&sf->lock);
+	init_waitqueue_head(&sf->wq);
+	hrtimer_init(&sf->tick_timer, CLOCK_BOOTTIME, HRTIMER_MODE_ABS);
+	sf->tick_timer.function = sf_tick_timer_fn;
+	INIT_DELAYED_WORK(&sf->catchup_work, sf_catchup_fn);
+
+	sf->misc.minor = MISC_DYNAMIC_MINOR;
+	sf->misc.name = SNOWFLAKE_DEVICE_NAME;
+	sf->misc.fops = &sf_fops;
+	sf->misc.groups = sf_groups;
+	sf->misc.mode = 0444;
+
+	ret = misc_register(&sf->misc);
+	if (ret) {
+		pr_err("cannot register /dev/%s: %d\n", SNOWFLAKE_DEVICE_NAME, ret);
+		return ret;
+	}
+
+	queue_delayed_work(system_power_efficient_wq, &sf->catchup_work, HZ);
+	pr_info("ready: layout %u/%u/%u/%u, epoch %llu, unit %u ms, datacenter %u, worker %u%s\n",
+		sf->core.cfg.timestamp_bits, sf->core.cfg.datacenter_bits,
+		sf->core.cfg.worker_bits, sf->core.cfg.sequence_bits,
+		sf->core.cfg.epoch_ms, sf->core.cfg.time_unit_ms,
+		sf->core.cfg.datacenter_id, sf->core.cfg.worker_id,
+		sf->core.refusing ? ", strict: reads refused until a worker id is set" : "");
+	return 0;
+}
+
+static void __exit snowflake_exit(void)
+{
+	struct snowflake_dev *sf = &sf_dev;
+
+	cancel_delayed_work_sync(&sf->catchup_work);
+	misc_deregister(&sf->misc);
+	hrtimer_cancel(&sf->tick_timer);
+}
+
+module_init(snowflake_init);
+module_exit(snowflake_exit);
+
+MODULE_AUTHOR("snowflake developers");
+MODULE_DESCRIPTION("/dev/snowflake: unique, time-ordered 64-bit IDs");
+MODULE_LICENSE("GPL");
