@@ -1,0 +1,107 @@
+#!/bin/bash
+# Install what building and testing snowflake needs on Debian 12, and fetch
+# the guest kernel images.
+#
+# Packages are installed only when missing (apt-get update + install run only
+# then).  The guest kernels are the ones the headers meta-packages point at;
+# their bzImage comes from /boot when that kernel is installed, otherwise from
+# the linux-image package downloaded (not installed) into build/kernels/.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PKGS=(
+	build-essential gcc make libc6-dev
+	qemu-system-x86 busybox-static cpio kmod sparse
+	"${KERNEL_META_PKGS[@]}" "$KSRC_PKG"
+	xz-utils perl file bc
+)
+
+export DEBIAN_FRONTEND=noninteractive
+APT_OPTS=(-q -y -o Dpkg::Use-Pty=0 -o APT::Color=0)
+apt_updated=0
+
+apt_update() {
+	[ "$apt_updated" -eq 1 ] && return 0
+	msg "apt-get update"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get -qq update
+	apt_updated=1
+}
+
+mkdir -p "$BUILD"
+missing=()
+for p in "${PKGS[@]}"; do
+	pkg_installed "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+	if ! can_be_root; then
+		die "missing packages: ${missing[*]}
+  not root and no sudo: as root, run
+    apt-get update && apt-get install -y ${missing[*]}"
+	fi
+	apt_update
+	msg "installing: ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get "${APT_OPTS[@]}" install --no-install-recommends "${missing[@]}" \
+		>"$BUILD/apt.log" 2>&1 || {
+		tail -n 40 "$BUILD/apt.log" >&2
+		die "apt-get install failed (log above)"
+	}
+	for p in "${missing[@]}"; do
+		pkg_installed "$p" || die "$p is still not installed"
+	done
+fi
+
+# The busybox in the guest must be the static one.
+command -v busybox >/dev/null || die "busybox not found after installing busybox-static"
+file -L "$(command -v busybox)" | grep -q 'statically linked' ||
+	die "$(command -v busybox) is not statically linked (install busybox-static)"
+
+# Guest kernels: one bzImage per kernel release.
+fetch_kernel() {
+	local kver=$1 ver dir tmp pkg deb
+	dir="$BUILD/kernels/$kver"
+	ver=$(dpkg-query -W -f='${Version}' "linux-headers-$kver" 2>/dev/null) ||
+		die "linux-headers-$kver is not installed"
+	tmp="$dir.tmp"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	# Prefer the exact version of the headers; then whatever apt offers.
+	for pkg in "linux-image-$kver=$ver" "linux-image-$kver-unsigned=$ver" \
+		"linux-image-$kver" "linux-image-$kver-unsigned"; do
+		if (cd "$tmp" && apt-get -q download "$pkg") >"$tmp/download.log" 2>&1; then
+			break
+		fi
+		if [ "$apt_updated" -eq 0 ] && can_be_root; then
+			apt_update
+			if (cd "$tmp" && apt-get -q download "$pkg") >"$tmp/download.log" 2>&1; then
+				break
+			fi
+		fi
+	done
+	deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1)
+	if [ -z "$deb" ]; then
+		cat "$tmp/download.log" >&2
+		die "cannot download linux-image-$kver (or -unsigned)"
+	fi
+	msg "extracting boot/vmlinuz-$kver from ${deb##*/}"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" "./boot/vmlinuz-$kver"
+	[ -s "$tmp/boot/vmlinuz-$kver" ] || die "no boot/vmlinuz-$kver in $deb"
+	rm -f "$deb" "$tmp/download.log"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+}
+
+for kver in $(all_kvers); do
+	[ -f "$(kdir_of "$kver")/Makefile" ] || die "headers for $kver are not in $(kdir_of "$kver")"
+	if vmlinuz_of "$kver" >/dev/null; then
+		continue
+	fi
+	fetch_kernel "$kver"
+done
+
+for kver in $(all_kvers); do
+	msg "kernel $kver: headers $(kdir_of "$kver"), guest $(vmlinuz_of "$kver")"
+done
+msg "all dependencies are present"

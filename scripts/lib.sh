@@ -1,0 +1,135 @@
+# shellcheck shell=bash
+# Common helpers for the snowflake scripts.  Source it; do not run it.
+#
+# Everything the scripts produce goes under $BUILD (build/ at the repository
+# root, gitignored).  No kernel version number is written here: the guest
+# kernels are derived from the headers meta-packages below.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${SNOWFLAKE_BUILD:-$ROOT/build}
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+# The meta-packages whose dependency names the kernels we build and test for.
+# The first one is the default kernel of `make run`.
+KERNEL_META_PKGS=(linux-headers-6.12-amd64 linux-headers-amd64)
+# The package shipping the kernel source tarball (kselftest headers,
+# checkpatch.pl).
+# shellcheck disable=SC2034
+KSRC_PKG=linux-source-6.12
+# shellcheck disable=SC2034
+KSFT_SUBDIR=tools/testing/selftests
+
+export LC_ALL=C
+
+msg() { printf '%s: %s\n' "${0##*/}" "$*"; }
+warn() { printf '%s: warning: %s\n' "${0##*/}" "$*" >&2; }
+die() {
+	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+	exit 1
+}
+
+# Run a command as root: directly when root, through sudo when it is there
+# and usable, otherwise fail.
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo -- "$@"
+	else
+		return 127
+	fi
+}
+
+can_be_root() {
+	[ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1
+}
+
+pkg_installed() {
+	[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]
+}
+
+# The kernel release a headers meta-package points at, e.g. the KVER of
+# "Depends: linux-headers-KVER (= VERSION)".  Empty when not installed.
+meta_kver() {
+	local deps
+	deps=$(dpkg-query -W -f='${Depends}' "$1" 2>/dev/null) || return 0
+	printf '%s\n' "$deps" | sed 's/[,|]/\n/g' |
+		sed -n 's/^ *linux-headers-\([^ ]*\).*/\1/p' | head -n1
+}
+
+# All kernel releases to test, default kernel first.  $KERNELS overrides
+# (space separated kernel releases).
+all_kvers() {
+	local pkg k ks
+	if [ -n "${KERNELS:-}" ]; then
+		read -ra ks <<<"$KERNELS"
+		printf '%s\n' "${ks[@]}"
+		return 0
+	fi
+	for pkg in "${KERNEL_META_PKGS[@]}"; do
+		k=$(meta_kver "$pkg")
+		[ -n "$k" ] || die "cannot find the kernel of $pkg (not installed? run scripts/deps.sh)"
+		printf '%s\n' "$k"
+	done
+}
+
+default_kver() {
+	if [ -n "${KVER:-}" ]; then
+		printf '%s\n' "$KVER"
+	else
+		all_kvers | head -n1
+	fi
+}
+
+kdir_of() { printf '/usr/src/linux-headers-%s\n' "$1"; }
+
+# Path of a bootable bzImage for KVER: the copy scripts/deps.sh extracted
+# from the downloaded package, else /boot when that kernel is installed
+# (SNOWFLAKE_NO_BOOT_KERNEL=1: never use /boot).
+vmlinuz_of() {
+	local f boot=/boot/vmlinuz-$1
+	[ "${SNOWFLAKE_NO_BOOT_KERNEL:-0}" = 1 ] && boot=
+	for f in "$BUILD/kernels/$1/boot/vmlinuz-$1" $boot; do
+		if [ -r "$f" ]; then
+			printf '%s\n' "$f"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Seconds since the epoch, for timings.
+now() { date +%s; }
+
+# Copy the module sources (Kbuild, driver/, uapi/) of $MODULE_SRC (default:
+# the repository) into DIR, keeping the objects already built there.  kbuild
+# writes its objects beside the sources, so each kernel and each set of build
+# flags gets its own copy.
+sync_module_src() {
+	local dir=$1 src=${MODULE_SRC:-$ROOT} d
+	[ -f "$src/Kbuild" ] || die "$src/Kbuild is missing: no module to build"
+	[ -d "$src/driver" ] || die "$src/driver/ is missing: no module to build"
+	mkdir -p "$dir"
+	rm -rf "$dir/Kbuild" "$dir/uapi"
+	# Drop stale sources but keep the objects (and their .cmd files).
+	if [ -d "$dir/driver" ]; then
+		find "$dir/driver" -type f \( -name '*.[chS]' -o -name Makefile -o -name Kbuild \) \
+			! -name '*.mod.c' -delete
+	fi
+	cp -p "$src/Kbuild" "$dir/"
+	for d in driver uapi; do
+		[ -d "$src/$d" ] && cp -pR "$src/$d" "$dir/"
+	done
+	return 0
+}
+
+# Build the module for KVER in DIR; extra arguments go to make.  Prints the
+# build log; returns make's status.
+build_module() {
+	local kver=$1 dir=$2 kdir
+	shift 2
+	kdir=$(kdir_of "$kver")
+	[ -f "$kdir/Makefile" ] || die "no kernel headers in $kdir (run scripts/deps.sh)"
+	sync_module_src "$dir"
+	make -C "$kdir" M="$dir" ${V:+V="$V"} "$@" modules
+}
