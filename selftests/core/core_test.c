@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the pure generator core (driver/snowflake_core.c), built
+ * natively with a fake clock: the time is just the argument we pass.
+ * Decoding here is written independently of the core, from the layout.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "snowflake_core.h"
+
+#define TWITTER		SNOWFLAKE_TWITTER_EPOCH_MS
+/* 2026-11-21T00:00:00Z, a fixed "now" for the fake clock. */
+#define NOW		1795219200000ULL
+
+struct decoded {
+	u64 ts, dc, worker, seq;
+};
+
+static u64 mask(unsigned int bits)
+{
+	return bits ? (~0ULL >> (64 - bits)) : 0;
+}
+
+static struct decoded decode(const struct snowflake_config *cfg, u64 id)
+{
+	struct decoded d;
+	unsigned int s = cfg->sequence_bits, w = cfg->worker_bits;
+	unsigned int dcb = cfg->datacenter_bits;
+
+	d.seq = id & mask(s);
+	d.worker = (id >> s) & mask(w);
+	d.dc = (id >> (s + w)) & mask(dcb);
+	d.ts = id >> (s + w + dcb);
+	return d;
+}
+
+static u64 ts_ms(const struct snowflake_config *cfg, u64 id)
+{
+	return cfg->epoch_ms + decode(cfg, id).ts * cfg->time_unit_ms;
+}
+
+static struct snowflake_config default_config(void)
+{
+	struct snowflake_config cfg = {
+		.epoch_ms = TWITTER,
+		.time_unit_ms = 1,
+		.timestamp_bits = 41,
+		.datacenter_bits = 5,
+		.worker_bits = 5,
+		.sequence_bits = 12,
+	};
+	return cfg;
+}
+
+FIXTURE(core) {
+	struct sf_core c;
+	struct snowflake_config cfg;
+	const char *why;
+};
+
+FIXTURE_SETUP(core)
+{
+	self->cfg = default_config();
+	self->cfg.datacenter_id = 3;
+	self->cfg.worker_id = 17;
+	ASSERT_EQ(0, sf_core_init(&self->c, &self->cfg, NOW, &self->why));
+}
+
+FIXTURE_TEARDOWN(core)
+{
+}
+
+TEST_F(core, first_id_decodes)
+{
+	struct sf_block b;
+	struct decoded d;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(1, b.count);
+	d = decode(&self->cfg, b.first);
+	EXPECT_EQ(NOW - TWITTER, d.ts);
+	EXPECT_EQ(3, d.dc);
+	EXPECT_EQ(17, d.worker);
+	EXPECT_EQ(0, d.seq);
+	EXPECT_EQ(0, b.first >> 63);
+	EXPECT_EQ(NOW, sf_core_last_timestamp(&self->c));
+}
+
+TEST_F(core, batch_is_consecutive_and_capped_by_tick)
+{
+	struct sf_block b, b2;
+
+	ASSERT_EQ(4000, sf_core_reserve(&self->c, NOW, 4000, 0, &b));
+	/* Only 96 sequence numbers are left in this tick. */
+	ASSERT_EQ(96, sf_core_reserve(&self->c, NOW, 4000, 0, &b2));
+	EXPECT_EQ(b.first + 4000, b2.first);
+	EXPECT_EQ(4095, decode(&self->cfg, b2.first + 95).seq);
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b2));
+	EXPECT_EQ(NOW + 1, b2.retry_ms);
+	EXPECT_EQ(4096, self->c.stats.ids_issued);
+	EXPECT_EQ(2, self->c.stats.reads);
+}
+
+TEST_F(core, exhausted_tick_waits_for_next)
+{
+	struct sf_block b;
+	u64 last;
+	u64 retry = 0;
+
+	ASSERT_EQ(4096, sf_core_reserve(&self->c, NOW, 4096, 0, &b));
+	last = b.first + 4095;
+	EXPECT_EQ(0, sf_core_peek(&self->c, NOW, &retry));
+	EXPECT_EQ(NOW + 1, retry);
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	/* Still the same tick: no borrowing from the future. */
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(1, sf_core_peek(&self->c, NOW + 1, &retry));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	EXPECT_GT(b.first, last);
+	EXPECT_EQ(NOW + 1, ts_ms(&self->cfg, b.first));
+	EXPECT_EQ(0, decode(&self->cfg, b.first).seq);
+}
+
+TEST_F(core, time_going_backwards_keeps_order)
+{
+	struct sf_block b;
+	u64 prev;
+	int i;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	prev = b.first;
+	/* The time input goes back an hour: keep using the last tick. */
+	for (i = 0; i < 4095; i++) {
+		ASSERT_EQ(1, sf_core_reserve(&self->c, NOW - 3600000, 1, 0, &b));
+		ASSERT_GT(b.first, prev);
+		ASSERT_EQ(NOW, ts_ms(&self->cfg, b.first));
+		prev = b.first;
+	}
+	/* Tick used up: wait for the input to pass it. */
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW - 3600000, 1, 0, &b));
+	EXPECT_EQ(NOW + 1, b.retry_ms);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	EXPECT_GT(b.first, prev);
+}
+
+TEST_F(core, floor_moves_clock_forward)
+{
+	struct sf_block b;
+	struct snowflake_stats st;
+	u64 floor = NOW + 600000;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, floor, NOW));
+	EXPECT_EQ(1, self->c.stats.floor_jumps);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(floor, ts_ms(&self->cfg, b.first));
+	/* The clock keeps running from the floor. */
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 5, 1, 0, &b));
+	EXPECT_EQ(floor + 5, ts_ms(&self->cfg, b.first));
+	sf_core_stats(&self->c, NOW + 5, &st);
+	EXPECT_EQ(floor + 5, st.clock_ms);
+	EXPECT_EQ(600000, st.clock_offset_ms);
+	EXPECT_EQ(floor, st.floor_ms);
+	/* Lower floors change nothing. */
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, NOW, NOW));
+	EXPECT_EQ(floor, self->c.floor_ms);
+	EXPECT_EQ(1, self->c.stats.floor_jumps);
+	/* A floor behind the clock raises the floor but does not jump. */
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, floor + 1, NOW + 5));
+	EXPECT_EQ(1, self->c.stats.floor_jumps);
+}
+
+TEST_F(core, floor_unaligned_rounds_up)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_block b;
+
+	cfg.time_unit_ms = 1000;
+	cfg.epoch_ms = 1000000;
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, 5000000, &self->why));
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, 7000001, 5000000));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, 5000000, 1, 0, &b));
+	EXPECT_EQ(7001000, ts_ms(&cfg, b.first));
+	EXPECT_GE(ts_ms(&cfg, b.first), 7000001);
+}
+
+TEST_F(core, floor_overflow_refused)
+{
+	u64 max_ms = TWITTER + mask(41);
+
+	EXPECT_EQ(-EOVERFLOW, sf_core_set_floor(&self->c, max_ms + 1, NOW));
+	EXPECT_EQ(0, self->c.floor_ms);
+	EXPECT_EQ(0, self->c.offset_ms);
+	EXPECT_EQ(0, sf_core_set_floor(&self->c, max_ms, NOW));
+}
+
+TEST_F(core, floor_forced_ticks_run_ahead_when_exhausted)
+{
+	struct sf_block b;
+	u64 floor = NOW + 10;
+
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, floor, NOW));
+	ASSERT_EQ(4096, sf_core_reserve(&self->c, NOW, 4096, 0, &b));
+	EXPECT_EQ(floor, ts_ms(&self->cfg, b.first));
+	/* Waits for the generator clock (raw + offset) to reach floor + 1. */
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(NOW + 1, b.retry_ms);
+}
+
+TEST_F(core, catch_up_only_forward_and_past_threshold)
+{
+	struct sf_block b;
+
+	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW, NOW + 1000, 1000));
+	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW, NOW - 7200000, 1000));
+	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW, NOW + 7200000, 0));
+	EXPECT_EQ(0, self->c.stats.clock_catchups);
+	EXPECT_TRUE(sf_core_catch_up(&self->c, NOW, NOW + 7200000, 1000));
+	EXPECT_EQ(1, self->c.stats.clock_catchups);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(NOW + 7200000, ts_ms(&self->cfg, b.first));
+	/* The wall clock going back again changes nothing. */
+	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW + 1, NOW, 1000));
+	EXPECT_EQ(7200000, self->c.offset_ms);
+}
+
+TEST_F(core, set_ids_lower_worker_keeps_order)
+{
+	struct sf_block b;
+	u64 prev;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	prev = b.first;
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 0, 1));
+	/* Same time: the tick is retired, so wait for the next one. */
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	EXPECT_GT(b.first, prev);
+	EXPECT_EQ(1, decode(&self->cfg, b.first).worker);
+	EXPECT_EQ(0, decode(&self->cfg, b.first).dc);
+	/* Same ids again: nothing retired. */
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 0, 1));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+}
+
+TEST_F(core, set_ids_out_of_range)
+{
+	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 32, 0));
+	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 0, 32));
+	EXPECT_EQ(3, self->c.cfg.datacenter_id);
+	EXPECT_EQ(17, self->c.cfg.worker_id);
+	EXPECT_EQ(0, sf_core_set_ids(&self->c, 31, 31));
+}
+
+TEST_F(core, layout_fixed_after_first_id)
+{
+	struct snowflake_config cfg = self->cfg;
+	struct sf_block b;
+
+	cfg.sequence_bits = 10;
+	ASSERT_EQ(0, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	EXPECT_EQ(10, self->c.cfg.sequence_bits);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	cfg.sequence_bits = 12;
+	EXPECT_EQ(-EBUSY, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	EXPECT_EQ(10, self->c.cfg.sequence_bits);
+	cfg.sequence_bits = 10;
+	cfg.epoch_ms = TWITTER + 1;
+	EXPECT_EQ(-EBUSY, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	cfg.epoch_ms = TWITTER;
+	cfg.time_unit_ms = 10;
+	EXPECT_EQ(-EBUSY, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	/* Same layout, new ids and flags: allowed. */
+	cfg.time_unit_ms = 1;
+	cfg.worker_id = 2;
+	cfg.flags = SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	EXPECT_EQ(0, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	EXPECT_EQ(2, self->c.cfg.worker_id);
+}
+
+TEST_F(core, bad_configs_change_nothing)
+{
+	struct snowflake_config before = self->c.cfg, cfg;
+	static const struct {
+		int field;
+		u64 value;
+		int err;
+	} cases[] = {
+		{ 0, 0, -EINVAL },		/* time_unit_ms 0 */
+		{ 0, 3600001, -EINVAL },	/* time_unit_ms too long */
+		{ 1, 0, -EINVAL },		/* timestamp_bits 0 */
+		{ 1, 42, -EINVAL },		/* sum 64 */
+		{ 2, 32, -EINVAL },		/* datacenter_bits */
+		{ 3, 32, -EINVAL },		/* worker_bits */
+		{ 4, 32, -EINVAL },		/* sequence_bits */
+		{ 5, 32, -EINVAL },		/* datacenter_id too big */
+		{ 6, 32, -EINVAL },		/* worker_id too big */
+		{ 7, 2, -EINVAL },		/* unknown flag */
+		{ 8, 1, -EINVAL },		/* reserved */
+		{ 9, NOW + 1000, -EINVAL },	/* epoch in the future */
+		{ 1, 20, -EOVERFLOW },		/* 2^20 ms since 2010 */
+		{ 1, 38, -EOVERFLOW },		/* 2^38 ms from 2010 ends in 2019 */
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cfg = before;
+		switch (cases[i].field) {
+		case 0: cfg.time_unit_ms = cases[i].value; break;
+		case 1: cfg.timestamp_bits = cases[i].value; break;
+		case 2: cfg.datacenter_bits = cases[i].value; break;
+		case 3: cfg.worker_bits = cases[i].value; break;
+		case 4: cfg.sequence_bits = cases[i].value; break;
+		case 5: cfg.datacenter_id = cases[i].value; break;
+		case 6: cfg.worker_id = cases[i].value; break;
+		case 7: cfg.flags = cases[i].value; break;
+		case 8: cfg.__reserved = cases[i].value; break;
+		case 9: cfg.epoch_ms = cases[i].value; break;
+		}
+		self->why = NULL;
+		EXPECT_EQ(cases[i].err,
+			  sf_core_set_config(&self->c, &cfg, NOW, &self->why)) {
+			TH_LOG("case %u", i);
+		}
+		EXPECT_NE(NULL, self->why);
+		EXPECT_EQ(0, memcmp(&before, &self->c.cfg, sizeof(before)));
+	}
+}
+
+TEST_F(core, overflow_at_max_timestamp_never_wraps)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_block b;
+	u64 retry;
+
+	/* 8 timestamp bits of 1 s from NOW - 255 s: the last tick is now. */
+	cfg.timestamp_bits = 8;
+	cfg.time_unit_ms = 1000;
+	cfg.epoch_ms = NOW - 255000;
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, NOW, &self->why));
+	ASSERT_EQ(4096, sf_core_reserve(&self->c, NOW, 4096, 0, &b));
+	EXPECT_EQ(255, decode(&cfg, b.first).ts);
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(-EOVERFLOW, sf_core_reserve(&self->c, NOW + 1000, 1, 0, &b));
+	EXPECT_EQ(-EOVERFLOW, sf_core_peek(&self->c, NOW + 1000, &retry));
+	EXPECT_EQ(1, self->c.stats.refused_reads);
+	/* The init itself refuses once the clock is past it. */
+	EXPECT_EQ(-EOVERFLOW, sf_core_init(&self->c, &cfg, NOW + 1000, &self->why));
+}
+
+TEST_F(core, widths_at_maxima)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_block b;
+	struct decoded d;
+
+	/* 32-bit seconds, 31-bit worker. */
+	cfg.timestamp_bits = 32;
+	cfg.time_unit_ms = 1000;
+	cfg.datacenter_bits = 0;
+	cfg.worker_bits = 31;
+	cfg.sequence_bits = 0;
+	cfg.worker_id = 0x7fffffff;
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, NOW, &self->why));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 5, 0, &b));
+	d = decode(&cfg, b.first);
+	EXPECT_EQ(0x7fffffff, d.worker);
+	EXPECT_EQ((NOW - TWITTER) / 1000, d.ts);
+	EXPECT_EQ(0, b.first >> 63);
+	/* One ID per second: the rest of this second has none. */
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(TWITTER + ((NOW - TWITTER) / 1000 + 1) * 1000, b.retry_ms);
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, b.retry_ms - 1, 1, 0, &b));
+	EXPECT_EQ(1, sf_core_reserve(&self->c, b.retry_ms, 1, 0, &b));
+
+	/* 31-bit sequence: 2^31 IDs per tick. */
+	cfg = default_config();
+	cfg.timestamp_bits = 32;
+	cfg.time_unit_ms = 1000;
+	cfg.datacenter_bits = 0;
+	cfg.worker_bits = 0;
+	cfg.sequence_bits = 31;
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, NOW, &self->why));
+	ASSERT_EQ(4096, sf_core_reserve(&self->c, NOW, 4096, 0, &b));
+	EXPECT_EQ(0, decode(&cfg, b.first).seq);
+	self->c.next_seq = 0x7fffffff - 10;
+	ASSERT_EQ(11, sf_core_reserve(&self->c, NOW, 4096, 0, &b));
+	EXPECT_EQ(0x7fffffff, decode(&cfg, b.first + 10).seq);
+	EXPECT_EQ(0, (b.first + 10) >> 63);
+
+	/* 31-bit datacenter with 32-bit seconds: sum 63. */
+	cfg = default_config();
+	cfg.timestamp_bits = 32;
+	cfg.time_unit_ms = 1000;
+	cfg.datacenter_bits = 31;
+	cfg.worker_bits = 0;
+	cfg.sequence_bits = 0;
+	cfg.datacenter_id = 0x7fffffff;
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, NOW, &self->why));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(0x7fffffff, decode(&cfg, b.first).dc);
+
+	/* 63-bit timestamp, nothing else: IDs are the ms since epoch. */
+	cfg = default_config();
+	cfg.timestamp_bits = 63;
+	cfg.datacenter_bits = 0;
+	cfg.worker_bits = 0;
+	cfg.sequence_bits = 0;
+	cfg.epoch_ms = 0;
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, NOW, &self->why));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 9, 0, &b));
+	EXPECT_EQ(NOW, b.first);
+}
+
+TEST_F(core, random_sequence_start)
+{
+	struct snowflake_config cfg = self->cfg;
+	struct sf_block b;
+
+	cfg.flags = SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	ASSERT_EQ(0, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0xffffffff, &b));
+	/* The start is masked to the lower half of the sequence space. */
+	EXPECT_EQ(2047, decode(&cfg, b.first).seq);
+	/* Only a new tick takes a new start. */
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 5, &b));
+	EXPECT_EQ(2048, decode(&cfg, b.first).seq);
+	/* 4096 - 2049 left in this tick. */
+	ASSERT_EQ(2047, sf_core_reserve(&self->c, NOW, 4096, 5, &b));
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 5, &b));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 1234, &b));
+	EXPECT_EQ(1234, decode(&cfg, b.first).seq);
+	/* Off: every tick starts at 0. */
+	cfg.flags = 0;
+	ASSERT_EQ(0, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 2, 1, 1234, &b));
+	EXPECT_EQ(0, decode(&cfg, b.first).seq);
+}
+
+TEST_F(core, strict_refuses_until_worker_set)
+{
+	struct sf_block b;
+	u64 retry;
+
+	sf_core_set_strict(&self->c, true, false);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW, &retry));
+	EXPECT_EQ(1, self->c.stats.refused_reads);
+	EXPECT_EQ(0, self->c.stats.ids_issued);
+	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 0, 99));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 3, 17));
+	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	/* Strict with a worker given at load: no refusal. */
+	sf_core_set_strict(&self->c, true, true);
+	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+}
+
+TEST_F(core, zero_want_is_invalid)
+{
+	struct sf_block b;
+
+	EXPECT_EQ(-EINVAL, sf_core_reserve(&self->c, NOW, 0, 0, &b));
+	EXPECT_EQ(0, self->c.stats.reads);
+}
+
+TEST_F(core, stats_state_bits)
+{
+	struct snowflake_stats st;
+	struct sf_block b;
+
+	memset(&st, 0xcc, sizeof(st));
+	sf_core_stats(&self->c, NOW, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_WORKER_SET, st.state);
+	EXPECT_EQ(0, st.last_timestamp_ms);
+	EXPECT_EQ(0, st.__reserved);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	sf_core_stats(&self->c, NOW, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_WORKER_SET | SNOWFLAKE_STATE_LOCKED, st.state);
+	EXPECT_EQ(NOW, st.last_timestamp_ms);
+	EXPECT_EQ(NOW, st.clock_ms);
+	sf_core_set_strict(&self->c, true, false);
+	sf_core_stats(&self->c, NOW, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING |
+		  SNOWFLAKE_STATE_LOCKED, st.state);
+}
+
+TEST_F(core, time_unit_ticks)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_block b;
+
+	cfg.time_unit_ms = 10;
+	cfg.sequence_bits = 2;
+	cfg.epoch_ms = NOW - 1000000;	/* NOW starts a tick */
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, NOW + 3, &self->why));
+	ASSERT_EQ(4, sf_core_reserve(&self->c, NOW + 3, 9, 0, &b));
+	EXPECT_EQ(NOW, ts_ms(&cfg, b.first));
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW + 9, 1, 0, &b));
+	EXPECT_EQ(NOW + 10, b.retry_ms);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 10, 1, 0, &b));
+	EXPECT_EQ(NOW + 10, ts_ms(&cfg, b.first));
+}
+
+/*
+ * A long random walk: the time input jumps back and forth, ids change, the
+ * floor rises, catch-ups happen.  Every ID must exceed every earlier one,
+ * and no timestamp may be later than the generator's clock or below the
+ * floor.
+ */
+TEST(random_walk_order)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_core c;
+	struct sf_block b;
+	struct snowflake_stats st;
+	const char *why;
+	u64 now = NOW, prev = 0, issued = 0, max_clock = 0;
+	unsigned int seed = 12345, i;
+
+	cfg.sequence_bits = 3;
+	ASSERT_EQ(0, sf_core_init(&c, &cfg, now, &why));
+	for (i = 0; i < 2000000; i++) {
+		unsigned int r = rand_r(&seed);
+		int n;
+
+		switch (r % 16) {
+		case 0:
+			now -= r % 5000;	/* input steps back */
+			break;
+		case 1: case 2: case 3:
+			now += r % 3;
+			break;
+		case 4:
+			ASSERT_EQ(0, sf_core_set_ids(&c, r % 32, (r >> 8) % 32));
+			break;
+		case 5:
+			if (r % 64 == 0)
+				ASSERT_EQ(0, sf_core_set_floor(&c, now + r % 100, now));
+			break;
+		case 6:
+			if (r % 64 == 0)
+				sf_core_catch_up(&c, now, now + r % 3000, 1000);
+			break;
+		default:
+			n = sf_core_reserve(&c, now, 1 + r % 9, r, &b);
+			if (n == -EAGAIN) {
+				ASSERT_GT(b.retry_ms, now);
+				now = b.retry_ms;
+				break;
+			}
+			ASSERT_GT(n, 0);
+			ASSERT_LE(n, 9);
+			if (issued)
+				ASSERT_GT(b.first, prev);
+			prev = b.first + n - 1;
+			issued += n;
+			sf_core_stats(&c, now, &st);
+			if (st.clock_ms > max_clock)
+				max_clock = st.clock_ms;
+			/* Never later than the clock has been; never below the floor. */
+			ASSERT_LE(ts_ms(&c.cfg, b.first), max_clock);
+			ASSERT_GE(ts_ms(&c.cfg, b.first), c.floor_ms);
+			break;
+		}
+	}
+	EXPECT_EQ(issued, c.stats.ids_issued);
+	TH_LOG("%llu IDs in strict order", (unsigned long long)issued);
+}
+
+TEST_HARNESS_MAIN
