@@ -1,0 +1,40 @@
+#!/bin/sh
+# /init of the vmtest guest: load the module, run every test binary in
+# /selftests in order, dump the kernel log after each, power off.
+# The host (scripts/vmtest.sh) parses the SNOWFLAKE-* markers.
+
+# shellcheck source=scripts/guest/init-common.sh
+. /etc/init-common.sh
+
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+
+echo "SNOWFLAKE-BOOT-DMESG-BEGIN"
+dmesg -c
+echo "SNOWFLAKE-BOOT-DMESG-END"
+
+echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
+insmod /snowflake.ko
+echo "SNOWFLAKE-INSMOD rc=$?"
+dmesg -c
+ls -l /dev/snowflake 2>&1
+
+cd /tmp || exit 1
+for t in /selftests/*; do
+	if [ ! -f "$t" ] || [ ! -x "$t" ]; then
+		continue
+	fi
+	name=${t##*/}
+	echo "SNOWFLAKE-TEST-BEGIN $name"
+	start=$(date +%s)
+	SNOWFLAKE_KO=/snowflake.ko timeout "$TEST_TIMEOUT" "$t"
+	rc=$?
+	end=$(date +%s)
+	# A leading newline: the test may have been killed mid-line.
+	printf '\nSNOWFLAKE-TEST-END %s rc=%d secs=%d\n' "$name" "$rc" "$((end - start))"
+	echo "SNOWFLAKE-DMESG-BEGIN $name"
+	dmesg -c
+	echo "SNOWFLAKE-DMESG-END $name"
+done
+
+lsmod
+vm_done

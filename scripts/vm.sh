@@ -1,0 +1,80 @@
+# shellcheck shell=bash
+# QEMU guest helpers for vmtest.sh and run.sh.  Source it after lib.sh.
+#
+# The guest is the distribution kernel booted with an initramfs that holds a
+# static busybox, our /init, the module and whatever the caller adds.
+# TCG by default: KVM is opt-in with SNOWFLAKE_KVM=1.
+
+# Kernel messages that make a run fail wherever they appear on the console.
+# ("module verification failed: signature and/or required key missing" of
+# an unsigned module matches none of them, on purpose.)
+KERNEL_PROBLEMS='Oops|BUG:|WARNING:|Call Trace|Kernel panic|general protection fault|kernel BUG|UBSAN|KASAN|possible circular locking|possible recursive locking|inconsistent lock state|sleeping function called from invalid context|hung_task|blocked for more than|soft lockup|hard LOCKUP|detected stall|list_add corruption|list_del corruption|refcount_t:|Unable to handle kernel'
+
+# vm_stage DIR INIT: a fresh initramfs tree in DIR with busybox and its applet
+# links, the common init prelude, and INIT as /init.
+vm_stage() {
+	local dir=$1 init=$2 bb applet
+	bb=$(command -v busybox) || die "busybox is missing (run scripts/deps.sh)"
+	file -L "$bb" | grep -q 'statically linked' ||
+		die "$bb is not statically linked (install busybox-static)"
+	rm -rf "$dir"
+	mkdir -p "$dir"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,run,root}
+	cp "$bb" "$dir/bin/busybox"
+	while read -r applet; do
+		if [ -n "$applet" ] && [ ! -e "$dir/$applet" ]; then
+			ln -s /bin/busybox "$dir/$applet"
+		fi
+	done < <("$bb" --list-full)
+	[ -e "$dir/bin/sh" ] || ln -s /bin/busybox "$dir/bin/sh"
+	install -m 0644 "$ROOT/scripts/guest/init-common.sh" "$dir/etc/init-common.sh"
+	install -m 0755 "$init" "$dir/init"
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+		>"$dir/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$dir/etc/group"
+}
+
+# vm_pack DIR OUT: newc cpio, gzip.
+vm_pack() {
+	local dir=$1 out=$2
+	(cd "$dir" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
+		cpio --null -o -H newc --owner=0:0 --quiet) | gzip -1 >"$out.tmp"
+	mv "$out.tmp" "$out"
+}
+
+# vm_boot KVER INITRD LOG TIMEOUT [FILTER]: boot the guest; the console goes
+# to LOG and to stdout (through FILTER, a command, when given).  Returns
+# qemu's status (124 on timeout).
+vm_boot() {
+	local kver=$1 initrd=$2 log=$3 limit=$4 filter=${5:-cat} kernel accel rc
+	kernel=$(vmlinuz_of "$kver") || die "no guest kernel for $kver (run scripts/deps.sh)"
+	command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing (run scripts/deps.sh)"
+	if [ "${SNOWFLAKE_KVM:-0}" = 1 ]; then
+		accel=(-accel kvm -cpu host)
+	else
+		# shellcheck disable=SC2054 # one qemu argument with commas
+		accel=(-accel tcg,thread=multi)
+	fi
+	set +e
+	timeout -k 10 "$limit" qemu-system-x86_64 "${accel[@]}" \
+		-smp "${VM_CPUS:-2}" -m "${VM_MEM:-1024}" \
+		-nographic -no-reboot -nodefaults -serial mon:stdio \
+		-kernel "$kernel" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=0 quiet loglevel=4 ${VM_APPEND:-}" \
+		</dev/null 2>&1 | tee "$log" | $filter
+	rc=${PIPESTATUS[0]}
+	set -e
+	return "$rc"
+}
+
+# vm_problems LOG: print every kernel problem of the console with context;
+# returns 0 when there is none.
+vm_problems() {
+	local log=$1
+	if ! tr -d '\r' <"$log" | grep -qE "$KERNEL_PROBLEMS"; then
+		return 0
+	fi
+	echo "---- kernel problems in ${log#"$ROOT"/} ----"
+	tr -d '\r' <"$log" | grep -n -E -B 4 -A 30 "$KERNEL_PROBLEMS"
+	echo "---- end of kernel problems ----"
+	return 1
+}

@@ -1,0 +1,146 @@
+#!/bin/bash
+# Build snowflake.ko and the selftests, boot each guest kernel in QEMU with
+# them, run every test binary and count the results.
+#
+# Environment:
+#   KERNELS="KVER ..."   kernels to test (default: every supported one)
+#   VM_TIMEOUT=900       seconds a guest may run
+#   TEST_TIMEOUT=600     seconds one test binary may run in the guest
+#   SNOWFLAKE_KVM=1      use KVM instead of TCG (off: KVM hangs on some hosts)
+#   SNOWFLAKE_SKIP_DEPS=1  do not run deps.sh/ksrc.sh first (check.sh did)
+#   MODULE_SRC=DIR       module sources (Kbuild, driver/, uapi/); default: repo
+#   SELFTESTS_SRC=DIR    selftests directory; default: selftests/
+#
+# Prints "vm <KVER>: N passed, M failed" per kernel, then
+# "vmtest: N passed, M failed"; exits nonzero when anything failed.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/vm.sh
+. "$ROOT/scripts/vm.sh"
+
+VM_TIMEOUT=${VM_TIMEOUT:-900}
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+SELFTESTS_SRC=${SELFTESTS_SRC:-$ROOT/selftests}
+KSFT_DIR=$BUILD/ksrc/$KSFT_SUBDIR
+TESTS_OUT=$BUILD/selftests
+
+total_pass=0
+total_fail=0
+summary=()
+
+finish() {
+	local s
+	echo
+	echo "==== vmtest summary ===="
+	for s in "${summary[@]}"; do
+		echo "$s"
+	done
+	echo "vmtest: $total_pass passed, $total_fail failed"
+	if [ "$total_fail" -eq 0 ]; then
+		exit 0
+	fi
+	exit 1
+}
+
+if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
+	"$ROOT/scripts/deps.sh"
+	"$ROOT/scripts/ksrc.sh"
+fi
+
+mapfile -t kvers < <(all_kvers)
+
+# The test binaries: built once, static, shared by every kernel.
+echo "==== building selftests (${SELFTESTS_SRC#"$ROOT"/}) ===="
+tests=()
+if [ ! -f "$SELFTESTS_SRC/Makefile" ]; then
+	echo "vmtest: $SELFTESTS_SRC/Makefile is missing: no tests to run" >&2
+elif ! mkdir -p "$TESTS_OUT" || ! make -C "$SELFTESTS_SRC" OUT="$TESTS_OUT" KSFT_DIR="$KSFT_DIR" ${V:+V="$V"}; then
+	echo "vmtest: building the selftests failed" >&2
+else
+	while IFS= read -r t; do
+		tests+=("$t")
+	done < <(find "$TESTS_OUT" -maxdepth 1 -type f -name '*_test' -perm -u+x -printf '%f\n' | sort)
+	if [ "${#tests[@]}" -eq 0 ]; then
+		echo "vmtest: no executable *_test in ${TESTS_OUT#"$ROOT"/}" >&2
+	else
+		echo "test binaries: ${tests[*]}"
+	fi
+fi
+if [ "${#tests[@]}" -eq 0 ]; then
+	for kver in "${kvers[@]}"; do
+		summary+=("vm $kver: 0 passed, 1 failed (no test binaries)")
+		total_fail=$((total_fail + 1))
+	done
+	finish
+fi
+
+test_kernel() {
+	local kver=$1 moddir stage initrd log start secs rc counts pass fail skip vmdone insmod nrun t
+	local note=
+	moddir=$BUILD/mod-$kver
+	stage=$BUILD/initramfs-$kver
+	initrd=$BUILD/initramfs-$kver.cpio.gz
+	log=$BUILD/vm-$kver.log
+	start=$(now)
+
+	echo "==== vm $kver: building snowflake.ko in ${moddir#"$ROOT"/} ===="
+	if ! build_module "$kver" "$moddir"; then
+		summary+=("vm $kver: 0 passed, 1 failed (module build failed)")
+		total_fail=$((total_fail + 1))
+		return 0
+	fi
+
+	vm_stage "$stage" "$ROOT/scripts/guest/init-vmtest.sh"
+	cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
+	mkdir -p "$stage/selftests"
+	for t in "${tests[@]}"; do
+		cp "$TESTS_OUT/$t" "$stage/selftests/"
+	done
+	printf 'TEST_TIMEOUT=%s\n' "$TEST_TIMEOUT" >"$stage/etc/snowflake-vm.conf"
+	vm_pack "$stage" "$initrd"
+
+	echo "==== vm $kver: booting $(vmlinuz_of "$kver") (timeout ${VM_TIMEOUT}s, console in ${log#"$ROOT"/}) ===="
+	rc=0
+	vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" || rc=$?
+	secs=$(($(now) - start))
+
+	echo "==== vm $kver: results ===="
+	counts=$(awk -f "$ROOT/scripts/vmlog.awk" "$log")
+	grep -v '^COUNTS ' <<<"$counts" || true
+	read -r _ pass fail skip vmdone insmod nrun < <(grep '^COUNTS ' <<<"$counts")
+
+	if [ "$insmod" = - ]; then
+		echo "  insmod /snowflake.ko never returned"
+		fail=$((fail + 1))
+	elif [ "$insmod" != 0 ]; then
+		echo "  insmod /snowflake.ko failed (rc=$insmod)"
+		fail=$((fail + 1))
+	fi
+	if [ "$nrun" -lt "${#tests[@]}" ]; then
+		echo "  $((${#tests[@]} - nrun)) test binaries never ran"
+		fail=$((fail + ${#tests[@]} - nrun))
+	fi
+	if [ "$vmdone" != 1 ]; then
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			echo "  the guest did not finish within ${VM_TIMEOUT}s (hang?): no SNOWFLAKE-VM-DONE"
+		else
+			echo "  the guest stopped before SNOWFLAKE-VM-DONE (panic or crash; qemu exit $rc)"
+		fi
+		tail -n 40 "$log" | tr -d '\r' | sed 's/^/    | /'
+		fail=$((fail + 1))
+	fi
+	if ! vm_problems "$log"; then
+		note="; kernel problems, see above"
+		fail=$((fail + 1))
+	fi
+	summary+=("vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s$note)")
+	total_pass=$((total_pass + pass))
+	total_fail=$((total_fail + fail))
+	echo "vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s)"
+}
+
+for kver in "${kvers[@]}"; do
+	test_kernel "$kver"
+done
+finish
