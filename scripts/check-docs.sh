@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Every user-facing name the module defines must be documented: each module
+# parameter and ioctl in the README, each sysfs file in the README and in
+# docs/ABI/sysfs-class-misc-snowflake.  The names are read from the sources,
+# so a new parameter, ioctl or file without documentation fails here.
+# Prints one line per name and "docs: N passed, N failed".
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+drv=driver/snowflake_main.c
+uapi=uapi/linux/snowflake.h
+abi=docs/ABI/sysfs-class-misc-snowflake
+readme=README.md
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+params=$(sed -n 's/^module_param_named(\([a-z_]*\),.*/\1/p' "$drv")
+ioctls=$(sed -n 's/^#define \(SNOWFLAKE_IOC_[A-Z_]*\)[[:space:]]*_IO.*/\1/p' "$uapi")
+rw_files=$(sed -n 's/^static DEVICE_ATTR_RW(\([a-z_]*\));/\1/p' "$drv")
+value_files=$(sed -n 's/^SF_VALUE_ATTR(\([a-z_]*\),.*/\1/p' "$drv")
+# The counters live in the "statistics" group.
+stat_files=$(sed -n '/^static struct attribute \*sf_stat_attrs/,/};/s/.*&sf_attr_\([a-z_]*\)\.attr.*/\1/p' "$drv")
+
+for name in $params; do
+	if grep -q "\`$name\`" "$readme"; then ok "parameter $name"; else bad "parameter $name not in $readme"; fi
+done
+for name in $ioctls; do
+	if grep -q "\`$name\`" "$readme"; then ok "ioctl $name"; else bad "ioctl $name not in $readme"; fi
+done
+for name in $rw_files $value_files; do
+	path=$name
+	if grep -qx "$name" <<<"$stat_files"; then
+		path=statistics/$name
+	fi
+	if grep -q "^What:[[:space:]]*/sys/class/misc/snowflake/$path\$" "$abi"; then
+		ok "sysfs $path in ABI"
+	else
+		bad "sysfs $path not in $abi"
+	fi
+	if grep -q "\`$path\`" "$readme"; then ok "sysfs $path in README"; else bad "sysfs $path not in $readme"; fi
+done
+# And the ABI file documents nothing that does not exist.
+for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/snowflake/||p' "$abi"); do
+	name=${path#statistics/}
+	if grep -qx "$name" <<<"$rw_files"$'\n'"$value_files"; then
+		ok "ABI entry $path exists"
+	else
+		bad "ABI entry $path has no attribute in $drv"
+	fi
+done
+
+[ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
+	bad "could not read the names from the sources"
+
+echo "docs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
