@@ -1,0 +1,75 @@
+#!/bin/bash
+# `make check`: every test of the project, in order
+#   deps -> ksrc -> style -> sparse -> unit -> [docs] -> vmtest
+# Each stage prints "<stage>: N passed, M failed"; this script ends with the
+# one aggregated line "N passed, M failed" and exits nonzero when anything
+# failed.  A stage that cannot run counts as failed.  Counting: each style
+# file, each build, each TAP test case is one.
+#
+# STAGES="style sparse" runs only those stages (deps and ksrc always run).
+set -uo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+cd "$ROOT" || exit 1
+mkdir -p "$BUILD"
+
+total_pass=0
+total_fail=0
+table=()
+t0=$(now)
+
+# run_stage NAME CMD...: run CMD, streaming its output; take its counts from
+# its "NAME: N passed, M failed" line, or count the stage itself as one.
+run_stage() {
+	local name=$1 log rc line p f start secs
+	shift
+	log=$BUILD/check-stage-$name.log
+	start=$(now)
+	echo
+	echo "======== $name ========"
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	secs=$(($(now) - start))
+	line=$(tr -d '\r' <"$log" | grep -E "^$name: [0-9]+ passed, [0-9]+ failed" | tail -n1)
+	if [ -n "$line" ]; then
+		p=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
+		f=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+			echo "$name: exited $rc although it counted no failure"
+			f=1
+		fi
+	elif [ "$rc" -eq 0 ]; then
+		p=1 f=0
+		echo "$name: $p passed, $f failed"
+	else
+		p=0 f=1
+		echo "$name: $p passed, $f failed (exit $rc)"
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	table+=("$(printf '  %-8s %4d passed, %4d failed  %5ss' "$name" "$p" "$f" "$secs")")
+	return 0
+}
+
+want() {
+	[ -z "${STAGES:-}" ] && return 0
+	[[ " $STAGES " == *" $1 "* ]]
+}
+
+run_stage deps scripts/deps.sh
+run_stage ksrc scripts/ksrc.sh
+export SNOWFLAKE_SKIP_DEPS=1
+want style && run_stage style scripts/style.sh
+want sparse && run_stage sparse scripts/sparse.sh
+want unit && run_stage unit scripts/unit.sh
+if want docs && [ -x scripts/check-docs.sh ]; then
+	run_stage docs scripts/check-docs.sh
+fi
+want vmtest && run_stage vmtest scripts/vmtest.sh
+
+echo
+echo "======== summary ($(($(now) - t0))s) ========"
+printf '%s\n' "${table[@]}"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
