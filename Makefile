@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# snowflake: /dev/snowflake, unique time-ordered 64-bit IDs.
+#
+# Module for the running kernel (its headers must be installed):
+#   make                 build snowflake.ko (same as `make module`)
+#   make install         install it and run depmod (as root)
+#   make KERNELRELEASE=<release> / KERNELDIR=<dir>   another kernel
+#
+# Development (installs what is missing, tests in QEMU guests, never loads
+# anything into the host kernel):
+#   make check           every test: style, sparse, unit, vmtest
+#   make run             boot a guest with the module and show it at work
+#   make vmtest | style | sparse | unit | deps
+#
+# Quiet by default; V=1 shows the commands.
+
+KERNELRELEASE ?= $(shell uname -r)
+KERNELDIR ?= /lib/modules/$(KERNELRELEASE)/build
+DEPMOD ?= depmod
+PREFIX ?= /usr
+DESTDIR ?=
+
+ifeq ($(V),1)
+Q :=
+export V
+else
+Q := @
+endif
+
+SCRIPTS := $(CURDIR)/scripts
+
+all: module
+
+module:
+	$(Q)if [ ! -f "$(KERNELDIR)/Makefile" ]; then \
+		echo "No kernel headers for $(KERNELRELEASE) in $(KERNELDIR)."; \
+		echo "  To build for this kernel: apt-get install linux-headers-$(KERNELRELEASE)"; \
+		echo "  For another kernel: make KERNELDIR=/path/to/headers (or KERNELRELEASE=...)"; \
+		echo "  To build and test in QEMU guests instead: make check (or make run)"; \
+		exit 1; \
+	fi
+	$(Q)$(MAKE) -C "$(KERNELDIR)" M="$(CURDIR)" modules
+
+install: module
+	$(Q)$(MAKE) -C "$(KERNELDIR)" M="$(CURDIR)" modules_install
+	$(Q)$(DEPMOD) -a $(KERNELRELEASE)
+
+clean:
+	$(Q)if [ -f "$(KERNELDIR)/Makefile" ]; then \
+		$(MAKE) -C "$(KERNELDIR)" M="$(CURDIR)" clean; fi
+	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o *.ko *.mod *.mod.c \
+		.*.cmd Module.symvers modules.order
+	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
+		build/selftests build/core build/vm-*.log build/*.log
+
+# Also drops the caches: downloaded guest kernels, extracted kernel source.
+distclean: clean
+	$(Q)rm -rf build
+
+deps:
+	$(Q)$(SCRIPTS)/deps.sh
+
+ksrc:
+	$(Q)$(SCRIPTS)/ksrc.sh
+
+check:
+	$(Q)$(SCRIPTS)/check.sh
+
+run:
+	$(Q)$(SCRIPTS)/run.sh
+
+vmtest:
+	$(Q)$(SCRIPTS)/vmtest.sh
+
+style: ksrc
+	$(Q)$(SCRIPTS)/style.sh
+
+sparse: deps
+	$(Q)$(SCRIPTS)/sparse.sh
+
+unit: ksrc
+	$(Q)$(SCRIPTS)/unit.sh
+
+help:
+	@sed -n '3,19s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+
+.PHONY: all module install clean distclean deps ksrc check run vmtest style sparse unit help
