@@ -54,7 +54,7 @@ meta_kver() {
 	local deps
 	deps=$(dpkg-query -W -f='${Depends}' "$1" 2>/dev/null) || return 0
 	printf '%s\n' "$deps" | sed 's/[,|]/\n/g' |
-		sed -n 's/^ *linux-headers-\([^ ]*\).*/\1/p' | head -n1
+		sed -n 's/^ *linux-headers-\([^ ]*\).*/\1/p' | sed -n 1p
 }
 
 # All kernel releases to test, default kernel first.  $KERNELS overrides
@@ -74,10 +74,13 @@ all_kvers() {
 }
 
 default_kver() {
+	local ks
 	if [ -n "${KVER:-}" ]; then
 		printf '%s\n' "$KVER"
 	else
-		all_kvers | head -n1
+		mapfile -t ks < <(all_kvers)
+		[ "${#ks[@]}" -gt 0 ] || die "no kernel to use"
+		printf '%s\n' "${ks[0]}"
 	fi
 }
 
