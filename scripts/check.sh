@@ -1,6 +1,7 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
-#   deps -> ksrc -> style -> sparse -> unit -> [docs] -> vmtest
+#   deps -> ksrc -> style -> sparse -> unit -> docs -> vmtest
+# (docs: scripts/check-docs.sh, when it exists)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
 # one aggregated line "N passed, M failed" and exits nonzero when anything
 # failed.  A stage that cannot run counts as failed.  Counting: each style
@@ -63,8 +64,8 @@ export SNOWFLAKE_SKIP_DEPS=1
 want style && run_stage style scripts/style.sh
 want sparse && run_stage sparse scripts/sparse.sh
 want unit && run_stage unit scripts/unit.sh
-if want docs && [ -x scripts/check-docs.sh ]; then
-	run_stage docs scripts/check-docs.sh
+if want docs && [ -f scripts/check-docs.sh ]; then
+	run_stage docs bash scripts/check-docs.sh
 fi
 want vmtest && run_stage vmtest scripts/vmtest.sh
 
