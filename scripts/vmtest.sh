@@ -65,6 +65,11 @@ else
 		echo "vmtest: no executable *_test in ${TESTS_OUT#"$ROOT"/}" >&2
 	else
 		echo "test binaries: ${tests[*]}"
+		for t in "${tests[@]}"; do
+			if ! file -L "$TESTS_OUT/$t" | grep -q 'statically linked'; then
+				echo "vmtest: warning: $t is not statically linked: it cannot run in the guest" >&2
+			fi
+		done
 	fi
 fi
 if [ "${#tests[@]}" -eq 0 ]; then
