@@ -120,8 +120,12 @@ sync_module_src() {
 			! -name '*.mod.c' -delete
 	fi
 	cp -p "$src/Kbuild" "$dir/"
+	# Sources only: objects an in-tree `make module` left in driver/ were
+	# built for another kernel and must not leak into this build.
 	for d in driver uapi; do
-		[ -d "$src/$d" ] && cp -pR "$src/$d" "$dir/"
+		[ -d "$src/$d" ] || continue
+		(cd "$src" && find "$d" -type f \( -name '*.[chS]' -o -name Makefile -o -name Kbuild \) \
+			! -name '*.mod.c' -print0 | xargs -0 -r cp -p --parents -t "$dir")
 	done
 	return 0
 }
