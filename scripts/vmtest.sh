@@ -4,6 +4,7 @@
 #
 # Environment:
 #   KERNELS="KVER ..."   kernels to test (default: every supported one)
+#   TESTS="x_test ..."   test binaries to run (default: every *_test)
 #   VM_TIMEOUT=900       seconds a guest may run
 #   TEST_TIMEOUT=600     seconds one test binary may run in the guest
 #   SNOWFLAKE_KVM=1      use KVM instead of TCG (off: KVM hangs on some hosts)
@@ -59,7 +60,9 @@ elif ! mkdir -p "$TESTS_OUT" || ! make -C "$SELFTESTS_SRC" OUT="$TESTS_OUT" KSFT
 	echo "vmtest: building the selftests failed" >&2
 else
 	while IFS= read -r t; do
-		tests+=("$t")
+		if [ -z "${TESTS:-}" ] || [[ " $TESTS " == *" $t "* ]]; then
+			tests+=("$t")
+		fi
 	done < <(find "$TESTS_OUT" -maxdepth 1 -type f -name '*_test' -perm -u+x -printf '%f\n' | sort)
 	if [ "${#tests[@]}" -eq 0 ]; then
 		echo "vmtest: no executable *_test in ${TESTS_OUT#"$ROOT"/}" >&2
