@@ -8,11 +8,11 @@
 # file, each build, each TAP test case is one.
 #
 # STAGES="style sparse" runs only those stages (deps and ksrc always run).
-set -uo pipefail
+set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-cd "$ROOT" || exit 1
+cd "$ROOT"
 mkdir -p "$BUILD"
 
 total_pass=0
@@ -29,10 +29,10 @@ run_stage() {
 	start=$(now)
 	echo
 	echo "======== $name ========"
-	"$@" 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
+	rc=0
+	"$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
 	secs=$(($(now) - start))
-	line=$(tr -d '\r' <"$log" | grep -E "^$name: [0-9]+ passed, [0-9]+ failed" | tail -n1)
+	line=$(tr -d '\r' <"$log" | grep -E "^$name: [0-9]+ passed, [0-9]+ failed" | tail -n1) || true
 	if [ -n "$line" ]; then
 		p=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
 		f=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
@@ -73,4 +73,6 @@ echo
 echo "======== summary ($(($(now) - t0))s) ========"
 printf '%s\n' "${table[@]}"
 echo "$total_pass passed, $total_fail failed"
-[ "$total_fail" -eq 0 ]
+if [ "$total_fail" -ne 0 ]; then
+	exit 1
+fi
