@@ -31,7 +31,7 @@ initrd=$BUILD/run-$kver.cpio.gz
 log=$BUILD/run-$kver.log
 
 msg "building snowflake.ko for $kver"
-build_module "$kver" "$moddir" >"$BUILD/run-build.log" 2>&1 || {
+(build_module "$kver" "$moddir") >"$BUILD/run-build.log" 2>&1 || {
 	cat "$BUILD/run-build.log" >&2
 	die "building the module failed"
 }

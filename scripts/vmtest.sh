@@ -51,12 +51,26 @@ fi
 
 mapfile -t kvers < <(all_kvers)
 
+# A binary whose source is gone would still be run: drop it.  (Every
+# selftests/<name>_test.c builds $(OUT)/<name>_test.)
+prune_stale_tests() {
+	local t
+	mkdir -p "$TESTS_OUT"
+	for t in "$TESTS_OUT"/*_test; do
+		[ -e "$t" ] || continue
+		if [ ! -e "$SELFTESTS_SRC/${t##*/}.c" ]; then
+			echo "vmtest: removing ${t#"$ROOT"/}: its source is gone"
+			rm -f "$t"
+		fi
+	done
+}
+
 # The test binaries: built once, static, shared by every kernel.
 echo "==== building selftests (${SELFTESTS_SRC#"$ROOT"/}) ===="
 tests=()
 if [ ! -f "$SELFTESTS_SRC/Makefile" ]; then
 	echo "vmtest: $SELFTESTS_SRC/Makefile is missing: no tests to run" >&2
-elif ! mkdir -p "$TESTS_OUT" || ! make -C "$SELFTESTS_SRC" OUT="$TESTS_OUT" KSFT_DIR="$KSFT_DIR" ${V:+V="$V"}; then
+elif ! prune_stale_tests || ! make -C "$SELFTESTS_SRC" OUT="$TESTS_OUT" KSFT_DIR="$KSFT_DIR" ${V:+V="$V"}; then
 	echo "vmtest: building the selftests failed" >&2
 else
 	while IFS= read -r t; do
@@ -93,7 +107,7 @@ test_kernel() {
 	start=$(now)
 
 	echo "==== vm $kver: building snowflake.ko in ${moddir#"$ROOT"/} ===="
-	if ! build_module "$kver" "$moddir"; then
+	if ! (build_module "$kver" "$moddir"); then
 		summary+=("vm $kver: 0 passed, 1 failed (module build failed)")
 		total_fail=$((total_fail + 1))
 		return 0
