@@ -689,7 +689,7 @@ TEST_F(ioc, layout_busy_after_first_id)
 		EXPECT_EQ(EBUSY, errno) TH_LOG("%s: %s", busy[i].what, strerror(errno));
 		EXPECT_UNCHANGED();
 		/* also with a valid ids change riding along */
-		c.worker_id = 17;
+		c.worker_id = 3;
 		EXPECT_ERRNO(EBUSY, ioctl(self->fd, SNOWFLAKE_IOC_SET_CONFIG, &c));
 		EXPECT_UNCHANGED();
 	}

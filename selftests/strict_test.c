@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Strict mode: with strict=1, reads fail with ENOTCONN until a worker id is
+ * set explicitly (worker_id parameter, SET_IDS, SET_CONFIG, worker_id sysfs
+ * file); poll shows nothing meanwhile and pollers wake when the
+ * configuration changes.
+ */
+#define _GNU_SOURCE
+#include <sys/uio.h>
+
+#include "kselftest_harness.h"
+#include "snowflake_util.h"
+
+FIXTURE(st) {
+	int fd;
+	struct snowflake_config cfg;
+};
+
+FIXTURE_VARIANT(st) {
+	const char *params;
+};
+
+FIXTURE_VARIANT_ADD(st, strict) {
+	.params = "strict=1",
+};
+
+FIXTURE_SETUP(st)
+{
+	self->fd = -1;
+	ASSERT_EQ(0, sf_reload(variant->params));
+	self->fd = sf_open(O_RDONLY);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, sf_get_config(self->fd, &self->cfg));
+}
+
+FIXTURE_TEARDOWN(st)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* Reads are refused; the counters say so; nothing is issued. */
+static void expect_refusing(struct __test_metadata *_metadata, int fd)
+{
+	struct snowflake_stats st0, st1;
+	uint64_t ids[4];
+	struct iovec iov = { .iov_base = ids, .iov_len = sizeof(ids) };
+	int r;
+
+	ASSERT_EQ(0, sf_get_stats(fd, &st0));
+	EXPECT_EQ(SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING,
+		  st0.state & (SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING |
+			       SNOWFLAKE_STATE_WORKER_SET));
+	EXPECT_EQ(1, sf_sysfs_u64("strict"));
+	EXPECT_EQ(1, sf_sysfs_u64("refusing"));
+
+	ASSERT_EQ(0, sf_set_nonblock(fd, false));
+	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 8));
+	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 32));
+	EXPECT_ERRNO(ENOTCONN, readv(fd, &iov, 1));
+	EXPECT_ERRNO(ENOTCONN, preadv2(fd, &iov, 1, -1, RWF_NOWAIT));
+	ASSERT_EQ(0, sf_set_nonblock(fd, true));
+	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 8));
+	ASSERT_EQ(0, sf_set_nonblock(fd, false));
+	r = sf_poll_in(fd, 0);
+	EXPECT_EQ(0, r & (POLLIN | POLLRDNORM)) TH_LOG("poll: %#x", r);
+
+	ASSERT_EQ(0, sf_get_stats(fd, &st1));
+	EXPECT_EQ(st0.refused_reads + 5, st1.refused_reads);
+	EXPECT_EQ(st0.ids_issued, st1.ids_issued);
+	EXPECT_EQ(st0.reads, st1.reads);
+	EXPECT_EQ(st0.eagain, st1.eagain);
+	EXPECT_EQ(st1.refused_reads, sf_sysfs_u64("statistics/refused_reads"));
+}
+
+/* Reads work and the IDs carry @worker. */
+static void expect_serving(struct __test_metadata *_metadata, int fd,
+			   uint32_t worker)
+{
+	struct snowflake_config c;
+	struct snowflake_stats st;
+	uint64_t id;
+	int r;
+
+	ASSERT_EQ(0, sf_get_stats(fd, &st));
+	EXPECT_EQ(SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_WORKER_SET,
+		  st.state & (SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING |
+			      SNOWFLAKE_STATE_WORKER_SET));
+	EXPECT_EQ(0, sf_sysfs_u64("refusing"));
+	EXPECT_EQ(1, sf_sysfs_u64("strict"));
+	r = sf_poll_in(fd, 1000);
+	EXPECT_TRUE(r & POLLIN) TH_LOG("poll: %#x", r);
+	ASSERT_EQ(0, sf_read1(fd, &id)) TH_LOG("read: %s", strerror(errno));
+	ASSERT_EQ(0, sf_get_config(fd, &c));
+	EXPECT_EQ(worker, sf_decode(&c, id).worker);
+}
+
+TEST_F(st, refuses_until_sysfs_worker_id)
+{
+	expect_refusing(_metadata, self->fd);
+	expect_refusing(_metadata, self->fd);
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "3\n"));
+	expect_serving(_metadata, self->fd, 3);
+}
+
+/* Writing the value the worker id already has (0) still counts. */
+TEST_F(st, sysfs_worker_id_zero_counts)
+{
+	expect_refusing(_metadata, self->fd);
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "0"));
+	expect_serving(_metadata, self->fd, 0);
+}
+
+TEST_F(st, set_ids_unblocks)
+{
+	expect_refusing(_metadata, self->fd);
+	ASSERT_EQ(0, sf_set_ids(self->fd, 2, 0));
+	expect_serving(_metadata, self->fd, 0);
+}
+
+TEST_F(st, set_config_unblocks)
+{
+	struct snowflake_config c = self->cfg;
+
+	expect_refusing(_metadata, self->fd);
+	c.worker_id = 5;
+	ASSERT_EQ(0, sf_set_config(self->fd, &c));
+	expect_serving(_metadata, self->fd, 5);
+}
+
+/* Only the worker id counts: not the datacenter id... */
+TEST_F(st, datacenter_id_does_not_unblock)
+{
+	ASSERT_EQ(0, sf_sysfs_write("datacenter_id", "4\n"));
+	expect_refusing(_metadata, self->fd);
+}
+
+/* ...nor other settings, nor failed attempts to set the worker id. */
+TEST_F(st, other_changes_do_not_unblock)
+{
+	struct snowflake_ids bad = { .worker_id = 32 };
+	struct snowflake_config c = self->cfg;
+
+	ASSERT_EQ(0, sf_sysfs_write("random_sequence", "1\n"));
+	ASSERT_EQ(0, sf_set_floor(self->fd, sf_real_ms() - 1000));
+	expect_refusing(_metadata, self->fd);
+	EXPECT_EQ(-EINVAL, sf_sysfs_write("worker_id", "32"));
+	EXPECT_EQ(-EINVAL, sf_sysfs_write("worker_id", "abc"));
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &bad));
+	c.worker_id = 6;
+	c.flags = 1U << 5;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_CONFIG, &c));
+	expect_refusing(_metadata, self->fd);
+}
+
+/* A poller sleeping while reads are refused wakes when the worker id is set. */
+TEST_F(st, poller_woken_by_worker_id)
+{
+	int pipefd[2], status;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct pollfd pfd = { .fd = self->fd, .events = POLLIN };
+		int r;
+
+		close(pipefd[0]);
+		CHILD_CHECK(write(pipefd[1], "r", 1) == 1, "pipe");
+		r = poll(&pfd, 1, 20000);
+		CHILD_CHECK(r == 1, "poll returned %d (%s)", r, strerror(errno));
+		CHILD_CHECK(pfd.revents & POLLIN, "revents %#x", pfd.revents);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+	close(pipefd[0]);
+	/* Give the child time to go to sleep in poll (not required). */
+	sf_sleep_ms(300);
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "7"));
+	status = sf_wait_child(pid);
+	EXPECT_EQ(0, status) TH_LOG("the poller was not woken");
+	expect_serving(_metadata, self->fd, 7);
+}
+
+/* strict=1 with worker_id given at load: serving at once. */
+TEST(strict_with_worker_id_parameter)
+{
+	struct snowflake_stats st;
+	struct snowflake_config c;
+	uint64_t id;
+	int fd;
+
+	ASSERT_EQ(0, sf_reload("strict=1 worker_id=3"));
+	fd = sf_open(O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(1, sf_sysfs_u64("strict"));
+	EXPECT_EQ(0, sf_sysfs_u64("refusing"));
+	ASSERT_EQ(0, sf_get_stats(fd, &st));
+	EXPECT_EQ(SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_WORKER_SET, st.state);
+	ASSERT_EQ(0, sf_read1(fd, &id));
+	ASSERT_EQ(0, sf_get_config(fd, &c));
+	EXPECT_EQ(3, sf_decode(&c, id).worker);
+	ASSERT_EQ(0, sf_get_stats(fd, &st));
+	EXPECT_EQ(0, st.refused_reads);
+	close(fd);
+}
+
+/* Without strict: never refusing. */
+TEST(not_strict_by_default)
+{
+	struct snowflake_stats st;
+	uint64_t id;
+	int fd;
+
+	ASSERT_EQ(0, sf_reload_defaults());
+	fd = sf_open(O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, sf_sysfs_u64("strict"));
+	EXPECT_EQ(0, sf_sysfs_u64("refusing"));
+	ASSERT_EQ(0, sf_read1(fd, &id));
+	ASSERT_EQ(0, sf_get_stats(fd, &st));
+	EXPECT_EQ(0, st.state & (SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING));
+	close(fd);
+}
+
+SF_TEST_MAIN()

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /sys/class/misc/snowflake/: every file, its mode and format, default
+ * values, agreement with the ioctls, bad writes changing nothing, good
+ * writes taking effect, read-only files, and the counters.
+ */
+#define _GNU_SOURCE
+#include "kselftest_harness.h"
+#include "snowflake_util.h"
+
+#define NEAR_MS		3000
+
+struct sysfs_file {
+	const char *name;
+	mode_t mode;
+};
+
+static const struct sysfs_file files[] = {
+	{ "worker_id", 0644 },
+	{ "datacenter_id", 0644 },
+	{ "floor_ms", 0644 },
+	{ "random_sequence", 0644 },
+	{ "epoch_ms", 0444 },
+	{ "time_unit_ms", 0444 },
+	{ "timestamp_bits", 0444 },
+	{ "datacenter_bits", 0444 },
+	{ "worker_bits", 0444 },
+	{ "sequence_bits", 0444 },
+	{ "strict", 0444 },
+	{ "refusing", 0444 },
+	{ "last_timestamp_ms", 0444 },
+	{ "clock_ms", 0444 },
+	{ "clock_offset_ms", 0444 },
+	{ "statistics/ids_issued", 0444 },
+	{ "statistics/reads", 0444 },
+	{ "statistics/exhausted_waits", 0444 },
+	{ "statistics/eagain", 0444 },
+	{ "statistics/clock_catchups", 0444 },
+	{ "statistics/floor_jumps", 0444 },
+	{ "statistics/refused_reads", 0444 },
+};
+
+static const char * const rw_files[] = {
+	"worker_id", "datacenter_id", "floor_ms", "random_sequence",
+};
+
+FIXTURE(sy) {
+	int fd;
+	struct snowflake_config cfg;
+};
+
+FIXTURE_SETUP(sy)
+{
+	self->fd = -1;
+	ASSERT_EQ(0, sf_reload_defaults());
+	self->fd = sf_open(O_RDONLY);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, sf_get_config(self->fd, &self->cfg));
+}
+
+FIXTURE_TEARDOWN(sy)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(sy, files_modes_and_format)
+{
+	size_t i;
+
+	for (i = 0; i < SF_ARRAY_SIZE(files); i++) {
+		char path[256], buf[128];
+		struct stat st;
+		uint64_t v;
+		int n;
+
+		snprintf(path, sizeof(path), SF_SYSFS "/%s", files[i].name);
+		ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s: %s", path, strerror(errno));
+		EXPECT_TRUE(S_ISREG(st.st_mode));
+		EXPECT_EQ(files[i].mode, st.st_mode & 07777)
+			TH_LOG("%s: mode %o", files[i].name, st.st_mode & 07777);
+		EXPECT_EQ(0, st.st_uid);
+		n = sf_sysfs_read_str(files[i].name, buf, sizeof(buf));
+		ASSERT_LT(0, n) TH_LOG("%s: %s", files[i].name, strerror(-n));
+		EXPECT_EQ(0, sf_parse_u64_line(buf, &v))
+			TH_LOG("%s: not one decimal number and a newline: '%s'",
+			       files[i].name, buf);
+	}
+}
+
+TEST_F(sy, default_values)
+{
+	uint64_t before = sf_real_ms(), clk, after;
+
+	EXPECT_EQ(0, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(0, sf_sysfs_u64("datacenter_id"));
+	EXPECT_EQ(0, sf_sysfs_u64("floor_ms"));
+	EXPECT_EQ(0, sf_sysfs_u64("random_sequence"));
+	EXPECT_EQ(SNOWFLAKE_TWITTER_EPOCH_MS, sf_sysfs_u64("epoch_ms"));
+	EXPECT_EQ(1, sf_sysfs_u64("time_unit_ms"));
+	EXPECT_EQ(41, sf_sysfs_u64("timestamp_bits"));
+	EXPECT_EQ(5, sf_sysfs_u64("datacenter_bits"));
+	EXPECT_EQ(5, sf_sysfs_u64("worker_bits"));
+	EXPECT_EQ(12, sf_sysfs_u64("sequence_bits"));
+	EXPECT_EQ(0, sf_sysfs_u64("strict"));
+	EXPECT_EQ(0, sf_sysfs_u64("refusing"));
+	EXPECT_EQ(0, sf_sysfs_u64("last_timestamp_ms"));
+	EXPECT_EQ(0, sf_sysfs_u64("clock_offset_ms"));
+	clk = sf_sysfs_u64("clock_ms");
+	after = sf_real_ms();
+	EXPECT_LE(before - NEAR_MS, clk);
+	EXPECT_GE(after + 50, clk);
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/ids_issued"));
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/reads"));
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/exhausted_waits"));
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/eagain"));
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/clock_catchups"));
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/floor_jumps"));
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/refused_reads"));
+}
+
+static void expect_config_matches(struct __test_metadata *_metadata, int fd)
+{
+	struct snowflake_config c;
+
+	ASSERT_EQ(0, sf_get_config(fd, &c));
+	EXPECT_EQ(c.epoch_ms, sf_sysfs_u64("epoch_ms"));
+	EXPECT_EQ(c.time_unit_ms, sf_sysfs_u64("time_unit_ms"));
+	EXPECT_EQ(c.timestamp_bits, sf_sysfs_u64("timestamp_bits"));
+	EXPECT_EQ(c.datacenter_bits, sf_sysfs_u64("datacenter_bits"));
+	EXPECT_EQ(c.worker_bits, sf_sysfs_u64("worker_bits"));
+	EXPECT_EQ(c.sequence_bits, sf_sysfs_u64("sequence_bits"));
+	EXPECT_EQ(c.datacenter_id, sf_sysfs_u64("datacenter_id"));
+	EXPECT_EQ(c.worker_id, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(!!(c.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE),
+		  sf_sysfs_u64("random_sequence"));
+}
+
+TEST_F(sy, config_matches_ioctl)
+{
+	struct snowflake_config c = self->cfg;
+
+	expect_config_matches(_metadata, self->fd);
+	c.epoch_ms = 1500000000000ULL;
+	c.time_unit_ms = 7;
+	c.timestamp_bits = 39;
+	c.datacenter_bits = 3;
+	c.worker_bits = 9;
+	c.sequence_bits = 11;
+	c.datacenter_id = 6;
+	c.worker_id = 300;
+	c.flags = SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	ASSERT_EQ(0, sf_set_config(self->fd, &c)) TH_LOG("%s", strerror(errno));
+	expect_config_matches(_metadata, self->fd);
+}
+
+/* The values of all writable files, the config and the floor. */
+struct rw_state {
+	uint64_t v[SF_ARRAY_SIZE(rw_files)];
+	struct snowflake_config cfg;
+	struct snowflake_floor floor;
+};
+
+static void rw_state(struct __test_metadata *_metadata, int fd, struct rw_state *s)
+{
+	size_t i;
+
+	for (i = 0; i < SF_ARRAY_SIZE(rw_files); i++)
+		ASSERT_EQ(0, sf_sysfs_read_u64(rw_files[i], &s->v[i]));
+	ASSERT_EQ(0, sf_get_config(fd, &s->cfg));
+	ASSERT_EQ(0, sf_get_floor(fd, &s->floor));
+}
+
+static void check_bad_writes(struct __test_metadata *_metadata, int fd)
+{
+	static const char * const common[] = {
+		"abc", "\n", "-1", "99999999999999999999", "18446744073709551616",
+		"1 2", "1abc", " ", "1.5", "0x", "--1", "1\n2",
+	};
+	struct {
+		const char *file;
+		const char *value;
+	} specific[] = {
+		{ "worker_id", "32" },
+		{ "worker_id", "4294967296" },
+		{ "worker_id", "4294967295" },
+		{ "datacenter_id", "32" },
+		{ "datacenter_id", "4294967327" },	/* 2^32 + 31 */
+		{ "random_sequence", "2" },
+		{ "random_sequence", "256" },
+	};
+	struct rw_state before, after;
+	size_t f, i;
+
+	rw_state(_metadata, fd, &before);
+	for (f = 0; f < SF_ARRAY_SIZE(rw_files); f++) {
+		for (i = 0; i < SF_ARRAY_SIZE(common); i++) {
+			int ret = sf_sysfs_write(rw_files[f], common[i]);
+
+			EXPECT_EQ(-EINVAL, ret)
+				TH_LOG("write '%s' to %s: %s", common[i], rw_files[f],
+				       ret ? strerror(-ret) : "accepted");
+		}
+	}
+	for (i = 0; i < SF_ARRAY_SIZE(specific); i++) {
+		int ret = sf_sysfs_write(specific[i].file, specific[i].value);
+
+		EXPECT_EQ(-EINVAL, ret)
+			TH_LOG("write '%s' to %s: %s", specific[i].value,
+			       specific[i].file, ret ? strerror(-ret) : "accepted");
+	}
+	rw_state(_metadata, fd, &after);
+	EXPECT_EQ(0, memcmp(before.v, after.v, sizeof(before.v)));
+	EXPECT_TRUE(sf_config_eq(&before.cfg, &after.cfg));
+	EXPECT_EQ(before.floor.floor_ms, after.floor.floor_ms);
+}
+
+TEST_F(sy, bad_writes_change_nothing)
+{
+	check_bad_writes(_metadata, self->fd);
+}
+
+/* Same with non-default values in place, after the first ID. */
+TEST_F(sy, bad_writes_change_nothing_after_first_id)
+{
+	uint64_t id;
+
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "17\n"));
+	ASSERT_EQ(0, sf_sysfs_write("datacenter_id", "9"));
+	ASSERT_EQ(0, sf_sysfs_write("random_sequence", "1\n"));
+	ASSERT_EQ(0, sf_read1(self->fd, &id));
+	check_bad_writes(_metadata, self->fd);
+}
+
+TEST_F(sy, good_writes_take_effect)
+{
+	struct snowflake_config c;
+	uint64_t id, prev;
+	struct sf_id f, fp;
+
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "17\n"));
+	ASSERT_EQ(0, sf_sysfs_write("datacenter_id", "9"));
+	EXPECT_EQ(17, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(9, sf_sysfs_u64("datacenter_id"));
+	ASSERT_EQ(0, sf_get_config(self->fd, &c));
+	EXPECT_EQ(17, c.worker_id);
+	EXPECT_EQ(9, c.datacenter_id);
+	ASSERT_EQ(0, sf_read1(self->fd, &prev));
+	f = sf_decode(&c, prev);
+	EXPECT_EQ(17, f.worker);
+	EXPECT_EQ(9, f.dc);
+
+	/* The largest values; a lower worker id after the first ID. */
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "31"));
+	ASSERT_EQ(0, sf_sysfs_write("datacenter_id", "31\n"));
+	ASSERT_EQ(0, sf_read1(self->fd, &id));
+	f = sf_decode(&c, id);
+	EXPECT_EQ(31, f.worker);
+	EXPECT_EQ(31, f.dc);
+	EXPECT_LT(prev, id);
+	prev = id;
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "0\n"));
+	ASSERT_EQ(0, sf_read1(self->fd, &id));
+	f = sf_decode(&c, id);
+	fp = sf_decode(&c, prev);
+	EXPECT_EQ(0, f.worker);
+	EXPECT_LT(prev, id);
+	EXPECT_LT(fp.ts, f.ts);
+
+	ASSERT_EQ(0, sf_sysfs_write("random_sequence", "1\n"));
+	EXPECT_EQ(1, sf_sysfs_u64("random_sequence"));
+	ASSERT_EQ(0, sf_get_config(self->fd, &c));
+	EXPECT_EQ(SNOWFLAKE_CONFIG_RANDOM_SEQUENCE, c.flags);
+	ASSERT_EQ(0, sf_sysfs_write("random_sequence", "0"));
+	EXPECT_EQ(0, sf_sysfs_u64("random_sequence"));
+	ASSERT_EQ(0, sf_get_config(self->fd, &c));
+	EXPECT_EQ(0, c.flags);
+}
+
+TEST_F(sy, readonly_files_not_writable)
+{
+	size_t i;
+
+	for (i = 0; i < SF_ARRAY_SIZE(files); i++) {
+		char path[256];
+		int fd;
+
+		if (files[i].mode != 0444)
+			continue;
+		snprintf(path, sizeof(path), SF_SYSFS "/%s", files[i].name);
+		errno = 0;
+		fd = open(path, O_WRONLY);
+		EXPECT_EQ(-1, fd) TH_LOG("%s opened for writing", files[i].name);
+		EXPECT_EQ(EACCES, errno) TH_LOG("%s: %s", files[i].name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	/* nothing changed */
+	EXPECT_EQ(41, sf_sysfs_u64("timestamp_bits"));
+}
+
+/* Counters count exactly what this, the only reader, did. */
+TEST_F(sy, counters)
+{
+	struct snowflake_stats st;
+	uint64_t ids[16], total = 0, reads = 0, before, after, clk;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(0, sf_read1(self->fd, ids));
+		total++;
+		reads++;
+	}
+	for (i = 0; i < 6; i++) {
+		ssize_t n = sf_read_ids(self->fd, ids, 7 + i);
+
+		ASSERT_LT(0, n);
+		total += n;
+		reads++;
+	}
+	/* failures count nothing */
+	EXPECT_ERRNO(EINVAL, read(self->fd, ids, 4));
+	EXPECT_ERRNO(ESPIPE, pread(self->fd, ids, 8, 0));
+
+	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
+	EXPECT_EQ(total, st.ids_issued);
+	EXPECT_EQ(reads, st.reads);
+	EXPECT_EQ(0, st.exhausted_waits);
+	EXPECT_EQ(0, st.eagain);
+	EXPECT_EQ(0, st.clock_catchups);
+	EXPECT_EQ(0, st.floor_jumps);
+	EXPECT_EQ(0, st.refused_reads);
+	EXPECT_EQ(st.ids_issued, sf_sysfs_u64("statistics/ids_issued"));
+	EXPECT_EQ(st.reads, sf_sysfs_u64("statistics/reads"));
+	EXPECT_EQ(st.exhausted_waits, sf_sysfs_u64("statistics/exhausted_waits"));
+	EXPECT_EQ(st.eagain, sf_sysfs_u64("statistics/eagain"));
+	EXPECT_EQ(st.clock_catchups, sf_sysfs_u64("statistics/clock_catchups"));
+	EXPECT_EQ(st.floor_jumps, sf_sysfs_u64("statistics/floor_jumps"));
+	EXPECT_EQ(st.refused_reads, sf_sysfs_u64("statistics/refused_reads"));
+	EXPECT_EQ(st.last_timestamp_ms, sf_sysfs_u64("last_timestamp_ms"));
+	EXPECT_EQ(st.clock_offset_ms, sf_sysfs_u64("clock_offset_ms"));
+	EXPECT_EQ(st.floor_ms, sf_sysfs_u64("floor_ms"));
+	EXPECT_EQ(sf_decode(&self->cfg, ids[0]).ms <= st.last_timestamp_ms, 1);
+
+	/* clock_ms lies between two GET_STATS readings of the clock. */
+	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
+	before = st.clock_ms;
+	clk = sf_sysfs_u64("clock_ms");
+	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
+	after = st.clock_ms;
+	EXPECT_LE(before, clk);
+	EXPECT_GE(after, clk);
+}
+
+SF_TEST_MAIN()
