@@ -150,7 +150,8 @@ static int sf_check_layout(const struct sf_core *c,
 	return 0;
 }
 
-static void sf_apply_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id)
+static void sf_apply_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
+			 bool worker_explicit)
 {
 	if (datacenter_id != c->cfg.datacenter_id ||
 	    worker_id != c->cfg.worker_id)
@@ -159,7 +160,8 @@ static void sf_apply_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id)
 	c->cfg.datacenter_id = datacenter_id;
 	c->cfg.worker_id = worker_id;
 	c->node = sf_node(&c->cfg);
-	c->worker_set = true;
+	if (worker_explicit)
+		c->worker_set = true;
 	sf_update_refusing(c);
 }
 
@@ -188,7 +190,7 @@ int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 
 	c->cfg = *cfg;
 	sf_apply_layout(c, cfg);
-	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id);
+	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id, true);
 	return 0;
 }
 
@@ -234,7 +236,7 @@ int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
 	c->cfg.worker_bits = cfg->worker_bits;
 	c->cfg.sequence_bits = cfg->sequence_bits;
 	c->cfg.flags = cfg->flags;
-	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id);
+	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id, true);
 	return 0;
 }
 
@@ -243,20 +245,22 @@ int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
  * @c:			the generator.
  * @datacenter_id:	new datacenter id.
  * @worker_id:		new worker id.
+ * @worker_explicit:	this sets the worker id explicitly (strict mode);
+ *			false when only the datacenter id is being set.
  *
  * Allowed at any time.  The IDs that follow come from a later tick than any
- * issued, so they stay above them whatever the new ids are.  Counts as
- * setting the worker id explicitly.
+ * issued, so they stay above them whatever the new ids are.
  *
  * Return: 0, or -EINVAL when an id does not fit its width.
  */
-int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id)
+int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
+		    bool worker_explicit)
 {
 	if (datacenter_id > sf_mask(c->cfg.datacenter_bits) ||
 	    worker_id > sf_mask(c->cfg.worker_bits))
 		return -EINVAL;
 
-	sf_apply_ids(c, datacenter_id, worker_id);
+	sf_apply_ids(c, datacenter_id, worker_id, worker_explicit);
 	return 0;
 }
 
@@ -399,6 +403,23 @@ int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want, u32 rnd,
 	c->stats.ids_issued += n;
 	c->stats.reads++;
 	return n;
+}
+
+/**
+ * sf_core_undeliver() - count IDs that were reserved but never delivered
+ * @c:		the generator.
+ * @count:	how many IDs of the last reservation the caller could not
+ *		deliver (a bad user buffer).
+ * @none:	the caller delivered none of them.
+ *
+ * The IDs stay used: they are skipped, never issued again.  Only the
+ * counters change, so that they count what callers received.
+ */
+void sf_core_undeliver(struct sf_core *c, u32 count, bool none)
+{
+	c->stats.ids_issued -= count;
+	if (none)
+		c->stats.reads--;
 }
 
 /**

@@ -90,13 +90,15 @@ int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 		 u64 now_ms, const char **why);
 int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
 		       u64 now_ms, const char **why);
-int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id);
+int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
+		    bool worker_explicit);
 void sf_core_set_strict(struct sf_core *c, bool strict, bool worker_set);
 int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms);
 bool sf_core_catch_up(struct sf_core *c, u64 now_ms, u64 wall_ms,
 		      u64 threshold_ms);
 int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want, u32 rnd,
 		    struct sf_block *b);
+void sf_core_undeliver(struct sf_core *c, u32 count, bool none);
 int sf_core_peek(const struct sf_core *c, u64 now_ms, u64 *retry_ms);
 void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		   struct snowflake_stats *s);

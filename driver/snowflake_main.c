@@ -225,7 +225,7 @@ static ssize_t sf_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		      (iocb->ki_flags & IOCB_NOWAIT);
 	size_t want = iov_iter_count(to) / sizeof(u64);
 	struct sf_block blk;
-	int ret;
+	ssize_t ret;
 
 	if (!want)
 		return -EINVAL;
@@ -260,7 +260,16 @@ static ssize_t sf_read_iter(struct kiocb *iocb, struct iov_iter *to)
 			return ret;
 	}
 
-	return sf_copy_ids(to, blk.first, blk.count);
+	ret = sf_copy_ids(to, blk.first, blk.count);
+	if (ret < (ssize_t)blk.count * (ssize_t)sizeof(u64)) {
+		/* Rare: a bad buffer.  Count only what the caller received. */
+		u32 delivered = ret > 0 ? ret / sizeof(u64) : 0;
+
+		spin_lock(&sf->lock);
+		sf_core_undeliver(&sf->core, blk.count - delivered, !delivered);
+		spin_unlock(&sf->lock);
+	}
+	return ret;
 }
 
 static __poll_t sf_poll(struct file *file, poll_table *wait)
@@ -357,7 +366,8 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 		return -EINVAL;
 
 	spin_lock(&sf->lock);
-	ret = sf_core_set_ids(&sf->core, ids.datacenter_id, ids.worker_id);
+	ret = sf_core_set_ids(&sf->core, ids.datacenter_id, ids.worker_id,
+			      true);
 	spin_unlock(&sf->lock);
 
 	if (!ret)
@@ -520,14 +530,13 @@ static ssize_t sf_store_id(const char *buf, size_t len, bool worker)
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	ret = kstrtou32(buf, 0, &v);
-	if (ret)
-		return ret;
+	if (kstrtou32(buf, 0, &v))
+		return -EINVAL;
 
 	spin_lock(&sf->lock);
 	dc = worker ? sf->core.cfg.datacenter_id : v;
 	wk = worker ? v : sf->core.cfg.worker_id;
-	ret = sf_core_set_ids(&sf->core, dc, wk);
+	ret = sf_core_set_ids(&sf->core, dc, wk, worker);
 	spin_unlock(&sf->lock);
 
 	if (ret)
@@ -569,9 +578,8 @@ static ssize_t floor_ms_store(struct device *dev, struct device_attribute *attr,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	ret = kstrtou64(buf, 0, &v);
-	if (ret)
-		return ret;
+	if (kstrtou64(buf, 0, &v))
+		return -EINVAL;
 	ret = sf_set_floor(&sf_dev, v);
 	return ret ? ret : len;
 }
@@ -593,14 +601,10 @@ static ssize_t random_sequence_store(struct device *dev,
 				     const char *buf, size_t len)
 {
 	unsigned int v;
-	int ret;
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	ret = kstrtouint(buf, 0, &v);
-	if (ret)
-		return ret;
-	if (v > 1)
+	if (kstrtouint(buf, 0, &v) || v > 1)
 		return -EINVAL;
 
 	spin_lock(&sf_dev.lock);
@@ -768,13 +772,21 @@ static int __init sf_setup(struct snowflake_dev *sf)
 	u64 now;
 	int ret;
 
-	if (param_timestamp_bits > SNOWFLAKE_ID_BITS ||
-	    param_datacenter_bits > SNOWFLAKE_MAX_NODE_BITS ||
-	    param_worker_bits > SNOWFLAKE_MAX_NODE_BITS ||
-	    param_sequence_bits > SNOWFLAKE_MAX_SEQUENCE_BITS) {
-		pr_err("invalid layout %u/%u/%u/%u: timestamp_bits must be 1..63, the others 0..31\n",
-		       param_timestamp_bits, param_datacenter_bits,
-		       param_worker_bits, param_sequence_bits);
+	/* The widths are u8 in the configuration: refuse before narrowing. */
+	if (param_timestamp_bits < 1 || param_timestamp_bits > SNOWFLAKE_ID_BITS) {
+		pr_err("invalid timestamp_bits=%u: must be 1..63\n", param_timestamp_bits);
+		return -EINVAL;
+	}
+	if (param_datacenter_bits > SNOWFLAKE_MAX_NODE_BITS) {
+		pr_err("invalid datacenter_bits=%u: must be 0..31\n", param_datacenter_bits);
+		return -EINVAL;
+	}
+	if (param_worker_bits > SNOWFLAKE_MAX_NODE_BITS) {
+		pr_err("invalid worker_bits=%u: must be 0..31\n", param_worker_bits);
+		return -EINVAL;
+	}
+	if (param_sequence_bits > SNOWFLAKE_MAX_SEQUENCE_BITS) {
+		pr_err("invalid sequence_bits=%u: must be 0..31\n", param_sequence_bits);
 		return -EINVAL;
 	}
 	if (param_worker_id < -1) {

@@ -235,7 +235,7 @@ TEST_F(core, set_ids_lower_worker_keeps_order)
 
 	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
 	prev = b.first;
-	ASSERT_EQ(0, sf_core_set_ids(&self->c, 0, 1));
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 0, 1, true));
 	/* Same time: the tick is retired, so wait for the next one. */
 	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
 	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
@@ -243,17 +243,17 @@ TEST_F(core, set_ids_lower_worker_keeps_order)
 	EXPECT_EQ(1, decode(&self->cfg, b.first).worker);
 	EXPECT_EQ(0, decode(&self->cfg, b.first).dc);
 	/* Same ids again: nothing retired. */
-	ASSERT_EQ(0, sf_core_set_ids(&self->c, 0, 1));
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 0, 1, true));
 	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
 }
 
 TEST_F(core, set_ids_out_of_range)
 {
-	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 32, 0));
-	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 0, 32));
+	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 32, 0, true));
+	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 0, 32, true));
 	EXPECT_EQ(3, self->c.cfg.datacenter_id);
 	EXPECT_EQ(17, self->c.cfg.worker_id);
-	EXPECT_EQ(0, sf_core_set_ids(&self->c, 31, 31));
+	EXPECT_EQ(0, sf_core_set_ids(&self->c, 31, 31, true));
 }
 
 TEST_F(core, layout_fixed_after_first_id)
@@ -451,13 +451,32 @@ TEST_F(core, strict_refuses_until_worker_set)
 	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW, &retry));
 	EXPECT_EQ(1, self->c.stats.refused_reads);
 	EXPECT_EQ(0, self->c.stats.ids_issued);
-	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 0, 99));
+	EXPECT_EQ(-EINVAL, sf_core_set_ids(&self->c, 0, 99, true));
 	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
-	ASSERT_EQ(0, sf_core_set_ids(&self->c, 3, 17));
+	/* Setting only the datacenter id is not setting the worker id. */
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 4, 17, false));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 3, 17, true));
 	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
 	/* Strict with a worker given at load: no refusal. */
 	sf_core_set_strict(&self->c, true, true);
 	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+}
+
+TEST_F(core, undelivered_ids_are_skipped_not_counted)
+{
+	struct sf_block b, b2;
+
+	ASSERT_EQ(10, sf_core_reserve(&self->c, NOW, 10, 0, &b));
+	sf_core_undeliver(&self->c, 10, true);
+	EXPECT_EQ(0, self->c.stats.ids_issued);
+	EXPECT_EQ(0, self->c.stats.reads);
+	ASSERT_EQ(10, sf_core_reserve(&self->c, NOW, 10, 0, &b2));
+	sf_core_undeliver(&self->c, 4, false);
+	EXPECT_EQ(6, self->c.stats.ids_issued);
+	EXPECT_EQ(1, self->c.stats.reads);
+	/* The skipped IDs are not issued again. */
+	EXPECT_EQ(b.first + 10, b2.first);
 }
 
 TEST_F(core, zero_want_is_invalid)
@@ -536,7 +555,7 @@ TEST(random_walk_order)
 			now += r % 3;
 			break;
 		case 4:
-			ASSERT_EQ(0, sf_core_set_ids(&c, r % 32, (r >> 8) % 32));
+			ASSERT_EQ(0, sf_core_set_ids(&c, r % 32, (r >> 8) % 32, true));
 			break;
 		case 5:
 			if (r % 64 == 0)
