@@ -179,7 +179,7 @@ static int stepper(struct shared *sh)
  * Readers in 4 processes while a fifth steps the wall clock by hours, back
  * and forth: no duplicate, each reader strictly increasing, no failure.
  */
-TEST_F_TIMEOUT(clk, steps_do_no_harm, 300)
+TEST_F_TIMEOUT(clk, steps_do_no_harm, 120)
 {
 	struct shared *sh = sf_shared_alloc(sizeof(*sh));
 	struct snowflake_stats st;
@@ -292,7 +292,7 @@ static uint64_t wait_catchup(struct __test_metadata *_metadata, int fd,
  * once; back to the true time: the generator stays ahead, IDs keep
  * increasing, no more catch-ups.
  */
-TEST_F_TIMEOUT(cu, catchup_forward_not_back, 60)
+TEST_F_TIMEOUT(cu, catchup_forward_not_back, 45)
 {
 	struct snowflake_stats st0, st;
 	uint64_t a, b, c, before, after, catchups;
@@ -332,7 +332,7 @@ TEST_F_TIMEOUT(cu, catchup_forward_not_back, 60)
 }
 
 /* catchup_threshold_ms=0: a forward step is ignored. */
-TEST_F_TIMEOUT(cu, catchup_off_ignores_forward_step, 60)
+TEST_F_TIMEOUT(cu, catchup_off_ignores_forward_step, 45)
 {
 	struct snowflake_stats st;
 	uint64_t id;
@@ -349,7 +349,7 @@ TEST_F_TIMEOUT(cu, catchup_off_ignores_forward_step, 60)
 }
 
 /* catchup_threshold_ms=600000: 5 min ahead is ignored, 20 min is not. */
-TEST_F_TIMEOUT(cu, catchup_threshold, 60)
+TEST_F_TIMEOUT(cu, catchup_threshold, 45)
 {
 	struct snowflake_stats st;
 	uint64_t id;
@@ -374,7 +374,7 @@ TEST_F_TIMEOUT(cu, catchup_threshold, 60)
  * backward step does not stall them, a forward step (catch-up off) does
  * not wake them early.  5 ticks a second, one ID each.
  */
-TEST_F_TIMEOUT(clk, waiting_readers_ignore_steps, 60)
+TEST_F_TIMEOUT(clk, waiting_readers_ignore_steps, 45)
 {
 	const int64_t steps[] = { -TWO_HOURS_MS, TWO_HOURS_MS };
 	size_t s;
@@ -413,7 +413,7 @@ TEST_F_TIMEOUT(clk, waiting_readers_ignore_steps, 60)
 }
 
 /* A backward step: IDs keep the true time, nothing is caught up. */
-TEST_F_TIMEOUT(cu, backward_step_ignored, 60)
+TEST_F_TIMEOUT(cu, backward_step_ignored, 45)
 {
 	struct snowflake_stats st;
 	uint64_t prev, id;

@@ -283,7 +283,7 @@ FIXTURE_TEARDOWN(conc)
 }
 
 /* 8 processes x 20000 IDs, default layout. */
-TEST_F_TIMEOUT(conc, processes, 300)
+TEST_F_TIMEOUT(conc, processes, 120)
 {
 	struct run run = {
 		.readers = 8,
@@ -296,7 +296,7 @@ TEST_F_TIMEOUT(conc, processes, 300)
 }
 
 /* 8 threads sharing one file. */
-TEST_F_TIMEOUT(conc, threads_sharing_a_file, 300)
+TEST_F_TIMEOUT(conc, threads_sharing_a_file, 120)
 {
 	struct run run = {
 		.readers = 8,
@@ -330,7 +330,7 @@ TEST_F_TIMEOUT(conc, threads_sharing_a_file, 300)
  * 8 IDs per 5 ms tick: 4 processes keep emptying ticks; half of them
  * block, half poll.  The blocking ones must have slept.
  */
-TEST_F_TIMEOUT(conc, empty_ticks, 300)
+TEST_F_TIMEOUT(conc, empty_ticks, 120)
 {
 	struct run run = {
 		.readers = 4,

@@ -343,17 +343,24 @@ TEST_F(good, widths_max_datacenter_and_worker)
 	check_read(_metadata, self, 65535, 65535);
 }
 
-/* 41 + 22 bits: 4 M IDs a tick; a big read gets a full 4096. */
+/*
+ * 41 + 22 bits: 4 M IDs a tick; a read asking for more than 4096 gets
+ * exactly 4096 (SNOWFLAKE_MAX_IDS_PER_READ), the rest of the buffer stays.
+ */
 TEST_F(good, widths_max_sequence_22)
 {
-	uint64_t *ids = calloc(SNOWFLAKE_MAX_IDS_PER_READ, sizeof(*ids));
+	const size_t room = SNOWFLAKE_MAX_IDS_PER_READ + 100;
+	uint64_t *ids = calloc(room, sizeof(*ids));
 	ssize_t n, i;
 
 	ASSERT_NE(NULL, ids);
 	load(_metadata, self, "timestamp_bits=41 sequence_bits=22 datacenter_bits=0 "
 	     "worker_bits=0");
-	n = sf_read_ids(self->fd, ids, SNOWFLAKE_MAX_IDS_PER_READ);
-	ASSERT_EQ(SNOWFLAKE_MAX_IDS_PER_READ, n);
+	memset(ids, 0xcc, room * sizeof(*ids));
+	n = read(self->fd, ids, room * sizeof(*ids));
+	ASSERT_EQ(SNOWFLAKE_MAX_IDS_PER_READ * 8, n);
+	n /= 8;
+	EXPECT_TRUE(sf_all_bytes(ids + n, (room - n) * sizeof(*ids), 0xcc));
 	for (i = 1; i < n; i++)
 		ASSERT_EQ(ids[i - 1] + 1, ids[i]);
 	EXPECT_EQ(0, sf_decode(&self->cfg, ids[0]).seq);

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -573,6 +574,37 @@ static inline int sf_final_reload(void)
 	return ret;
 }
 
+static void (*sf_after_hook)(void);
+
+/*
+ * SIGTERM/SIGINT (an outer timeout): kill the running test's process group
+ * (its forked readers would keep the module busy), run the after hook,
+ * reload the module with default parameters, exit.
+ */
+static inline void sf_on_term(int sig)
+{
+	(void)sig;
+	if (__active_test && __active_test->pid > 0)
+		kill(-__active_test->pid, SIGKILL);
+	usleep(200000);
+	if (sf_after_hook)
+		sf_after_hook();
+	sf_reload_defaults();
+	_exit(KSFT_FAIL);
+}
+
+static inline void sf_install_term_handler(void (*after)(void))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sf_on_term;
+	sigemptyset(&sa.sa_mask);
+	sf_after_hook = after;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
+
 /*
  * main(): run the tests, then reload the module with default parameters.
  * @before and @after run in the main process around the tests (may be NULL).
@@ -586,6 +618,7 @@ static inline int sf_final_reload(void)
 									\
 		if (__before)						\
 			__before();					\
+		sf_install_term_handler(__after);			\
 		__ret = test_harness_run(argc, argv);			\
 		if (__after)						\
 			__after();					\
