@@ -4,7 +4,7 @@
 # ("ok N ... # SKIP" is a skipped pass), "not ok N ..." fails.  A binary that
 # exited nonzero without a failing result, printed no result, or did not
 # finish counts one more failure.  Prints one line per binary and, last,
-#   COUNTS <passed> <failed> <skipped> <done:0|1> <insmod rc|-> <binaries run>
+#   COUNTS <passed> <failed> <skipped> <done:0|1> <insmod rc|-> <binaries run> <final rmmod rc|->
 { gsub(/\r/, "") }
 
 /^SNOWFLAKE-INSMOD rc=/ {
@@ -46,6 +46,11 @@ inbin && /^# Totals:/ { totals = $0 }
 		cur, p + s, f + extra, s, rc, secs, note, fails
 	next
 }
+/^SNOWFLAKE-RMMOD rc=/ {
+	rmmod = substr($0, index($0, "rc=") + 3) + 0
+	next
+}
+/^SNOWFLAKE-RMMOD \/dev/ { rmmod = "node-left-behind"; next }
 /^SNOWFLAKE-VM-DONE/ { done = 1 }
 END {
 	if (inbin) {
@@ -54,6 +59,6 @@ END {
 			cur, p + s, f, fails
 		P += p + s; F += f; S += s
 	}
-	printf "COUNTS %d %d %d %d %s %d\n", P, F, S, done ? 1 : 0, \
-		(insmod == "" ? "-" : insmod), nrun
+	printf "COUNTS %d %d %d %d %s %d %s\n", P, F, S, done ? 1 : 0, \
+		(insmod == "" ? "-" : insmod), nrun, (rmmod == "" ? "-" : rmmod)
 }

@@ -98,7 +98,7 @@ if [ "${#tests[@]}" -eq 0 ]; then
 fi
 
 test_kernel() {
-	local kver=$1 moddir stage initrd log start secs rc counts pass fail skip vmdone insmod nrun t
+	local kver=$1 moddir stage initrd log start secs rc counts pass fail skip vmdone insmod nrun rmmod t
 	local note=
 	moddir=$BUILD/mod-$kver
 	stage=$BUILD/initramfs-$kver
@@ -130,13 +130,19 @@ test_kernel() {
 	echo "==== vm $kver: results ===="
 	counts=$(awk -f "$ROOT/scripts/vmlog.awk" "$log")
 	grep -v '^COUNTS ' <<<"$counts" || true
-	read -r _ pass fail skip vmdone insmod nrun < <(grep '^COUNTS ' <<<"$counts")
+	read -r _ pass fail skip vmdone insmod nrun rmmod < <(grep '^COUNTS ' <<<"$counts")
 
 	if [ "$insmod" = - ]; then
 		echo "  insmod /snowflake.ko never returned"
 		fail=$((fail + 1))
 	elif [ "$insmod" != 0 ]; then
 		echo "  insmod /snowflake.ko failed (rc=$insmod)"
+		fail=$((fail + 1))
+	fi
+	if [ "$rmmod" = 0 ]; then
+		pass=$((pass + 1))
+	elif [ "$vmdone" = 1 ]; then
+		echo "  the final rmmod snowflake failed ($rmmod)"
 		fail=$((fail + 1))
 	fi
 	if [ "$nrun" -lt "${#tests[@]}" ]; then

@@ -37,4 +37,10 @@ for t in /selftests/*; do
 done
 
 lsmod
+# The exit path is tested too: the tests leave the module loaded, and it
+# must unload cleanly now that nothing holds it.
+rmmod snowflake
+echo "SNOWFLAKE-RMMOD rc=$?"
+dmesg -c
+[ ! -e /dev/snowflake ] || echo "SNOWFLAKE-RMMOD /dev/snowflake still exists"
 vm_done
