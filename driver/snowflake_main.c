@@ -6,7 +6,7 @@
  * clock captured once at load plus the elapsed CLOCK_BOOTTIME, so stepping
  * the wall clock changes nothing; it only moves forward (catch-up, floor).
  * The arithmetic lives in snowflake_core.c; this file adds the clock, the
- * lock, the waiting and the interfaces.  See docs/interface.md.
+ * lock, the waiting and the interfaces.  See README.md.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -68,7 +68,7 @@ struct snowflake_dev {
 
 static struct snowflake_dev sf_dev;
 
-/* Module parameters: read once at load, see docs/interface.md. */
+/* Module parameters: read once at load, see README.md. */
 static unsigned long long param_epoch_ms = SNOWFLAKE_TWITTER_EPOCH_MS;
 module_param_named(epoch_ms, param_epoch_ms, ullong, 0444);
 MODULE_PARM_DESC(epoch_ms, "Unix time in ms of timestamp 0 (default 1288834974657, Twitter's)");
