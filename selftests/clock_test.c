@@ -138,6 +138,12 @@ static int step_reader(struct shared *sh, unsigned int r)
 
 		if (want > PER_READER - got)
 			want = PER_READER - got;
+		/*
+		 * Pace the readers by the stepper, not by time: at least one
+		 * wall clock step per 500 IDs read, however TCG schedules us.
+		 */
+		while (sh->steps < (int)(got / 500) && !sh->stepper_done)
+			sched_yield();
 		n = read(fd, ids + got, want * 8);
 		if (n <= 0 || n % 8) {
 			fprintf(stderr, "# reader %u: read: %zd (%s)\n", r, n,
