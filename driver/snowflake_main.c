@@ -530,7 +530,7 @@ static ssize_t sf_store_id(const char *buf, size_t len, bool worker)
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	if (kstrtou32(buf, 0, &v))
+	if (kstrtou32(buf, 10, &v))
 		return -EINVAL;
 
 	spin_lock(&sf->lock);
@@ -578,7 +578,7 @@ static ssize_t floor_ms_store(struct device *dev, struct device_attribute *attr,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	if (kstrtou64(buf, 0, &v))
+	if (kstrtou64(buf, 10, &v))
 		return -EINVAL;
 	ret = sf_set_floor(&sf_dev, v);
 	return ret ? ret : len;
@@ -604,7 +604,7 @@ static ssize_t random_sequence_store(struct device *dev,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	if (kstrtouint(buf, 0, &v) || v > 1)
+	if (kstrtouint(buf, 10, &v) || v > 1)
 		return -EINVAL;
 
 	spin_lock(&sf_dev.lock);

@@ -105,20 +105,18 @@ vmlinuz_of() {
 now() { date +%s; }
 
 # Copy the module sources (Kbuild, driver/, uapi/) of $MODULE_SRC (default:
-# the repository) into DIR, keeping the objects already built there.  kbuild
+# the repository) into a fresh DIR.  kbuild
 # writes its objects beside the sources, so each kernel and each set of build
 # flags gets its own copy.
 sync_module_src() {
 	local dir=$1 src=${MODULE_SRC:-$ROOT} d
 	[ -f "$src/Kbuild" ] || die "$src/Kbuild is missing: no module to build"
 	[ -d "$src/driver" ] || die "$src/driver/ is missing: no module to build"
+	# Always from scratch: copied sources keep their times (cp -p), so
+	# objects left from another source tree could look up to date.  A full
+	# build takes a few seconds.
+	rm -rf "$dir"
 	mkdir -p "$dir"
-	rm -rf "$dir/Kbuild" "$dir/uapi"
-	# Drop stale sources but keep the objects (and their .cmd files).
-	if [ -d "$dir/driver" ]; then
-		find "$dir/driver" -type f \( -name '*.[chS]' -o -name Makefile -o -name Kbuild \) \
-			! -name '*.mod.c' -delete
-	fi
 	cp -p "$src/Kbuild" "$dir/"
 	# Sources only: objects an in-tree `make module` left in driver/ were
 	# built for another kernel and must not leak into this build.

@@ -107,7 +107,7 @@ struct snowflake_ids {
  * struct snowflake_stats - counters and clock state
  * @ids_issued:		IDs handed out.
  * @reads:		read calls that returned IDs.
- * @exhausted_waits:	blocking reads that slept for the next tick.
+ * @exhausted_waits:	times a blocking read slept until the next tick.
  * @eagain:		non-blocking reads refused with EAGAIN.
  * @clock_catchups:	times the anchor moved forward to the wall clock.
  * @floor_jumps:	times the anchor moved forward to a floor.
