@@ -176,6 +176,7 @@ static void check_bad_writes(struct __test_metadata *_metadata, int fd)
 	static const char * const common[] = {
 		"abc", "\n", "-1", "99999999999999999999", "18446744073709551616",
 		"1 2", "1abc", " ", "1.5", "0x", "--1", "1\n2",
+		"0x1",	/* decimal only */
 	};
 	struct {
 		const char *file;
