@@ -308,6 +308,20 @@ static int sf_copy_out(void __user *uptr, size_t usize, const void *k,
 	return 0;
 }
 
+/*
+ * Copy a "set" structure in, for a privileged caller: at least @ver0 bytes,
+ * a longer one only with zeros past what we know (-E2BIG).
+ */
+static int sf_copy_in(void *k, size_t ksize, const void __user *uptr,
+		      size_t usize, size_t ver0)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (usize < ver0)
+		return -EINVAL;
+	return copy_struct_from_user(k, ksize, uptr, usize);
+}
+
 static int sf_ioctl_get_config(struct snowflake_dev *sf, void __user *uptr,
 			       size_t usize)
 {
@@ -330,11 +344,7 @@ static int sf_ioctl_set_config(struct snowflake_dev *sf, void __user *uptr,
 	const char *why = NULL;
 	int ret;
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (usize < SNOWFLAKE_CONFIG_SIZE_VER0)
-		return -EINVAL;
-	ret = copy_struct_from_user(&cfg, sizeof(cfg), uptr, usize);
+	ret = sf_copy_in(&cfg, sizeof(cfg), uptr, usize, SNOWFLAKE_CONFIG_SIZE_VER0);
 	if (ret)
 		return ret;
 
@@ -355,11 +365,7 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 	struct snowflake_ids ids;
 	int ret;
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (usize < SNOWFLAKE_IDS_SIZE_VER0)
-		return -EINVAL;
-	ret = copy_struct_from_user(&ids, sizeof(ids), uptr, usize);
+	ret = sf_copy_in(&ids, sizeof(ids), uptr, usize, SNOWFLAKE_IDS_SIZE_VER0);
 	if (ret)
 		return ret;
 	if (ids.flags || ids.__reserved)
@@ -429,11 +435,7 @@ static int sf_ioctl_set_floor(struct snowflake_dev *sf, void __user *uptr,
 	struct snowflake_floor fl;
 	int ret;
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (usize < SNOWFLAKE_FLOOR_SIZE_VER0)
-		return -EINVAL;
-	ret = copy_struct_from_user(&fl, sizeof(fl), uptr, usize);
+	ret = sf_copy_in(&fl, sizeof(fl), uptr, usize, SNOWFLAKE_FLOOR_SIZE_VER0);
 	if (ret)
 		return ret;
 	if (fl.last_timestamp_ms)
