@@ -56,6 +56,20 @@ static void restore_clock(void)
 		ksft_print_msg("cannot restore the wall clock: %s\n", strerror(errno));
 }
 
+/* Put the wall clock right, reload the module with @params and open it. */
+static void load_fresh(struct __test_metadata *_metadata, int *fd,
+		       struct snowflake_config *cfg, const char *params)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	ASSERT_EQ(0, step_clock(0));
+	ASSERT_EQ(0, sf_reload(params)) TH_LOG("load '%s'", params);
+	*fd = sf_open(O_RDONLY);
+	ASSERT_LE(0, *fd);
+	ASSERT_EQ(0, sf_get_config(*fd, cfg));
+}
+
 FIXTURE(clk) {
 	int fd;
 	struct snowflake_config cfg;
@@ -79,11 +93,7 @@ FIXTURE_SETUP(clk)
 {
 	self->fd = -1;
 	ASSERT_TRUE(clock_saved);
-	ASSERT_EQ(0, step_clock(0));
-	ASSERT_EQ(0, sf_reload(variant->params));
-	self->fd = sf_open(O_RDONLY);
-	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, sf_get_config(self->fd, &self->cfg));
+	load_fresh(_metadata, &self->fd, &self->cfg, variant->params);
 }
 
 FIXTURE_TEARDOWN(clk)
@@ -93,17 +103,6 @@ FIXTURE_TEARDOWN(clk)
 		close(self->fd);
 }
 
-static void reload(struct __test_metadata *_metadata, FIXTURE_DATA(clk) *self,
-		   const char *params)
-{
-	close(self->fd);
-	self->fd = -1;
-	ASSERT_EQ(0, step_clock(0));
-	ASSERT_EQ(0, sf_reload(params)) TH_LOG("load '%s'", params);
-	self->fd = sf_open(O_RDONLY);
-	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, sf_get_config(self->fd, &self->cfg));
-}
 
 /* ------------------------------------------------------------------ */
 
@@ -251,11 +250,7 @@ FIXTURE_SETUP(cu)
 {
 	self->fd = -1;
 	ASSERT_TRUE(clock_saved);
-	ASSERT_EQ(0, step_clock(0));
-	ASSERT_EQ(0, sf_reload_defaults());
-	self->fd = sf_open(O_RDONLY);
-	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, sf_get_config(self->fd, &self->cfg));
+	load_fresh(_metadata, &self->fd, &self->cfg, "");
 }
 
 FIXTURE_TEARDOWN(cu)
@@ -265,17 +260,6 @@ FIXTURE_TEARDOWN(cu)
 		close(self->fd);
 }
 
-static void cu_reload(struct __test_metadata *_metadata, FIXTURE_DATA(cu) *self,
-		      const char *params)
-{
-	close(self->fd);
-	self->fd = -1;
-	ASSERT_EQ(0, step_clock(0));
-	ASSERT_EQ(0, sf_reload(params)) TH_LOG("load '%s'", params);
-	self->fd = sf_open(O_RDONLY);
-	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, sf_get_config(self->fd, &self->cfg));
-}
 
 /* Poll the stats up to @secs seconds for clock_catchups to exceed @was. */
 static uint64_t wait_catchup(struct __test_metadata *_metadata, int fd,
@@ -343,7 +327,7 @@ TEST_F_TIMEOUT(cu, catchup_off_ignores_forward_step, 45)
 	struct snowflake_stats st;
 	uint64_t id;
 
-	cu_reload(_metadata, self, "catchup_threshold_ms=0");
+	load_fresh(_metadata, &self->fd, &self->cfg, "catchup_threshold_ms=0");
 	ASSERT_EQ(0, step_clock(TWO_HOURS_MS));
 	sf_sleep_ms(3000);
 	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
@@ -360,7 +344,7 @@ TEST_F_TIMEOUT(cu, catchup_threshold, 45)
 	struct snowflake_stats st;
 	uint64_t id;
 
-	cu_reload(_metadata, self, "catchup_threshold_ms=600000");
+	load_fresh(_metadata, &self->fd, &self->cfg, "catchup_threshold_ms=600000");
 	ASSERT_EQ(0, step_clock(5 * 60 * 1000));
 	sf_sleep_ms(2500);
 	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
@@ -385,7 +369,7 @@ TEST_F_TIMEOUT(clk, waiting_readers_ignore_steps, 45)
 	const int64_t steps[] = { -TWO_HOURS_MS, TWO_HOURS_MS };
 	size_t s;
 
-	reload(_metadata, self, variant->catchup_off ?
+	load_fresh(_metadata, &self->fd, &self->cfg, variant->catchup_off ?
 	       "catchup_threshold_ms=0 sequence_bits=0 time_unit_ms=200" :
 	       "sequence_bits=0 time_unit_ms=200");
 	for (s = 0; s < SF_ARRAY_SIZE(steps); s++) {
