@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snowflake(1): IDs, decoding, configuration and counters of /dev/snowflake,
+ * through libsnowflake only.
+ *
+ * Exit codes: 0 done; 1 the device failed (cannot open it, EPERM, ENOTCONN,
+ * ...); 2 bad command line, nothing done.  Messages go to stderr as
+ * "snowflake: <what>: <reason>".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <snowflake.h>
+
+#include "opts.h"
+
+#define PROG	"snowflake"
+
+/* IDs asked from the device at once: one read's worth. */
+#define CHUNK	SNOWFLAKE_MAX_IDS_PER_READ
+
+static const char usage_main[] =
+"Usage: snowflake [--device PATH] COMMAND [OPTIONS]\n"
+"\n"
+"Time-ordered 64-bit IDs from /dev/snowflake.\n"
+"\n"
+"Commands:\n"
+"  next      print new IDs\n"
+"  decode    split IDs into time, datacenter, worker and sequence\n"
+"  config    show the configuration, or set the ids, random sequence, floor\n"
+"  stats     show the counters and clock (also in Prometheus format)\n"
+"  help [COMMAND]  show the help of a command\n"
+"\n"
+"Options:\n"
+"  --device PATH   the device (default: $SNOWFLAKE_DEVICE, else /dev/snowflake)\n"
+"  -h, --help      show this help\n"
+"\n"
+"Exit status: 0 success, 1 the device failed, 2 bad command line (nothing done).\n"
+"Run 'snowflake COMMAND --help' for the options of a command; see snowflake(1).\n";
+
+static const char usage_next[] =
+"Usage: snowflake next [-n N] [--format dec|hex|json] [--device PATH]\n"
+"\n"
+"Print N new IDs (default 1), in increasing order, one per line.\n"
+"\n"
+"  -n, --count N      how many IDs, 1..4294967295 (default 1)\n"
+"  -f, --format FMT   dec (default): decimal; hex: 0x-hexadecimal;\n"
+"                     json: a JSON array of decimal strings\n"
+"  --device PATH      the device\n"
+"  -h, --help         show this help\n";
+
+static const char usage_decode[] =
+"Usage: snowflake decode [--json] [--layout-from-device] [--device PATH] ID...\n"
+"       snowflake decode [--json] [--epoch MS] [--unit MS] [--bits T/D/W/S] ID...\n"
+"\n"
+"Split each ID (decimal or 0x-hex) into its UTC time, datacenter, worker and\n"
+"sequence.  The layout is read from the device, unless --epoch, --unit or\n"
+"--bits is given: then the default layout with those values changed is used,\n"
+"and the device is not opened.\n"
+"\n"
+"  --json                 one JSON object per line (the ID as a string)\n"
+"  --layout-from-device   read the layout from the device (the default)\n"
+"  --epoch MS             epoch, Unix ms (default 1288834974657)\n"
+"  --unit MS              length of a tick in ms, 1..3600000 (default 1)\n"
+"  --bits T/D/W/S         timestamp/datacenter/worker/sequence widths\n"
+"                         (default 41/5/5/12)\n"
+"  --device PATH          the device\n"
+"  -h, --help             show this help\n";
+
+static const char usage_config[] =
+"Usage: snowflake config [--device PATH]\n"
+"       snowflake config [--worker N] [--datacenter N] [--random-sequence 0|1]\n"
+"                        [--floor MS] [--device PATH]\n"
+"\n"
+"Without options, show the configuration, one 'name value' per line (the\n"
+"names of the sysfs files).  With options, change it (needs CAP_SYS_ADMIN):\n"
+"every value is checked first, and nothing is changed when one is wrong.\n"
+"\n"
+"  --worker N            worker id (counts as set for strict mode)\n"
+"  --datacenter N        datacenter id\n"
+"  --random-sequence B   1: start each tick's sequence at a random number\n"
+"  --floor MS            raise the floor: no ID gets a timestamp below MS (Unix ms)\n"
+"  --device PATH         the device\n"
+"  -h, --help            show this help\n";
+
+static const char usage_stats[] =
+"Usage: snowflake stats [--prometheus] [--device PATH]\n"
+"\n"
+"Show the counters and the clock, one 'name value' per line (the names of\n"
+"the sysfs files).\n"
+"\n"
+"  --prometheus   Prometheus text format, e.g. for node_exporter's textfile\n"
+"                 collector\n"
+"  --device PATH  the device\n"
+"  -h, --help     show this help\n";
+
+static const char *usage_of(enum sf_cmd cmd)
+{
+	switch (cmd) {
+	case SF_CMD_NEXT:
+		return usage_next;
+	case SF_CMD_DECODE:
+		return usage_decode;
+	case SF_CMD_CONFIG:
+		return usage_config;
+	case SF_CMD_STATS:
+		return usage_stats;
+	default:
+		return usage_main;
+	}
+}
+
+static void __attribute__((format(printf, 1, 2))) msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(PROG ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* A device error: the message, a hint for the common ones, exit code 1. */
+static int dev_err(const char *what, int err)
+{
+	msg("%s: %s", what, snowflake_strerror(err));
+	if (err == -EPERM)
+		msg("hint: operation not permitted: changing the configuration needs root (CAP_SYS_ADMIN)");
+	else if (err == -ENOTCONN)
+		msg("hint: strict mode and no worker id set yet: snowflake config --worker N (as root)");
+	return SF_EXIT_RUNTIME;
+}
+
+static int open_dev(const struct sf_cli *cli, struct snowflake **sf)
+{
+	const char *path = sf_cli_device(cli);
+	char what[512];
+	int ret;
+
+	ret = snowflake_open(sf, path, 0);
+	if (ret) {
+		snprintf(what, sizeof(what), "cannot open %s", path);
+		return dev_err(what, ret);
+	}
+	return 0;
+}
+
+/* Flush stdout: a full disk or a closed pipe is a runtime error. */
+static int finish_output(void)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		msg("writing the output: %s", strerror(errno ? errno : EIO));
+		return SF_EXIT_RUNTIME;
+	}
+	return SF_EXIT_OK;
+}
+
+static int cmd_next(const struct sf_cli *cli)
+{
+	static uint64_t ids[CHUNK];
+	char buf[SNOWFLAKE_FORMAT_MAX];
+	struct snowflake *sf;
+	uint64_t left = cli->count;
+	bool first = true;
+	int ret;
+
+	ret = open_dev(cli, &sf);
+	if (ret)
+		return ret;
+	if (cli->format == SNOWFLAKE_FORMAT_JSON)
+		fputs("[\n", stdout);
+	while (left) {
+		size_t want = left < CHUNK ? (size_t)left : CHUNK;
+		long n = snowflake_next_n(sf, ids, want);
+		long i;
+
+		if (n < 0) {
+			fflush(stdout);
+			snowflake_close(sf);
+			return dev_err("next: reading IDs", (int)n);
+		}
+		for (i = 0; i < n; i++) {
+			snowflake_format(ids[i], cli->format, buf, sizeof(buf));
+			if (cli->format == SNOWFLAKE_FORMAT_JSON)
+				printf("%s  %s", first ? "" : ",\n", buf);
+			else
+				printf("%s\n", buf);
+			first = false;
+		}
+		left -= (uint64_t)n;
+	}
+	if (cli->format == SNOWFLAKE_FORMAT_JSON)
+		fputs("\n]\n", stdout);
+	snowflake_close(sf);
+	return finish_output();
+}
+
+static int cmd_decode(const struct sf_cli *cli)
+{
+	struct snowflake_config layout = cli->layout;
+	char when[40];
+	size_t i;
+	int ret;
+
+	if (cli->from_device) {
+		struct snowflake *sf;
+
+		ret = open_dev(cli, &sf);
+		if (ret)
+			return ret;
+		ret = snowflake_get_config(sf, &layout);
+		snowflake_close(sf);
+		if (ret)
+			return dev_err("decode: reading the layout", ret);
+		/* Every ID is checked before anything is printed. */
+		for (i = 0; i < cli->nids; i++) {
+			struct snowflake_parts p;
+
+			if (snowflake_decode(&layout, cli->ids[i], &p)) {
+				msg("decode: %llu (0x%llx) has bits set above the device's %u/%u/%u/%u layout",
+				    (unsigned long long)cli->ids[i],
+				    (unsigned long long)cli->ids[i], layout.timestamp_bits,
+				    layout.datacenter_bits, layout.worker_bits,
+				    layout.sequence_bits);
+				return SF_EXIT_USAGE;
+			}
+		}
+	}
+
+	for (i = 0; i < cli->nids; i++) {
+		struct snowflake_parts p;
+		bool has_time;
+
+		snowflake_decode(&layout, cli->ids[i], &p);
+		has_time = sf_format_time(p.unix_ms, when, sizeof(when)) > 0;
+		if (cli->json)
+			printf("{\"id\":\"%llu\",\"time\":%s%s%s,\"unix_ms\":%llu,\"timestamp\":%llu,"
+			       "\"datacenter\":%u,\"worker\":%u,\"sequence\":%u}\n",
+			       (unsigned long long)cli->ids[i], has_time ? "\"" : "",
+			       has_time ? when : "null", has_time ? "\"" : "",
+			       (unsigned long long)p.unix_ms,
+			       (unsigned long long)p.timestamp, p.datacenter, p.worker,
+			       p.sequence);
+		else
+			printf("id=%llu time=%s unix_ms=%llu timestamp=%llu datacenter=%u worker=%u sequence=%u\n",
+			       (unsigned long long)cli->ids[i], has_time ? when : "-",
+			       (unsigned long long)p.unix_ms,
+			       (unsigned long long)p.timestamp, p.datacenter, p.worker,
+			       p.sequence);
+	}
+	return finish_output();
+}
+
+static int show_config(struct snowflake *sf)
+{
+	struct snowflake_config c;
+	struct snowflake_stats st;
+	int ret;
+
+	ret = snowflake_get_config(sf, &c);
+	if (ret)
+		return dev_err("config: reading the configuration", ret);
+	ret = snowflake_get_stats(sf, &st);
+	if (ret)
+		return dev_err("config: reading the state", ret);
+	printf("epoch_ms %llu\n", (unsigned long long)c.epoch_ms);
+	printf("time_unit_ms %u\n", c.time_unit_ms);
+	printf("timestamp_bits %u\n", c.timestamp_bits);
+	printf("datacenter_bits %u\n", c.datacenter_bits);
+	printf("worker_bits %u\n", c.worker_bits);
+	printf("sequence_bits %u\n", c.sequence_bits);
+	printf("datacenter_id %u\n", c.datacenter_id);
+	printf("worker_id %u\n", c.worker_id);
+	printf("random_sequence %u\n", !!(c.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE));
+	printf("strict %u\n", !!(st.state & SNOWFLAKE_STATE_STRICT));
+	printf("refusing %u\n", !!(st.state & SNOWFLAKE_STATE_REFUSING));
+	printf("floor_ms %llu\n", (unsigned long long)st.floor_ms);
+	printf("last_timestamp_ms %llu\n", (unsigned long long)st.last_timestamp_ms);
+	return finish_output();
+}
+
+static uint64_t mask(unsigned int bits)
+{
+	return bits >= 64 ? UINT64_MAX : (1ULL << bits) - 1;
+}
+
+/* Offline checks against the current layout: a usage error changes nothing. */
+static int check_settings(const struct sf_cli *cli, const struct snowflake_config *c)
+{
+	if (cli->set_worker && cli->worker > mask(c->worker_bits)) {
+		msg("config: --worker %u does not fit worker_bits %u (0..%llu)", cli->worker,
+		    c->worker_bits, (unsigned long long)mask(c->worker_bits));
+		return SF_EXIT_USAGE;
+	}
+	if (cli->set_datacenter && cli->datacenter > mask(c->datacenter_bits)) {
+		msg("config: --datacenter %u does not fit datacenter_bits %u (0..%llu)",
+		    cli->datacenter, c->datacenter_bits,
+		    (unsigned long long)mask(c->datacenter_bits));
+		return SF_EXIT_USAGE;
+	}
+	if (cli->set_floor && cli->floor_ms > c->epoch_ms) {
+		uint64_t d = cli->floor_ms - c->epoch_ms;
+		uint64_t tick = d / c->time_unit_ms + !!(d % c->time_unit_ms);
+
+		if (tick > mask(c->timestamp_bits)) {
+			msg("config: --floor %llu does not fit timestamp_bits %u from epoch_ms %llu",
+			    (unsigned long long)cli->floor_ms, c->timestamp_bits,
+			    (unsigned long long)c->epoch_ms);
+			return SF_EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+static int set_config(struct snowflake *sf, const struct sf_cli *cli)
+{
+	struct snowflake_config c;
+	int ret;
+
+	ret = snowflake_get_config(sf, &c);
+	if (ret)
+		return dev_err("config: reading the configuration", ret);
+	ret = check_settings(cli, &c);
+	if (ret)
+		return ret;
+
+	if (cli->set_worker || cli->set_datacenter) {
+		ret = snowflake_set_ids(sf, cli->set_datacenter ? cli->datacenter : c.datacenter_id,
+					cli->set_worker ? cli->worker : c.worker_id);
+		if (ret)
+			return dev_err("config: setting the ids", ret);
+	}
+	if (cli->set_random) {
+		/* The current configuration with the flag changed: ids set above stay. */
+		ret = snowflake_get_config(sf, &c);
+		if (ret)
+			return dev_err("config: reading the configuration", ret);
+		if (cli->random_sequence)
+			c.flags |= SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+		else
+			c.flags &= ~SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+		ret = snowflake_set_config(sf, &c);
+		if (ret)
+			return dev_err("config: setting random_sequence", ret);
+	}
+	if (cli->set_floor) {
+		ret = snowflake_set_floor(sf, cli->floor_ms);
+		if (ret)
+			return dev_err("config: setting the floor", ret);
+	}
+	return SF_EXIT_OK;
+}
+
+static int cmd_config(const struct sf_cli *cli)
+{
+	struct snowflake *sf;
+	int ret;
+
+	ret = open_dev(cli, &sf);
+	if (ret)
+		return ret;
+	if (cli->set_worker || cli->set_datacenter || cli->set_random || cli->set_floor)
+		ret = set_config(sf, cli);
+	else
+		ret = show_config(sf);
+	snowflake_close(sf);
+	return ret;
+}
+
+struct metric {
+	const char *name;	/* sysfs name; Prometheus: snowflake_<name>[_total] */
+	int counter;
+	const char *help;
+};
+
+static const struct metric metrics[] = {
+	{ "ids_issued", 1, "IDs handed out since the module was loaded." },
+	{ "reads", 1, "Reads of the device that returned IDs." },
+	{ "exhausted_waits", 1, "Times a blocking read slept until the next tick." },
+	{ "eagain", 1, "Non-blocking reads refused with EAGAIN." },
+	{ "clock_catchups", 1, "Times the generator's clock caught up with the wall clock." },
+	{ "floor_jumps", 1, "Times the generator's clock moved forward to the floor." },
+	{ "refused_reads", 1, "Reads refused with ENOTCONN or EOVERFLOW." },
+	{ "clock_ms", 0, "The generator's clock, Unix time in milliseconds." },
+	{ "clock_offset_ms", 0, "How far catch-ups and floors moved the clock forward, ms." },
+	{ "last_timestamp_ms", 0, "Timestamp of the last ID issued, Unix ms (0: none yet)." },
+	{ "floor_ms", 0, "No ID gets a timestamp below this, Unix ms." },
+	{ "strict", 0, "1 when the module was loaded with strict=1." },
+	{ "refusing", 0, "1 while reads fail with ENOTCONN (strict mode, no worker id)." },
+	{ "datacenter_id", 0, "The datacenter id in the IDs." },
+	{ "worker_id", 0, "The worker id in the IDs." },
+};
+
+static int cmd_stats(const struct sf_cli *cli)
+{
+	struct snowflake_config c;
+	struct snowflake_stats st;
+	struct snowflake *sf;
+	uint64_t v[sizeof(metrics) / sizeof(metrics[0])];
+	size_t i, n = sizeof(metrics) / sizeof(metrics[0]);
+	int ret;
+
+	ret = open_dev(cli, &sf);
+	if (ret)
+		return ret;
+	ret = snowflake_get_stats(sf, &st);
+	if (!ret)
+		ret = snowflake_get_config(sf, &c);
+	snowflake_close(sf);
+	if (ret)
+		return dev_err("stats: reading the counters", ret);
+
+	v[0] = st.ids_issued;
+	v[1] = st.reads;
+	v[2] = st.exhausted_waits;
+	v[3] = st.eagain;
+	v[4] = st.clock_catchups;
+	v[5] = st.floor_jumps;
+	v[6] = st.refused_reads;
+	v[7] = st.clock_ms;
+	v[8] = st.clock_offset_ms;
+	v[9] = st.last_timestamp_ms;
+	v[10] = st.floor_ms;
+	v[11] = !!(st.state & SNOWFLAKE_STATE_STRICT);
+	v[12] = !!(st.state & SNOWFLAKE_STATE_REFUSING);
+	v[13] = c.datacenter_id;
+	v[14] = c.worker_id;
+
+	for (i = 0; i < n; i++) {
+		const struct metric *m = &metrics[i];
+
+		if (!cli->prometheus) {
+			printf("%s %llu\n", m->name, (unsigned long long)v[i]);
+			continue;
+		}
+		printf("# HELP snowflake_%s%s %s\n", m->name, m->counter ? "_total" : "", m->help);
+		printf("# TYPE snowflake_%s%s %s\n", m->name, m->counter ? "_total" : "",
+		       m->counter ? "counter" : "gauge");
+		printf("snowflake_%s%s %llu\n", m->name, m->counter ? "_total" : "",
+		       (unsigned long long)v[i]);
+	}
+	return finish_output();
+}
+
+int main(int argc, char **argv)
+{
+	struct sf_cli cli;
+	char err[512];
+	int ret;
+
+	ret = sf_cli_parse(&cli, argc, argv, err, sizeof(err));
+	if (ret) {
+		msg("%s", err);
+		if (cli.cmd != SF_CMD_NONE)
+			msg("try 'snowflake %s --help'", sf_cmd_name(cli.cmd));
+		else
+			msg("try 'snowflake --help'");
+		sf_cli_free(&cli);
+		return SF_EXIT_USAGE;
+	}
+	if (cli.help) {
+		fputs(usage_of(cli.cmd), stdout);
+		return finish_output();
+	}
+
+	switch (cli.cmd) {
+	case SF_CMD_NEXT:
+		ret = cmd_next(&cli);
+		break;
+	case SF_CMD_DECODE:
+		ret = cmd_decode(&cli);
+		break;
+	case SF_CMD_CONFIG:
+		ret = cmd_config(&cli);
+		break;
+	case SF_CMD_STATS:
+		ret = cmd_stats(&cli);
+		break;
+	default:
+		ret = SF_EXIT_USAGE;
+		break;
+	}
+	sf_cli_free(&cli);
+	return ret;
+}

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Command-line parsing of snowflake(1).  Everything a command line can get
+ * wrong is found here, before the device is touched: a usage error (exit 2)
+ * never changes anything.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "opts.h"
+
+static const char * const cmd_names[] = {
+	[SF_CMD_NONE] = "snowflake",
+	[SF_CMD_NEXT] = "next",
+	[SF_CMD_DECODE] = "decode",
+	[SF_CMD_CONFIG] = "config",
+	[SF_CMD_STATS] = "stats",
+};
+
+const char *sf_cmd_name(enum sf_cmd cmd)
+{
+	if ((size_t)cmd >= sizeof(cmd_names) / sizeof(cmd_names[0]))
+		return "snowflake";
+	return cmd_names[cmd];
+}
+
+static enum sf_cmd cmd_of(const char *s)
+{
+	size_t i;
+
+	for (i = SF_CMD_NEXT; i < sizeof(cmd_names) / sizeof(cmd_names[0]); i++)
+		if (!strcmp(s, cmd_names[i]))
+			return (enum sf_cmd)i;
+	return SF_CMD_NONE;
+}
+
+int sf_parse_uint(const char *s, uint64_t max, uint64_t *val)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		unsigned int d;
+
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		d = (unsigned int)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			v = UINT64_MAX;	/* keep checking the syntax */
+		else
+			v = v * 10 + d;
+	}
+	if (v > max)
+		return -ERANGE;
+	*val = v;
+	return 0;
+}
+
+int sf_parse_format(const char *s, enum snowflake_format *fmt)
+{
+	if (!strcmp(s, "dec"))
+		*fmt = SNOWFLAKE_FORMAT_DEC;
+	else if (!strcmp(s, "hex"))
+		*fmt = SNOWFLAKE_FORMAT_HEX;
+	else if (!strcmp(s, "json"))
+		*fmt = SNOWFLAKE_FORMAT_JSON;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int sf_parse_bits(const char *s, struct snowflake_config *layout)
+{
+	uint64_t w[4];
+	char buf[64];
+	char *p, *save = NULL, *tok;
+	size_t n = 0;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	/* Four fields, no empty one: "41/5//12" and "41/5/5/12/" are wrong. */
+	for (p = buf; *p; p++)
+		if (*p == '/' && (p == buf || p[1] == '/' || p[1] == '\0'))
+			return -EINVAL;
+	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		if (n == 4 || sf_parse_uint(tok, SNOWFLAKE_ID_BITS, &w[n]))
+			return -EINVAL;
+		n++;
+	}
+	if (n != 4)
+		return -EINVAL;
+	layout->timestamp_bits = (uint8_t)w[0];
+	layout->datacenter_bits = (uint8_t)w[1];
+	layout->worker_bits = (uint8_t)w[2];
+	layout->sequence_bits = (uint8_t)w[3];
+	return 0;
+}
+
+int sf_format_time(uint64_t unix_ms, char *buf, size_t len)
+{
+	time_t secs = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	size_t n;
+	int m;
+
+	/* Four-digit years only: ISO-8601 without an expanded year. */
+	if (unix_ms / 1000 > 253402300799ULL || !gmtime_r(&secs, &tm))
+		return -EOVERFLOW;
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!n)
+		return -ENOSPC;
+	m = snprintf(buf + n, len - n, ".%03uZ", (unsigned int)(unix_ms % 1000));
+	if (m < 0 || (size_t)m >= len - n)
+		return -ENOSPC;
+	return (int)n + m;
+}
+
+const char *sf_cli_device(const struct sf_cli *cli)
+{
+	const char *env;
+
+	if (cli->device)
+		return cli->device;
+	env = getenv(SNOWFLAKE_PATH_ENV);
+	if (env && *env)
+		return env;
+	return SNOWFLAKE_DEFAULT_PATH;
+}
+
+void sf_cli_free(struct sf_cli *cli)
+{
+	free(cli->ids);
+	cli->ids = NULL;
+	cli->nids = 0;
+}
+
+static int __attribute__((format(printf, 3, 4)))
+usage_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return SF_EXIT_USAGE;
+}
+
+/* Long-only options have values above any character. */
+enum {
+	OPT_DEVICE = 256,
+	OPT_JSON,
+	OPT_FROM_DEVICE,
+	OPT_EPOCH,
+	OPT_UNIT,
+	OPT_BITS,
+	OPT_WORKER,
+	OPT_DATACENTER,
+	OPT_RANDOM,
+	OPT_FLOOR,
+	OPT_PROMETHEUS,
+};
+
+static const struct option global_opts[] = {
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option next_opts[] = {
+	{ "count", required_argument, NULL, 'n' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option decode_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "layout-from-device", no_argument, NULL, OPT_FROM_DEVICE },
+	{ "epoch", required_argument, NULL, OPT_EPOCH },
+	{ "unit", required_argument, NULL, OPT_UNIT },
+	{ "bits", required_argument, NULL, OPT_BITS },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option config_opts[] = {
+	{ "worker", required_argument, NULL, OPT_WORKER },
+	{ "datacenter", required_argument, NULL, OPT_DATACENTER },
+	{ "random-sequence", required_argument, NULL, OPT_RANDOM },
+	{ "floor", required_argument, NULL, OPT_FLOOR },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option stats_opts[] = {
+	{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/*
+ * The option getopt_long() just complained about, as the user wrote it
+ * (without "=value").
+ */
+static const char *bad_option(char **argv, int argc, char *buf, size_t len)
+{
+	const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : NULL;
+
+	if (a && a[0] == '-' && a[1] == '-') {
+		snprintf(buf, len, "%.*s", (int)strcspn(a, "="), a);
+		return buf;
+	}
+	if (optopt > 0 && optopt < 256) {
+		snprintf(buf, len, "-%c", optopt);
+		return buf;
+	}
+	return a ? a : "?";
+}
+
+/* A number option: 0, or a usage error naming the option. */
+static int num_opt(const char *opt, const char *arg, uint64_t min, uint64_t max,
+		   uint64_t *val, char *err, size_t errlen)
+{
+	int ret = sf_parse_uint(arg, max, val);
+
+	if (ret == -EINVAL)
+		return usage_err(err, errlen, "%s: '%s' is not an unsigned decimal number",
+				 opt, arg);
+	if (ret || *val < min)
+		return usage_err(err, errlen, "%s: %s is out of range (%llu..%llu)",
+				 opt, arg, (unsigned long long)min,
+				 (unsigned long long)max);
+	return 0;
+}
+
+static int parse_ids(struct sf_cli *cli, int argc, char **argv, int first,
+		     char *err, size_t errlen)
+{
+	int i, ret;
+
+	if (first >= argc)
+		return usage_err(err, errlen, "decode: no ID given");
+	cli->nids = (size_t)(argc - first);
+	cli->ids = calloc(cli->nids, sizeof(*cli->ids));
+	if (!cli->ids)
+		return usage_err(err, errlen, "decode: out of memory");
+	for (i = first; i < argc; i++) {
+		struct snowflake_parts parts;
+
+		ret = snowflake_parse(argv[i], &cli->ids[i - first]);
+		if (ret == -ERANGE)
+			return usage_err(err, errlen, "decode: '%s' does not fit 64 bits",
+					 argv[i]);
+		if (ret)
+			return usage_err(err, errlen,
+					 "decode: '%s' is not an ID (decimal or 0x-hex)",
+					 argv[i]);
+		if (!cli->from_device &&
+		    snowflake_decode(&cli->layout, cli->ids[i - first], &parts))
+			return usage_err(err, errlen,
+					 "decode: %s has bits set above the %u/%u/%u/%u layout",
+					 argv[i], cli->layout.timestamp_bits,
+					 cli->layout.datacenter_bits,
+					 cli->layout.worker_bits,
+					 cli->layout.sequence_bits);
+	}
+	return 0;
+}
+
+static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_t errlen)
+{
+	static const char * const shortopts[] = {
+		[SF_CMD_NEXT] = ":n:f:h",
+		[SF_CMD_DECODE] = ":h",
+		[SF_CMD_CONFIG] = ":h",
+		[SF_CMD_STATS] = ":h",
+	};
+	static const struct option * const longopts[] = {
+		[SF_CMD_NEXT] = next_opts,
+		[SF_CMD_DECODE] = decode_opts,
+		[SF_CMD_CONFIG] = config_opts,
+		[SF_CMD_STATS] = stats_opts,
+	};
+	const char *name = sf_cmd_name(cli->cmd);
+	bool offline = false;
+	char obuf[64];
+	uint64_t v;
+	int c, ret;
+
+	optind = 0;	/* glibc: a full reset, for a second parse in one process */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts[cli->cmd], longopts[cli->cmd],
+				NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			cli->help = true;
+			return SF_EXIT_OK;
+		case OPT_DEVICE:
+			if (!*optarg)
+				return usage_err(err, errlen, "%s: --device: empty path", name);
+			cli->device = optarg;
+			break;
+		case 'n':
+			ret = num_opt("next: -n", optarg, 1, SF_CLI_MAX_COUNT, &cli->count,
+				      err, errlen);
+			if (ret)
+				return ret;
+			break;
+		case 'f':
+			if (sf_parse_format(optarg, &cli->format))
+				return usage_err(err, errlen,
+						 "next: --format: '%s' is not dec, hex or json",
+						 optarg);
+			break;
+		case OPT_JSON:
+			cli->json = true;
+			break;
+		case OPT_FROM_DEVICE:
+			cli->from_device = true;
+			break;
+		case OPT_EPOCH:
+			ret = num_opt("decode: --epoch", optarg, 0, INT64_MAX, &v,
+				      err, errlen);
+			if (ret)
+				return ret;
+			cli->layout.epoch_ms = v;
+			offline = true;
+			break;
+		case OPT_UNIT:
+			ret = num_opt("decode: --unit", optarg, 1, SNOWFLAKE_MAX_TIME_UNIT_MS,
+				      &v, err, errlen);
+			if (ret)
+				return ret;
+			cli->layout.time_unit_ms = (uint32_t)v;
+			offline = true;
+			break;
+		case OPT_BITS:
+			if (sf_parse_bits(optarg, &cli->layout))
+				return usage_err(err, errlen,
+						 "decode: --bits: '%s' is not TIMESTAMP/DATACENTER/WORKER/SEQUENCE widths (e.g. 41/5/5/12)",
+						 optarg);
+			offline = true;
+			break;
+		case OPT_WORKER:
+			ret = num_opt("config: --worker", optarg, 0, UINT32_MAX, &v,
+				      err, errlen);
+			if (ret)
+				return ret;
+			cli->worker = (uint32_t)v;
+			cli->set_worker = true;
+			break;
+		case OPT_DATACENTER:
+			ret = num_opt("config: --datacenter", optarg, 0, UINT32_MAX, &v,
+				      err, errlen);
+			if (ret)
+				return ret;
+			cli->datacenter = (uint32_t)v;
+			cli->set_datacenter = true;
+			break;
+		case OPT_RANDOM:
+			ret = num_opt("config: --random-sequence", optarg, 0, 1, &v,
+				      err, errlen);
+			if (ret)
+				return ret;
+			cli->random_sequence = v;
+			cli->set_random = true;
+			break;
+		case OPT_FLOOR:
+			ret = num_opt("config: --floor", optarg, 0, INT64_MAX,
+				      &cli->floor_ms, err, errlen);
+			if (ret)
+				return ret;
+			cli->set_floor = true;
+			break;
+		case OPT_PROMETHEUS:
+			cli->prometheus = true;
+			break;
+		case ':':
+			return usage_err(err, errlen, "%s: option %s needs a value", name,
+					 bad_option(argv, argc, obuf, sizeof(obuf)));
+		default:
+			return usage_err(err, errlen, "%s: unknown option %s", name,
+					 bad_option(argv, argc, obuf, sizeof(obuf)));
+		}
+	}
+
+	if (cli->cmd != SF_CMD_DECODE) {
+		if (optind < argc)
+			return usage_err(err, errlen, "%s: unexpected argument '%s'", name,
+					 argv[optind]);
+		return SF_EXIT_OK;
+	}
+
+	if (offline && cli->from_device)
+		return usage_err(err, errlen,
+				 "decode: --layout-from-device and --epoch/--unit/--bits exclude each other");
+	cli->from_device = !offline;
+	if (offline && snowflake_check_layout(&cli->layout))
+		return usage_err(err, errlen,
+				 "decode: the layout %u/%u/%u/%u (unit %u ms) is not valid: widths 1+/0..31/0..31/0..31 summing to at most 63",
+				 cli->layout.timestamp_bits, cli->layout.datacenter_bits,
+				 cli->layout.worker_bits, cli->layout.sequence_bits,
+				 cli->layout.time_unit_ms);
+	return parse_ids(cli, argc, argv, optind, err, errlen);
+}
+
+int sf_cli_parse(struct sf_cli *cli, int argc, char **argv, char *err, size_t errlen)
+{
+	char obuf[64];
+	int c;
+
+	memset(cli, 0, sizeof(*cli));
+	cli->count = 1;
+	cli->format = SNOWFLAKE_FORMAT_DEC;
+	snowflake_default_layout(&cli->layout);
+	if (errlen)
+		err[0] = '\0';
+
+	/* Global options, up to the command ("+": stop at the first word). */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", global_opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			cli->help = true;
+			return SF_EXIT_OK;
+		case OPT_DEVICE:
+			if (!*optarg)
+				return usage_err(err, errlen, "--device: empty path");
+			cli->device = optarg;
+			break;
+		case ':':
+			return usage_err(err, errlen, "option %s needs a value",
+					 bad_option(argv, argc, obuf, sizeof(obuf)));
+		default:
+			return usage_err(err, errlen, "unknown option %s",
+					 bad_option(argv, argc, obuf, sizeof(obuf)));
+		}
+	}
+	if (optind >= argc)
+		return usage_err(err, errlen, "no command given");
+
+	/* `snowflake help [COMMAND]` is `snowflake [COMMAND] --help`. */
+	if (!strcmp(argv[optind], "help")) {
+		cli->help = true;
+		if (optind + 1 < argc) {
+			cli->cmd = cmd_of(argv[optind + 1]);
+			if (cli->cmd == SF_CMD_NONE) {
+				cli->help = false;
+				return usage_err(err, errlen, "help: unknown command '%s'",
+						 argv[optind + 1]);
+			}
+		}
+		return SF_EXIT_OK;
+	}
+
+	cli->cmd = cmd_of(argv[optind]);
+	if (cli->cmd == SF_CMD_NONE)
+		return usage_err(err, errlen, "unknown command '%s'", argv[optind]);
+	return parse_cmd(cli, argc - optind, argv + optind, err, errlen);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Command-line parsing of the snowflake(1) CLI, kept apart from main.c so the
+ * native unit tests can link it: no device access here, only the library's
+ * offline helpers (snowflake_parse, snowflake_check_layout, ...).
+ */
+#ifndef SNOWFLAKE_CLI_OPTS_H
+#define SNOWFLAKE_CLI_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <snowflake.h>
+
+/* Exit codes of the CLI (documented in snowflake(1) and the README). */
+#define SF_EXIT_OK	0	/* done */
+#define SF_EXIT_RUNTIME	1	/* the device failed (open, read, ioctl) */
+#define SF_EXIT_USAGE	2	/* bad command line: nothing was done */
+
+enum sf_cmd {
+	SF_CMD_NONE,
+	SF_CMD_NEXT,
+	SF_CMD_DECODE,
+	SF_CMD_CONFIG,
+	SF_CMD_STATS,
+};
+
+/* Largest -n of `snowflake next`. */
+#define SF_CLI_MAX_COUNT	4294967295ULL
+
+struct sf_cli {
+	enum sf_cmd cmd;
+	bool help;			/* --help: print the help of cmd, exit 0 */
+	const char *device;		/* --device, NULL when not given */
+
+	/* next */
+	uint64_t count;			/* -n, default 1 */
+	enum snowflake_format format;	/* --format, default dec */
+
+	/* decode */
+	bool json;			/* --json */
+	bool from_device;		/* layout read from the device */
+	struct snowflake_config layout;	/* offline layout (from_device false) */
+	size_t nids;
+	uint64_t *ids;			/* nids IDs, allocated; sf_cli_free() */
+
+	/* config */
+	bool set_worker, set_datacenter, set_random, set_floor;
+	uint32_t worker, datacenter;
+	bool random_sequence;
+	uint64_t floor_ms;
+
+	/* stats */
+	bool prometheus;
+};
+
+/*
+ * Parse argv into @cli.  Returns SF_EXIT_OK, or SF_EXIT_USAGE with a message
+ * (without "snowflake: " and without a newline) in @err.  With cli->help set,
+ * the rest of the command line was not checked.
+ */
+int sf_cli_parse(struct sf_cli *cli, int argc, char **argv, char *err, size_t errlen);
+void sf_cli_free(struct sf_cli *cli);
+
+/* The device: --device, else $SNOWFLAKE_DEVICE (when not empty), else /dev/snowflake. */
+const char *sf_cli_device(const struct sf_cli *cli);
+
+/* Name of a command ("next", ...), "snowflake" for SF_CMD_NONE. */
+const char *sf_cmd_name(enum sf_cmd cmd);
+
+/*
+ * Strict unsigned decimal: digits only (no sign, space, or 0x), at most @max.
+ * 0, or -EINVAL (not a number) / -ERANGE (above @max).
+ */
+int sf_parse_uint(const char *s, uint64_t max, uint64_t *val);
+/* "dec", "hex" or "json": 0 or -EINVAL. */
+int sf_parse_format(const char *s, enum snowflake_format *fmt);
+/*
+ * "T/D/W/S" widths (e.g. 41/5/5/12) into @layout's timestamp, datacenter,
+ * worker and sequence bits.  Each 0..63 (the layout is checked as a whole
+ * elsewhere): 0 or -EINVAL.
+ */
+int sf_parse_bits(const char *s, struct snowflake_config *layout);
+
+/* UTC ISO-8601 with milliseconds, "2026-11-21T20:48:48.476Z": length or -EOVERFLOW. */
+int sf_format_time(uint64_t unix_ms, char *buf, size_t len);
+
+#endif /* SNOWFLAKE_CLI_OPTS_H */
