@@ -38,7 +38,7 @@ struct snowflake_parts {
 
 enum snowflake_format {
 	SNOWFLAKE_FORMAT_DEC,	/* 1795219200000000000 */
-	SNOWFLAKE_FORMAT_HEX,	/* 0x18e9c4f1a2000000 */
+	SNOWFLAKE_FORMAT_HEX,	/* 0x18e9e659d5f60000 */
 	SNOWFLAKE_FORMAT_JSON,	/* "1795219200000000000": a string, as JS loses precision above 2^53 */
 };
 
@@ -81,7 +81,8 @@ int snowflake_check_layout(const struct snowflake_config *layout);
 
 /*
  * Split @id by @layout.  -EINVAL for a bad layout, or an ID with a bit set
- * above the four widths (bit 63 always).
+ * above the four widths (bit 63 always); -EOVERFLOW when unix_ms would not
+ * fit 64 bits (never for an ID the device issued).
  */
 int snowflake_decode(const struct snowflake_config *layout, uint64_t id,
 		     struct snowflake_parts *parts);

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libsnowflake: messages for the errors of the device and the library.
+ * Static strings only (no strerror(), no buffer): thread-safe.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+SF_EXPORT const char *snowflake_strerror(int err)
+{
+	if (err < 0)
+		err = err == -2147483647 - 1 ? 0 : -err;
+	switch (err) {
+	case 0:
+		return "success";
+	case EINVAL:
+		return "invalid argument (bad layout, value, size or flag)";
+	case EAGAIN:
+		return "no ID left in this tick (non-blocking)";
+	case ENOTCONN:
+		return "reads refused: no worker id set (strict mode)";
+	case EOVERFLOW:
+		return "timestamp does not fit timestamp_bits from the epoch";
+	case EBUSY:
+		return "layout is fixed once an ID was issued";
+	case EPERM:
+		return "operation needs CAP_SYS_ADMIN";
+	case EACCES:
+		return "permission denied";
+	case ENOTTY:
+		return "not a snowflake device";
+	case ENOENT:
+		return "no such device (is the snowflake module loaded?)";
+	case ENODEV:
+		return "no such device";
+	case ENXIO:
+		return "no such device or address";
+	case E2BIG:
+		return "structure has nonzero bytes the kernel does not know";
+	case EFAULT:
+		return "bad address";
+	case ERANGE:
+		return "value out of range";
+	case ENOSPC:
+		return "buffer too small";
+	case EINTR:
+		return "interrupted by a signal";
+	case ENODATA:
+		return "end of file: no ID could be read";
+	case ENOMEM:
+		return "out of memory";
+	case EBADF:
+		return "bad file descriptor";
+	case EISDIR:
+		return "is a directory";
+	case ENOTDIR:
+		return "not a directory";
+	case EMFILE:
+		return "too many open files";
+	case ENFILE:
+		return "too many open files in system";
+	case ESPIPE:
+		return "illegal seek";
+	case EIO:
+		return "input/output error";
+	case ELOOP:
+		return "too many levels of symbolic links";
+	case ENAMETOOLONG:
+		return "file name too long";
+	case EROFS:
+		return "read-only file system";
+	default:
+		return "unknown error";
+	}
+}

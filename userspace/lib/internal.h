@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libsnowflake internals: not installed. */
+#ifndef SNOWFLAKE_INTERNAL_H
+#define SNOWFLAKE_INTERNAL_H
+
+#include "snowflake.h"
+
+/* The library is built with -fvisibility=hidden: only these are exported. */
+#define SF_EXPORT __attribute__((visibility("default")))
+
+struct snowflake {
+	int fd;
+};
+
+#endif /* SNOWFLAKE_INTERNAL_H */

@@ -1,0 +1,877 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Native unit tests of libsnowflake: no device needed.  Regular files,
+ * FIFOs and pipes stand in for /dev/snowflake, since the library only reads
+ * 8-byte values from a file descriptor.  Built under ASan + UBSan; output is
+ * kselftest TAP.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "snowflake.h"
+
+/* The layouts the round-trip tests cover. */
+struct layout {
+	unsigned int ts, dc, wk, seq, unit;
+};
+
+static const struct layout layouts[] = {
+	{ 41, 5, 5, 12, 1 },	/* the default */
+	{ 32, 0, 31, 0, 1000 },
+	{ 63, 0, 0, 0, 1 },
+	{ 41, 0, 0, 22, 1 },
+	{ 1, 31, 31, 0, 3600000 },
+	{ 1, 0, 0, 0, 1 },
+	{ 20, 10, 2, 31, 60000 },
+};
+
+static void make_layout(struct snowflake_config *c, const struct layout *l)
+{
+	snowflake_default_layout(c);
+	c->timestamp_bits = l->ts;
+	c->datacenter_bits = l->dc;
+	c->worker_bits = l->wk;
+	c->sequence_bits = l->seq;
+	c->time_unit_ms = l->unit;
+}
+
+static uint64_t mask(unsigned int bits)
+{
+	return bits ? ~0ULL >> (64 - bits) : 0;
+}
+
+/* A fresh temporary directory per test; removed by the test. */
+static char *tmpdir(char *buf, size_t len)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/libsnowflake-test.XXXXXX", t && *t ? t : "/tmp");
+	return mkdtemp(buf);
+}
+
+static void write_ids_file(const char *path, uint64_t first, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = first + i;
+
+		fwrite(&v, sizeof(v), 1, f);
+	}
+	fclose(f);
+}
+
+TEST(default_layout)
+{
+	struct snowflake_config c;
+
+	memset(&c, 0xff, sizeof(c));
+	snowflake_default_layout(&c);
+	EXPECT_EQ(SNOWFLAKE_TWITTER_EPOCH_MS, c.epoch_ms);
+	EXPECT_EQ(1U, c.time_unit_ms);
+	EXPECT_EQ(41, c.timestamp_bits);
+	EXPECT_EQ(5, c.datacenter_bits);
+	EXPECT_EQ(5, c.worker_bits);
+	EXPECT_EQ(12, c.sequence_bits);
+	EXPECT_EQ(0U, c.datacenter_id);
+	EXPECT_EQ(0U, c.worker_id);
+	EXPECT_EQ(0U, c.flags);
+	EXPECT_EQ(0U, c.__reserved);
+	EXPECT_EQ(0, snowflake_check_layout(&c));
+	c.flags = SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	c.datacenter_id = 31;
+	c.worker_id = 31;
+	EXPECT_EQ(0, snowflake_check_layout(&c));
+}
+
+/* The README's example: the layout of an ID, bit by bit. */
+TEST(decode_default_known)
+{
+	struct snowflake_config c;
+	struct snowflake_parts p;
+	uint64_t id = (1000ULL << 22) | (3ULL << 17) | (7ULL << 12) | 42;
+
+	snowflake_default_layout(&c);
+	ASSERT_EQ(0, snowflake_decode(&c, id, &p));
+	EXPECT_EQ(1000U, p.timestamp);
+	EXPECT_EQ(SNOWFLAKE_TWITTER_EPOCH_MS + 1000, p.unix_ms);
+	EXPECT_EQ(3U, p.datacenter);
+	EXPECT_EQ(7U, p.worker);
+	EXPECT_EQ(42U, p.sequence);
+	EXPECT_EQ(0, snowflake_decode(&c, 0, &p));
+	EXPECT_EQ(SNOWFLAKE_TWITTER_EPOCH_MS, p.unix_ms);
+}
+
+/* Every field alone at its maximum, all at once, and a few mixes. */
+TEST(roundtrip_every_layout_at_max)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		const struct layout *l = &layouts[i];
+		struct snowflake_config c;
+		struct snowflake_parts cases[6], out;
+
+		make_layout(&c, l);
+		ASSERT_EQ(0, snowflake_check_layout(&c)) TH_LOG("layout %zu", i);
+		memset(cases, 0, sizeof(cases));
+		cases[0].timestamp = mask(l->ts);
+		cases[1].datacenter = (uint32_t)mask(l->dc);
+		cases[2].worker = (uint32_t)mask(l->wk);
+		cases[3].sequence = (uint32_t)mask(l->seq);
+		cases[4].timestamp = mask(l->ts);
+		cases[4].datacenter = (uint32_t)mask(l->dc);
+		cases[4].worker = (uint32_t)mask(l->wk);
+		cases[4].sequence = (uint32_t)mask(l->seq);
+		cases[5].timestamp = mask(l->ts) >> 1;
+		cases[5].datacenter = (uint32_t)(mask(l->dc) >> 1);
+		cases[5].sequence = (uint32_t)(mask(l->seq) & 0x5555);
+		for (size_t k = 0; k < 6; k++) {
+			uint64_t id = ~0ULL;
+			unsigned int sum = l->ts + l->dc + l->wk + l->seq;
+
+			ASSERT_EQ(0, snowflake_compose(&c, &cases[k], &id))
+				TH_LOG("layout %zu case %zu", i, k);
+			EXPECT_EQ(0ULL, id >> 63);
+			EXPECT_EQ(0ULL, id & ~mask(sum));
+			ASSERT_EQ(0, snowflake_decode(&c, id, &out));
+			EXPECT_EQ(cases[k].timestamp, out.timestamp);
+			EXPECT_EQ(cases[k].datacenter, out.datacenter);
+			EXPECT_EQ(cases[k].worker, out.worker);
+			EXPECT_EQ(cases[k].sequence, out.sequence);
+			EXPECT_EQ(c.epoch_ms + cases[k].timestamp * l->unit, out.unix_ms);
+		}
+		/* All fields at max is the largest ID of the layout. */
+		{
+			uint64_t id;
+
+			ASSERT_EQ(0, snowflake_compose(&c, &cases[4], &id));
+			EXPECT_EQ(mask(l->ts + l->dc + l->wk + l->seq), id);
+		}
+	}
+}
+
+/* decode(compose(x)) == x and compose(decode(id)) == id over many IDs. */
+TEST(roundtrip_pseudorandom)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		struct snowflake_config c;
+		unsigned int sum;
+
+		make_layout(&c, &layouts[i]);
+		sum = layouts[i].ts + layouts[i].dc + layouts[i].wk + layouts[i].seq;
+		for (int k = 0; k < 10000; k++) {
+			struct snowflake_parts p;
+			uint64_t id, back;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			id = x & mask(sum);
+			ASSERT_EQ(0, snowflake_decode(&c, id, &p));
+			ASSERT_EQ(0, snowflake_compose(&c, &p, &back));
+			ASSERT_EQ(id, back);
+		}
+	}
+}
+
+TEST(bad_layouts_rejected)
+{
+	struct snowflake_config good, c;
+	struct snowflake_parts p;
+	uint64_t id;
+
+	snowflake_default_layout(&good);
+	memset(&p, 0, sizeof(p));
+#define BAD(stmt) do { \
+		c = good; \
+		stmt; \
+		EXPECT_EQ(-EINVAL, snowflake_check_layout(&c)) TH_LOG("%s", #stmt); \
+		EXPECT_EQ(-EINVAL, snowflake_decode(&c, 0, &p)) TH_LOG("%s", #stmt); \
+		EXPECT_EQ(-EINVAL, snowflake_compose(&c, &p, &id)) TH_LOG("%s", #stmt); \
+	} while (0)
+	BAD(c.time_unit_ms = 0);
+	BAD(c.time_unit_ms = SNOWFLAKE_MAX_TIME_UNIT_MS + 1);
+	BAD(c.time_unit_ms = UINT32_MAX);
+	BAD(c.timestamp_bits = 0);
+	BAD(c.datacenter_bits = 32);
+	BAD(c.worker_bits = 32);
+	BAD(c.sequence_bits = 32);
+	BAD(c.timestamp_bits = 42);		/* sum 64 */
+	BAD(c.timestamp_bits = 255);
+	BAD(c.datacenter_id = 32);
+	BAD(c.worker_id = 32);
+	BAD((c.datacenter_bits = 0, c.datacenter_id = 1));
+	BAD((c.worker_bits = 0, c.worker_id = 1));
+	BAD(c.flags = 0x2);
+	BAD(c.__reserved = 1);
+#undef BAD
+	/* The limits themselves are fine. */
+	c = good;
+	c.time_unit_ms = SNOWFLAKE_MAX_TIME_UNIT_MS;
+	EXPECT_EQ(0, snowflake_check_layout(&c));
+	c = good;
+	c.timestamp_bits = 1;
+	c.datacenter_bits = 31;
+	c.worker_bits = 31;
+	c.sequence_bits = 0;
+	c.datacenter_id = INT32_MAX;
+	c.worker_id = INT32_MAX;
+	EXPECT_EQ(0, snowflake_check_layout(&c));
+	c.worker_bits = 30;
+	c.sequence_bits = 1;
+	EXPECT_EQ(-EINVAL, snowflake_check_layout(&c));	/* worker_id too big */
+	/* NULL pointers. */
+	EXPECT_EQ(-EINVAL, snowflake_check_layout(NULL));
+	EXPECT_EQ(-EINVAL, snowflake_decode(NULL, 0, &p));
+	EXPECT_EQ(-EINVAL, snowflake_decode(&good, 0, NULL));
+	EXPECT_EQ(-EINVAL, snowflake_compose(NULL, &p, &id));
+	EXPECT_EQ(-EINVAL, snowflake_compose(&good, NULL, &id));
+	EXPECT_EQ(-EINVAL, snowflake_compose(&good, &p, NULL));
+}
+
+TEST(compose_erange_per_field)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		const struct layout *l = &layouts[i];
+		struct snowflake_config c;
+		struct snowflake_parts p;
+		uint64_t id = 12345;
+
+		make_layout(&c, l);
+		memset(&p, 0, sizeof(p));
+		p.timestamp = mask(l->ts) + 1;
+		EXPECT_EQ(-ERANGE, snowflake_compose(&c, &p, &id)) TH_LOG("layout %zu ts", i);
+		p.timestamp = UINT64_MAX;
+		EXPECT_EQ(-ERANGE, snowflake_compose(&c, &p, &id));
+		memset(&p, 0, sizeof(p));
+		p.datacenter = (uint32_t)mask(l->dc) + 1;
+		EXPECT_EQ(-ERANGE, snowflake_compose(&c, &p, &id)) TH_LOG("layout %zu dc", i);
+		memset(&p, 0, sizeof(p));
+		p.worker = (uint32_t)mask(l->wk) + 1;
+		EXPECT_EQ(-ERANGE, snowflake_compose(&c, &p, &id)) TH_LOG("layout %zu worker", i);
+		memset(&p, 0, sizeof(p));
+		p.sequence = (uint32_t)mask(l->seq) + 1;
+		EXPECT_EQ(-ERANGE, snowflake_compose(&c, &p, &id)) TH_LOG("layout %zu seq", i);
+		memset(&p, 0, sizeof(p));
+		p.sequence = UINT32_MAX;
+		EXPECT_EQ(-ERANGE, snowflake_compose(&c, &p, &id));
+		EXPECT_EQ(12345ULL, id);	/* untouched on error */
+		/* unix_ms is ignored. */
+		memset(&p, 0, sizeof(p));
+		p.unix_ms = UINT64_MAX;
+		EXPECT_EQ(0, snowflake_compose(&c, &p, &id));
+		EXPECT_EQ(0ULL, id);
+	}
+}
+
+TEST(decode_rejects_bits_above_widths)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		const struct layout *l = &layouts[i];
+		unsigned int sum = l->ts + l->dc + l->wk + l->seq;
+		struct snowflake_config c;
+		struct snowflake_parts p;
+
+		make_layout(&c, l);
+		EXPECT_EQ(-EINVAL, snowflake_decode(&c, 1ULL << 63, &p));
+		EXPECT_EQ(-EINVAL, snowflake_decode(&c, UINT64_MAX, &p));
+		for (unsigned int b = sum; b < 64; b++) {
+			EXPECT_EQ(-EINVAL, snowflake_decode(&c, 1ULL << b, &p))
+				TH_LOG("layout %zu bit %u", i, b);
+		}
+		EXPECT_EQ(0, snowflake_decode(&c, mask(sum), &p));
+	}
+}
+
+/* unix_ms = epoch_ms + timestamp * time_unit_ms must fit 64 bits. */
+TEST(decode_unix_ms_overflow)
+{
+	struct snowflake_config c;
+	struct snowflake_parts p;
+
+	snowflake_default_layout(&c);
+	c.timestamp_bits = 63;
+	c.datacenter_bits = c.worker_bits = c.sequence_bits = 0;
+	c.time_unit_ms = 1;
+	EXPECT_EQ(0, snowflake_decode(&c, INT64_MAX, &p));
+	EXPECT_EQ((uint64_t)INT64_MAX + SNOWFLAKE_TWITTER_EPOCH_MS, p.unix_ms);
+	c.time_unit_ms = 3;
+	EXPECT_EQ(-EOVERFLOW, snowflake_decode(&c, INT64_MAX, &p));
+	c.time_unit_ms = SNOWFLAKE_MAX_TIME_UNIT_MS;
+	EXPECT_EQ(-EOVERFLOW, snowflake_decode(&c, 1ULL << 50, &p));
+	EXPECT_EQ(0, snowflake_decode(&c, 1ULL << 40, &p));
+}
+
+TEST(format_known)
+{
+	static const struct {
+		uint64_t id;
+		const char *dec, *hex;
+	} t[] = {
+		{ 0, "0", "0x0" },
+		{ 1, "1", "0x1" },
+		{ 10, "10", "0xa" },
+		{ 255, "255", "0xff" },
+		{ 1795219200000000000ULL, "1795219200000000000", "0x18e9e659d5f60000" },
+		{ INT64_MAX, "9223372036854775807", "0x7fffffffffffffff" },
+		{ UINT64_MAX, "18446744073709551615", "0xffffffffffffffff" },
+	};
+	char buf[SNOWFLAKE_FORMAT_MAX], want[SNOWFLAKE_FORMAT_MAX + 2];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		EXPECT_EQ((int)strlen(t[i].dec),
+			  snowflake_format(t[i].id, SNOWFLAKE_FORMAT_DEC, buf, sizeof(buf)));
+		EXPECT_STREQ(t[i].dec, buf);
+		EXPECT_EQ((int)strlen(t[i].hex),
+			  snowflake_format(t[i].id, SNOWFLAKE_FORMAT_HEX, buf, sizeof(buf)));
+		EXPECT_STREQ(t[i].hex, buf);
+		snprintf(want, sizeof(want), "\"%s\"", t[i].dec);
+		EXPECT_EQ((int)strlen(want),
+			  snowflake_format(t[i].id, SNOWFLAKE_FORMAT_JSON, buf, sizeof(buf)));
+		EXPECT_STREQ(want, buf);
+	}
+	/* The longest output fits SNOWFLAKE_FORMAT_MAX. */
+	EXPECT_GT(SNOWFLAKE_FORMAT_MAX,
+		  snowflake_format(UINT64_MAX, SNOWFLAKE_FORMAT_JSON, buf, sizeof(buf)));
+}
+
+TEST(format_parse_roundtrip)
+{
+	static const enum snowflake_format fmts[] = {
+		SNOWFLAKE_FORMAT_DEC, SNOWFLAKE_FORMAT_HEX, SNOWFLAKE_FORMAT_JSON,
+	};
+	uint64_t x = 88172645463325252ULL;
+
+	for (int k = 0; k < 20000; k++) {
+		uint64_t id, back;
+		char buf[SNOWFLAKE_FORMAT_MAX];
+
+		if (k < 64)
+			id = 1ULL << k;
+		else if (k < 128)
+			id = (1ULL << (k - 64)) - 1;
+		else if (k == 128)
+			id = UINT64_MAX;
+		else {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			id = x >> (k % 64);
+		}
+		for (size_t f = 0; f < 3; f++) {
+			int n = snowflake_format(id, fmts[f], buf, sizeof(buf));
+
+			ASSERT_GT(n, 0);
+			ASSERT_EQ((size_t)n, strlen(buf));
+			back = ~id;
+			ASSERT_EQ(0, snowflake_parse(buf, &back)) TH_LOG("%s", buf);
+			ASSERT_EQ(id, back) TH_LOG("%s", buf);
+		}
+	}
+}
+
+TEST(format_buffer_too_small)
+{
+	char buf[SNOWFLAKE_FORMAT_MAX];
+
+	/* Exactly the length without room for the NUL: -ENOSPC, buf untouched. */
+	memset(buf, 'X', sizeof(buf));
+	EXPECT_EQ(-ENOSPC, snowflake_format(12345, SNOWFLAKE_FORMAT_DEC, buf, 5));
+	EXPECT_EQ('X', buf[0]);
+	EXPECT_EQ(5, snowflake_format(12345, SNOWFLAKE_FORMAT_DEC, buf, 6));
+	EXPECT_STREQ("12345", buf);
+	EXPECT_EQ(-ENOSPC, snowflake_format(0, SNOWFLAKE_FORMAT_DEC, buf, 0));
+	EXPECT_EQ(-ENOSPC, snowflake_format(0, SNOWFLAKE_FORMAT_DEC, buf, 1));
+	EXPECT_EQ(-ENOSPC, snowflake_format(0, SNOWFLAKE_FORMAT_HEX, buf, 3));
+	EXPECT_EQ(3, snowflake_format(0, SNOWFLAKE_FORMAT_HEX, buf, 4));
+	EXPECT_EQ(-ENOSPC, snowflake_format(7, SNOWFLAKE_FORMAT_JSON, buf, 3));
+	EXPECT_EQ(3, snowflake_format(7, SNOWFLAKE_FORMAT_JSON, buf, 4));
+	EXPECT_EQ(-ENOSPC, snowflake_format(UINT64_MAX, SNOWFLAKE_FORMAT_JSON, buf, 22));
+	EXPECT_EQ(22, snowflake_format(UINT64_MAX, SNOWFLAKE_FORMAT_JSON, buf, 23));
+	/* Bad arguments. */
+	EXPECT_EQ(-EINVAL, snowflake_format(1, (enum snowflake_format)3, buf, sizeof(buf)));
+	EXPECT_EQ(-EINVAL, snowflake_format(1, (enum snowflake_format)-1, buf, sizeof(buf)));
+	EXPECT_EQ(-EINVAL, snowflake_format(1, SNOWFLAKE_FORMAT_DEC, NULL, 10));
+}
+
+TEST(parse_accepts)
+{
+	static const struct {
+		const char *s;
+		uint64_t id;
+	} t[] = {
+		{ "0", 0 }, { "00", 0 }, { "0x0", 0 }, { "\"0\"", 0 },
+		{ "007", 7 }, { "0X1F", 31 }, { "0xAbCdEf", 0xabcdef },
+		{ "\"0x1f\"", 31 }, { "\"123\"", 123 }, { "0x000000000000000000001", 1 },
+		{ "18446744073709551615", UINT64_MAX },
+		{ "0xffffffffffffffff", UINT64_MAX },
+		{ "\"18446744073709551615\"", UINT64_MAX },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint64_t id = 0xdead;
+
+		EXPECT_EQ(0, snowflake_parse(t[i].s, &id)) TH_LOG("%s", t[i].s);
+		EXPECT_EQ(t[i].id, id) TH_LOG("%s", t[i].s);
+	}
+}
+
+TEST(parse_rejects)
+{
+	static const char *const inval[] = {
+		"", "\"\"", "\"", "\"\"\"", "0x", "\"0x\"", "-1", "+1", "-0", " 1", "1 ",
+		"1\n", "12a", "a", "0x1g", "0x-1", "0x 1", "\"1", "1\"", "'1'", "0b1",
+		"1e3", "1.0", "0xx1", "1,000", "\"\"1\"\"", "0o17",
+	};
+	static const char *const range[] = {
+		"18446744073709551616", "99999999999999999999", "0x10000000000000000",
+		"\"18446744073709551616\"", "100000000000000000000000000000",
+	};
+	uint64_t id;
+
+	for (size_t i = 0; i < sizeof(inval) / sizeof(inval[0]); i++) {
+		id = 77;
+		EXPECT_EQ(-EINVAL, snowflake_parse(inval[i], &id)) TH_LOG("\"%s\"", inval[i]);
+		EXPECT_EQ(77ULL, id);
+	}
+	for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
+		id = 77;
+		EXPECT_EQ(-ERANGE, snowflake_parse(range[i], &id)) TH_LOG("%s", range[i]);
+		EXPECT_EQ(77ULL, id);
+	}
+	EXPECT_EQ(-EINVAL, snowflake_parse(NULL, &id));
+	EXPECT_EQ(-EINVAL, snowflake_parse("1", NULL));
+}
+
+TEST(strerror_coverage)
+{
+	static const int errs[] = {
+		EINVAL, EAGAIN, ENOTCONN, EOVERFLOW, EBUSY, EPERM, ENOTTY, ENOENT,
+		EACCES, E2BIG, EFAULT, ERANGE, ENOSPC, EINTR, ENODATA, ENOMEM, EBADF,
+		ESPIPE, EIO, ENODEV, ENXIO, EISDIR, EMFILE, ENFILE, ENOTDIR, ELOOP,
+		ENAMETOOLONG, EROFS,
+	};
+
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+		const char *m = snowflake_strerror(-errs[i]);
+
+		ASSERT_NE(NULL, m);
+		EXPECT_STRNE("unknown error", m) TH_LOG("errno %d", errs[i]);
+		EXPECT_NE(0U, strlen(m));
+		/* The sign does not matter; the strings are static. */
+		EXPECT_EQ(m, snowflake_strerror(errs[i]));
+		for (size_t j = 0; j < i; j++) {
+			EXPECT_STRNE(snowflake_strerror(-errs[j]), m)
+				TH_LOG("errno %d and %d", errs[j], errs[i]);
+		}
+	}
+	EXPECT_STREQ("reads refused: no worker id set (strict mode)",
+		     snowflake_strerror(-ENOTCONN));
+	EXPECT_STREQ("not a snowflake device", snowflake_strerror(-ENOTTY));
+	EXPECT_STREQ("unknown error", snowflake_strerror(-4095));
+	EXPECT_STREQ("unknown error", snowflake_strerror(123456));
+	EXPECT_STREQ("unknown error", snowflake_strerror(INT_MAX));
+	EXPECT_STREQ("success", snowflake_strerror(0));
+	EXPECT_NE(NULL, snowflake_strerror(INT_MIN));
+}
+
+TEST(open_nonexistent)
+{
+	struct snowflake *sf = (struct snowflake *)&sf;
+
+	EXPECT_EQ(-ENOENT, snowflake_open(&sf, "/nonexistent/snowflake", 0));
+	EXPECT_EQ(NULL, sf);
+	EXPECT_EQ(-ENOENT, snowflake_open(&sf, "", 0));
+	EXPECT_EQ(-ENOTDIR, snowflake_open(&sf, "/dev/null/x", 0));
+	EXPECT_EQ(-EINVAL, snowflake_open(&sf, "/dev/null", 0x2));
+	EXPECT_EQ(-EINVAL, snowflake_open(NULL, "/dev/null", 0));
+	/* A NULL path falls back to $SNOWFLAKE_DEVICE. */
+	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, "/nonexistent/env-device", 1));
+	EXPECT_EQ(-ENOENT, snowflake_open(&sf, NULL, 0));
+	snowflake_close(NULL);
+	EXPECT_EQ(-EBADF, snowflake_fd(NULL));
+}
+
+TEST(open_flags_and_env)
+{
+	char dir[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8];
+	struct snowflake *sf;
+	uint64_t id;
+	int fl;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	write_ids_file(a, 1000, 4);
+	write_ids_file(b, 2000, 4);
+
+	/* $SNOWFLAKE_DEVICE when the path is NULL... */
+	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, a, 1));
+	ASSERT_EQ(0, snowflake_open(&sf, NULL, 0));
+	ASSERT_EQ(0, snowflake_next(sf, &id));
+	EXPECT_EQ(1000ULL, id);
+	fl = fcntl(snowflake_fd(sf), F_GETFD);
+	EXPECT_TRUE(fl & FD_CLOEXEC);
+	fl = fcntl(snowflake_fd(sf), F_GETFL);
+	EXPECT_EQ(O_RDONLY, fl & O_ACCMODE);
+	EXPECT_FALSE(fl & O_NONBLOCK);
+	snowflake_close(sf);
+
+	/* ...but an explicit path wins. */
+	ASSERT_EQ(0, snowflake_open(&sf, b, SNOWFLAKE_NONBLOCK));
+	ASSERT_EQ(0, snowflake_next(sf, &id));
+	EXPECT_EQ(2000ULL, id);
+	fl = fcntl(snowflake_fd(sf), F_GETFL);
+	EXPECT_TRUE(fl & O_NONBLOCK);
+	EXPECT_TRUE(fcntl(snowflake_fd(sf), F_GETFD) & FD_CLOEXEC);
+	snowflake_close(sf);
+
+	/* An empty variable means the default path. */
+	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, "", 1));
+	if (access(SNOWFLAKE_DEFAULT_PATH, F_OK) != 0)
+		EXPECT_EQ(-ENOENT, snowflake_open(&sf, NULL, 0));
+	unsetenv(SNOWFLAKE_PATH_ENV);
+	if (access(SNOWFLAKE_DEFAULT_PATH, F_OK) != 0)
+		EXPECT_EQ(-ENOENT, snowflake_open(&sf, NULL, 0));
+
+	unlink(a);
+	unlink(b);
+	rmdir(dir);
+}
+
+/* A recorded ID stream in a regular file reads back as it was written. */
+TEST(next_from_regular_file)
+{
+	enum { N = 10000 };	/* more than one read's 4096 */
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	struct snowflake *sf;
+	uint64_t *ids = calloc(N + 1, sizeof(*ids));
+	uint64_t id;
+
+	ASSERT_NE(NULL, ids);
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/ids", dir);
+	write_ids_file(path, 1ULL << 40, N + 3);
+	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, path, 1));
+	ASSERT_EQ(0, snowflake_open(&sf, NULL, 0));
+
+	ASSERT_EQ(0, snowflake_next(sf, &id));
+	EXPECT_EQ(1ULL << 40, id);
+	EXPECT_EQ(0, snowflake_next_n(sf, ids, 0));
+	EXPECT_EQ(-EINVAL, snowflake_next_n(sf, NULL, 1));
+	EXPECT_EQ(-EINVAL, snowflake_next(NULL, &id));
+	EXPECT_EQ(-EINVAL, snowflake_next_n(sf, ids, (size_t)LONG_MAX + 1));
+	ids[N] = 0xabcd;
+	ASSERT_EQ(N, snowflake_next_n(sf, ids, N));
+	for (size_t i = 0; i < N; i++) {
+		ASSERT_EQ((1ULL << 40) + 1 + i, ids[i]) TH_LOG("index %zu", i);
+	}
+	EXPECT_EQ(0xabcdULL, ids[N]);	/* nothing written past n */
+	/* Two left: a count of 5 gets the 2 (end of file), then nothing. */
+	EXPECT_EQ(2, snowflake_next_n(sf, ids, 5));
+	EXPECT_EQ((1ULL << 40) + N + 1, ids[0]);
+	EXPECT_EQ((1ULL << 40) + N + 2, ids[1]);
+	EXPECT_EQ(-ENODATA, snowflake_next(sf, &id));
+	EXPECT_EQ(-ENODATA, snowflake_next_n(sf, ids, 3));
+	snowflake_close(sf);
+	free(ids);
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST(ioctl_on_non_device)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	struct snowflake_config cfg;
+	struct snowflake_stats st;
+	struct snowflake *sf;
+	uint64_t f = 1, l = 2;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	write_ids_file(path, 1, 1);
+	ASSERT_EQ(0, snowflake_open(&sf, path, 0));
+	snowflake_default_layout(&cfg);
+	EXPECT_EQ(-ENOTTY, snowflake_get_config(sf, &cfg));
+	EXPECT_EQ(-ENOTTY, snowflake_set_config(sf, &cfg));
+	EXPECT_EQ(-ENOTTY, snowflake_set_ids(sf, 1, 2));
+	EXPECT_EQ(-ENOTTY, snowflake_get_stats(sf, &st));
+	EXPECT_EQ(-ENOTTY, snowflake_get_floor(sf, &f, &l));
+	EXPECT_EQ(1ULL, f);	/* untouched on error */
+	EXPECT_EQ(2ULL, l);
+	EXPECT_EQ(-ENOTTY, snowflake_get_floor(sf, NULL, NULL));
+	EXPECT_EQ(-ENOTTY, snowflake_set_floor(sf, 12345));
+	EXPECT_EQ(-EINVAL, snowflake_get_config(sf, NULL));
+	EXPECT_EQ(-EINVAL, snowflake_get_stats(NULL, &st));
+	snowflake_close(sf);
+	/* /dev/null is a character device, but not ours. */
+	ASSERT_EQ(0, snowflake_open(&sf, "/dev/null", 0));
+	EXPECT_EQ(-ENOTTY, snowflake_get_config(sf, &cfg));
+	EXPECT_EQ(-ENODATA, snowflake_next(sf, &l));
+	snowflake_close(sf);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
+ * A FIFO written in small, odd-sized chunks: every read is short, most end
+ * in the middle of an ID.  Signals without SA_RESTART interrupt the blocked
+ * reads (EINTR), which the library retries.
+ */
+struct writer {
+	const char *path;
+	int fd;			/* or -1: open path */
+	uint64_t first;
+	size_t n;
+	size_t chunk;		/* 0: vary 1..13 */
+	useconds_t pause_us;
+	useconds_t delay_us;	/* before the first write */
+	volatile int done;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	size_t total = w->n * 8, off = 0, k = 0;
+	unsigned char *buf = malloc(total ? total : 1);
+	int fd = w->fd;
+
+	for (size_t i = 0; i < w->n; i++) {
+		uint64_t v = w->first + i;
+
+		memcpy(buf + 8 * i, &v, 8);
+	}
+	if (fd < 0)
+		fd = open(w->path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (w->delay_us)
+			usleep(w->delay_us);
+		while (off < total) {
+			size_t c = w->chunk ? w->chunk : 1 + (k++ * 7) % 13;
+			ssize_t r;
+
+			if (c > total - off)
+				c = total - off;
+			r = write(fd, buf + off, c);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				break;
+			off += (size_t)r;
+			if (w->pause_us)
+				usleep(w->pause_us);
+		}
+		if (w->fd < 0)
+			close(fd);
+	}
+	free(buf);
+	w->done = 1;
+	return NULL;
+}
+
+static volatile sig_atomic_t signals_seen;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	signals_seen++;
+}
+
+TEST(next_n_short_reads_from_fifo)
+{
+	enum { N = 3000 };
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	struct writer w = { .fd = -1, .first = 500, .n = N, .pause_us = 20 };
+	struct snowflake *sf;
+	uint64_t *ids = calloc(N, sizeof(*ids));
+	pthread_t t;
+
+	ASSERT_NE(NULL, ids);
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	ASSERT_EQ(0, mkfifo(path, 0600));
+	w.path = path;
+	ASSERT_EQ(0, pthread_create(&t, NULL, writer_main, &w));
+	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, path, 1));
+	ASSERT_EQ(0, snowflake_open(&sf, NULL, 0));
+	ASSERT_EQ(N, snowflake_next_n(sf, ids, N));
+	for (size_t i = 0; i < N; i++) {
+		ASSERT_EQ(500 + i, ids[i]) TH_LOG("index %zu", i);
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(-ENODATA, snowflake_next_n(sf, ids, 1));	/* writer gone */
+	snowflake_close(sf);
+	free(ids);
+	unlink(path);
+	rmdir(dir);
+}
+
+struct signaller {
+	pthread_t target;
+	volatile int stop;
+};
+
+static void *signaller_main(void *arg)
+{
+	struct signaller *s = arg;
+
+	while (!s->stop) {
+		pthread_kill(s->target, SIGUSR1);
+		usleep(2000);
+	}
+	return NULL;
+}
+
+TEST(next_n_retries_eintr)
+{
+	enum { N = 400 };
+	struct writer w = { .first = 7, .n = N, .pause_us = 200, .delay_us = 100000 };
+	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
+	struct signaller sig = { .target = pthread_self() };
+	struct snowflake *sf;
+	uint64_t ids[N];
+	pthread_t wt, st;
+	char path[64];
+	long n;
+	int p[2];
+
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ASSERT_EQ(0, pipe(p));
+	/* The pipe's read end, reopened by path like the device. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
+	ASSERT_EQ(0, snowflake_open(&sf, path, 0));
+	close(p[0]);
+	w.fd = p[1];
+	/* This thread reads; one thread writes slowly, one signals it. */
+	signals_seen = 0;
+	ASSERT_EQ(0, pthread_create(&wt, NULL, writer_main, &w));
+	ASSERT_EQ(0, pthread_create(&st, NULL, signaller_main, &sig));
+	n = snowflake_next_n(sf, ids, N);
+	sig.stop = 1;
+	pthread_join(st, NULL);
+	pthread_join(wt, NULL);
+	ASSERT_EQ(N, n);
+	for (size_t i = 0; i < N; i++) {
+		ASSERT_EQ(7 + i, ids[i]) TH_LOG("index %zu", i);
+	}
+	EXPECT_GT(signals_seen, 10);
+	close(p[1]);
+	snowflake_close(sf);
+}
+
+/* Write @len bytes of @buf to @fd after @delay_us. */
+struct late {
+	int fd;
+	unsigned char buf[16];
+	size_t len;
+	useconds_t delay_us;
+};
+
+static void *late_write(void *arg)
+{
+	struct late *l = arg;
+
+	usleep(l->delay_us);
+	if (write(l->fd, l->buf, l->len) != (ssize_t)l->len)
+		abort();
+	return NULL;
+}
+
+TEST(nonblocking_partial_count)
+{
+	struct writer w = { .fd = -1, .first = 100, .n = 5, .chunk = 40 };
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	struct snowflake *sf;
+	struct late lw = { .delay_us = 50000 };
+	unsigned char half[12];
+	uint64_t ids[10], id;
+	pthread_t t;
+	int wfd;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	ASSERT_EQ(0, mkfifo(path, 0600));
+	ASSERT_EQ(0, snowflake_open(&sf, path, SNOWFLAKE_NONBLOCK));
+	wfd = open(path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, wfd);
+	/* Nothing there yet: -EAGAIN. */
+	EXPECT_EQ(-EAGAIN, snowflake_next(sf, &id));
+	EXPECT_EQ(-EAGAIN, snowflake_next_n(sf, ids, 10));
+	/* 5 of 10: the partial count at the first EAGAIN. */
+	w.fd = wfd;
+	writer_main(&w);
+	EXPECT_EQ(5, snowflake_next_n(sf, ids, 10));
+	for (size_t i = 0; i < 5; i++)
+		EXPECT_EQ(100 + i, ids[i]);
+	EXPECT_EQ(-EAGAIN, snowflake_next_n(sf, ids, 10));
+	/* 1.5 IDs now, the other half later: never a torn ID. */
+	id = 200;
+	memcpy(half, &id, 8);
+	id = 201;
+	memcpy(half + 8, &id, 4);
+	ASSERT_EQ(12, write(wfd, half, 12));
+	lw.fd = wfd;
+	memcpy(lw.buf, (unsigned char *)&id + 4, 4);
+	lw.len = 4;
+	ASSERT_EQ(0, pthread_create(&t, NULL, late_write, &lw));
+	EXPECT_EQ(2, snowflake_next_n(sf, ids, 10));
+	EXPECT_EQ(200ULL, ids[0]);
+	EXPECT_EQ(201ULL, ids[1]);
+	pthread_join(t, NULL);
+	close(wfd);
+	snowflake_close(sf);
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST(nonblocking_torn_id_waits)
+{
+	struct writer w = { .fd = -1, .first = 0x1122334455667788ULL, .n = 3, .chunk = 3,
+			    .pause_us = 30000 };
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	struct snowflake *sf;
+	uint64_t ids[3];
+	pthread_t t;
+	long n, got = 0;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	ASSERT_EQ(0, mkfifo(path, 0600));
+	ASSERT_EQ(0, snowflake_open(&sf, path, SNOWFLAKE_NONBLOCK));
+	/* Opened here, so that the reader never sees end of file. */
+	w.fd = open(path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, w.fd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, writer_main, &w));
+	/* Whole IDs only, in order, however the bytes trickle in. */
+	while (got < 3) {
+		n = snowflake_next_n(sf, ids + got, (size_t)(3 - got));
+		if (n == -EAGAIN) {
+			usleep(1000);
+			continue;
+		}
+		ASSERT_LT(0, n);
+		got += n;
+	}
+	pthread_join(t, NULL);
+	for (size_t i = 0; i < 3; i++)
+		EXPECT_EQ(0x1122334455667788ULL + i, ids[i]);
+	close(w.fd);
+	snowflake_close(sf);
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST_HARNESS_MAIN
