@@ -59,7 +59,9 @@ int snowflake_next(struct snowflake *sf, uint64_t *id);
 /*
  * @n IDs into @ids, in increasing order: loops over short reads and retries
  * EINTR.  Returns @n; in non-blocking mode, the number got before the first
- * EAGAIN when that is at least one; or -errno when none was got.
+ * EAGAIN when that is at least one; or -errno when none was got.  (Also the
+ * number got when a later read fails or the file ends: a file that is not
+ * the device; -ENODATA when it ends before one whole ID.)
  */
 long snowflake_next_n(struct snowflake *sf, uint64_t *ids, size_t n);
 
