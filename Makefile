@@ -9,9 +9,13 @@
 #
 # Development (installs what is missing, tests in QEMU guests, never loads
 # anything into the host kernel):
-#   make check           every test: style, sparse, unit, vmtest
+#   make check           every test: style, sparse, unit, userspace, vmtest
 #   make run             boot a guest with the module and show it at work
-#   make vmtest | style | sparse | unit | deps
+#   make vmtest | style | sparse | unit | userspace | deps
+#
+# The library and the CLI (userspace/; PREFIX defaults to /usr/local there):
+#   make userspace       libsnowflake.so/.a, snowflake.pc, the snowflake CLI
+#   make install-userspace / uninstall-userspace   (DESTDIR, PREFIX, ...)
 #
 # Quiet by default; V=1 shows the commands.
 
@@ -52,7 +56,7 @@ clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o *.ko *.mod *.mod.c \
 		.*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
-		build/selftests build/core build/vm-*.log build/*.log
+		build/selftests build/core build/userspace build/vm-*.log build/*.log
 
 # Also drops the caches: downloaded guest kernels, extracted kernel source.
 distclean: clean
@@ -82,7 +86,19 @@ sparse: deps
 unit: ksrc
 	$(Q)$(SCRIPTS)/unit.sh
 
-help:
-	@sed -n '3,19s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+# Command-line variables (DESTDIR, PREFIX, ...) reach userspace/Makefile
+# through MAKEFLAGS; PREFIX ?= /usr above is the module's and is not passed.
+userspace:
+	$(Q)$(MAKE) -C userspace
 
-.PHONY: all module install clean distclean deps ksrc check run vmtest style sparse unit help
+install-userspace:
+	$(Q)$(MAKE) -C userspace install
+
+uninstall-userspace:
+	$(Q)$(MAKE) -C userspace uninstall
+
+help:
+	@sed -n '3,20s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+
+.PHONY: all module install clean distclean deps ksrc check run vmtest style sparse unit \
+	userspace install-userspace uninstall-userspace help

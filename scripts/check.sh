@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
-#   deps -> ksrc -> style -> sparse -> unit -> docs -> vmtest
-# (docs: scripts/check-docs.sh, when it exists)
+#   deps -> ksrc -> style -> sparse -> unit -> userspace -> docs -> vmtest
+# (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
+# unit tests and an install into a temporary DESTDIR, scripts/userspace.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
 # one aggregated line "N passed, M failed" and exits nonzero when anything
 # failed.  A stage that cannot run counts as failed.  Counting: each style
@@ -64,6 +65,7 @@ export SNOWFLAKE_SKIP_DEPS=1
 want style && run_stage style scripts/style.sh
 want sparse && run_stage sparse scripts/sparse.sh
 want unit && run_stage unit scripts/unit.sh
+want userspace && run_stage userspace scripts/userspace.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi

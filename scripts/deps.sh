@@ -15,6 +15,7 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio kmod sparse
 	"${KERNEL_META_PKGS[@]}" "$KSRC_PKG"
 	xz-utils perl file bc
+	pkg-config man-db groff-base
 )
 
 export DEBIAN_FRONTEND=noninteractive

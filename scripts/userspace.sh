@@ -1,0 +1,162 @@
+#!/bin/bash
+# The userspace stage of `make check`: libsnowflake and the CLI built with
+# -Werror, the native unit tests (`make -C userspace check`, ASan + UBSan),
+# then an install into a temporary DESTDIR: a program built against the
+# installed tree through pkg-config, shared and static, the installed man
+# pages rendered without warnings, and an uninstall that leaves none of our
+# files.  Prints "userspace: N passed, M failed".
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+dir=$ROOT/userspace
+out=$BUILD/userspace
+mkdir -p "$out"
+pass=0
+fail=0
+n=0
+ok() {
+	pass=$((pass + 1)) n=$((n + 1))
+	echo "ok $n install: $*"
+}
+notok() {
+	fail=$((fail + 1)) n=$((n + 1))
+	echo "not ok $n install: $*"
+}
+indent() {
+	local l
+	while IFS= read -r l; do printf '#   %s\n' "$l"; done
+}
+mk() { make -C "$dir" OUT="$out" ${V:+V="$V"} "$@"; }
+
+# 1. Build and unit tests; their counts come from the last line of check.
+log=$out/check.log
+set +e
+mk all check 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+line=$(grep -E '^userspace: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n1) || true
+if [ -n "$line" ]; then
+	pass=$(sed -E 's/^userspace: ([0-9]+) passed.*/\1/' <<<"$line")
+	fail=$(sed -E 's/^.* ([0-9]+) failed.*/\1/' <<<"$line")
+	n=$((pass + fail))
+fi
+if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+	notok "make -C userspace check exited $rc without a failing test"
+fi
+
+# 2. Install into a temporary tree, as a distribution package would.
+tmp=$(mktemp -d "$out/destdir.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+echo "# make -C userspace install DESTDIR=$tmp PREFIX=/usr"
+if mk install DESTDIR="$tmp" PREFIX=/usr >"$out/install.log" 2>&1; then
+	ok "make install DESTDIR PREFIX=/usr"
+else
+	indent <"$out/install.log"
+	notok "make install DESTDIR PREFIX=/usr"
+fi
+want=(usr/lib/libsnowflake.so.1 usr/lib/libsnowflake.so usr/lib/libsnowflake.a
+	usr/lib/pkgconfig/snowflake.pc usr/include/snowflake.h usr/include/linux/snowflake.h
+	usr/share/man/man3/libsnowflake.3 usr/share/man/man4/snowflake.4)
+if compgen -G "$dir/cli/*.c" >/dev/null; then
+	want+=(usr/bin/snowflake)
+fi
+if [ -f "$dir/man/snowflake.1" ]; then
+	want+=(usr/share/man/man1/snowflake.1)
+fi
+missing=()
+for f in "${want[@]}"; do
+	[ -e "$tmp/$f" ] || missing+=("$f")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+	ok "the ${#want[@]} files are installed"
+else
+	notok "missing after install: ${missing[*]}"
+fi
+if cmp -s "$ROOT/uapi/linux/snowflake.h" "$tmp/usr/include/linux/snowflake.h"; then
+	ok "the uapi header is installed as <linux/snowflake.h>"
+else
+	notok "the installed <linux/snowflake.h> differs from uapi/linux/snowflake.h"
+fi
+
+# 3. A program built against the installed tree only, through pkg-config.
+cat >"$out/installed_test.c" <<'PROG'
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <snowflake.h>
+#include <linux/snowflake.h>
+
+int main(void)
+{
+	struct snowflake_config layout;
+	struct snowflake_parts parts;
+	struct snowflake *sf;
+	char text[SNOWFLAKE_FORMAT_MAX];
+	uint64_t id;
+
+	snowflake_default_layout(&layout);
+	if (snowflake_decode(&layout, (1000ULL << 22) | (3 << 17) | (7 << 12) | 42, &parts) ||
+	    parts.unix_ms != SNOWFLAKE_TWITTER_EPOCH_MS + 1000 || parts.sequence != 42)
+		return 1;
+	if (snowflake_format(UINT64_MAX, SNOWFLAKE_FORMAT_HEX, text, sizeof(text)) != 18 ||
+	    snowflake_parse(text, &id) || id != UINT64_MAX)
+		return 2;
+	if (snowflake_open(&sf, "/nonexistent/snowflake", 0) != -ENOENT)
+		return 3;
+	if (strcmp(snowflake_strerror(-ENOTTY), "not a snowflake device"))
+		return 4;
+	puts("installed libsnowflake works");
+	return 0;
+}
+PROG
+pc() {
+	PKG_CONFIG_SYSROOT_DIR=$tmp PKG_CONFIG_PATH='' \
+		PKG_CONFIG_LIBDIR=$tmp/usr/lib/pkgconfig pkg-config "$@"
+}
+if flags=$(pc --cflags --libs snowflake); then
+	ok "pkg-config --cflags --libs snowflake: $flags"
+else
+	notok "pkg-config --cflags --libs snowflake"
+	flags=
+fi
+# shellcheck disable=SC2086 # $flags is a list of words
+if cc -std=gnu11 -Wall -Wextra -Werror -o "$out/installed_shared" "$out/installed_test.c" $flags &&
+	LD_LIBRARY_PATH=$tmp/usr/lib "$out/installed_shared" &&
+	LD_LIBRARY_PATH=$tmp/usr/lib ldd "$out/installed_shared" | grep -qF "$tmp/usr/lib/libsnowflake.so.1"; then
+	ok "a program linked with the shared library runs"
+else
+	notok "a program linked with the shared library"
+fi
+sflags=$(pc --cflags --libs --static snowflake) || sflags=
+# shellcheck disable=SC2086
+if cc -std=gnu11 -Wall -Wextra -Werror -static -o "$out/installed_static" "$out/installed_test.c" $sflags &&
+	"$out/installed_static" && ! readelf -d "$out/installed_static" 2>/dev/null | grep -q NEEDED; then
+	ok "a program linked statically runs"
+else
+	notok "a program linked statically"
+fi
+
+# 4. The installed man pages render without a warning.
+while IFS= read -r page; do
+	w=$(MANWIDTH=80 man --warnings=all -l "$page" 2>&1 >/dev/null) || w="man failed $w"
+	if [ -z "$w" ]; then
+		ok "man -l ${page#"$tmp"/}"
+	else
+		notok "man -l ${page#"$tmp"/}"
+		indent <<<"$w"
+	fi
+done < <(find "$tmp/usr/share/man" -type f | sort)
+
+# 5. Uninstall leaves none of our files.
+mk uninstall DESTDIR="$tmp" PREFIX=/usr >/dev/null 2>&1 || true
+left=$(find "$tmp" ! -type d)
+if [ -z "$left" ]; then
+	ok "uninstall removes every installed file"
+else
+	notok "left after uninstall:"
+	indent <<<"${left//"$tmp"\//}"
+fi
+
+echo "userspace: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
