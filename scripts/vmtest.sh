@@ -119,6 +119,12 @@ test_kernel() {
 	for t in "${tests[@]}"; do
 		cp "$TESTS_OUT/$t" "$stage/selftests/"
 	done
+	# The static CLI (selftests/Makefile builds it) and the README, whose
+	# examples cli_test and readme_test run.
+	if [ -x "$TESTS_OUT/snowflake" ]; then
+		install -m 0755 "$TESTS_OUT/snowflake" "$stage/usr/bin/snowflake"
+	fi
+	install -D -m 0644 "$ROOT/README.md" "$stage/usr/share/doc/snowflake/README.md"
 	printf 'TEST_TIMEOUT=%s\n' "$TEST_TIMEOUT" >"$stage/etc/snowflake-vm.conf"
 	vm_pack "$stage" "$initrd"
 

@@ -42,6 +42,7 @@ static enum sf_cmd cmd_of(const char *s)
 
 int sf_parse_uint(const char *s, uint64_t max, uint64_t *val)
 {
+	bool overflow = false;
 	uint64_t v = 0;
 
 	if (!s || !*s)
@@ -53,11 +54,11 @@ int sf_parse_uint(const char *s, uint64_t max, uint64_t *val)
 			return -EINVAL;
 		d = (unsigned int)(*s - '0');
 		if (v > (UINT64_MAX - d) / 10)
-			v = UINT64_MAX;	/* keep checking the syntax */
+			overflow = true;	/* keep checking the syntax */
 		else
 			v = v * 10 + d;
 	}
-	if (v > max)
+	if (overflow || v > max)
 		return -ERANGE;
 	*val = v;
 	return 0;
