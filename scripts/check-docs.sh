@@ -4,6 +4,8 @@
 # parameter and ioctl in the README, each sysfs file in the README and in
 # docs/ABI/sysfs-class-misc-snowflake.  The names are read from the sources,
 # so a new parameter, ioctl or file without documentation fails here.
+# Then the README's Python, PHP and C examples run on the host
+# (scripts/readme-examples.sh; its checks count here too).
 # Prints one line per name and "docs: N passed, N failed".
 set -euo pipefail
 
@@ -55,6 +57,23 @@ done
 
 [ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
 	bad "could not read the names from the sources"
+
+# The README's examples that run on the host (Python, PHP, C; the shell ones
+# run in the guest): each of their ok/FAIL lines counts here.
+rc=0
+ex_out=$(bash scripts/readme-examples.sh 2>&1) || rc=$?
+ex_fail=$fail
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) ok "readme example: ${line#ok   }" ;;
+	"FAIL "*) bad "readme example: ${line#FAIL }" ;;
+	readme-examples:*) ;;
+	*) echo "$line" ;;
+	esac
+done <<<"$ex_out"
+if [ "$rc" -ne 0 ] && [ "$fail" -eq "$ex_fail" ]; then
+	bad "scripts/readme-examples.sh exited $rc"
+fi
 
 echo "docs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

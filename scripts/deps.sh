@@ -16,6 +16,7 @@ PKGS=(
 	"${KERNEL_META_PKGS[@]}" "$KSRC_PKG"
 	xz-utils perl file bc
 	pkg-config man-db groff-base
+	python3 php-cli
 )
 
 export DEBIAN_FRONTEND=noninteractive
