@@ -11,7 +11,7 @@ BUILD=${SNOWFLAKE_BUILD:-$ROOT/build}
 # shellcheck disable=SC2034 # used by the scripts that source this file
 # The meta-packages whose dependency names the kernels we build and test for.
 # The first one is the default kernel of `make run`.
-KERNEL_META_PKGS=(linux-headers-6.12-amd64 linux-headers-amd64)
+KERNEL_META_PKGS=(linux-headers-6.12-amd64 linux-headers-amd64 linux-headers-6.12-rt-amd64)
 # The package shipping the kernel source tarball (kselftest headers,
 # checkpatch.pl).
 # shellcheck disable=SC2034
