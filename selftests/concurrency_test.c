@@ -31,6 +31,7 @@ struct run {
 	const char *params;
 	bool nonblock_half;	/* odd readers use O_NONBLOCK + poll */
 	bool check_clock;	/* IDs not later than the wall clock */
+	bool step_clock;	/* a process steps the wall clock meanwhile */
 	struct snowflake_config cfg;
 	/* shared results */
 	uint64_t *ids;		/* readers * ids_per_reader */
@@ -39,6 +40,9 @@ struct run {
 	uint32_t *failed;	/* per reader: nonzero on error */
 	int fd;			/* shared fd for threads, or -1 */
 	volatile int *go;
+	volatile int *steps;		/* wall clock steps so far */
+	volatile int *readers_done;
+	volatile int *stepper_done;
 };
 
 /* Batch sizes a reader cycles through: mostly single reads. */
@@ -60,6 +64,13 @@ static int reader(struct run *run, unsigned int r, int fd)
 
 		if (want > run->ids_per_reader - got)
 			want = run->ids_per_reader - got;
+		/*
+		 * With a clock stepper: at least one step per 100000 IDs,
+		 * paced by count so that TCG's scheduling cannot skip them.
+		 */
+		while (run->step_clock && *run->steps < (int)(got / 100000) &&
+		       !*run->stepper_done)
+			sched_yield();
 		start = sf_mono_ns();
 		n = read(fd, ids + got, want * 8);
 		end = sf_mono_ns();
@@ -191,6 +202,8 @@ static void check_run(struct __test_metadata *_metadata, struct run *run)
 	}
 	free(all);
 	free(by_end);
+	TH_LOG("%zu IDs in %zu reads by %u readers: unique, each reader strictly increasing, "
+	       "no read below one that ended before it started", total, nall, run->readers);
 }
 
 static void *thread_main(void *arg);
@@ -223,6 +236,12 @@ static void setup_run(struct __test_metadata *_metadata, struct run *run)
 	run->nrecs = sf_shared_alloc(run->readers * sizeof(*run->nrecs));
 	run->failed = sf_shared_alloc(run->readers * sizeof(*run->failed));
 	run->go = sf_shared_alloc(sizeof(*run->go));
+	run->steps = sf_shared_alloc(sizeof(*run->steps));
+	run->readers_done = sf_shared_alloc(sizeof(*run->readers_done));
+	run->stepper_done = sf_shared_alloc(sizeof(*run->stepper_done));
+	ASSERT_NE(NULL, (void *)run->steps);
+	ASSERT_NE(NULL, (void *)run->readers_done);
+	ASSERT_NE(NULL, (void *)run->stepper_done);
 	ASSERT_NE(NULL, run->ids);
 	ASSERT_NE(NULL, run->recs);
 	ASSERT_NE(NULL, run->nrecs);
@@ -230,15 +249,62 @@ static void setup_run(struct __test_metadata *_metadata, struct run *run)
 	ASSERT_NE(NULL, (void *)run->go);
 }
 
+static int64_t realtime_minus_mono_ns(void)
+{
+	return (int64_t)(sf_real_ms() * 1000000) - (int64_t)sf_mono_ns();
+}
+
+static int set_realtime_ns(int64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+
+	return clock_settime(CLOCK_REALTIME, &ts);
+}
+
+/*
+ * Step the wall clock back and forth by up to an hour every ~100 ms until
+ * the readers are done, then put it back where it would have been.
+ */
+static int stepper(struct run *run, int64_t offset_ns)
+{
+	unsigned int seed = 42;
+	int steps = 0, ret = 0;
+
+	while (!*run->go)
+		sched_yield();
+	while (*run->readers_done < (int)run->readers) {
+		int64_t delta_ms = (int64_t)(rand_r(&seed) % 7200001) - 3600000;
+
+		if (set_realtime_ns(offset_ns + (int64_t)sf_mono_ns() + delta_ms * 1000000)) {
+			fprintf(stderr, "# clock_settime: %s\n", strerror(errno));
+			ret = 1;
+			break;
+		}
+		*run->steps = ++steps;
+		usleep(100000);
+	}
+	*run->stepper_done = 1;
+	if (set_realtime_ns(offset_ns + (int64_t)sf_mono_ns()))
+		ret = 1;
+	return ret;
+}
+
 /* Readers in separate processes, each with its own file. */
 static void run_processes(struct __test_metadata *_metadata, struct run *run)
 {
 	struct snowflake_stats st;
-	pid_t pids[64];
+	int64_t offset_ns = realtime_minus_mono_ns();
+	pid_t pids[64], step_pid = -1;
 	unsigned int r;
 	int fd;
 
 	setup_run(_metadata, run);
+	if (run->step_clock) {
+		step_pid = fork();
+		ASSERT_LE(0, step_pid);
+		if (step_pid == 0)
+			_exit(stepper(run, offset_ns));
+	}
 	for (r = 0; r < run->readers; r++) {
 		pids[r] = fork();
 		ASSERT_LE(0, pids[r]);
@@ -250,7 +316,9 @@ static void run_processes(struct __test_metadata *_metadata, struct run *run)
 			fd = sf_open(flags);
 			if (fd < 0)
 				_exit(2);
-			_exit(reader(run, r, fd));
+			fd = reader(run, r, fd);
+			__atomic_add_fetch(run->readers_done, 1, __ATOMIC_SEQ_CST);
+			_exit(fd);
 		}
 	}
 	*run->go = 1;
@@ -258,8 +326,16 @@ static void run_processes(struct __test_metadata *_metadata, struct run *run)
 		int status = sf_wait_child(pids[r]);
 
 		EXPECT_EQ(0, status) TH_LOG("reader %u exited with %d", r, status);
-		if (status)
+		if (status) {
 			run->failed[r] = 1;
+			/* Dead readers never count themselves done. */
+			__atomic_add_fetch(run->readers_done, 1, __ATOMIC_SEQ_CST);
+		}
+	}
+	if (step_pid > 0) {
+		EXPECT_EQ(0, sf_wait_child(step_pid)) TH_LOG("clock stepper failed");
+		TH_LOG("%d wall clock steps of up to an hour while reading", *run->steps);
+		EXPECT_LE((int)(run->ids_per_reader / 100000) - 1, *run->steps);
 	}
 	check_run(_metadata, run);
 
@@ -349,6 +425,23 @@ TEST_F_TIMEOUT(conc, empty_ticks, 120)
 	EXPECT_LT(0, st.exhausted_waits);
 	EXPECT_LT(0, st.eagain);
 	close(fd);
+}
+
+/*
+ * The torture lane: 8 processes x 1,000,000 IDs, single and batch reads,
+ * while another process steps the wall clock back and forth by up to an
+ * hour every ~100 ms.
+ */
+TEST_F_TIMEOUT(conc, torture_8x1M_clock_steps, 900)
+{
+	struct run run = {
+		.readers = 8,
+		.ids_per_reader = 1000000,
+		.params = "datacenter_id=5 worker_id=11",
+		.step_clock = true,
+	};
+
+	run_processes(_metadata, &run);
 }
 
 SF_TEST_MAIN()

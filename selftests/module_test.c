@@ -235,4 +235,69 @@ TEST_F(mod, reload_cycles)
 	EXPECT_EQ(-EEXIST, sf_load(""));
 }
 
+/*
+ * The load/unload lane: 50 cycles of load -> 4 reader processes -> unload
+ * attempted while one still holds the device (refused, device intact) ->
+ * unload after the last close (device, sysfs and parameters gone).
+ */
+TEST_F_TIMEOUT(mod, load_unload_50_cycles_with_readers, 600)
+{
+	int cycle;
+
+	ASSERT_EQ(0, sf_unload());
+	for (cycle = 0; cycle < 50; cycle++) {
+		int pipefd[2], status, fd, r;
+		pid_t pids[4];
+		uint64_t a, b;
+		char c;
+
+		ASSERT_EQ(0, sf_load(cycle % 2 ? "worker_id=3" : "")) TH_LOG("cycle %d", cycle);
+		ASSERT_EQ(0, pipe(pipefd));
+		for (r = 0; r < 4; r++) {
+			pids[r] = fork();
+			ASSERT_LE(0, pids[r]);
+			if (pids[r] == 0) {
+				uint64_t ids[64], prev = 0;
+				int cfd = sf_open(O_RDONLY), i;
+
+				close(pipefd[1]);
+				CHILD_CHECK(cfd >= 0, "open");
+				for (i = 0; i < 50; i++) {
+					ssize_t n = read(cfd, ids, sizeof(ids));
+
+					CHILD_CHECK(n >= 8 && n % 8 == 0, "read: %zd", n);
+					CHILD_CHECK(ids[0] > prev, "order");
+					prev = ids[n / 8 - 1];
+				}
+				/* Reader 0 holds its file until the parent says so. */
+				if (r == 0)
+					CHILD_CHECK(read(pipefd[0], &c, 1) == 1, "pipe");
+				close(cfd);
+				_exit(0);
+			}
+		}
+		close(pipefd[0]);
+		for (r = 1; r < 4; r++)
+			ASSERT_EQ(0, sf_wait_child(pids[r])) TH_LOG("cycle %d reader %d", cycle, r);
+
+		/* Reader 0 still holds the device: unload is refused, nothing breaks. */
+		EXPECT_EQ(-EWOULDBLOCK, sf_try_unload()) TH_LOG("cycle %d", cycle);
+		fd = sf_open(O_RDONLY);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, sf_read1(fd, &a));
+		ASSERT_EQ(0, sf_read1(fd, &b));
+		EXPECT_LT(a, b);
+		close(fd);
+
+		ASSERT_EQ(1, write(pipefd[1], "x", 1));
+		close(pipefd[1]);
+		status = sf_wait_child(pids[0]);
+		ASSERT_EQ(0, status) TH_LOG("cycle %d reader 0", cycle);
+		ASSERT_EQ(0, sf_try_unload()) TH_LOG("cycle %d: %s", cycle, strerror(errno));
+		expect_gone(_metadata);
+	}
+	TH_LOG("50 load/unload cycles with 4 readers each");
+	ASSERT_EQ(0, sf_load(""));
+}
+
 SF_TEST_MAIN()
