@@ -123,7 +123,8 @@ fi
 # shellcheck disable=SC2086 # $flags is a list of words
 if cc -std=gnu11 -Wall -Wextra -Werror -o "$out/installed_shared" "$out/installed_test.c" $flags &&
 	LD_LIBRARY_PATH=$tmp/usr/lib "$out/installed_shared" &&
-	LD_LIBRARY_PATH=$tmp/usr/lib ldd "$out/installed_shared" | grep -qF "$tmp/usr/lib/libsnowflake.so.1"; then
+	libs=$(LD_LIBRARY_PATH=$tmp/usr/lib ldd "$out/installed_shared") &&
+	grep -qF "$tmp/usr/lib/libsnowflake.so.1" <<<"$libs"; then
 	ok "a program linked with the shared library runs"
 else
 	notok "a program linked with the shared library"

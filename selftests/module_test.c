@@ -252,6 +252,13 @@ TEST_F_TIMEOUT(mod, load_unload_50_cycles_with_readers, 600)
 		char c;
 
 		ASSERT_EQ(0, sf_load(cycle % 2 ? "worker_id=3" : "")) TH_LOG("cycle %d", cycle);
+		/*
+		 * Like udevadm settle: seen once on 6.1, the node of a fast
+		 * reload may lag the load.  It must appear, and stay.
+		 */
+		for (r = 0; r < 500 && !sf_path_exists(SF_DEV); r++)
+			usleep(10000);
+		ASSERT_TRUE(sf_path_exists(SF_DEV)) TH_LOG("cycle %d: no %s", cycle, SF_DEV);
 		ASSERT_EQ(0, pipe(pipefd));
 		for (r = 0; r < 4; r++) {
 			pids[r] = fork();
