@@ -63,47 +63,109 @@ def fmt_rate(x):
     return "%.3f M/s" % (x / 1e6)
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    m = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    if all(isinstance(x, int) for x in xs):
+        m = int(round(m))
+    return m
+
+
+def merge(kvs):
+    """The median of every numeric field over the rounds."""
+    out = {}
+    for k in kvs[0]:
+        vals = [kv[k] for kv in kvs if k in kv]
+        if all(isinstance(v, (int, float)) for v in vals):
+            out[k] = median(vals)
+        else:
+            out[k] = vals[0]
+    return out
+
+
 def main():
     raw, out = sys.argv[1], sys.argv[2]
     recs = parse(raw)
-    by = lambda s: [(n, kv) for sec, n, kv in recs if sec == s]
+    # Tag every record with its round (BENCH round i=N).
+    rnd = 0
+    tagged = []
+    for sec, name, kv in recs:
+        if sec == "round":
+            rnd = kv["i"]
+            continue
+        tagged.append((sec, name, kv, rnd))
+    by = lambda s: [(n, kv) for sec, n, kv, _ in tagged if sec == s]
+    rounds = sorted({r for *_, r in tagged if r})
+
+    def grouped(sec, key):
+        """{identity: [kv of round 1, kv of round 2, ...]} in first-seen order."""
+        g = {}
+        for s_, n, kv, _ in tagged:
+            if s_ == sec:
+                g.setdefault(key(n, kv), []).append(kv)
+        return g
+
     meta = {}
     for _, kv in by("meta") + by("env") + by("clock"):
         meta.update(kv)
     stats = dict(by("stats")[0][1]) if by("stats") else {}
 
-    p1 = {n: kv for n, kv in by("p1")}
+    g1 = grouped("p1", lambda n, kv: n)
+    g1.pop("ratio", None)
+    p1 = {n: merge(kvs) for n, kvs in g1.items()}
+    ratios = [round(s_["median_ns"] / z["median_ns"], 3)
+              for s_, z in zip(g1["snowflake"], g1["zero"])]
     p1r = {
         "zero_median_ns": p1["zero"]["median_ns"],
         "snowflake_median_ns": p1["snowflake"]["median_ns"],
-        "zero_p10_p90_ns": [p1["zero"]["p10_ns"], p1["zero"]["p90_ns"]],
-        "snowflake_p10_p90_ns": [p1["snowflake"]["p10_ns"], p1["snowflake"]["p90_ns"]],
-        "ratio": round(p1["snowflake"]["median_ns"] / p1["zero"]["median_ns"], 3),
+        "ratio": median(ratios),
+        "ratio_per_round": ratios,
+        "median_ns_per_round": {n: [kv["median_ns"] for kv in kvs] for n, kvs in g1.items()},
     }
     if "clock_syscall" in p1:
-        # Profiling aid: syscall floor + one kernel clocksource read.
+        # Profiling aids: a bare syscall, and a syscall that reads the
+        # kernel's clocksource as the device does on every read.
         p1r["clock_gettime_syscall_median_ns"] = p1["clock_syscall"]["median_ns"]
+    if "getppid_syscall" in p1:
+        p1r["getppid_syscall_median_ns"] = p1["getppid_syscall"]["median_ns"]
     p1r["goal"] = GOALS["p1"]
     p1r["met"] = p1r["ratio"] <= 1.25
 
-    p2 = [kv for _, kv in by("p2")]
+    g2 = grouped("p2", lambda n, kv: kv["batch"])
+    p2 = []
+    for b, kvs in g2.items():
+        m = merge(kvs)
+        m["ids_per_s_per_round"] = [kv["ids_per_s"] for kv in kvs]
+        m["cap_pct_per_round"] = [kv["cap_pct"] for kv in kvs]
+        p2.append(m)
     big = [r for r in p2 if r["batch"] >= 512]
     p2r = {"points": p2, "cap_ids_per_s": CAP, "goal": GOALS["p2"],
            "met": all(r["cap_pct"] >= 95.0 for r in big)}
 
-    p3 = [kv for _, kv in by("p3")]
+    g3 = grouped("p3", lambda n, kv: kv["readers"])
+    one_per_round = [kv["ids_per_s"] for kv in g3[1]]
+    p3 = []
+    for nr, kvs in g3.items():
+        m = merge(kvs)
+        m.pop("vs_one_pct", None)
+        vs = [round(100.0 * kv["ids_per_s"] / o, 1) for kv, o in zip(kvs, one_per_round)]
+        m["vs_one_pct"] = median(vs)
+        m["vs_one_pct_per_round"] = vs
+        m["p99_ns_per_round"] = [kv["p99_ns"] for kv in kvs]
+        p3.append(m)
     one = next(r for r in p3 if r["readers"] == 1)["ids_per_s"]
-    for r in p3:
-        r["vs_one_pct"] = round(100.0 * r["ids_per_s"] / one, 1)
     four = next(r for r in p3 if r["readers"] == 4)
     p3r = {"points": p3, "goal": GOALS["p3"],
            "four_vs_one_pct": four["vs_one_pct"],
            "met": four["vs_one_pct"] >= 90.0}
 
-    p4 = {n: kv for n, kv in by("p4") if "ns_per_id" in kv}
-    first = [kv for n, kv in by("p4") if n == "getrandom_first_call"]
+    g4 = grouped("p4", lambda n, kv: n)
+    first = g4.pop("getrandom_first_call", [])
+    p4 = {n: merge(kvs) for n, kvs in g4.items()}
     p4r = {"ns_per_id": {n: kv["ns_per_id"] for n, kv in p4.items()},
            "ids_per_s": {n: kv["ids_per_s"] for n, kv in p4.items()},
+           "ns_per_id_per_round": {n: [kv["ns_per_id"] for kv in kvs] for n, kvs in g4.items()},
            "goal": GOALS["p4"]}
     if first:
         p4r["getrandom_first_call_ns"] = first[0]["ns"]
@@ -120,6 +182,7 @@ def main():
                      "instructions_per_call": round(kv["instructions"] / kv["calls"], 1)}
     p5r["goal"] = GOALS["p5"]
     p5r["met"] = p5r["batch"]["instructions_per_id"] <= 15
+    meta["rounds"] = len(rounds)
 
     res = {"note": TCG_NOTE, "meta": meta, "guest_counters": stats,
            "p1_single_id_latency": p1r, "p2_batch_throughput": p2r,
@@ -132,10 +195,11 @@ def main():
     L = []
     L.append("> " + TCG_NOTE)
     L.append("")
-    L.append("Guest: Linux %s, %s vCPUs, QEMU %s, clocksource %s; %s s per throughput point; %s."
+    L.append("Guest: Linux %s, %s vCPUs, QEMU %s, clocksource %s; %s s per throughput point; "
+             "every figure is the median of %d rounds in the same boot (each round's figures are in results.json); %s."
              % (meta.get("kernel", "?"), meta.get("cpus", "?"),
                 meta.get("accel", "?"), meta.get("clocksource", "?"),
-                meta.get("point_s", "?"), meta.get("date", "?")))
+                meta.get("point_s", "?"), meta["rounds"], meta.get("date", "?")))
     L.append("")
     L.append("| | measure | result | goal | |")
     L.append("| --- | --- | --- | --- | --- |")
@@ -155,10 +219,12 @@ def main():
              % (p5r["batch"]["instructions_per_id"], p5r["single"]["instructions_per_id"], ok(p5r["met"])))
     if "clock_gettime_syscall_median_ns" in p1r:
         L.append("")
-        L.append("P1 detail: /dev/zero %d ns, clock_gettime(CLOCK_BOOTTIME) as a system call %d ns, "
-                 "/dev/snowflake %d ns (medians of %d calls in samples of 200)."
-                 % (p1r["zero_median_ns"], p1r["clock_gettime_syscall_median_ns"],
-                    p1r["snowflake_median_ns"], p1["zero"]["calls"]))
+        L.append("P1 detail (median ns per call, samples of 200 calls): getppid() %s, "
+                 "clock_gettime(CLOCK_BOOTTIME) as a system call %d, 8-byte read of /dev/zero %d, "
+                 "of /dev/snowflake %d; ratio per round: %s."
+                 % (p1r.get("getppid_syscall_median_ns", "?"), p1r["clock_gettime_syscall_median_ns"],
+                    p1r["zero_median_ns"], p1r["snowflake_median_ns"],
+                    ", ".join("%.2f" % r for r in p1r["ratio_per_round"])))
     L.append("")
     L.append("P2, batch throughput (one reader):")
     L.append("")

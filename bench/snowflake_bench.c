@@ -17,7 +17,9 @@
  *       /proc/sys/kernel/random/uuid
  *
  * Options: -d DEVICE (default /dev/snowflake), -s SECONDS per throughput
- * point (default 1.0).
+ * point (default 1.0), -r ROUNDS (default 3): P1-P4 are run ROUNDS times,
+ * one after the other, each round starting with "BENCH round i=N"; the
+ * report takes the median of the rounds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +42,7 @@
 
 static const char *device = "/dev/snowflake";
 static double point_s = 1.0;
+static int rounds = 3;
 
 static uint64_t now_ns(void)
 {
@@ -150,6 +153,19 @@ static void bench_p1(void)
 	}
 	qsort(zs, P1_SAMPLES, sizeof(zs[0]), cmp_u64);
 	printf("BENCH p1 clock_syscall median_ns=%llu p10_ns=%llu p90_ns=%llu calls=%d\n",
+	       (unsigned long long)pct(zs, P1_SAMPLES, 50),
+	       (unsigned long long)pct(zs, P1_SAMPLES, 10),
+	       (unsigned long long)pct(zs, P1_SAMPLES, 90), P1_SAMPLES * P1_CALLS);
+	/* And a system call that does nothing: the bare entry/exit cost. */
+	for (s = 0; s < P1_SAMPLES; s++) {
+		uint64_t t0 = now_ns();
+
+		for (i = 0; i < P1_CALLS; i++)
+			syscall(SYS_getppid);
+		zs[s] = (now_ns() - t0) / P1_CALLS;
+	}
+	qsort(zs, P1_SAMPLES, sizeof(zs[0]), cmp_u64);
+	printf("BENCH p1 getppid_syscall median_ns=%llu p10_ns=%llu p90_ns=%llu calls=%d\n",
 	       (unsigned long long)pct(zs, P1_SAMPLES, 50),
 	       (unsigned long long)pct(zs, P1_SAMPLES, 10),
 	       (unsigned long long)pct(zs, P1_SAMPLES, 90), P1_SAMPLES * P1_CALLS);
@@ -463,7 +479,7 @@ int main(int argc, char **argv)
 	struct utsname u;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:s:r:")) != -1) {
 		switch (opt) {
 		case 'd':
 			device = optarg;
@@ -473,19 +489,27 @@ int main(int argc, char **argv)
 			if (point_s <= 0)
 				point_s = 1.0;
 			break;
+		case 'r':
+			rounds = atoi(optarg);
+			if (rounds < 1)
+				rounds = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-d DEVICE] [-s SECONDS]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-d DEVICE] [-s SECONDS] [-r ROUNDS]\n", argv[0]);
 			return 2;
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uname(&u);
-	printf("BENCH env kernel=%s cpus=%ld point_s=%.2f\n", u.release,
-	       sysconf(_SC_NPROCESSORS_ONLN), point_s);
-	bench_p1();
-	bench_p2();
-	bench_p3();
-	bench_p4();
+	printf("BENCH env kernel=%s cpus=%ld point_s=%.2f rounds=%d\n", u.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), point_s, rounds);
+	for (opt = 1; opt <= rounds; opt++) {
+		printf("BENCH round i=%d\n", opt);
+		bench_p1();
+		bench_p2();
+		bench_p3();
+		bench_p4();
+	}
 	printf("BENCH done\n");
 	return 0;
 }
