@@ -16,5 +16,8 @@ fi
 # shellcheck disable=SC2086 # BENCH_ARGS is a word list
 /snowflake_bench ${BENCH_ARGS:-} || echo "BENCH-ERROR snowflake_bench exit $?"
 echo "BENCH stats ids_issued=$(cat /sys/class/misc/snowflake/statistics/ids_issued) reads=$(cat /sys/class/misc/snowflake/statistics/reads) exhausted_waits=$(cat /sys/class/misc/snowflake/statistics/exhausted_waits)"
+echo "BENCH clock_end clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+# Clocksource changes (a TSC marked unstable makes every clock read slow).
+dmesg | grep -i -E 'clocksource|tsc' | sed 's/^/BENCH-DMESG /'
 rmmod snowflake
 vm_done

@@ -109,6 +109,13 @@ def main():
     meta = {}
     for _, kv in by("meta") + by("env") + by("clock"):
         meta.update(kv)
+    if by("clock_end"):
+        meta["clocksource_at_end"] = by("clock_end")[0][1].get("clocksource", "")
+    meta["guest_clock_messages"] = []
+    with open(raw) as f:
+        for line in f:
+            if line.startswith("BENCH-DMESG "):
+                meta["guest_clock_messages"].append(line[len("BENCH-DMESG "):].strip())
     stats = dict(by("stats")[0][1]) if by("stats") else {}
 
     g1 = grouped("p1", lambda n, kv: n)
@@ -119,7 +126,7 @@ def main():
     p1r = {
         "zero_median_ns": p1["zero"]["median_ns"],
         "snowflake_median_ns": p1["snowflake"]["median_ns"],
-        "ratio": median(ratios),
+        "ratio": round(p1["snowflake"]["median_ns"] / p1["zero"]["median_ns"], 3),
         "ratio_per_round": ratios,
         "median_ns_per_round": {n: [kv["median_ns"] for kv in kvs] for n, kvs in g1.items()},
     }
@@ -150,7 +157,7 @@ def main():
         m = merge(kvs)
         m.pop("vs_one_pct", None)
         vs = [round(100.0 * kv["ids_per_s"] / o, 1) for kv, o in zip(kvs, one_per_round)]
-        m["vs_one_pct"] = median(vs)
+        m["vs_one_pct"] = round(100.0 * m["ids_per_s"] / median(one_per_round), 1)
         m["vs_one_pct_per_round"] = vs
         m["p99_ns_per_round"] = [kv["p99_ns"] for kv in kvs]
         p3.append(m)
@@ -198,7 +205,9 @@ def main():
     L.append("Guest: Linux %s, %s vCPUs, QEMU %s, clocksource %s; %s s per throughput point; "
              "every figure is the median of %d rounds in the same boot (each round's figures are in results.json); %s."
              % (meta.get("kernel", "?"), meta.get("cpus", "?"),
-                meta.get("accel", "?"), meta.get("clocksource", "?"),
+                meta.get("accel", "?"),
+                meta.get("clocksource", "?") + (" (at the end: %s)" % meta["clocksource_at_end"]
+                                                if meta.get("clocksource_at_end", meta.get("clocksource")) != meta.get("clocksource") else ""),
                 meta.get("point_s", "?"), meta["rounds"], meta.get("date", "?")))
     L.append("")
     L.append("| | measure | result | goal | |")

@@ -70,7 +70,7 @@ t0=$(now)
 rc=0
 vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_bench || rc=$?
 guest_secs=$(($(now) - t0))
-tr -d '\r' <"$log" | grep '^BENCH ' >"$OUT/guest.txt" || true
+tr -d '\r' <"$log" | grep -E '^BENCH( |-DMESG )' >"$OUT/guest.txt" || true
 if ! grep -q '^BENCH done' "$OUT/guest.txt" || grep -q '^BENCH-ERROR' <(tr -d '\r' <"$log"); then
 	tail -n 40 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
 	die "the guest benchmark did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
