@@ -202,10 +202,10 @@ def main():
     L = []
     L.append("> " + TCG_NOTE)
     L.append("")
-    L.append("Guest: Linux %s, %s vCPUs, QEMU %s, clocksource %s; %s s per throughput point; "
+    L.append("Guest: Linux %s, %s vCPUs, QEMU %s, kernel command line + '%s', clocksource %s; %s s per throughput point; "
              "every figure is the median of %d rounds in the same boot (each round's figures are in results.json); %s."
              % (meta.get("kernel", "?"), meta.get("cpus", "?"),
-                meta.get("accel", "?"),
+                meta.get("accel", "?"), meta.get("append", ""),
                 meta.get("clocksource", "?") + (" (at the end: %s)" % meta["clocksource_at_end"]
                                                 if meta.get("clocksource_at_end", meta.get("clocksource")) != meta.get("clocksource") else ""),
                 meta.get("point_s", "?"), meta["rounds"], meta.get("date", "?")))
