@@ -290,13 +290,13 @@ def main():
         for r in p3:
             f.write("%d %.3f %.3f %.4f\n" % (r["readers"], r["p50_ns"] / 1e3, r["p99_ns"] / 1e3,
                                             r["ids_per_s"] / 1e6))
-    gp = """set terminal svg size 960,420 dynamic font "sans,11"
+    gp = """set terminal svg size 960,420 dynamic font "sans,11" background rgb "white"
 set output "{o}/bench.svg"
 set multiplot layout 1,2 title "/dev/snowflake under QEMU TCG ({k}, {c} vCPUs): absolute times are emulated, not native"
 set logscale x 2
 set xlabel "IDs per read (batch size)"
 set ylabel "M IDs/s"
-set key top left
+set key bottom right
 set grid
 set yrange [0:*]
 set title "P2: throughput vs batch size (one reader)"
