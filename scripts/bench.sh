@@ -70,9 +70,9 @@ install -m 0755 "$OUT/snowflake_bench" "$stage/snowflake_bench"
 printf 'BENCH_ARGS="-s %s -r %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS" >"$stage/etc/snowflake-vm.conf"
 vm_pack "$stage" "$initrd"
 
-accel=TCG
-[ "${SNOWFLAKE_KVM:-0}" = 1 ] && accel=KVM
-msg "booting $(vmlinuz_of "$kver") under QEMU $accel, ${VM_CPUS:-2} vCPUs, append '$BENCH_APPEND' (console in ${log#"$ROOT"/})"
+bench_accel=TCG
+[ "${SNOWFLAKE_KVM:-0}" = 1 ] && bench_accel=KVM
+msg "booting $(vmlinuz_of "$kver") under QEMU $bench_accel, ${VM_CPUS:-2} vCPUs, append '$BENCH_APPEND' (console in ${log#"$ROOT"/})"
 show_bench() {
 	awk '{ gsub(/\r/, "") } /^BENCH/ { print "  " $0; fflush() }'
 }
@@ -96,7 +96,9 @@ cg() { # MODE CALLS
 		die "callgrind failed (see ${OUT#"$ROOT"/}/callgrind-$1.log)"
 	ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out")
 	ids=$(sed -n 's/.* ids=\([0-9]*\).*/\1/p' "$OUT/core-$1.txt")
-	[ -n "$ir" ] && [ -n "$ids" ] || die "no callgrind totals for $1"
+	if [ -z "$ir" ] || [ -z "$ids" ]; then
+		die "no callgrind totals for $1"
+	fi
 	# The same count, function by function, for the record.
 	callgrind_annotate "$out" >"$OUT/callgrind-annotate-$1.txt" 2>&1 || true
 	echo "BENCH p5 mode=$1 calls=$2 ids=$ids instructions=$ir"
@@ -108,7 +110,7 @@ msg "callgrind: sf_core_reserve() natively, $(valgrind --version)"
 } | tee "$OUT/core.txt"
 
 {
-	echo "BENCH meta accel=$accel append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
+	echo "BENCH meta accel=$bench_accel append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
 	cat "$OUT/guest.txt" "$OUT/core.txt"
 } >"$OUT/raw.txt"
 
