@@ -12,6 +12,7 @@
 #   make check           every test: style, sparse, unit, userspace, vmtest
 #   make run             boot a guest with the module and show it at work
 #   make vmtest | style | sparse | unit | userspace | deps
+#   make bench           benchmarks (guest under QEMU TCG + callgrind): build/bench/
 #
 # The library and the CLI (userspace/; PREFIX defaults to /usr/local there):
 #   make userspace       libsnowflake.so/.a, snowflake.pc, the snowflake CLI
@@ -56,7 +57,7 @@ clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o *.ko *.mod *.mod.c \
 		.*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
-		build/selftests build/core build/userspace build/vm-*.log build/*.log
+		build/selftests build/core build/userspace build/bench build/vm-*.log build/*.log
 
 # Also drops the caches: downloaded guest kernels, extracted kernel source.
 distclean: clean
@@ -76,6 +77,10 @@ run:
 
 vmtest:
 	$(Q)$(SCRIPTS)/vmtest.sh
+
+# Measures and prints; never part of check.  See BENCHMARKS.md.
+bench:
+	$(Q)$(SCRIPTS)/bench.sh
 
 style: ksrc
 	$(Q)$(SCRIPTS)/style.sh
@@ -98,7 +103,7 @@ uninstall-userspace:
 	$(Q)$(MAKE) -C userspace uninstall
 
 help:
-	@sed -n '3,20s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,21s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
-.PHONY: all module install clean distclean deps ksrc check run vmtest style sparse unit \
+.PHONY: all module install clean distclean deps ksrc check run vmtest bench style sparse unit \
 	userspace install-userspace uninstall-userspace help

@@ -17,6 +17,7 @@ PKGS=(
 	xz-utils perl file bc
 	pkg-config man-db groff-base
 	python3 php-cli
+	gnuplot-nox valgrind
 )
 
 export DEBIAN_FRONTEND=noninteractive
