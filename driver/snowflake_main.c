@@ -193,10 +193,12 @@ static int sf_wait_tick(struct snowflake_dev *sf, u64 retry_ms)
 }
 
 /*
- * Copy @count consecutive IDs starting at @first.  Returns the bytes of
- * whole IDs copied, or -EFAULT when not even one could be.
+ * Copy @count (> 1) consecutive IDs starting at @first, formatted in chunks
+ * on the stack.  Kept out of line: with CONFIG_INIT_STACK_ALL_ZERO the
+ * 512-byte buffer is zeroed on every call, which single-ID reads skip.
  */
-static ssize_t sf_copy_ids(struct iov_iter *to, u64 first, u32 count)
+static noinline ssize_t sf_copy_ids_chunked(struct iov_iter *to, u64 first,
+					    u32 count)
 {
 	u64 buf[SF_CHUNK];
 	size_t done = 0;
@@ -216,6 +218,18 @@ static ssize_t sf_copy_ids(struct iov_iter *to, u64 first, u32 count)
 	}
 	done = round_down(done, sizeof(u64));
 	return done ? done : -EFAULT;
+}
+
+/*
+ * Copy @count consecutive IDs starting at @first.  Returns the bytes of
+ * whole IDs copied, or -EFAULT when not even one could be.
+ */
+static ssize_t sf_copy_ids(struct iov_iter *to, u64 first, u32 count)
+{
+	if (count > 1)
+		return sf_copy_ids_chunked(to, first, count);
+	return copy_to_iter(&first, sizeof(first), to) == sizeof(first) ?
+	       sizeof(first) : -EFAULT;
 }
 
 static ssize_t sf_read_iter(struct kiocb *iocb, struct iov_iter *to)
