@@ -12,6 +12,7 @@
 #   make check           every test: style, sparse, unit, userspace, vmtest
 #   make run             boot a guest with the module and show it at work
 #   make vmtest | style | sparse | unit | userspace | deps
+#   make debug-kernel    the guest suite on a lockdep/KASAN/UBSAN/kmemleak kernel
 #   make bench           benchmarks (guest under QEMU TCG + callgrind): build/bench/
 #
 # The library and the CLI (userspace/; PREFIX defaults to /usr/local there):
@@ -78,6 +79,11 @@ run:
 vmtest:
 	$(Q)$(SCRIPTS)/vmtest.sh
 
+# The whole guest suite on a tinyconfig 6.12 with lockdep, KASAN, UBSAN and
+# kmemleak, built from linux-source-6.12 into build/debug-kernel/ (cached).
+debug-kernel:
+	$(Q)$(SCRIPTS)/debug-kernel.sh test
+
 # Measures and prints; never part of check.  See BENCHMARKS.md.
 bench:
 	$(Q)$(SCRIPTS)/bench.sh
@@ -105,5 +111,5 @@ uninstall-userspace:
 help:
 	@sed -n '3,21s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
-.PHONY: all module install clean distclean deps ksrc check run vmtest bench style sparse unit \
+.PHONY: all module install clean distclean deps ksrc check run vmtest debug-kernel bench style sparse unit \
 	userspace install-userspace uninstall-userspace help

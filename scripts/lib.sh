@@ -84,15 +84,37 @@ default_kver() {
 	fi
 }
 
-kdir_of() { printf '/usr/src/linux-headers-%s\n' "$1"; }
+# The debug kernel of scripts/debug-kernel.sh: its KVER is a link to its
+# build tree (build/debug-kernel/kver/KVER), which serves as both the
+# headers and the bzImage.  Empty when KVER is not that kernel.
+debug_tree_of() {
+	local t=$BUILD/debug-kernel/kver/$1
+	if [ -n "$1" ] && [ -f "$t/Makefile" ]; then
+		printf '%s\n' "$t"
+	fi
+}
 
-# Path of a bootable bzImage for KVER: the copy scripts/deps.sh extracted
-# from the downloaded package, else /boot when that kernel is installed
+is_debug_kver() { [ -n "$(debug_tree_of "$1")" ]; }
+
+kdir_of() {
+	local t
+	t=$(debug_tree_of "$1")
+	if [ -n "$t" ]; then
+		printf '%s\n' "$t"
+	else
+		printf '/usr/src/linux-headers-%s\n' "$1"
+	fi
+}
+
+# Path of a bootable bzImage for KVER: the debug kernel's, the copy
+# scripts/deps.sh extracted from the downloaded package, else /boot when that
+# kernel is installed
 # (SNOWFLAKE_NO_BOOT_KERNEL=1: never use /boot).
 vmlinuz_of() {
 	local f boot=/boot/vmlinuz-$1
 	[ "${SNOWFLAKE_NO_BOOT_KERNEL:-0}" = 1 ] && boot=
-	for f in "$BUILD/kernels/$1/boot/vmlinuz-$1" $boot; do
+	for f in "$(debug_tree_of "$1")/arch/x86/boot/bzImage" \
+		"$BUILD/kernels/$1/boot/vmlinuz-$1" $boot; do
 		if [ -r "$f" ]; then
 			printf '%s\n' "$f"
 			return 0

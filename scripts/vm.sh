@@ -8,7 +8,7 @@
 # Kernel messages that make a run fail wherever they appear on the console.
 # ("module verification failed: signature and/or required key missing" of
 # an unsigned module matches none of them, on purpose.)
-KERNEL_PROBLEMS='Oops|BUG:|WARNING:|Call Trace|Kernel panic|general protection fault|kernel BUG|UBSAN|KASAN|possible circular locking|possible recursive locking|inconsistent lock state|sleeping function called from invalid context|hung_task|blocked for more than|soft lockup|hard LOCKUP|detected stall|list_add corruption|list_del corruption|refcount_t:|Unable to handle kernel'
+KERNEL_PROBLEMS='Oops|BUG:|WARNING:|Call Trace|Kernel panic|general protection fault|kernel BUG|UBSAN|KASAN|possible circular locking|possible recursive locking|inconsistent lock state|sleeping function called from invalid context|hung_task|blocked for more than|soft lockup|hard LOCKUP|detected stall|list_add corruption|list_del corruption|refcount_t:|Unable to handle kernel|Kernel memory leak detector disabled|kmemleak: Cannot'
 
 # vm_stage DIR INIT: a fresh initramfs tree in DIR with busybox and its applet
 # links, the common init prelude, and INIT as /init.
@@ -77,4 +77,31 @@ vm_problems() {
 	tr -d '\r' <"$log" | grep -n -E -B 4 -A 30 "$KERNEL_PROBLEMS"
 	echo "---- end of kernel problems ----"
 	return 1
+}
+
+# vm_kmemleak LOG: the kmemleak reports the debug kernel's guest printed
+# between SNOWFLAKE-KMEMLEAK-BEGIN/END (scripts/guest/init-vmtest.sh).  A
+# suspect whose backtrace names snowflake, or has a frame in unloaded module
+# text (a bare address: snowflake is the only module), fails.  Returns 0 when
+# there is none; 1 (and prints them) otherwise; 2 when the log has no report.
+vm_kmemleak() {
+	local log=$1 rep
+	rep=$(tr -d '\r' <"$log" | awk '
+		/^SNOWFLAKE-KMEMLEAK-BEGIN / { on = 1; print; next }
+		/^SNOWFLAKE-KMEMLEAK-END / { on = 0; print; next }
+		on')
+	if ! grep -q '^SNOWFLAKE-KMEMLEAK-END unloaded' <<<"$rep"; then
+		echo "---- no kmemleak report after the unload in ${log#"$ROOT"/} ----"
+		return 2
+	fi
+	if grep -qE 'unreferenced object' <<<"$rep"; then
+		echo "---- kmemleak suspects in ${log#"$ROOT"/} ----"
+		printf '%s\n' "$rep"
+		echo "---- end of kmemleak suspects ----"
+	fi
+	if grep -E '^ *\[<[0-9a-f]+>\] ' <<<"$rep" | grep -qE 'snowflake|\] 0x[0-9a-f]+$'; then
+		echo "---- kmemleak: snowflake leaked memory (backtraces above) ----"
+		return 1
+	fi
+	return 0
 }

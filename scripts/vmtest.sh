@@ -168,6 +168,15 @@ test_kernel() {
 		note="; kernel problems, see above"
 		fail=$((fail + 1))
 	fi
+	# The debug kernel (scripts/debug-kernel.sh) also looks for leaks.
+	if is_debug_kver "$kver"; then
+		if vm_kmemleak "$log"; then
+			pass=$((pass + 1))
+		else
+			note="$note; kmemleak, see above"
+			fail=$((fail + 1))
+		fi
+	fi
 	summary+=("vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s$note)")
 	total_pass=$((total_pass + pass))
 	total_fail=$((total_fail + fail))

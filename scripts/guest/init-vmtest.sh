@@ -12,6 +12,27 @@ echo "SNOWFLAKE-BOOT-DMESG-BEGIN"
 dmesg -c
 echo "SNOWFLAKE-BOOT-DMESG-END"
 
+# Debug kernel (scripts/debug-kernel.sh): forget what kmemleak suspects of
+# the boot, so that what it reports at the end is new.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+if [ -w "$KMEMLEAK" ]; then
+	echo scan >"$KMEMLEAK"
+	echo scan >"$KMEMLEAK"
+	echo clear >"$KMEMLEAK"
+fi
+
+# kmemleak_report NAME: two scans (an object is reported when unchanged
+# between two scans and older than 5 s), then every suspect, between markers.
+kmemleak_report() {
+	[ -w "$KMEMLEAK" ] || return 0
+	sleep 6
+	echo scan >"$KMEMLEAK"
+	echo scan >"$KMEMLEAK"
+	echo "SNOWFLAKE-KMEMLEAK-BEGIN $1"
+	cat "$KMEMLEAK" 2>&1
+	echo "SNOWFLAKE-KMEMLEAK-END $1"
+}
+
 echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
 insmod /snowflake.ko
 echo "SNOWFLAKE-INSMOD rc=$?"
@@ -37,10 +58,15 @@ for t in /selftests/*; do
 done
 
 lsmod
+# While loaded, the module's frames in the suspects' backtraces have names.
+kmemleak_report loaded
 # The exit path is tested too: the tests leave the module loaded, and it
 # must unload cleanly now that nothing holds it.
 rmmod snowflake
 echo "SNOWFLAKE-RMMOD rc=$?"
 dmesg -c
 [ ! -e /dev/snowflake ] || echo "SNOWFLAKE-RMMOD /dev/snowflake still exists"
+# What the module did not free on unload.
+kmemleak_report unloaded
+dmesg -c
 vm_done
