@@ -99,7 +99,13 @@ vm_kmemleak() {
 		printf '%s\n' "$rep"
 		echo "---- end of kmemleak suspects ----"
 	fi
-	if grep -E '^ *\[<[0-9a-f]+>\] ' <<<"$rep" | grep -qE 'snowflake|\] 0x[0-9a-f]+$'; then
+	# Backtrace frames are "func+0x1/0x2 [module]", or a bare "0xADDR" in
+	# text no longer loaded (older kernels prefix "[<ADDR>] ").
+	if awk '
+		/^unreferenced object / { bt = 0; next }
+		/^ *backtrace/ { bt = 1; next }
+		bt && (/snowflake/ || /(^ *|\] )0x[0-9a-f]+[ \t]*$/) { bad = 1 }
+		END { exit !bad }' <<<"$rep"; then
 		echo "---- kmemleak: snowflake leaked memory (backtraces above) ----"
 		return 1
 	fi
