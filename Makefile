@@ -9,7 +9,7 @@
 #
 # Development (installs what is missing, tests in QEMU guests, never loads
 # anything into the host kernel):
-#   make check           every test: style, sparse, unit, userspace, vmtest
+#   make check           every test: style, sparse, unit, userspace, vmtest, debug-kernel
 #   make run             boot a guest with the module and show it at work
 #   make vmtest | style | sparse | unit | userspace | deps
 #   make debug-kernel    the guest suite on a lockdep/KASAN/UBSAN/kmemleak kernel

@@ -1,8 +1,12 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> unit -> userspace -> docs -> vmtest
+#   -> debug-kernel
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
-# unit tests and an install into a temporary DESTDIR, scripts/userspace.sh)
+# unit tests and an install into a temporary DESTDIR, scripts/userspace.sh;
+# debug-kernel: the guest suite again on a tinyconfig 6.12 with lockdep,
+# KASAN, UBSAN and kmemleak, scripts/debug-kernel.sh test: its first run
+# builds that kernel, ~7 min on 2 cores, cached in build/debug-kernel/)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
 # one aggregated line "N passed, M failed" and exits nonzero when anything
 # failed.  A stage that cannot run counts as failed.  Counting: each style
@@ -50,7 +54,7 @@ run_stage() {
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
-	table+=("$(printf '  %-8s %4d passed, %4d failed  %5ss' "$name" "$p" "$f" "$secs")")
+	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss' "$name" "$p" "$f" "$secs")")
 	return 0
 }
 
@@ -70,6 +74,7 @@ if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
 want vmtest && run_stage vmtest scripts/vmtest.sh
+want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 
 echo
 echo "======== summary ($(($(now) - t0))s) ========"
