@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 	u32 want;
 	int ret;
 
-	if (argc != 3 || (strcmp(argv[1], "batch") && strcmp(argv[1], "single"))) {
+	if (argc != 3 || (strcmp(argv[1], "batch") != 0 && strcmp(argv[1], "single") != 0)) {
 		fprintf(stderr, "usage: %s batch|single CALLS\n", argv[0]);
 		return 2;
 	}

@@ -197,7 +197,7 @@ static void bench_p2_one(int fd, int batch)
 		last = buf[r / 8 - 1];
 		ids += (uint64_t)r / 8;
 		calls++;
-		if (r != batch * 8)
+		if (r != (ssize_t)batch * 8)
 			shorts++;
 		t = now_ns();
 	} while (t < end);

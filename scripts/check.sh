@@ -70,6 +70,7 @@ want style && run_stage style scripts/style.sh
 want sparse && run_stage sparse scripts/sparse.sh
 want unit && run_stage unit scripts/unit.sh
 want userspace && run_stage userspace scripts/userspace.sh
+want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi

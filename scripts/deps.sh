@@ -14,7 +14,7 @@ PKGS=(
 	build-essential gcc make libc6-dev
 	qemu-system-x86 busybox-static cpio kmod sparse
 	"${KERNEL_META_PKGS[@]}" "$KSRC_PKG"
-	xz-utils perl file bc
+	xz-utils perl file bc cppcheck clang-tidy
 	flex bison libelf-dev libssl-dev
 	pkg-config man-db groff-base
 	python3 php-cli

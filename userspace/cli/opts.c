@@ -299,7 +299,7 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 	const char *name = sf_cmd_name(cli->cmd);
 	bool offline = false;
 	char obuf[64];
-	uint64_t v;
+	uint64_t v = 0;
 	int c, ret;
 
 	optind = 0;	/* glibc: a full reset, for a second parse in one process */
