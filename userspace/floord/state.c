@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snowflake-floord(8): the saved floor file and its crash-safe write.
+ * See state.h for the format.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "state.h"
+
+uint32_t sf_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	crc = ~crc;
+	while (len--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320U & (0U - (crc & 1)));
+	}
+	return ~crc;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int sf_state_format(const struct sf_state *st, char *buf, size_t len)
+{
+	int n, m;
+
+	n = snprintf(buf, len,
+		     SF_STATE_MAGIC " %d\n"
+		     "floor_ms %" PRIu64 "\n"
+		     "high_ms %" PRIu64 "\n"
+		     "margin_ms %" PRIu64 "\n"
+		     "saved_unix_ms %" PRIu64 "\n",
+		     SF_STATE_VERSION, st->floor_ms, st->high_ms, st->margin_ms,
+		     st->saved_unix_ms);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOSPC;
+	m = snprintf(buf + n, len - (size_t)n, "crc32 %08" PRIx32 "\n",
+		     sf_crc32(0, buf, (size_t)n));
+	if (m < 0 || (size_t)m >= len - (size_t)n)
+		return -ENOSPC;
+	return n + m;
+}
+
+/* Strict unsigned decimal of exactly @len bytes: no sign, space or leading zero. */
+static int parse_u64(const char *s, size_t len, uint64_t *val)
+{
+	uint64_t v = 0;
+
+	if (!len || len > 20 || (len > 1 && s[0] == '0'))
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned int d;
+
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		d = (unsigned int)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*val = v;
+	return 0;
+}
+
+static int parse_hex32(const char *s, size_t len, uint32_t *val)
+{
+	uint32_t v = 0;
+
+	if (len != 8)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint32_t)(c - 'a' + 10);
+		else
+			return -EINVAL;
+	}
+	*val = v;
+	return 0;
+}
+
+int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "floor_ms", "high_ms", "margin_ms", "saved_unix_ms" };
+	uint64_t vals[4] = { 0 };
+	bool seen[4] = { false };
+	const char *p = buf, *end = buf + len, *crc_line = NULL;
+	const size_t mlen = strlen(SF_STATE_MAGIC);
+	uint64_t version;
+	uint32_t want, have;
+	int line = 0;
+
+	if (len == 0) {
+		set_err(err, errlen, "empty file");
+		return -EBADMSG;
+	}
+	if (len > SF_STATE_MAX) {
+		set_err(err, errlen, "larger than %d bytes", SF_STATE_MAX);
+		return -EBADMSG;
+	}
+	if (memchr(buf, '\0', len)) {
+		set_err(err, errlen, "contains a NUL byte");
+		return -EBADMSG;
+	}
+	if (buf[len - 1] != '\n') {
+		set_err(err, errlen, "does not end with a newline (torn write?)");
+		return -EBADMSG;
+	}
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *sp;
+		size_t llen = (size_t)(nl - p), klen;
+
+		line++;
+		if (crc_line) {
+			set_err(err, errlen, "line %d: data after the crc32 line", line);
+			return -EBADMSG;
+		}
+		sp = memchr(p, ' ', llen);
+		if (!sp) {
+			set_err(err, errlen, "line %d: not \"key value\"", line);
+			return -EBADMSG;
+		}
+		klen = (size_t)(sp - p);
+		if (line == 1) {
+			if (klen != mlen || memcmp(p, SF_STATE_MAGIC, mlen)) {
+				set_err(err, errlen, "not a snowflake-floord state file (no \"%s\" line)",
+					SF_STATE_MAGIC);
+				return -EBADMSG;
+			}
+			if (parse_u64(sp + 1, (size_t)(nl - sp - 1), &version)) {
+				set_err(err, errlen, "line 1: bad format version");
+				return -EBADMSG;
+			}
+		} else if (klen == 5 && !memcmp(p, "crc32", 5)) {
+			if (parse_hex32(sp + 1, (size_t)(nl - sp - 1), &want)) {
+				set_err(err, errlen, "line %d: bad crc32 value", line);
+				return -EBADMSG;
+			}
+			crc_line = p;
+		} else {
+			size_t k;
+
+			for (k = 0; k < 4; k++)
+				if (strlen(keys[k]) == klen && !memcmp(p, keys[k], klen))
+					break;
+			if (k == 4) {
+				/* Version 1 knows every key: anything else is damage. */
+				set_err(err, errlen, "line %d: unknown key \"%.*s\"", line,
+					(int)(klen > 32 ? 32 : klen), p);
+				return -EBADMSG;
+			}
+			if (seen[k]) {
+				set_err(err, errlen, "line %d: %s given twice", line, keys[k]);
+				return -EBADMSG;
+			}
+			if (parse_u64(sp + 1, (size_t)(nl - sp - 1), &vals[k])) {
+				set_err(err, errlen, "line %d: %s is not a decimal number", line, keys[k]);
+				return -EBADMSG;
+			}
+			seen[k] = true;
+		}
+		p = nl + 1;
+	}
+	if (!crc_line) {
+		set_err(err, errlen, "no crc32 line (truncated?)");
+		return -EBADMSG;
+	}
+	have = sf_crc32(0, buf, (size_t)(crc_line - buf));
+	if (have != want) {
+		set_err(err, errlen, "checksum mismatch (file says %08" PRIx32 ", content has %08" PRIx32 ")",
+			want, have);
+		return -EBADMSG;
+	}
+	/* Checked after the checksum: a damaged version line is damage, not a new format. */
+	if (version != SF_STATE_VERSION) {
+		set_err(err, errlen, "format version %" PRIu64 " (this snowflake-floord reads %d)",
+			version, SF_STATE_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (!seen[0]) {
+		set_err(err, errlen, "no floor_ms");
+		return -EBADMSG;
+	}
+	if (vals[0] == 0) {
+		set_err(err, errlen, "floor_ms is 0");
+		return -EBADMSG;
+	}
+	st->floor_ms = vals[0];
+	st->high_ms = vals[1];
+	st->margin_ms = vals[2];
+	st->saved_unix_ms = vals[3];
+	return 0;
+}
+
+int sf_state_load(const char *dir, struct sf_state *st, char *err, size_t errlen)
+{
+	char buf[SF_STATE_MAX + 1], why[160];
+	size_t got = 0;
+	int fd, e, r;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		set_err(err, errlen, "state directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	r = openat(fd, SF_STATE_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	e = errno;
+	close(fd);
+	if (r < 0) {
+		set_err(err, errlen, "%s/%s: %s", dir, SF_STATE_FILE, strerror(e));
+		return -e;
+	}
+	fd = r;
+	for (;;) {
+		ssize_t n = read(fd, buf + got, sizeof(buf) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = errno;
+			close(fd);
+			set_err(err, errlen, "reading %s/%s: %s", dir, SF_STATE_FILE, strerror(e));
+			return -e;
+		}
+		if (n == 0 || got + (size_t)n == sizeof(buf)) {
+			got += (size_t)n;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	r = sf_state_parse(buf, got, st, why, sizeof(why));
+	if (r)
+		set_err(err, errlen, "%s/%s: %s: %s", dir, SF_STATE_FILE,
+			r == -EPROTONOSUPPORT ? "unknown format" : "corrupt", why);
+	return r;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int sf_state_save(const char *dir, const struct sf_state *st, char *err, size_t errlen)
+{
+	char buf[SF_STATE_MAX];
+	int dfd, fd, len, r;
+
+	len = sf_state_format(st, buf, sizeof(buf));
+	if (len < 0) {
+		set_err(err, errlen, "formatting the state: %s", strerror(-len));
+		return len;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
+		set_err(err, errlen, "state directory %s: %s", dir, strerror(-r));
+		return r;
+	}
+	fd = openat(dfd, SF_STATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		r = -errno;
+		set_err(err, errlen, "creating %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		close(dfd);
+		return r;
+	}
+	r = write_all(fd, buf, (size_t)len);
+	if (r) {
+		set_err(err, errlen, "writing %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		goto fail;
+	}
+	/* The data first: a rename that reaches the disk before it would leave an empty file. */
+	if (fsync(fd)) {
+		r = -errno;
+		set_err(err, errlen, "fsync %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		goto fail;
+	}
+	if (close(fd)) {
+		fd = -1;
+		r = -errno;
+		set_err(err, errlen, "closing %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		goto fail;
+	}
+	fd = -1;
+	if (renameat(dfd, SF_STATE_TMP, dfd, SF_STATE_FILE)) {
+		r = -errno;
+		set_err(err, errlen, "renaming %s/%s to %s: %s", dir, SF_STATE_TMP, SF_STATE_FILE,
+			strerror(-r));
+		goto fail;
+	}
+	/* The rename itself is durable only once the directory is. */
+	if (fsync(dfd)) {
+		r = -errno;
+		set_err(err, errlen, "fsync of the directory %s: %s", dir, strerror(-r));
+		close(dfd);
+		return r;
+	}
+	close(dfd);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dfd, SF_STATE_TMP, 0);
+	close(dfd);
+	return r;
+}
+
+int sf_parse_duration(const char *s, uint64_t *ms)
+{
+	uint64_t v = 0, mult = 1000;
+	size_t i = 0;
+
+	if (!s)
+		return -EINVAL;
+	for (; s[i] >= '0' && s[i] <= '9'; i++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i == 0)
+		return -EINVAL;
+	if (!strcmp(s + i, "ms"))
+		mult = 1;
+	else if (!strcmp(s + i, "s") || !s[i])
+		mult = 1000;
+	else if (!strcmp(s + i, "m"))
+		mult = 60000;
+	else
+		return -EINVAL;
+	if (v > SF_MAX_DURATION_MS / mult)
+		return -ERANGE;
+	v *= mult;
+	if (v == 0)
+		return -ERANGE;
+	*ms = v;
+	return 0;
+}
+
+uint64_t sf_high_water(uint64_t clock_ms, uint64_t last_timestamp_ms, uint64_t floor_ms)
+{
+	uint64_t h = clock_ms;
+
+	if (last_timestamp_ms > h)
+		h = last_timestamp_ms;
+	if (floor_ms > h)
+		h = floor_ms;
+	return h;
+}
+
+bool sf_need_save(uint64_t saved_floor_ms, uint64_t high_ms, uint64_t margin_ms)
+{
+	return saved_floor_ms <= high_ms ||
+	       (saved_floor_ms - high_ms < margin_ms && (saved_floor_ms - high_ms) * 2 < margin_ms);
+}
+
+int sf_check_timing(uint64_t interval_ms, uint64_t margin_ms)
+{
+	return margin_ms > 2 * interval_ms ? 0 : -EINVAL;
+}

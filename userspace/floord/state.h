@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * snowflake-floord(8): the saved floor, its file format and its crash-safe
+ * write, and the save policy.  No device access here, so the native unit
+ * tests (userspace/tests/floord_state_test.c) can link it.
+ *
+ * The file, DIR/floor, text, at most SF_STATE_MAX bytes:
+ *
+ *   snowflake-floor 1
+ *   floor_ms 1763769600123
+ *   high_ms 1763769590123
+ *   margin_ms 10000
+ *   saved_unix_ms 1763769590125
+ *   crc32 8d1f3a0c
+ *
+ * Line 1 names the format and its version.  floor_ms is what a restore sets
+ * as the device's floor (it already includes the margin); the other keys
+ * are informational.  The last line is the CRC-32 (IEEE 802.3, as zlib's
+ * crc32()) of every byte before it, 8 lowercase hex digits, and the file ends
+ * with its newline.  A file that does not parse exactly (a torn or truncated
+ * write, a flipped bit, garbage) is "corrupt" and is never used.
+ */
+#ifndef SNOWFLAKE_FLOORD_STATE_H
+#define SNOWFLAKE_FLOORD_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SF_STATE_FILE		"floor"
+#define SF_STATE_TMP		"floor.tmp"
+#define SF_STATE_MAGIC		"snowflake-floor"
+#define SF_STATE_VERSION	1
+#define SF_STATE_MAX		4096
+
+/* Defaults of the daemon, in ms (see snowflake-floord(8) for the why). */
+#define SF_DEFAULT_INTERVAL_MS	1000
+#define SF_DEFAULT_MARGIN_MS	10000
+#define SF_MAX_DURATION_MS	86400000ULL	/* one day */
+#define SF_DEFAULT_STATE_DIR	"/var/lib/snowflake"
+
+/* Exit codes (snowflake-floord(8)). */
+#define SF_FLOORD_EXIT_OK	0
+#define SF_FLOORD_EXIT_FAIL	1	/* the device or the file system failed */
+#define SF_FLOORD_EXIT_USAGE	2	/* bad command line: nothing done */
+#define SF_FLOORD_EXIT_CORRUPT	3	/* the saved file is corrupt: refused */
+
+struct sf_state {
+	uint64_t floor_ms;	/* restore this floor (Unix ms) */
+	uint64_t high_ms;	/* the generator's high-water mark at the save */
+	uint64_t margin_ms;	/* floor_ms - high_ms when saved */
+	uint64_t saved_unix_ms;	/* wall clock at the save (informational) */
+};
+
+/* CRC-32 (IEEE), the zlib crc32() of @len bytes starting from @crc (0 first). */
+uint32_t sf_crc32(uint32_t crc, const void *buf, size_t len);
+
+/* The file's text for @st into @buf: its length, or -ENOSPC if @len is too small. */
+int sf_state_format(const struct sf_state *st, char *buf, size_t len);
+
+/*
+ * Parse a whole file.  0; -EBADMSG (corrupt: @err says why) or
+ * -EPROTONOSUPPORT (another format version).  @st is written only on success.
+ */
+int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, size_t errlen);
+
+/*
+ * Read DIR/floor.  0; -ENOENT when there is no file; -EBADMSG or
+ * -EPROTONOSUPPORT when it is unusable; another -errno when it cannot be
+ * read.  On error, @err holds a message naming the file.
+ */
+int sf_state_load(const char *dir, struct sf_state *st, char *err, size_t errlen);
+
+/*
+ * Replace DIR/floor crash-safely: write DIR/floor.tmp, fsync it, rename it
+ * over DIR/floor, fsync DIR.  After a crash at any point DIR/floor is the old
+ * file or the new one, whole.  0, or -errno with @err naming the step; on
+ * error DIR/floor is unchanged and floor.tmp is removed.
+ */
+int sf_state_save(const char *dir, const struct sf_state *st, char *err, size_t errlen);
+
+/*
+ * A duration: digits with an optional unit, "ms", "s" (the default) or "m";
+ * 1 ms .. one day.  0, or -EINVAL / -ERANGE.
+ */
+int sf_parse_duration(const char *s, uint64_t *ms);
+
+/*
+ * The high-water mark of the generator: nothing issued so far, nor anything
+ * issued before the clock moves on, is above it.
+ */
+uint64_t sf_high_water(uint64_t clock_ms, uint64_t last_timestamp_ms, uint64_t floor_ms);
+
+/*
+ * Whether the daemon must write a new file now: when the saved floor is less
+ * than margin/2 ahead of the high-water mark (or behind it).
+ */
+bool sf_need_save(uint64_t saved_floor_ms, uint64_t high_ms, uint64_t margin_ms);
+
+/* --margin must be more than twice --interval: 0 or -EINVAL. */
+int sf_check_timing(uint64_t interval_ms, uint64_t margin_ms);
+
+#endif /* SNOWFLAKE_FLOORD_STATE_H */

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Native unit tests of snowflake-floord's saved state (floord/state.c): the
+ * file format and its checks, the crash-safe write and its errors on a real
+ * file system, the durations and the save policy.  No device needed; built
+ * under ASan + UBSan; kselftest TAP.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "../floord/state.c"
+
+static const struct sf_state sample = {
+	.floor_ms = 1763769600123ULL,
+	.high_ms = 1763769590123ULL,
+	.margin_ms = 10000,
+	.saved_unix_ms = 1763769590125ULL,
+};
+
+static char *tmpdir(char *buf, size_t len)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/floord-test.XXXXXX", t && *t ? t : "/tmp");
+	return mkdtemp(buf);
+}
+
+static void rmtree(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "# could not remove %s\n", dir);
+}
+
+static void put_file(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len)
+		abort();
+	close(fd);
+}
+
+static size_t get_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return (size_t)-1;
+	n = read(fd, buf, len);
+	close(fd);
+	return n < 0 ? (size_t)-1 : (size_t)n;
+}
+
+/* A file with its checksum fixed up, so that only the content is wrong. */
+static int with_crc(const char *body, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%scrc32 %08x\n", body, sf_crc32(0, body, strlen(body)));
+}
+
+TEST(crc32_known_value)
+{
+	/* The check value of CRC-32/ISO-HDLC (zlib's crc32). */
+	ASSERT_EQ(0xcbf43926U, sf_crc32(0, "123456789", 9));
+	ASSERT_EQ(0U, sf_crc32(0, "", 0));
+	/* Incremental equals whole. */
+	ASSERT_EQ(sf_crc32(0, "123456789", 9), sf_crc32(sf_crc32(0, "1234", 4), "56789", 5));
+}
+
+TEST(format_parse_roundtrip)
+{
+	char buf[SF_STATE_MAX], err[256] = "";
+	struct sf_state st = { 0 };
+	int n = sf_state_format(&sample, buf, sizeof(buf));
+
+	ASSERT_GT(n, 0);
+	ASSERT_EQ(0, strncmp(buf, "snowflake-floor 1\nfloor_ms 1763769600123\n", 41));
+	ASSERT_EQ('\n', buf[n - 1]);
+	ASSERT_EQ(0, sf_state_parse(buf, (size_t)n, &st, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(sample.floor_ms, st.floor_ms);
+	ASSERT_EQ(sample.high_ms, st.high_ms);
+	ASSERT_EQ(sample.margin_ms, st.margin_ms);
+	ASSERT_EQ(sample.saved_unix_ms, st.saved_unix_ms);
+	/* A buffer one byte short is refused, never cut. */
+	ASSERT_EQ(-ENOSPC, sf_state_format(&sample, buf, (size_t)n));
+}
+
+/* A write torn anywhere (every strict prefix of the file) is detected. */
+TEST(every_truncation_is_corrupt)
+{
+	char buf[SF_STATE_MAX], err[256];
+	struct sf_state st;
+	int n = sf_state_format(&sample, buf, sizeof(buf));
+
+	for (int len = 0; len < n; len++) {
+		memset(&st, 0x5a, sizeof(st));
+		ASSERT_EQ(-EBADMSG, sf_state_parse(buf, (size_t)len, &st, err, sizeof(err)))
+			TH_LOG("prefix of %d bytes accepted", len);
+		ASSERT_NE('\0', err[0]);
+		/* Nothing is written on failure. */
+		ASSERT_EQ(0x5a5a5a5a5a5a5a5aULL, st.floor_ms);
+	}
+}
+
+/* Every single flipped bit anywhere in the file is detected. */
+TEST(every_bit_flip_is_corrupt)
+{
+	char buf[SF_STATE_MAX], err[256];
+	struct sf_state st;
+	int n = sf_state_format(&sample, buf, sizeof(buf));
+
+	for (int i = 0; i < n; i++) {
+		for (int b = 0; b < 8; b++) {
+			int r;
+
+			buf[i] ^= (char)(1 << b);
+			r = sf_state_parse(buf, (size_t)n, &st, err, sizeof(err));
+			buf[i] ^= (char)(1 << b);
+			ASSERT_NE(0, r) TH_LOG("flip of bit %d of byte %d accepted", b, i);
+		}
+	}
+}
+
+TEST(bad_contents)
+{
+	static const struct {
+		const char *body;	/* the checksum is appended */
+		const char *why;
+		int err;
+	} cases[] = {
+		{ "snowflake-floor 2\nfloor_ms 5\n", "format version 2", -EPROTONOSUPPORT },
+		{ "snowflake-flour 1\nfloor_ms 5\n", "not a snowflake-floord state file", -EBADMSG },
+		{ "snowflake-floor 1\n", "no floor_ms", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 0\n", "floor_ms is 0", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 05\n", "not a decimal number", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms -5\n", "not a decimal number", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 5 \n", "not a decimal number", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 18446744073709551616\n", "not a decimal number", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 5\nfloor_ms 6\n", "given twice", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 5\ncolor blue\n", "unknown key \"color\"", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 5\n\n", "not \"key value\"", -EBADMSG },
+		{ "snowflake-floor one\nfloor_ms 5\n", "bad format version", -EBADMSG },
+	};
+	char buf[SF_STATE_MAX], err[256];
+	struct sf_state st;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int n = with_crc(cases[i].body, buf, sizeof(buf));
+
+		err[0] = '\0';
+		ASSERT_EQ(cases[i].err, sf_state_parse(buf, (size_t)n, &st, err, sizeof(err)))
+			TH_LOG("case %zu", i);
+		ASSERT_NE(NULL, strstr(err, cases[i].why)) TH_LOG("case %zu: \"%s\"", i, err);
+	}
+	/* The largest valid number is accepted. */
+	ASSERT_EQ(0, sf_state_parse(buf, (size_t)with_crc("snowflake-floor 1\nfloor_ms 18446744073709551615\n",
+							 buf, sizeof(buf)), &st, err, sizeof(err)));
+	ASSERT_EQ(UINT64_MAX, st.floor_ms);
+}
+
+TEST(bad_framing)
+{
+	char buf[2 * SF_STATE_MAX], err[256];
+	struct sf_state st;
+	int n = sf_state_format(&sample, buf, sizeof(buf));
+
+	/* Data after the checksum line. */
+	memcpy(buf + n, "x 1\n", 5);
+	ASSERT_EQ(-EBADMSG, sf_state_parse(buf, (size_t)n + 4, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "after the crc32 line"));
+	/* Uppercase hex in the checksum. */
+	n = sf_state_format(&sample, buf, sizeof(buf));
+	for (int i = n - 9; i < n - 1; i++)
+		if (buf[i] >= 'a' && buf[i] <= 'f')
+			buf[i] = (char)(buf[i] - 'a' + 'A');
+	if (strpbrk(buf + n - 9, "ABCDEF")) {
+		ASSERT_EQ(-EBADMSG, sf_state_parse(buf, (size_t)n, &st, err, sizeof(err)));
+	}
+	/* A NUL byte, an oversized file, an empty one. */
+	n = sf_state_format(&sample, buf, sizeof(buf));
+	buf[3] = '\0';
+	ASSERT_EQ(-EBADMSG, sf_state_parse(buf, (size_t)n, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "NUL"));
+	memset(buf, '\n', sizeof(buf));
+	ASSERT_EQ(-EBADMSG, sf_state_parse(buf, SF_STATE_MAX + 1, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "larger than"));
+	ASSERT_EQ(-EBADMSG, sf_state_parse(buf, 0, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "empty"));
+}
+
+TEST(save_then_load)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], err[512], want[SF_STATE_MAX], have[SF_STATE_MAX];
+	struct sf_state st = { 0 }, next = sample;
+	struct stat sb;
+	int n;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	ASSERT_EQ(-ENOENT, sf_state_load(dir, &st, err, sizeof(err)));
+	ASSERT_EQ(0, sf_state_save(dir, &sample, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(0, sf_state_load(dir, &st, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(sample.floor_ms, st.floor_ms);
+	/* Byte for byte the format, mode 0644, no temporary file left. */
+	snprintf(path, sizeof(path), "%s/floor", dir);
+	n = sf_state_format(&sample, want, sizeof(want));
+	ASSERT_EQ((size_t)n, get_file(path, have, sizeof(have)));
+	ASSERT_EQ(0, memcmp(want, have, (size_t)n));
+	ASSERT_EQ(0, stat(path, &sb));
+	ASSERT_EQ(0644, sb.st_mode & 07777);
+	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
+	ASSERT_NE(0, access(path, F_OK));
+	/* A second save replaces the first. */
+	next.floor_ms += 5000;
+	ASSERT_EQ(0, sf_state_save(dir, &next, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(0, sf_state_load(dir, &st, err, sizeof(err)));
+	ASSERT_EQ(next.floor_ms, st.floor_ms);
+	rmtree(dir);
+}
+
+/* What a crash in the middle of a save leaves: a floor.tmp, old or torn. */
+TEST(leftover_tmp_file)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], err[512];
+	struct sf_state st;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
+	put_file(path, "snowflake-floor 1\nfloor_", 24);
+	/* Never read: with no floor, it is a first start. */
+	ASSERT_EQ(-ENOENT, sf_state_load(dir, &st, err, sizeof(err)));
+	/* The next save overwrites it. */
+	ASSERT_EQ(0, sf_state_save(dir, &sample, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(0, sf_state_load(dir, &st, err, sizeof(err)));
+	ASSERT_EQ(sample.floor_ms, st.floor_ms);
+	ASSERT_NE(0, access(path, F_OK));
+	rmtree(dir);
+}
+
+TEST(load_corrupt_file)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], err[512], buf[SF_STATE_MAX];
+	struct sf_state st;
+	int n;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/floor", dir);
+	n = sf_state_format(&sample, buf, sizeof(buf));
+	put_file(path, buf, (size_t)n - 5);	/* torn */
+	ASSERT_EQ(-EBADMSG, sf_state_load(dir, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "/floor: corrupt: ")) TH_LOG("%s", err);
+	ASSERT_NE(NULL, strstr(err, dir));
+	put_file(path, "\x7f" "ELF garbage\n", 13);
+	ASSERT_EQ(-EBADMSG, sf_state_load(dir, &st, err, sizeof(err)));
+	/* A file far too big is refused without reading it all. */
+	{
+		char big[3 * SF_STATE_MAX];
+
+		memset(big, 'a', sizeof(big));
+		put_file(path, big, sizeof(big));
+		ASSERT_EQ(-EBADMSG, sf_state_load(dir, &st, err, sizeof(err)));
+		ASSERT_NE(NULL, strstr(err, "larger than"));
+	}
+	/* Another format version. */
+	n = with_crc("snowflake-floor 7\nfloor_ms 5\n", buf, sizeof(buf));
+	put_file(path, buf, (size_t)n);
+	ASSERT_EQ(-EPROTONOSUPPORT, sf_state_load(dir, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "unknown format: format version 7")) TH_LOG("%s", err);
+	/* "floor" is a directory. */
+	unlink(path);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	ASSERT_EQ(-EISDIR, sf_state_load(dir, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "Is a directory")) TH_LOG("%s", err);
+	rmtree(dir);
+}
+
+TEST(missing_directory)
+{
+	char dir[PATH_MAX], sub[PATH_MAX + 16], err[512];
+	struct sf_state st;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(sub, sizeof(sub), "%s/missing", dir);
+	ASSERT_EQ(-ENOENT, sf_state_save(sub, &sample, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "state directory ")) TH_LOG("%s", err);
+	ASSERT_NE(NULL, strstr(err, "/missing: No such file or directory")) TH_LOG("%s", err);
+	ASSERT_EQ(-ENOENT, sf_state_load(sub, &st, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "state directory ")) TH_LOG("%s", err);
+	/* A file where the directory should be. */
+	put_file(sub, "x", 1);
+	ASSERT_EQ(-ENOTDIR, sf_state_save(sub, &sample, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "Not a directory")) TH_LOG("%s", err);
+	rmtree(dir);
+}
+
+/*
+ * A write that runs out of room (here the file size limit, EFBIG, as a
+ * full disk gives ENOSPC): a clear error, the old file intact, no
+ * temporary file left.
+ */
+TEST(write_error_keeps_old_file)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], err[512], before[SF_STATE_MAX], after[SF_STATE_MAX];
+	size_t nb, na;
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	ASSERT_EQ(0, sf_state_save(dir, &sample, err, sizeof(err))) TH_LOG("%s", err);
+	snprintf(path, sizeof(path), "%s/floor", dir);
+	nb = get_file(path, before, sizeof(before));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct rlimit rl = { .rlim_cur = 16, .rlim_max = 16 };
+		struct sf_state next = sample;
+		int r;
+
+		next.floor_ms += 1000;
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(10);
+		r = sf_state_save(dir, &next, err, sizeof(err));
+		if (r != -EFBIG)
+			_exit(11);
+		if (!strstr(err, "writing ") || !strstr(err, "/floor.tmp: File too large"))
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	na = get_file(path, after, sizeof(after));
+	ASSERT_EQ(nb, na);
+	ASSERT_EQ(0, memcmp(before, after, nb));
+	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
+	ASSERT_NE(0, access(path, F_OK));
+	rmtree(dir);
+}
+
+/* The rename fails (a directory is in the way): the temporary file is removed. */
+TEST(rename_error)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32], err[512];
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/floor", dir);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	snprintf(path, sizeof(path), "%s/floor/x", dir);
+	put_file(path, "x", 1);
+	ASSERT_GT(0, sf_state_save(dir, &sample, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "renaming ")) TH_LOG("%s", err);
+	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
+	ASSERT_NE(0, access(path, F_OK));
+	rmtree(dir);
+}
+
+TEST(durations)
+{
+	static const struct {
+		const char *s;
+		int err;
+		uint64_t ms;
+	} cases[] = {
+		{ "1", 0, 1000 }, { "10", 0, 10000 }, { "10s", 0, 10000 }, { "500ms", 0, 500 },
+		{ "1ms", 0, 1 }, { "2m", 0, 120000 }, { "1440m", 0, 86400000 }, { "86400", 0, 86400000 },
+		{ "86401", -ERANGE, 0 }, { "0", -ERANGE, 0 }, { "0ms", -ERANGE, 0 },
+		{ "99999999999999999999999", -ERANGE, 0 },
+		{ "", -EINVAL, 0 }, { "s", -EINVAL, 0 }, { "-1", -EINVAL, 0 }, { "1h", -EINVAL, 0 },
+		{ "1 s", -EINVAL, 0 }, { "1.5", -EINVAL, 0 }, { "10S", -EINVAL, 0 }, { "ms", -EINVAL, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t ms = 12345;
+
+		ASSERT_EQ(cases[i].err, sf_parse_duration(cases[i].s, &ms)) TH_LOG("\"%s\"", cases[i].s);
+		ASSERT_EQ(cases[i].err ? 12345 : cases[i].ms, ms) TH_LOG("\"%s\"", cases[i].s);
+	}
+	ASSERT_EQ(-EINVAL, sf_parse_duration(NULL, NULL));
+}
+
+TEST(policy)
+{
+	ASSERT_EQ(30ULL, sf_high_water(10, 20, 30));
+	ASSERT_EQ(30ULL, sf_high_water(30, 20, 0));
+	ASSERT_EQ(30ULL, sf_high_water(10, 30, 0));
+	/* Nothing saved yet, or the saved floor behind or at the mark: save. */
+	ASSERT_TRUE(sf_need_save(0, 1000, 10000));
+	ASSERT_TRUE(sf_need_save(1000, 1000, 10000));
+	ASSERT_TRUE(sf_need_save(999, 1000, 10000));
+	/* Less than half the margin left: save; more: wait. */
+	ASSERT_TRUE(sf_need_save(1000 + 4999, 1000, 10000));
+	ASSERT_FALSE(sf_need_save(1000 + 5000, 1000, 10000));
+	ASSERT_FALSE(sf_need_save(1000 + 10000, 1000, 10000));
+	ASSERT_EQ(0, sf_check_timing(1000, 10000));
+	ASSERT_EQ(0, sf_check_timing(1000, 2001));
+	ASSERT_EQ(-EINVAL, sf_check_timing(1000, 2000));
+	ASSERT_EQ(-EINVAL, sf_check_timing(5000, 1000));
+}
+
+/*
+ * The argument of snowflake-floord(8), run: the generator's clock moves at
+ * one ms per ms; the daemon looks every interval and, when the policy says
+ * so, writes high + margin, which is durable `latency` ms later.  As long as
+ * latency <= margin/2 - interval, the durable floor stays above every ID
+ * issued at every instant, so a crash at any instant is safe.  With a write
+ * slower than that, the simulation finds the instant where it is not (the
+ * check can fail).
+ */
+static uint64_t first_unsafe_ms(uint64_t interval, uint64_t margin, uint64_t latency)
+{
+	const uint64_t start = 1763769600000ULL, span = 10 * 60 * 1000;
+	uint64_t durable, pending = 0, pending_at = 0, next_poll;
+
+	/* The daemon saves at start, before the service lets anyone read. */
+	durable = start + margin;
+	next_poll = start + interval;
+	for (uint64_t t = start; t < start + span; t++) {
+		if (pending && t >= pending_at) {
+			durable = pending;
+			pending = 0;
+		}
+		if (t == next_poll) {
+			next_poll += interval;
+			if (!pending && sf_need_save(durable, sf_high_water(t, t, 0), margin)) {
+				pending = t + margin;
+				pending_at = t + latency;
+			}
+		}
+		/* An ID issued now has a timestamp of at most t. */
+		if (durable <= t)
+			return t - start;
+	}
+	return 0;
+}
+
+TEST(margin_covers_the_interval)
+{
+	ASSERT_EQ(0ULL, first_unsafe_ms(1000, 10000, 0));
+	ASSERT_EQ(0ULL, first_unsafe_ms(1000, 10000, 4000));	/* the budget: margin/2 - interval */
+	ASSERT_EQ(0ULL, first_unsafe_ms(1, 3, 0));
+	ASSERT_EQ(0ULL, first_unsafe_ms(250, 2000, 750));
+	/* Writes slower than the budget: unsafe, and found. */
+	ASSERT_NE(0ULL, first_unsafe_ms(1000, 10000, 6000));
+	ASSERT_NE(0ULL, first_unsafe_ms(1000, 2000, 100));	/* margin not > 2 * interval */
+}
+
+TEST_HARNESS_MAIN
