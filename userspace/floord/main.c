@@ -122,6 +122,7 @@ struct floord {
 	uint64_t saved;		/* floor_ms of the file on disk, 0: none */
 	uint64_t catchups, jumps;
 	unsigned long failures;
+	bool restoring;		/* the device is at the saved floor on purpose */
 };
 
 static int read_high(struct floord *d, uint64_t *high, struct snowflake_stats *out)
@@ -177,7 +178,7 @@ static int save(struct floord *d, const char *why)
 		     d->failures == 1 ? "" : "s");
 		d->failures = 0;
 	}
-	if (d->saved && !read_high(d, &after, NULL) && after >= d->saved)
+	if (d->saved && !d->restoring && !read_high(d, &after, NULL) && after >= d->saved)
 		logp(LOG_WARNING, "the generator passed the saved floor %" PRIu64
 		     " by %" PRIu64 " ms before the new one was on disk (the write took %" PRIu64
 		     " ms): raise --margin", d->saved, after - d->saved + 1, t1 > t0 ? t1 - t0 : 0);
@@ -251,52 +252,70 @@ static int do_show(struct floord *d)
 	return SF_FLOORD_EXIT_OK;
 }
 
+/*
+ * Raise the device's floor to the saved one, then save again at once: from
+ * here on the device issues IDs at or above the restored floor, so the file
+ * must move ahead of them before anything reads (a crash right after the
+ * restore must not restore the same floor again).
+ */
 static int do_restore(struct floord *d)
 {
 	struct snowflake_stats before, after;
 	struct sf_state st;
 	char a[40], b[40];
 	uint64_t clock;
-	int r = load(d->dir, &st);
+	int lock, r;
 
-	if (r == -ENOENT && access(d->dir, F_OK)) {
-		/* A wrong --state-dir, or /var/lib not mounted: not a first start. */
-		logp(LOG_ERR, "state directory %s: %s", d->dir, strerror(errno));
+	lock = lock_dir(d->dir);
+	if (lock < 0)
+		return SF_FLOORD_EXIT_FAIL;
+	r = load(d->dir, &st);
+	if (r && r != -ENOENT) {
+		logp(LOG_ERR, "refusing to restore from a file that cannot be trusted; the device keeps its floor (see RECOVERY in snowflake-floord(8))");
+		close(lock);
+		return exit_of_load(r);
+	}
+	if (open_device(d)) {
+		close(lock);
 		return SF_FLOORD_EXIT_FAIL;
 	}
 	if (r == -ENOENT) {
 		logp(LOG_NOTICE, "no saved floor in %s/%s: first start, nothing to restore",
 		     d->dir, SF_STATE_FILE);
-		return SF_FLOORD_EXIT_OK;
+		d->saved = 0;
+	} else {
+		r = snowflake_get_stats(d->sf, &before);
+		if (!r)
+			r = snowflake_set_floor(d->sf, st.floor_ms);
+		if (!r)
+			r = snowflake_get_stats(d->sf, &after);
+		if (r) {
+			logp(LOG_ERR, "%s: restoring floor_ms %" PRIu64 ": %s", d->device, st.floor_ms,
+			     snowflake_strerror(r));
+			close(lock);
+			return SF_FLOORD_EXIT_FAIL;
+		}
+		clock = before.clock_ms;
+		logp(LOG_NOTICE, "restored floor_ms %" PRIu64 " (%s, saved %s) from %s/%s; the generator's clock was %" PRIu64 " ms %s it",
+		     st.floor_ms, iso(st.floor_ms, a, sizeof(a)), iso(st.saved_unix_ms, b, sizeof(b)),
+		     d->dir, SF_STATE_FILE,
+		     clock < st.floor_ms ? st.floor_ms - clock : clock - st.floor_ms,
+		     clock < st.floor_ms ? "behind" : "ahead of");
+		if (before.ids_issued && before.last_timestamp_ms < st.floor_ms)
+			logp(LOG_WARNING, "%" PRIu64 " IDs were issued before this restore, below the restored floor: they may repeat IDs issued before the restart (restore before anything reads)",
+			     (uint64_t)before.ids_issued);
+		if (after.floor_ms < st.floor_ms)
+			logp(LOG_WARNING, "the device's floor is %" PRIu64 ", below %" PRIu64,
+			     (uint64_t)after.floor_ms, st.floor_ms);
+		d->saved = st.floor_ms;
 	}
+	d->restoring = true;
+	r = save(d, "restore");
+	close(lock);
 	if (r) {
-		logp(LOG_ERR, "refusing to restore from a file that cannot be trusted; the device keeps its floor (see RECOVERY in snowflake-floord(8))");
-		return exit_of_load(r);
-	}
-	if (open_device(d))
-		return SF_FLOORD_EXIT_FAIL;
-	r = snowflake_get_stats(d->sf, &before);
-	if (!r)
-		r = snowflake_set_floor(d->sf, st.floor_ms);
-	if (!r)
-		r = snowflake_get_stats(d->sf, &after);
-	if (r) {
-		logp(LOG_ERR, "%s: restoring floor_ms %" PRIu64 ": %s", d->device, st.floor_ms,
-		     snowflake_strerror(r));
+		logp(LOG_ERR, "cannot save the floor ahead of the device: a crash now could restore too low a floor");
 		return SF_FLOORD_EXIT_FAIL;
 	}
-	clock = before.clock_ms;
-	logp(LOG_NOTICE, "restored floor_ms %" PRIu64 " (%s, saved %s) from %s/%s; the generator's clock was %" PRIu64 " ms %s it",
-	     st.floor_ms, iso(st.floor_ms, a, sizeof(a)), iso(st.saved_unix_ms, b, sizeof(b)),
-	     d->dir, SF_STATE_FILE,
-	     clock < st.floor_ms ? st.floor_ms - clock : clock - st.floor_ms,
-	     clock < st.floor_ms ? "behind" : "ahead of");
-	if (before.ids_issued && before.last_timestamp_ms < st.floor_ms)
-		logp(LOG_WARNING, "%" PRIu64 " IDs were issued before this restore, below the restored floor: they may repeat IDs issued before the restart (restore before anything reads)",
-		     (uint64_t)before.ids_issued);
-	if (after.floor_ms < st.floor_ms)
-		logp(LOG_WARNING, "the device's floor is %" PRIu64 ", below %" PRIu64,
-		     (uint64_t)after.floor_ms, st.floor_ms);
 	return SF_FLOORD_EXIT_OK;
 }
 

@@ -1,0 +1,127 @@
+#!/bin/sh
+# /init of the restart test's guest (scripts/restart-test.sh): one phase per
+# boot, chosen by "sfphase=" on the kernel command line.  The host parses the
+# "RESTART <key> <value>" lines.
+#
+#   /dev/vda  ext4, persistent: the floor file in /mnt/state
+#   /dev/vdb  raw, persistent: the witness, the largest ID of the first boot,
+#             written with dd conv=fsync (so no sync(2) makes the floor file
+#             durable behind snowflake-floord's back)
+#
+# Phase 1: IDs are issued while snowflake-floord saves; the daemon is then
+# stopped (SIGSTOP, so it cannot save again) and more IDs are issued, the
+# largest goes to the witness, and the guest crashes (sysrq b: no sync, no
+# unmount, no SIGTERM).
+# Phase 2, RTC one day behind: the negative control (module loaded, no
+# restore: an ID lower than the witness), then restore and the new IDs; then
+# a clean stop (SIGTERM) and a module reload; a corrupt file is refused.
+
+# shellcheck source=scripts/guest/init-common.sh
+. /etc/init-common.sh
+
+STATE=/mnt/state
+phase=$(sed -n 's/.*sfphase=\([0-9]*\).*/\1/p' /proc/cmdline)
+say() { echo "RESTART $*"; }
+fail() {
+	say "error $*"
+	vm_done
+}
+
+say phase "$phase"
+say kernel "$(uname -r)"
+say wall "$(date +%s)"
+echo 1 >/proc/sys/kernel/sysrq
+while read -r m; do
+	insmod "/modules/$m" || fail "insmod $m"
+done </modules/order
+mkdir -p /mnt
+i=0
+while [ ! -b /dev/vda ] || [ ! -b /dev/vdb ]; do
+	i=$((i + 1))
+	[ "$i" -lt 50 ] || fail "no /dev/vda or /dev/vdb"
+	sleep 0.1
+done
+mount -t ext4 /dev/vda /mnt || fail "mount /dev/vda"
+mkdir -p "$STATE"
+dmesg -c >/dev/null
+
+if [ "$phase" = 1 ]; then
+	insmod /snowflake.ko || fail "insmod snowflake.ko"
+	snowflake-floord --restore --state-dir "$STATE"
+	say restore1_rc "$?"
+	snowflake-floord --state-dir "$STATE" --interval 1s --margin 10s -v &
+	dpid=$!
+	# Long enough for a periodic save (every ~5 s with these settings).
+	end=$(($(date +%s) + 7))
+	n=0
+	while [ "$(date +%s)" -lt "$end" ]; do
+		snowflake next -n 4096 >/dev/null || fail "snowflake next"
+		n=$((n + 4096))
+	done
+	# The daemon can no longer save: what follows is "between two saves".
+	kill -STOP "$dpid"
+	end=$(($(date +%s) + 3))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		snowflake next -n 4096 >/dev/null || fail "snowflake next"
+		n=$((n + 4096))
+	done
+	last=$(snowflake next) || fail "snowflake next"
+	printf '%s\n' "$last" | dd of=/dev/vdb conv=fsync 2>/dev/null || fail "witness"
+	say old_count "$((n + 1))"
+	say old_max "$last"
+	say crash now
+	# Let the serial console drain: the reset drops what it still holds.
+	sleep 1
+	echo b >/proc/sysrq-trigger
+	sleep 30
+	fail "still running after sysrq b"
+fi
+
+# Phase 2: the clock is a day behind.
+old=$(head -n 1 /dev/vdb)
+say witness "$old"
+snowflake-floord --show --state-dir "$STATE" | sed 's/^/RESTART saved_/'
+
+# The negative control: without the restore, this boot's IDs are lower.
+insmod /snowflake.ko || fail "insmod snowflake.ko (control)"
+say control "$(snowflake next)"
+rmmod snowflake || fail "rmmod (control)"
+
+insmod /snowflake.ko || fail "insmod snowflake.ko"
+snowflake-floord --restore --state-dir "$STATE"
+say restore_rc "$?"
+say new_min "$(snowflake next)"
+# The restore saved again at once, ahead of what the device now issues.
+say after_restore_floor "$(snowflake-floord --show --state-dir "$STATE" | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')"
+snowflake next -n 10000 >/dev/null
+
+# A clean stop saves; a module reload restores it.
+snowflake-floord --state-dir "$STATE" --interval 1s --margin 10s -v &
+dpid=$!
+sleep 2
+snowflake next -n 4096 >/dev/null
+say before_stop_max "$(snowflake next)"
+kill -TERM "$dpid"
+wait "$dpid"
+say daemon_rc "$?"
+rmmod snowflake || fail "rmmod"
+insmod /snowflake.ko || fail "insmod snowflake.ko (reload)"
+snowflake-floord --restore --state-dir "$STATE"
+say restore2_rc "$?"
+say reload_min "$(snowflake next)"
+
+# A corrupt file is refused and changes nothing.
+cp "$STATE/floor" /tmp/floor.good
+# One more digit: a floor ten times later, if it were believed.
+sed -i 's/^floor_ms /floor_ms 1/' "$STATE/floor"
+cmp -s "$STATE/floor" /tmp/floor.good && fail "the file was not changed"
+f0=$(cat /sys/class/misc/snowflake/floor_ms)
+snowflake-floord --restore --state-dir "$STATE"
+say corrupt_rc "$?"
+say corrupt_floor "$f0 $(cat /sys/class/misc/snowflake/floor_ms)"
+cp /tmp/floor.good "$STATE/floor"
+
+rmmod snowflake
+umount /mnt
+say finished ok
+vm_done

@@ -1,0 +1,281 @@
+#!/bin/bash
+# The restart proof of snowflake-floord(8), in QEMU guests with a persistent
+# disk: IDs are issued while the daemon saves, the guest crashes (no
+# shutdown), boots again with its RTC one day behind, restores the floor,
+# and every new ID must be greater than every old one.  The negative control
+# (the same boot without the restore) must give a lower ID, or the test
+# could not fail.  Also: a clean stop (SIGTERM) followed by a module reload,
+# and a corrupt file refused.  See scripts/guest/init-restart.sh.
+#
+# Environment:
+#   KERNELS="KVER ..."   kernels (default: Debian's 6.12 and 6.1, the first two of all_kvers)
+#   RESTART_TIMEOUT=300  seconds one boot may take
+#   SNOWFLAKE_SKIP_DEPS=1  do not run deps.sh/ksrc.sh first (check.sh did)
+#
+# Prints the figures and "restart: N passed, M failed"; exits nonzero when
+# anything failed.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/vm.sh
+. "$ROOT/scripts/vm.sh"
+
+TIMEOUT=${RESTART_TIMEOUT:-300}
+OUT=$BUILD/restart
+EPOCH_MS=1288834974657	# the default layout: timestamp = id >> 22
+DAY=86400
+
+if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
+	"$ROOT/scripts/deps.sh"
+	"$ROOT/scripts/ksrc.sh"
+fi
+
+pass=0
+fail=0
+n=0
+ok() {
+	pass=$((pass + 1)) n=$((n + 1))
+	echo "ok $n $*"
+}
+notok() {
+	fail=$((fail + 1)) n=$((n + 1))
+	echo "not ok $n $*"
+}
+check() { # check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else notok "$what"; fi
+}
+finish() {
+	echo "restart: $pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	exit
+}
+
+if [ -n "${KERNELS:-}" ]; then
+	mapfile -t kvers < <(all_kvers)
+else
+	# The non-RT kernels: 6.12 and 6.1 (the module and the daemon do
+	# nothing RT-specific; vmtest covers the RT kernel).
+	mapfile -t kvers < <(all_kvers | grep -v -- '-rt-' | head -n 2)
+fi
+
+# Static snowflake-floord and snowflake for the busybox guest.
+mkdir -p "$OUT"
+echo "==== building static snowflake-floord and snowflake ===="
+if ! make -C "$ROOT/userspace" OUT="$BUILD/userspace" ${V:+V="$V"} "$BUILD/userspace/libsnowflake.a" ||
+	! cc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -I"$ROOT/userspace/include" -I"$ROOT/uapi" \
+		-o "$OUT/snowflake-floord" "$ROOT"/userspace/floord/*.c "$BUILD/userspace/libsnowflake.a" ||
+	! cc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -I"$ROOT/userspace/include" -I"$ROOT/uapi" \
+		-o "$OUT/snowflake" "$ROOT"/userspace/cli/*.c "$BUILD/userspace/libsnowflake.a"; then
+	notok "building the static binaries"
+	finish
+fi
+
+# modules_of KVER: the modules tree of KVER (from the installed kernel, or
+# unpacked from its package into build/kernels/KVER/).
+modules_of() {
+	local kver=$1 dir=$BUILD/kernels/$1 tmp deb
+	if [ -f "/lib/modules/$kver/modules.dep" ]; then
+		echo "/lib/modules/$kver"
+		return 0
+	fi
+	if [ ! -f "$dir/lib/modules/$kver/modules.dep" ]; then
+		tmp=$(mktemp -d "$BUILD/modules.XXXXXX")
+		(cd "$tmp" && apt-get -q download "linux-image-$kver" >/dev/null 2>&1 ||
+			apt-get -q download "linux-image-$kver-unsigned" >/dev/null 2>&1) || {
+			rm -rf "$tmp"
+			return 1
+		}
+		deb=$(find "$tmp" -name '*.deb' | head -n 1)
+		mkdir -p "$dir"
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" "./lib/modules/$kver" || {
+			rm -rf "$tmp"
+			return 1
+		}
+		rm -rf "$tmp"
+	fi
+	echo "$dir/lib/modules/$kver"
+}
+
+# stage_modules MODDIR DEST NAME...: the modules NAME and what they depend
+# on (modules.dep), decompressed into DEST, and DEST/order, dependencies
+# first.  A module that is not in modules.dep must be built in.
+stage_modules() {
+	local moddir=$1 dest=$2 name path
+	shift 2
+	local -A seen=()
+	mkdir -p "$dest"
+	: >"$dest/order"
+	add() { # add PATH (relative to moddir, as in modules.dep)
+		local p=$1 d base
+		[ -z "${seen[$p]:-}" ] || return 0
+		seen[$p]=1
+		# shellcheck disable=SC2013 # words: one module path each
+		for d in $(awk -v p="$p:" '$1 == p { for (i = 2; i <= NF; i++) print $i }' "$moddir/modules.dep"); do
+			add "$d"
+		done
+		base=${p##*/}
+		case $base in
+		*.ko.xz) xz -dc "$moddir/$p" >"$dest/${base%.xz}" ;;
+		*.ko.zst) zstd -qdc "$moddir/$p" >"$dest/${base%.zst}" ;;
+		*.ko.gz) gzip -dc "$moddir/$p" >"$dest/${base%.gz}" ;;
+		*) cp "$moddir/$p" "$dest/$base" ;;
+		esac
+		base=${base%.xz}
+		base=${base%.zst}
+		echo "${base%.gz}" >>"$dest/order"
+	}
+	for name in "$@"; do
+		path=$(awk -v n="$name" '{ k = $1; sub(/:$/, "", k); b = k; sub(/.*\//, "", b);
+			sub(/\.ko(\.xz|\.zst|\.gz)?$/, "", b); gsub(/-/, "_", b);
+			if (b == n) { print k; exit } }' "$moddir/modules.dep")
+		if [ -n "$path" ]; then
+			add "$path"
+		elif ! grep -qE "/${name//_/[-_]}\.ko\$" "$moddir/modules.builtin" 2>/dev/null; then
+			echo "restart: $name is neither a module nor built into $(basename "$moddir")" >&2
+			return 1
+		fi
+	done
+}
+
+# boot KVER INITRD DISK WITNESS PHASE LOG [RTC]: one boot; the console in LOG.
+boot() {
+	local kver=$1 initrd=$2 disk=$3 witness=$4 phase=$5 log=$6 rtc=${7:-} kernel
+	local -a args
+	kernel=$(vmlinuz_of "$kver") || return 1
+	# One CPU: nothing here needs two, and it keeps clear of TCG's
+	# cross-CPU code patching (an int3 oops in enqueue_timer at boot, once).
+	# shellcheck disable=SC2054 # qemu arguments with commas
+	args=(-accel tcg -smp 1 -m 512 -nographic -no-reboot -nodefaults
+		-serial mon:stdio -kernel "$kernel" -initrd "$initrd"
+		-drive "file=$disk,format=raw,if=virtio,cache=writeback"
+		-drive "file=$witness,format=raw,if=virtio,cache=writeback"
+		-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 sfphase=$phase")
+	if [ -n "$rtc" ]; then
+		args+=(-rtc "base=$rtc")
+	fi
+	if [ "${SNOWFLAKE_KVM:-0}" = 1 ]; then
+		args[1]=kvm
+	fi
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${args[@]}" </dev/null >"$log" 2>&1 || return $?
+}
+
+# val LOG KEY: the value of the last "RESTART KEY ..." line.
+val() {
+	tr -d '\r' <"$2" | sed -n "s/^RESTART $1 //p" | tail -n 1
+}
+ts_ms() { echo $(((${1:-0} >> 22) + EPOCH_MS)); }
+# shellcheck disable=SC2317 # called through check
+same_number() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" = "$2" ]; }
+# gt A B: both numbers, A > B.
+# shellcheck disable=SC2317
+gt() { [[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]] && [ "$1" -gt "$2" ]; }
+
+test_kernel() {
+	local kver=$1 dir=$OUT/$1 stage initrd disk witness log1 log2 moddir t0 t1
+	local old_max witness_val control new_min before_stop reload_min saved_high saved_floor
+	local wall2 host2 delta rc
+	stage=$dir/initramfs
+	initrd=$dir/initramfs.cpio.gz
+	disk=$dir/disk.img
+	witness=$dir/witness.img
+	log1=$dir/boot1.log
+	log2=$dir/boot2.log
+	t0=$(now)
+	echo
+	echo "==== restart $kver ===="
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	if ! (build_module "$kver" "$dir/mod") >"$dir/build.log" 2>&1; then
+		tail -n 20 "$dir/build.log"
+		notok "$kver: building snowflake.ko"
+		return 0
+	fi
+	vm_stage "$stage" "$ROOT/scripts/guest/init-restart.sh"
+	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
+	install -m 0755 "$OUT/snowflake" "$stage/usr/bin/snowflake"
+	install -m 0755 "$OUT/snowflake-floord" "$stage/usr/sbin/snowflake-floord"
+	if ! moddir=$(modules_of "$kver") ||
+		! stage_modules "$moddir" "$stage/modules" crc32c_generic ext4 virtio_pci virtio_blk; then
+		notok "$kver: the guest's disk modules (virtio_blk, ext4)"
+		return 0
+	fi
+	vm_pack "$stage" "$initrd"
+	truncate -s 64M "$disk"
+	mkfs.ext4 -q -F -L snowflake "$disk"
+	truncate -s 1M "$witness"
+
+	# Boot 1: the clock is right; IDs, then a crash.
+	rc=0
+	boot "$kver" "$initrd" "$disk" "$witness" 1 "$log1" || rc=$?
+	old_max=$(val old_max "$log1")
+	if [ "$(val crash "$log1")" = now ] && [ -n "$old_max" ] && [ "$rc" -ne 124 ]; then
+		ok "$kver: boot 1 issued $(val old_count "$log1") IDs, the daemon saved, then the guest crashed (sysrq b)"
+	else
+		notok "$kver: boot 1 did not reach the crash (qemu exit $rc): $(val error "$log1")"
+		tr -d '\r' <"$log1" | tail -n 30 | sed 's/^/#   | /'
+		return 0
+	fi
+	check "$kver: boot 1: first start, nothing to restore (exit 0)" [ "$(val restore1_rc "$log1")" = 0 ]
+
+	# Boot 2: the RTC one day behind.
+	host2=$(date +%s)
+	rc=0
+	boot "$kver" "$initrd" "$disk" "$witness" 2 "$log2" "$(date -u -d "@$((host2 - DAY))" +%Y-%m-%dT%H:%M:%S)" || rc=$?
+	if [ "$(val finished "$log2")" != ok ]; then
+		notok "$kver: boot 2 did not finish (qemu exit $rc): $(val error "$log2")"
+		tr -d '\r' <"$log2" | tail -n 30 | sed 's/^/#   | /'
+		return 0
+	fi
+	wall2=$(val wall "$log2")
+	delta=$((wall2 - host2))
+	witness_val=$(val witness "$log2")
+	control=$(val control "$log2")
+	new_min=$(val new_min "$log2")
+	before_stop=$(val before_stop_max "$log2")
+	reload_min=$(val reload_min "$log2")
+	saved_high=$(val saved_high_ms "$log2")
+	saved_floor=$(val saved_floor_ms "$log2")
+	saved_floor=${saved_floor%% *}
+	t1=$(now)
+
+	echo "# old max ID      $old_max  (timestamp $(ts_ms "$old_max") ms, $(date -u -d "@$(($(ts_ms "$old_max") / 1000))" +%FT%TZ))"
+	echo "# saved floor     $saved_floor ms (high-water mark $saved_high at the last save before the crash)"
+	echo "# clock delta     ${delta} s (guest wall clock at boot 2 minus the host's)"
+	echo "# control ID      $control  (no restore; timestamp $(ts_ms "${control:-0}") ms)"
+	echo "# new min ID      $new_min  (timestamp $(ts_ms "${new_min:-0}") ms)"
+	echo "# new - old       $((${new_min:-0} - ${old_max:-0})) ($(($(ts_ms "$new_min") - $(ts_ms "$old_max"))) ms of timestamp)"
+
+	check "$kver: the witness on the raw disk survived the crash ($witness_val)" [ "$witness_val" = "$old_max" ]
+	check "$kver: IDs were issued after the last save that survived (old max ts $(ts_ms "$old_max") > saved high-water mark $saved_high)" \
+		gt "$(ts_ms "$old_max")" "$saved_high"
+	check "$kver: the guest's clock was a day behind at boot 2 (${delta} s)" \
+		[ "$delta" -le $((-DAY + 600)) ]
+	check "$kver: negative control: without the restore, an ID lower than the old max ($control < $old_max)" \
+		gt "$old_max" "$control"
+	check "$kver: restore exit 0" [ "$(val restore_rc "$log2")" = 0 ]
+	check "$kver: after the restore, every new ID > every old ID ($new_min > $old_max)" \
+		gt "$new_min" "$old_max"
+	check "$kver: the restore saved a floor ahead of the new IDs at once ($(val after_restore_floor "$log2") > $(ts_ms "$new_min"))" \
+		gt "$(val after_restore_floor "$log2")" "$(ts_ms "$new_min")"
+	check "$kver: the saved floor was above every old ID (floor $saved_floor > old max ts $(ts_ms "$old_max"))" \
+		gt "$saved_floor" "$(ts_ms "$old_max")"
+	check "$kver: SIGTERM: the daemon saved and exited 0" [ "$(val daemon_rc "$log2")" = 0 ]
+	check "$kver: module reload + restore: $reload_min > $before_stop" \
+		gt "$reload_min" "$before_stop"
+	check "$kver: a corrupt file is refused (exit 3)" [ "$(val corrupt_rc "$log2")" = 3 ]
+	read -r f0 f1 <<<"$(val corrupt_floor "$log2")"
+	check "$kver: ... and the device's floor is unchanged ($f0)" same_number "$f0" "$f1"
+	if vm_problems "$log1" && vm_problems "$log2"; then
+		ok "$kver: no kernel problem on either boot"
+	else
+		notok "$kver: kernel problems (above)"
+	fi
+	echo "# $kver: $((t1 - t0)) s"
+}
+
+for kver in "${kvers[@]}"; do
+	test_kernel "$kver"
+done
+finish
