@@ -16,8 +16,16 @@
 #   make bench           benchmarks (guest under QEMU TCG + callgrind): build/bench/
 #
 # The library and the CLI (userspace/; PREFIX defaults to /usr/local there):
-#   make userspace       libsnowflake.so/.a, snowflake.pc, the snowflake CLI
+#   make userspace       libsnowflake.so/.a, snowflake.pc, the snowflake CLI,
+#                        snowflake-floord
 #   make install-userspace / uninstall-userspace   (DESTDIR, PREFIX, ...)
+#
+# Packaging for a host (packaging/; README.md, "Install on a Debian/Ubuntu host"):
+#   make install-packaging / uninstall-packaging   udev rule, modules-load.d,
+#                        modprobe.d example, sysusers.d, systemd units (DESTDIR, ...)
+#   make dkms-install / dkms-uninstall   the module under DKMS (as root)
+#   make dkms-src        only the DKMS source tree, in $(DESTDIR)/usr/src
+#   make restart         the restart proof of snowflake-floord in QEMU guests
 #
 # Quiet by default; V=1 shows the commands.
 
@@ -35,6 +43,27 @@ Q := @
 endif
 
 SCRIPTS := $(CURDIR)/scripts
+VERSION := $(shell cat $(CURDIR)/VERSION)
+
+# Packaging.  The units name snowflake-floord by its installed path: the
+# same SBINDIR as `make install-userspace` (PREFIX there defaults to
+# /usr/local; a PREFIX given on the command line applies to both).
+ifeq ($(origin PREFIX),command line)
+SF_PREFIX := $(PREFIX)
+else
+SF_PREFIX := /usr/local
+endif
+SBINDIR ?= $(SF_PREFIX)/sbin
+BINDIR ?= $(SF_PREFIX)/bin
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(SYSCONFDIR)/systemd/system
+UDEVRULESDIR ?= $(SYSCONFDIR)/udev/rules.d
+MODULESLOADDIR ?= $(SYSCONFDIR)/modules-load.d
+MODPROBEDIR ?= $(SYSCONFDIR)/modprobe.d
+SYSUSERSDIR ?= $(SYSCONFDIR)/sysusers.d
+DKMS ?= dkms
+DKMS_SRC := /usr/src/snowflake-$(VERSION)
+UNITS := $(notdir $(wildcard packaging/systemd/*.service))
 
 all: module
 
@@ -108,8 +137,68 @@ install-userspace:
 uninstall-userspace:
 	$(Q)$(MAKE) -C userspace uninstall
 
+# The files of packaging/ into $(DESTDIR): units with @SBINDIR@, @BINDIR@
+# and @SYSCONFDIR@ filled in; the modprobe.d example only when there is no
+# such file yet (it is the administrator's).  Then, on a live host:
+# systemd-sysusers; udevadm control --reload; systemctl daemon-reload.
+install-packaging:
+	$(Q)install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(MODULESLOADDIR) \
+		$(DESTDIR)$(MODPROBEDIR) $(DESTDIR)$(SYSUSERSDIR)
+	$(Q)for u in $(UNITS); do \
+		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+			-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u.tmp && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.tmp && \
+		mv $(DESTDIR)$(UNITDIR)/$$u.tmp $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
+	$(Q)install -m 0644 packaging/udev/60-snowflake.rules $(DESTDIR)$(UDEVRULESDIR)/60-snowflake.rules
+	$(Q)install -m 0644 packaging/modules-load.d/snowflake.conf $(DESTDIR)$(MODULESLOADDIR)/snowflake.conf
+	$(Q)install -m 0644 packaging/sysusers.d/snowflake.conf $(DESTDIR)$(SYSUSERSDIR)/snowflake.conf
+	$(Q)if [ -e $(DESTDIR)$(MODPROBEDIR)/snowflake.conf ]; then \
+		echo "keeping $(DESTDIR)$(MODPROBEDIR)/snowflake.conf (example: packaging/modprobe.d/snowflake.conf)"; \
+	else \
+		install -m 0644 packaging/modprobe.d/snowflake.conf $(DESTDIR)$(MODPROBEDIR)/snowflake.conf; \
+	fi
+
+# Removes what install-packaging put there; the modprobe.d file only when it
+# is still the unchanged example.
+uninstall-packaging:
+	$(Q)for u in $(UNITS); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
+	$(Q)rm -f $(DESTDIR)$(UDEVRULESDIR)/60-snowflake.rules \
+		$(DESTDIR)$(MODULESLOADDIR)/snowflake.conf $(DESTDIR)$(SYSUSERSDIR)/snowflake.conf
+	$(Q)if cmp -s packaging/modprobe.d/snowflake.conf $(DESTDIR)$(MODPROBEDIR)/snowflake.conf; then \
+		rm -f $(DESTDIR)$(MODPROBEDIR)/snowflake.conf; fi
+
+# The module's sources as DKMS wants them: $(DESTDIR)/usr/src/snowflake-VERSION/
+# with dkms.conf, Kbuild, driver/ and uapi/.
+dkms-src:
+	$(Q)rm -rf $(DESTDIR)$(DKMS_SRC)
+	$(Q)install -d $(DESTDIR)$(DKMS_SRC)/driver $(DESTDIR)$(DKMS_SRC)/uapi/linux
+	$(Q)install -m 0644 Kbuild $(DESTDIR)$(DKMS_SRC)/Kbuild
+	$(Q)install -m 0644 driver/*.c driver/*.h $(DESTDIR)$(DKMS_SRC)/driver/
+	$(Q)install -m 0644 uapi/linux/snowflake.h $(DESTDIR)$(DKMS_SRC)/uapi/linux/
+	$(Q)sed 's|@VERSION@|$(VERSION)|g' packaging/dkms/dkms.conf.in >$(DESTDIR)$(DKMS_SRC)/dkms.conf
+
+# DKMS builds the module for every installed kernel, and again for each new
+# one.  Replaces an earlier registration of the same version.
+dkms-install: dkms-src
+	$(Q)if $(DKMS) status -m snowflake -v $(VERSION) | grep -q .; then \
+		$(DKMS) remove snowflake/$(VERSION) --all; fi
+	$(Q)$(DKMS) add snowflake/$(VERSION)
+	$(Q)$(DKMS) build snowflake/$(VERSION) -k $(KERNELRELEASE)
+	$(Q)$(DKMS) install snowflake/$(VERSION) -k $(KERNELRELEASE)
+
+dkms-uninstall:
+	$(Q)if $(DKMS) status -m snowflake -v $(VERSION) | grep -q .; then \
+		$(DKMS) remove snowflake/$(VERSION) --all; fi
+	$(Q)rm -rf $(DKMS_SRC)
+
+# The restart proof of snowflake-floord(8) (QEMU guests with a disk).
+restart:
+	$(Q)$(SCRIPTS)/restart-test.sh
+
 help:
-	@sed -n '3,21s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,31s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 .PHONY: all module install clean distclean deps ksrc check run vmtest debug-kernel bench style sparse unit \
-	userspace install-userspace uninstall-userspace help
+	userspace install-userspace uninstall-userspace install-packaging uninstall-packaging \
+	dkms-src dkms-install dkms-uninstall restart help

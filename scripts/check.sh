@@ -1,12 +1,17 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
-#   deps -> ksrc -> style -> sparse -> unit -> userspace -> docs -> vmtest
-#   -> debug-kernel
+#   deps -> ksrc -> style -> sparse -> dkms -> unit -> userspace -> packaging
+#   -> static -> docs -> vmtest -> restart -> debug-kernel
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
 # unit tests and an install into a temporary DESTDIR, scripts/userspace.sh;
 # debug-kernel: the guest suite again on a tinyconfig 6.12 with lockdep,
 # KASAN, UBSAN and kmemleak, scripts/debug-kernel.sh test: its first run
-# builds that kernel, ~7 min on 2 cores, cached in build/debug-kernel/)
+# builds that kernel, ~7 min on 2 cores, cached in build/debug-kernel/;
+# dkms: dkms add/build for every kernel in a private tree, scripts/dkms-test.sh;
+# packaging: the udev rule, units, modules-load.d/modprobe.d/sysusers.d files
+# installed into a DESTDIR and checked, scripts/packaging-test.sh; restart:
+# the crash + clock-back-a-day proof of snowflake-floord in guests with a
+# persistent disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
 # one aggregated line "N passed, M failed" and exits nonzero when anything
 # failed.  A stage that cannot run counts as failed.  Counting: each style
@@ -68,13 +73,16 @@ run_stage ksrc scripts/ksrc.sh
 export SNOWFLAKE_SKIP_DEPS=1
 want style && run_stage style scripts/style.sh
 want sparse && run_stage sparse scripts/sparse.sh
+want dkms && run_stage dkms scripts/dkms-test.sh
 want unit && run_stage unit scripts/unit.sh
 want userspace && run_stage userspace scripts/userspace.sh
+want packaging && run_stage packaging scripts/packaging-test.sh
 want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
 want vmtest && run_stage vmtest scripts/vmtest.sh
+want restart && run_stage restart scripts/restart-test.sh
 want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 
 echo

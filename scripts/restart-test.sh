@@ -65,7 +65,7 @@ mkdir -p "$OUT"
 echo "==== building static snowflake-floord and snowflake ===="
 if ! make -C "$ROOT/userspace" OUT="$BUILD/userspace" ${V:+V="$V"} "$BUILD/userspace/libsnowflake.a" ||
 	! cc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -I"$ROOT/userspace/include" -I"$ROOT/uapi" \
-		-o "$OUT/snowflake-floord" "$ROOT"/userspace/floord/*.c "$BUILD/userspace/libsnowflake.a" ||
+		-DSNOWFLAKE_VERSION="\"$(cat "$ROOT/VERSION")\"" -o "$OUT/snowflake-floord" "$ROOT"/userspace/floord/*.c "$BUILD/userspace/libsnowflake.a" ||
 	! cc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -I"$ROOT/userspace/include" -I"$ROOT/uapi" \
 		-o "$OUT/snowflake" "$ROOT"/userspace/cli/*.c "$BUILD/userspace/libsnowflake.a"; then
 	notok "building the static binaries"

@@ -33,7 +33,9 @@
 #include "state.h"
 
 #define PROG	"snowflake-floord"
-#define VERSION	"1.0.0"
+#ifndef SNOWFLAKE_VERSION
+#define SNOWFLAKE_VERSION	"unknown"
+#endif
 
 /* Log a failed save at most once per this many attempts (one per minute at 1 s). */
 #define ERROR_EVERY	60
@@ -479,7 +481,7 @@ int main(int argc, char **argv)
 			fputs(usage, stdout);
 			return SF_FLOORD_EXIT_OK;
 		case OPT_VERSION:
-			puts(PROG " " VERSION);
+			puts(PROG " " SNOWFLAKE_VERSION);
 			return SF_FLOORD_EXIT_OK;
 		case ':':
 			logp(LOG_ERR, "%s needs a value", argv[optind - 1]);

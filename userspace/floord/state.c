@@ -149,7 +149,7 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 		}
 		klen = (size_t)(sp - p);
 		if (line == 1) {
-			if (klen != mlen || memcmp(p, SF_STATE_MAGIC, mlen)) {
+			if (klen != mlen || memcmp(p, SF_STATE_MAGIC, mlen) != 0) {
 				set_err(err, errlen, "not a snowflake-floord state file (no \"%s\" line)",
 					SF_STATE_MAGIC);
 				return -EBADMSG;
@@ -158,7 +158,7 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 				set_err(err, errlen, "line 1: bad format version");
 				return -EBADMSG;
 			}
-		} else if (klen == 5 && !memcmp(p, "crc32", 5)) {
+		} else if (klen == 5 && memcmp(p, "crc32", 5) == 0) {
 			if (parse_hex32(sp + 1, (size_t)(nl - sp - 1), &want)) {
 				set_err(err, errlen, "line %d: bad crc32 value", line);
 				return -EBADMSG;
@@ -168,7 +168,7 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 			size_t k;
 
 			for (k = 0; k < 4; k++)
-				if (strlen(keys[k]) == klen && !memcmp(p, keys[k], klen))
+				if (strlen(keys[k]) == klen && memcmp(p, keys[k], klen) == 0)
 					break;
 			if (k == 4) {
 				/* Version 1 knows every key: anything else is damage. */
@@ -359,11 +359,11 @@ int sf_parse_duration(const char *s, uint64_t *ms)
 	}
 	if (i == 0)
 		return -EINVAL;
-	if (!strcmp(s + i, "ms"))
+	if (strcmp(s + i, "ms") == 0)
 		mult = 1;
-	else if (!strcmp(s + i, "s") || !s[i])
+	else if (strcmp(s + i, "s") == 0 || !s[i])
 		mult = 1000;
-	else if (!strcmp(s + i, "m"))
+	else if (strcmp(s + i, "m") == 0)
 		mult = 60000;
 	else
 		return -EINVAL;

@@ -1,0 +1,223 @@
+#!/bin/bash
+# The packaging stage of `make check`: `make install-packaging` and
+# `make install-userspace` into a temporary DESTDIR, then
+#   - the files are where systemd, udev, kmod and sysusers look for them;
+#   - systemd-analyze verify on every installed unit (against the staged
+#     tree: the binaries it names must be there), no warning at all;
+#   - the unit's ordering contract (module load -> restore -> sysinit.target
+#     and snowflake-agent.service);
+#   - the udev rule run by udevadm test in a private mount namespace (a
+#     fake node on a tmpfs /dev, our rules only), on a misc device of this
+#     host standing in for snowflake: the node gets mode 0440, group
+#     snowflake; a broken copy of the rule must be reported (the check can
+#     fail);
+#   - systemd-sysusers --root creates the group;
+#   - every example "options" line of the modprobe.d file parses
+#     (modprobe --showconfig) and names parameters the module has;
+#   - uninstall-packaging leaves nothing, and install keeps an edited
+#     modprobe.d file.
+# Prints "packaging: N passed, M failed".
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+OUT=$BUILD/packaging
+pass=0
+fail=0
+n=0
+ok() {
+	pass=$((pass + 1)) n=$((n + 1))
+	echo "ok $n $*"
+}
+notok() {
+	fail=$((fail + 1)) n=$((n + 1))
+	echo "not ok $n $*"
+}
+indent() { sed 's/^/#   /'; }
+finish() {
+	echo "packaging: $pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	exit
+}
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+dest=$OUT/root
+mk() { make -C "$ROOT" --no-print-directory "$@"; }
+
+if mk install-packaging DESTDIR="$dest" >"$OUT/install.log" 2>&1 &&
+	mk -C "$ROOT/userspace" install DESTDIR="$dest" OUT="$BUILD/userspace" >>"$OUT/install.log" 2>&1; then
+	ok "make install-packaging install-userspace DESTDIR=${dest#"$ROOT"/}"
+else
+	indent <"$OUT/install.log"
+	notok "make install-packaging install-userspace"
+	finish
+fi
+want=(etc/systemd/system/snowflake-floor.service etc/udev/rules.d/60-snowflake.rules
+	etc/modules-load.d/snowflake.conf etc/modprobe.d/snowflake.conf etc/sysusers.d/snowflake.conf
+	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8)
+missing=()
+for f in "${want[@]}"; do
+	[ -f "$dest/$f" ] || missing+=("$f")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+	ok "the ${#want[@]} files are in place"
+else
+	notok "missing: ${missing[*]}"
+fi
+if grep -rq '@[A-Z]*@' "$dest/etc/systemd/system"; then
+	notok "a unit still has an @PLACEHOLDER@"
+	grep -rn '@[A-Z]*@' "$dest/etc/systemd/system" | indent
+else
+	ok "units: @SBINDIR@ and friends filled in ($(grep -h '^ExecStart=' "$dest"/etc/systemd/system/*.service | head -n 1))"
+fi
+
+# systemd-analyze verify, inside the staged tree.
+mkdir -p "$dest/sbin"
+cp -L "$(command -v modprobe)" "$dest/sbin/modprobe"
+for unit in "$dest"/etc/systemd/system/*.service; do
+	u=${unit#"$dest"}
+	rc=0
+	(cd "$OUT" && MANPATH=$dest/usr/local/share/man systemd-analyze verify --root="$dest" "$u") \
+		>"$OUT/verify.log" 2>&1 || rc=$?
+	if [ "$rc" -eq 0 ] && [ ! -s "$OUT/verify.log" ]; then
+		ok "systemd-analyze verify ${u##*/}: clean"
+	else
+		notok "systemd-analyze verify ${u##*/} (exit $rc)"
+		indent <"$OUT/verify.log"
+	fi
+done
+rm -f "$dest/sbin/modprobe"
+rmdir "$dest/sbin"
+
+# The floor unit's ordering contract (README, snowflake-floord(8)).
+unit=$dest/etc/systemd/system/snowflake-floor.service
+contract=('^DefaultDependencies=no$' '^After=.*systemd-modules-load\.service'
+	'^Before=.*sysinit\.target' '^Before=.*snowflake-agent\.service' '^Conflicts=shutdown\.target$'
+	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=/sbin/modprobe snowflake$'
+	'^ExecStartPre=/usr/local/sbin/snowflake-floord --restore' '^ExecStart=/usr/local/sbin/snowflake-floord '
+	'^StateDirectory=snowflake$' '^WantedBy=sysinit\.target$')
+bad=()
+for re in "${contract[@]}"; do
+	grep -qE "$re" "$unit" || bad+=("$re")
+done
+if [ "${#bad[@]}" -eq 0 ]; then
+	ok "snowflake-floor.service: modules-load -> restore -> sysinit.target, snowflake-agent.service"
+else
+	notok "snowflake-floor.service lacks: ${bad[*]}"
+fi
+
+# udev: udevadm test on a stand-in misc device, in a private mount namespace.
+udev_check() { # RULES_FILE: prints the node's "mode group" after the event
+	local rules=$1 dev name node major minor ns=$OUT/udev
+	for dev in /sys/class/misc/*; do
+		[ -r "$dev/dev" ] && grep -q '^DEVNAME=' "$dev/uevent" 2>/dev/null && break
+		dev=
+	done
+	[ -n "$dev" ] || return 2
+	name=${dev##*/}
+	node=$(sed -n 's/^DEVNAME=//p' "$dev/uevent")
+	IFS=: read -r major minor <"$dev/dev"
+	rm -rf "$ns"
+	mkdir -p "$ns/rules"
+	sed "s/KERNEL==\"snowflake\"/KERNEL==\"$name\"/" "$rules" >"$ns/rules/60-snowflake.rules"
+	cp /etc/group "$ns/group"
+	echo "snowflake:x:4242:" >>"$ns/group"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	unshare -m bash -c '
+		set -e
+		ns=$1 node=$2 major=$3 minor=$4 dev=$5
+		mount --make-rprivate /
+		mount -t tmpfs tmpfs /dev
+		mount -t tmpfs tmpfs /run
+		mkdir -p "/dev/$(dirname "$node")"
+		mknod "/dev/$node" c "$major" "$minor"
+		chmod 0666 "/dev/$node"
+		for d in /etc/udev/rules.d /usr/lib/udev/rules.d /lib/udev/rules.d /run/udev/rules.d; do
+			[ -d "$d" ] || mkdir -p "$d"
+			mount --bind "$ns/rules" "$d"
+		done
+		mount --bind "$ns/group" /etc/group
+		udevadm test --action=add "$dev" >"$ns/test.log" 2>&1
+		stat -c "%a %G" "/dev/$node"
+	' _ "$ns" "$node" "$major" "$minor" "$dev"
+}
+rules=$dest/etc/udev/rules.d/60-snowflake.rules
+if ! command -v unshare >/dev/null || ! unshare -m true 2>/dev/null; then
+	notok "udev rule: cannot make a private mount namespace here (unshare -m) to run udevadm test"
+elif res=$(udev_check "$rules") && [ "$res" = "440 snowflake" ]; then
+	ok "udev rule: udevadm test gives the node mode 0440, group snowflake"
+else
+	notok "udev rule: udevadm test gave '${res:-nothing}', want '440 snowflake'"
+	indent <"$OUT/udev/test.log" 2>/dev/null || true
+fi
+# The same check on a broken rule must fail.
+sed 's/MODE="0440"/MODE:"0440"/' "$rules" >"$OUT/broken.rules"
+res=$(udev_check "$OUT/broken.rules" 2>/dev/null) || true
+if [ "$res" != "440 snowflake" ] && grep -qi 'invalid\|error' "$OUT/udev/test.log" 2>/dev/null; then
+	ok "udev rule: a broken copy is reported ($(grep -i -m1 'invalid\|error' "$OUT/udev/test.log" | sed 's/^.*rules.d\///'))"
+else
+	notok "udev rule: a broken copy was not noticed (the check cannot fail?)"
+fi
+
+# sysusers: the group.
+if systemd-sysusers --root="$dest" >"$OUT/sysusers.log" 2>&1 &&
+	grep -q '^snowflake:x:[0-9]*:' "$dest/etc/group"; then
+	ok "systemd-sysusers --root creates the group: $(grep '^snowflake:' "$dest/etc/group")"
+else
+	notok "systemd-sysusers --root: no group snowflake"
+	indent <"$OUT/sysusers.log"
+fi
+
+# modprobe.d: each example line, uncommented, parses and names real parameters.
+params=$(sed -n 's/^module_param[a-z_]*(\([a-z_]*\),.*/\1/p' "$ROOT"/driver/*.c | sort -u)
+conf=$dest/etc/modprobe.d/snowflake.conf
+if grep -v '^#' "$conf" | grep -q '[^[:space:]]'; then
+	notok "modprobe.d/snowflake.conf sets something: it must stay an example"
+fi
+nex=0
+while IFS= read -r line; do
+	nex=$((nex + 1))
+	d=$OUT/modprobe.d
+	rm -rf "$d"
+	mkdir -p "$d"
+	echo "${line#\#}" >"$d/snowflake.conf"
+	shown=$(modprobe -C "$d" --showconfig 2>&1 | grep '^options snowflake' || true)
+	unknown=()
+	for kv in ${line#\#options snowflake }; do
+		grep -qx "${kv%%=*}" <<<"$params" || unknown+=("${kv%%=*}")
+	done
+	if [ -n "$shown" ] && [ "${#unknown[@]}" -eq 0 ]; then
+		ok "modprobe.d example parses: $shown"
+	else
+		notok "modprobe.d example '${line#\#}': shown '$shown', unknown parameters: ${unknown[*]:-}"
+	fi
+done < <(grep '^#options snowflake ' "$conf")
+[ "$nex" -gt 0 ] || notok "modprobe.d/snowflake.conf has no '#options snowflake' example"
+if [ "$(grep -v '^#' "$dest/etc/modules-load.d/snowflake.conf" | grep -v '^$')" = snowflake ] &&
+	grep -q '^obj-m := snowflake\.o$' "$ROOT/Kbuild"; then
+	ok "modules-load.d loads 'snowflake', the module Kbuild builds"
+else
+	notok "modules-load.d/snowflake.conf does not name the module"
+fi
+
+# An edited modprobe.d file survives install and uninstall.
+echo "options snowflake worker_id=7" >>"$conf"
+mk install-packaging DESTDIR="$dest" >/dev/null 2>&1 || true
+if grep -q 'worker_id=7' "$conf"; then
+	ok "install-packaging keeps an edited modprobe.d/snowflake.conf"
+else
+	notok "install-packaging overwrote an edited modprobe.d/snowflake.conf"
+fi
+mk uninstall-packaging DESTDIR="$dest" >/dev/null 2>&1 || true
+mk -C "$ROOT/userspace" uninstall DESTDIR="$dest" OUT="$BUILD/userspace" >/dev/null 2>&1 || true
+# What systemd-sysusers made.
+rm -f "$conf" "$dest"/etc/{group,gshadow,passwd,shadow,.pwd.lock}
+left=$(find "$dest" ! -type d)
+if [ -z "$left" ]; then
+	ok "uninstall-packaging removes every installed file"
+else
+	notok "left after uninstall:"
+	indent <<<"${left//"$dest"\//}"
+fi
+finish
