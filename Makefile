@@ -87,7 +87,8 @@ clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o *.ko *.mod *.mod.c \
 		.*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
-		build/selftests build/core build/userspace build/bench build/vm-*.log build/*.log
+		build/selftests build/core build/userspace build/bench build/vm-*.log build/*.log \
+		build/restart build/dkms build/packaging
 
 # Also drops the caches: downloaded guest kernels, extracted kernel source.
 distclean: clean

@@ -218,6 +218,8 @@ test_kernel() {
 		return 0
 	fi
 	check "$kver: boot 1: first start, nothing to restore (exit 0)" [ "$(val restore1_rc "$log1")" = 0 ]
+	check "$kver: boot 1: the daemon saved again while IDs were issued ($(grep -c 'periodic)' "$log1") periodic saves)" \
+		grep -q 'high-water mark + 10000 ms; periodic)' "$log1"
 
 	# Boot 2: the RTC one day behind.
 	host2=$(date +%s)

@@ -51,8 +51,8 @@ if [ "$phase" = 1 ]; then
 	say restore1_rc "$?"
 	snowflake-floord --state-dir "$STATE" --interval 1s --margin 10s -v &
 	dpid=$!
-	# Long enough for a periodic save (every ~5 s with these settings).
-	end=$(($(date +%s) + 7))
+	# Long enough for a periodic save (the first comes 5-6 s after the start).
+	end=$(($(date +%s) + 8))
 	n=0
 	while [ "$(date +%s)" -lt "$end" ]; do
 		snowflake next -n 4096 >/dev/null || fail "snowflake next"
