@@ -72,27 +72,32 @@ if ! make -C "$ROOT/userspace" OUT="$BUILD/userspace" ${V:+V="$V"} "$BUILD/users
 	finish
 fi
 
-# modules_of KVER: the modules tree of KVER (from the installed kernel, or
-# unpacked from its package into build/kernels/KVER/).
+# modules_of KVER: the modules tree of KVER: the installed kernel's, or the
+# part we need unpacked from its package into build/kernels/KVER/ (also
+# with SNOWFLAKE_NO_BOOT_KERNEL=1, as for the guest kernels in lib.sh).
 modules_of() {
-	local kver=$1 dir=$BUILD/kernels/$1 tmp deb
-	if [ -f "/lib/modules/$kver/modules.dep" ]; then
+	local kver=$1 dir=$BUILD/kernels/$1 tmp deb m=./lib/modules/$1
+	if [ "${SNOWFLAKE_NO_BOOT_KERNEL:-0}" != 1 ] && [ -f "/lib/modules/$kver/modules.dep" ]; then
 		echo "/lib/modules/$kver"
 		return 0
 	fi
 	if [ ! -f "$dir/lib/modules/$kver/modules.dep" ]; then
 		tmp=$(mktemp -d "$BUILD/modules.XXXXXX")
-		(cd "$tmp" && apt-get -q download "linux-image-$kver" >/dev/null 2>&1 ||
-			apt-get -q download "linux-image-$kver-unsigned" >/dev/null 2>&1) || {
+		if ! (cd "$tmp" && { apt-get -q download "linux-image-$kver" ||
+			apt-get -q download "linux-image-$kver-unsigned"; }) >"$tmp/log" 2>&1; then
+			cat "$tmp/log" >&2
 			rm -rf "$tmp"
 			return 1
-		}
+		fi
 		deb=$(find "$tmp" -name '*.deb' | head -n 1)
 		mkdir -p "$dir"
-		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" "./lib/modules/$kver" || {
-			rm -rf "$tmp"
+		# Only what the disk needs: block, virtio, ext4 and what they use.
+		if ! dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" --wildcards \
+			"$m/modules.*" "$m/kernel/fs/*" "$m/kernel/lib/*" "$m/kernel/crypto/*" \
+			"$m/kernel/drivers/virtio/*" "$m/kernel/drivers/block/*"; then
+			rm -rf "$tmp" "$dir/lib/modules/$kver"
 			return 1
-		}
+		fi
 		rm -rf "$tmp"
 	fi
 	echo "$dir/lib/modules/$kver"
