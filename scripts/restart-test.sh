@@ -99,6 +99,11 @@ modules_of() {
 			return 1
 		fi
 		rm -rf "$tmp"
+		# The package has no modules.dep: dpkg's postinst runs depmod.
+		if ! depmod -b "$dir" "$kver" || [ ! -f "$dir/lib/modules/$kver/modules.dep" ]; then
+			rm -rf "$dir/lib/modules/$kver"
+			return 1
+		fi
 	fi
 	echo "$dir/lib/modules/$kver"
 }
