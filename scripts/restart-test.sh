@@ -5,7 +5,8 @@
 # and every new ID must be greater than every old one.  The negative control
 # (the same boot without the restore) must give a lower ID, or the test
 # could not fail.  Also: a clean stop (SIGTERM) followed by a module reload,
-# and a corrupt file refused.  See scripts/guest/init-restart.sh.
+# a corrupt file refused, and a save on a full disk.  See
+# scripts/guest/init-restart.sh.
 #
 # Environment:
 #   KERNELS="KVER ..."   kernels (default: Debian's 6.12 and 6.1, the first two of all_kvers)
@@ -177,6 +178,11 @@ val() {
 }
 ts_ms() { echo $(((${1:-0} >> 22) + EPOCH_MS)); }
 # shellcheck disable=SC2317 # called through check
+full_disk_ok() {
+	[[ "$(val enospc_msg "$1")" == *"No space left on device"* ]] &&
+		[ "$(val enospc_kept "$1")" = yes ] && [ -z "$(val enospc_tmp "$1")" ]
+}
+# shellcheck disable=SC2317
 same_number() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" = "$2" ]; }
 # gt A B: both numbers, A > B.
 # shellcheck disable=SC2317
@@ -279,6 +285,10 @@ test_kernel() {
 	check "$kver: a corrupt file is refused (exit 3)" [ "$(val corrupt_rc "$log2")" = 3 ]
 	read -r f0 f1 <<<"$(val corrupt_floor "$log2")"
 	check "$kver: ... and the device's floor is unchanged ($f0)" same_number "$f0" "$f1"
+	check "$kver: a full disk: --save exits 1 ($(val enospc_msg "$log2"))" \
+		[ "$(val enospc_rc "$log2")" = 1 ]
+	check "$kver: ... says 'No space left on device', keeps the old file, leaves no floor.tmp" \
+		full_disk_ok "$log2"
 	if vm_problems "$log1" && vm_problems "$log2"; then
 		ok "$kver: no kernel problem on either boot"
 	else

@@ -14,7 +14,8 @@
 # unmount, no SIGTERM).
 # Phase 2, RTC one day behind: the negative control (module loaded, no
 # restore: an ID lower than the witness), then restore and the new IDs; then
-# a clean stop (SIGTERM) and a module reload; a corrupt file is refused.
+# a clean stop (SIGTERM) and a module reload; a corrupt file is refused; a
+# save on a full disk fails and keeps the old file.
 
 # shellcheck source=scripts/guest/init-common.sh
 . /etc/init-common.sh
@@ -120,6 +121,16 @@ snowflake-floord --restore --state-dir "$STATE"
 say corrupt_rc "$?"
 say corrupt_floor "$f0 $(cat /sys/class/misc/snowflake/floor_ms)"
 cp /tmp/floor.good "$STATE/floor"
+
+# A full disk: the save fails with a clear message and keeps the old file.
+dd if=/dev/zero of=/mnt/fill bs=1M 2>/dev/null
+dd if=/dev/zero of=/mnt/fill2 bs=1k 2>/dev/null
+msg=$(snowflake-floord --save --state-dir "$STATE" 2>&1)
+say enospc_rc "$?"
+say enospc_msg "$msg"
+cmp -s "$STATE/floor" /tmp/floor.good && say enospc_kept yes
+[ -e "$STATE/floor.tmp" ] && say enospc_tmp left
+rm -f /mnt/fill /mnt/fill2
 
 rmmod snowflake
 umount /mnt
