@@ -19,6 +19,7 @@ PKGS=(
 	pkg-config man-db groff-base
 	python3 php-cli
 	gnuplot-nox valgrind
+	libhiredis-dev redis-server
 )
 
 export DEBIAN_FRONTEND=noninteractive

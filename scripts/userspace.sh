@@ -64,6 +64,9 @@ fi
 if [ -f "$dir/man/snowflake.1" ]; then
 	want+=(usr/share/man/man1/snowflake.1)
 fi
+if compgen -G "$dir/agent/*.c" >/dev/null; then
+	want+=(usr/sbin/snowflake-agent usr/share/man/man8/snowflake-agent.8)
+fi
 missing=()
 for f in "${want[@]}"; do
 	[ -e "$tmp/$f" ] || missing+=("$f")
