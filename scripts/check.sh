@@ -1,12 +1,14 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
-#   deps -> ksrc -> style -> sparse -> unit -> userspace -> docs -> vmtest
-#   -> debug-kernel
+#   deps -> ksrc -> style -> sparse -> unit -> userspace -> docs -> agent
+#   -> vmtest -> debug-kernel
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
 # unit tests and an install into a temporary DESTDIR, scripts/userspace.sh;
 # debug-kernel: the guest suite again on a tinyconfig 6.12 with lockdep,
 # KASAN, UBSAN and kmemleak, scripts/debug-kernel.sh test: its first run
-# builds that kernel, ~7 min on 2 cores, cached in build/debug-kernel/)
+# builds that kernel, ~7 min on 2 cores, cached in build/debug-kernel/;
+# agent: snowflake-agent against a real redis-server on 127.0.0.1, then end
+# to end in a 6.12 guest, scripts/agent-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
 # one aggregated line "N passed, M failed" and exits nonzero when anything
 # failed.  A stage that cannot run counts as failed.  Counting: each style
@@ -74,6 +76,7 @@ want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
+want agent && run_stage agent scripts/agent-test.sh
 want vmtest && run_stage vmtest scripts/vmtest.sh
 want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 
