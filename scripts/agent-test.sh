@@ -52,6 +52,7 @@ AGENT=$BUILD/userspace/snowflake-agent
 tmp=$(mktemp -d "$BUILD/agent-test.XXXXXX")
 redis_pid=
 agent_pids=()
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
 	local p
 	for p in "${agent_pids[@]}"; do
@@ -264,10 +265,10 @@ check "SIGTERM: the key is gone at once" test "$(rcli exists "$key")" = 0
 check "SIGTERM: fenced before the release" \
 	bash -c 'grep -o "event=fenced.*reason=agent-stopped\|event=released" "$1" | tail -n2 | head -n1 | grep -q fenced' _ "$tmp/agent.$i.log"
 check "the state file remembers $pair" grep -qx "datacenter=${pair%:*} worker=${pair#*:}" "$tmp/state.$i"
-off=$(size_of $i)
+off1=$(size_of $i)
 start_agent $i
-if wait_one $i "event=claimed" 10 "$off"; then
-	check "restarted: claims $pair again (preferred)" test "$(claimed_pair $i "$off")" = "$pair"
+if wait_one $i "event=claimed" 10 "$off1"; then
+	check "restarted: claims $pair again (preferred)" test "$(claimed_pair $i "$off1")" = "$pair"
 else
 	bad "restarted agent claims again"
 fi
