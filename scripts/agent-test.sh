@@ -194,6 +194,17 @@ check "bad range: exit 2" test $? -eq 2
 "$AGENT" --config /dev/null --bogus >/dev/null 2>&1
 check "unknown option: exit 2" test $? -eq 2
 
+"$AGENT" --config "$ROOT/packaging/agent.conf.example" --print-config >"$tmp/example.out" 2>&1
+check "packaging/agent.conf.example is a valid configuration" \
+	bash -c '[ "$1" -eq 0 ] && grep -qx "ttl-ms = 10000" "$2"' _ $? "$tmp/example.out"
+unit=$ROOT/packaging/systemd/snowflake-agent.service
+if command -v systemd-analyze >/dev/null; then
+	# Only the binary and the man pages are missing on a build host.
+	v=$(cd "$tmp" && systemd-analyze verify "$unit" 2>&1 |
+		grep -v -e 'Command /usr/sbin/snowflake-agent is not executable' -e "Command 'man ")
+	check "systemd-analyze verify ${unit#"$ROOT"/}${v:+: $v}" test -z "$v"
+fi
+
 echo "==== redis-server on 127.0.0.1:$port ===="
 if ! start_redis; then
 	bad "redis-server did not start"
