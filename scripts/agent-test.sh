@@ -365,7 +365,16 @@ if wait_all "event=unfenced" 15 "${off[@]}"; then
 else
 	bad "restarted Redis: every agent claimed again"
 fi
+total=0
+for i in "${!agent_pids[@]}"; do [ -n "${agent_pids[i]:-}" ] && total=$((total + 1)); done
 check "restarted Redis: distinct pairs, keys hold their owners" distinct_and_in_redis "${off[@]}"
+young=0
+for i in "${!off[@]}"; do
+	[ -n "${agent_pids[i]:-}" ] || continue
+	tail -c +"$((off[i] + 1))" "$tmp/agent.$i.log" | grep -q "event=redis_young" && young=$((young + 1))
+done
+check "restarted Redis: no agent claimed before Redis was up for one TTL (redis_young: $young of $total)" \
+	test "$young" -eq "$total"
 same=0 total=0
 for i in "${!before[@]}"; do
 	total=$((total + 1))

@@ -56,6 +56,7 @@ struct agent {
 	char owner[256];
 	redisContext *rc;
 	bool redis_down;		/* logged already */
+	bool redis_young;		/* logged already */
 	char renew_sha[41], release_sha[41];
 
 	struct snowflake *sf;		/* NULL in dry-run */
@@ -74,6 +75,7 @@ struct agent {
 	int64_t fence_at;
 	int64_t next_renew;
 	int64_t next_acquire;
+	int64_t young_wait;		/* Redis restarted: wait this long */
 	bool ready_sent;
 };
 
@@ -471,6 +473,46 @@ static uint64_t rnd64(void)
 }
 
 /*
+ * A Redis that restarted without persistence has forgotten every lease,
+ * while their holders still use them until their next renewal fails.  Claim
+ * nothing until it has been up for min_uptime_ms (by default one TTL): by
+ * then every holder of a forgotten lease has fenced.  0 when Redis is old
+ * enough, else how many ms to wait; -1 on a Redis error.
+ */
+static int64_t redis_too_young(struct agent *a)
+{
+	const char *argv[] = { "INFO", "server" };
+	long long up_s = -1, need_s;
+	redisReply *r;
+	const char *p;
+
+	if (!a->c->min_uptime_ms)
+		return 0;
+	r = cmd(a, a->c->redis_timeout_ms, 2, argv);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
+		p = strstr(r->str, "uptime_in_seconds:");
+		if (p)
+			up_s = strtoll(p + strlen("uptime_in_seconds:"), NULL, 10);
+	}
+	freeReplyObject(r);
+	if (up_s < 0) {
+		logm(AG_WARN, "INFO server: no uptime_in_seconds: not checking for a restart");
+		return 0;
+	}
+	/* uptime_in_seconds is rounded down. */
+	need_s = (a->c->min_uptime_ms + 999) / 1000;
+	if (up_s >= need_s)
+		return 0;
+	logm(a->redis_young ? AG_DEBUG : AG_INFO,
+	     "event=redis_young uptime_s=%lld need_s=%lld: waiting before claiming (a restart forgets leases)",
+	     up_s, need_s);
+	a->redis_young = true;
+	return (need_s - up_s) * 1000;
+}
+
+/*
  * Claim a pair: the preferred one (the last held, else the state file's),
  * then every pair of the pool from a random start.  Returns TRY_TAKEN,
  * TRY_HELD (the whole pool is held) or TRY_ERROR.
@@ -479,15 +521,25 @@ static int acquire(struct agent *a)
 {
 	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
 	uint64_t i, start;
+	int64_t wait;
 	int ret;
 
 	if (!redis_connect(a, a->c->redis_timeout_ms))
 		return TRY_ERROR;
 	if (a->have_pref) {
-		ret = try_pair(a, a->pref_dc, a->pref_w);
+		/* Our own key, still there: no restart can have lost it. */
+		ret = readopt(a, a->pref_dc, a->pref_w);
 		if (ret != TRY_HELD)
 			return ret;
-		ret = readopt(a, a->pref_dc, a->pref_w);
+	}
+	wait = redis_too_young(a);
+	if (wait) {
+		a->young_wait = wait;
+		return TRY_ERROR;
+	}
+	a->redis_young = false;
+	if (a->have_pref) {
+		ret = try_pair(a, a->pref_dc, a->pref_w);
 		if (ret != TRY_HELD)
 			return ret;
 		logm(AG_INFO, "event=preferred_busy datacenter=%u worker=%u", a->pref_dc, a->pref_w);
@@ -660,6 +712,10 @@ static int run(struct agent *a)
 					return AG_EXIT_POOL_FULL;
 			}
 			a->next_acquire = mono_ms() + (c->renew_ms < 1000 ? c->renew_ms : 1000);
+			if (a->young_wait > 0) {
+				a->next_acquire = mono_ms() + (a->young_wait < 1000 ? a->young_wait : 1000);
+				a->young_wait = 0;
+			}
 			continue;
 		}
 		wake = a->held ? (a->next_renew < a->fence_at ? a->next_renew : a->fence_at)

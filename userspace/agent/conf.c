@@ -38,6 +38,9 @@ const char ag_usage[] =
 "  --renew-ms MS             renew every MS (default ttl/3)\n"
 "  --margin-ms MS            fence MS before the lease could expire (default\n"
 "                            ttl/5)\n"
+"  --redis-min-uptime-ms MS  claim only from a Redis that has been up this\n"
+"                            long (default: ttl; 0: off, for a Redis that\n"
+"                            persists every write)\n"
 "  --device PATH             the device (default $SNOWFLAKE_DEVICE, else\n"
 "                            /dev/snowflake)\n"
 "  --state-file PATH         remembers the last id, to claim it again (default\n"
@@ -56,7 +59,7 @@ const char ag_usage[] =
 enum {
 	O_CONFIG = 256, O_HOST, O_PORT, O_PASSWORD, O_DB, O_TIMEOUT, O_PREFIX,
 	O_CLUSTER, O_DCS, O_WORKERS, O_TTL, O_RENEW, O_MARGIN, O_DEVICE,
-	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_PRINT,
+	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT,
 };
 
 static const struct option opts[] = {
@@ -73,6 +76,7 @@ static const struct option opts[] = {
 	{ "ttl-ms", required_argument, NULL, O_TTL },
 	{ "renew-ms", required_argument, NULL, O_RENEW },
 	{ "margin-ms", required_argument, NULL, O_MARGIN },
+	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "state-file", required_argument, NULL, O_STATE },
 	{ "owner", required_argument, NULL, O_OWNER },
@@ -219,6 +223,11 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 			goto bad;
 		*(key == O_RENEW ? &c->renew_ms : &c->margin_ms) = (unsigned int)n;
 		return 0;
+	case O_UPTIME:
+		if (parse_uint(v, 86400000, &n))
+			goto bad;
+		c->min_uptime_ms = (int)n;
+		return 0;
 	case O_DEVICE:
 		if (!*v)
 			goto bad;
@@ -332,6 +341,7 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	set_str(&c->prefix, "snowflake");
 	set_str(&c->cluster, "default");
 	c->ttl_ms = 10000;
+	c->min_uptime_ms = -1;
 	set_str(&c->state_file, AG_DEFAULT_STATE);
 	c->dry_run_bits[0] = 5;
 	c->dry_run_bits[1] = 5;
@@ -383,6 +393,8 @@ int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 		c->renew_ms = c->ttl_ms / 3;
 	if (!c->margin_ms)
 		c->margin_ms = c->ttl_ms / 5;
+	if (c->min_uptime_ms < 0)
+		c->min_uptime_ms = (int)c->ttl_ms;
 	if (c->margin_ms >= c->ttl_ms)
 		return fail(err, errlen, "margin-ms %u must be below ttl-ms %u",
 			    c->margin_ms, c->ttl_ms);
@@ -419,6 +431,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "ttl-ms = %u\n", c->ttl_ms);
 	fprintf(f, "renew-ms = %u\n", c->renew_ms);
 	fprintf(f, "margin-ms = %u\n", c->margin_ms);
+	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
 	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
 	fprintf(f, "state-file = %s\n", c->state_file);
 	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(hostname:pid:random)");
