@@ -293,6 +293,31 @@ check "exit 3 when every id is held" test "$rc" -eq 3
 check "the message says so ($(grep -o 'event=pool_full.*' "$tmp/full.log" | head -c 120))" \
 	grep -q "event=pool_full datacenters=0-0 workers=0-2 pairs=3 .*every id is held by another owner" "$tmp/full.log"
 
+echo "==== redis-db and redis-password ===="
+"$AGENT" "${flags[@]}" --cluster dbtest --redis-db 5 --datacenter-ids 0 --worker-ids 7 \
+	--state-file '' 2>"$tmp/db.log" &
+dbpid=$!
+agent_pids[90]=$dbpid
+for _ in $(seq 100); do grep -q "event=claimed" "$tmp/db.log" && break; sleep 0.05; done
+check "--redis-db 5: the lease key is in database 5" \
+	test "$(rcli -n 5 exists "$PREFIX:dbtest:worker:0:7")" = 1
+check "--redis-db 5: and not in database 0" test "$(rcli exists "$PREFIX:dbtest:worker:0:7")" = 0
+kill -TERM "$dbpid"
+wait "$dbpid"
+check "--redis-db 5: released on SIGTERM (exit $?)" test "$(rcli -n 5 exists "$PREFIX:dbtest:worker:0:7")" = 0
+agent_pids[90]=
+"$AGENT" "${flags[@]}" --cluster pwtest --redis-password wrong --state-file '' 2>"$tmp/pw.log" &
+pwpid=$!
+agent_pids[91]=$pwpid
+for _ in $(seq 100); do grep -q "event=redis_down" "$tmp/pw.log" && break; sleep 0.05; done
+sleep 0.5
+kill -TERM "$pwpid"
+wait "$pwpid"
+agent_pids[91]=
+check "--redis-password against a Redis without one: AUTH fails, logged ($(grep -o 'event=redis_down.*' "$tmp/pw.log" | head -n1 | head -c 100))" \
+	grep -q 'event=redis_down.*AUTH' "$tmp/pw.log"
+check "--redis-password: nothing claimed" test "$(rcli --scan --pattern "$PREFIX:pwtest:*" | wc -l)" = 0
+
 # fence_latencies OFFSETS...: the largest since_renew_ms of the fences after
 # the offsets; fails when one is not below the TTL.
 max_latency=0

@@ -264,16 +264,35 @@ static void redis_drop(struct agent *a, const char *why)
 }
 
 /*
- * Run a command with a timeout of at most @limit_ms (the caller's deadline);
- * NULL when the connection failed (and was dropped).
+ * The timeout of the next call: redis-timeout-ms, cut to end by @deadline
+ * (monotonic ms; 0: none).  0 when the deadline has passed.
  */
-static redisReply *cmd(struct agent *a, int64_t limit_ms, int argc, const char **argv)
+static int64_t call_timeout(const struct agent *a, int64_t deadline)
 {
 	int64_t t = a->c->redis_timeout_ms;
+
+	if (deadline) {
+		int64_t left = deadline - mono_ms();
+
+		if (left < t)
+			t = left > 0 ? left : 0;
+	}
+	return t;
+}
+
+/*
+ * Run a command that ends by @deadline (0: within redis-timeout-ms); NULL
+ * when the deadline has passed, or the connection failed (it is dropped).
+ */
+static redisReply *cmd(struct agent *a, int64_t deadline, int argc, const char **argv)
+{
+	int64_t t = call_timeout(a, deadline);
 	redisReply *r;
 
-	if (limit_ms < t)
-		t = limit_ms;
+	if (!t) {
+		logm(AG_DEBUG, "%s: no time left before the fence", argv[0]);
+		return NULL;
+	}
 	if (!a->rc || redisSetTimeout(a->rc, tv_of(t)) != REDIS_OK) {
 		redis_drop(a, "no connection");
 		return NULL;
@@ -286,10 +305,10 @@ static redisReply *cmd(struct agent *a, int64_t limit_ms, int argc, const char *
 	return r;
 }
 
-static bool load_script(struct agent *a, int64_t limit, const char *lua, char *sha)
+static bool load_script(struct agent *a, int64_t deadline, const char *lua, char *sha)
 {
 	const char *argv[] = { "SCRIPT", "LOAD", lua };
-	redisReply *r = cmd(a, limit, 3, argv);
+	redisReply *r = cmd(a, deadline, 3, argv);
 	bool ok = r && r->type == REDIS_REPLY_STRING && r->len == 40;
 
 	if (ok)
@@ -300,16 +319,21 @@ static bool load_script(struct agent *a, int64_t limit, const char *lua, char *s
 	return ok;
 }
 
-/* Connect (AUTH, SELECT, scripts) within @limit_ms; true when connected. */
-static bool redis_connect(struct agent *a, int64_t limit_ms)
+/*
+ * Connect (AUTH, SELECT, scripts), all of it by @deadline (0: each step
+ * within redis-timeout-ms); true when connected.
+ */
+static bool redis_connect(struct agent *a, int64_t deadline)
 {
 	const struct ag_conf *c = a->c;
-	int64_t t = c->redis_timeout_ms < limit_ms ? c->redis_timeout_ms : limit_ms;
+	int64_t t = call_timeout(a, deadline);
 	redisReply *r;
 	char db[16];
 
 	if (a->rc)
 		return true;
+	if (!t)
+		return false;
 	a->rc = redisConnectWithTimeout(c->redis_host, c->redis_port, tv_of(t));
 	if (!a->rc || a->rc->err) {
 		redis_drop(a, a->rc ? a->rc->errstr : "out of memory");
@@ -318,7 +342,7 @@ static bool redis_connect(struct agent *a, int64_t limit_ms)
 	if (c->redis_password) {
 		const char *argv[] = { "AUTH", c->redis_password };
 
-		r = cmd(a, t, 2, argv);
+		r = cmd(a, deadline, 2, argv);
 		if (!r)
 			return false;
 		if (r->type == REDIS_REPLY_ERROR) {
@@ -332,7 +356,7 @@ static bool redis_connect(struct agent *a, int64_t limit_ms)
 		const char *argv[] = { "SELECT", db };
 
 		snprintf(db, sizeof(db), "%d", c->redis_db);
-		r = cmd(a, t, 2, argv);
+		r = cmd(a, deadline, 2, argv);
 		if (!r)
 			return false;
 		if (r->type == REDIS_REPLY_ERROR) {
@@ -342,8 +366,8 @@ static bool redis_connect(struct agent *a, int64_t limit_ms)
 		}
 		freeReplyObject(r);
 	}
-	if (!load_script(a, t, renew_lua, a->renew_sha) ||
-	    !load_script(a, t, release_lua, a->release_sha)) {
+	if (!load_script(a, deadline, renew_lua, a->renew_sha) ||
+	    !load_script(a, deadline, release_lua, a->release_sha)) {
 		redis_drop(a, "SCRIPT LOAD failed");
 		return false;
 	}
@@ -358,7 +382,7 @@ static bool redis_connect(struct agent *a, int64_t limit_ms)
  * when the script cache was flushed.  Returns the integer reply, or -1 on a
  * connection error or timeout.
  */
-static long long eval_owned(struct agent *a, int64_t limit, const char *sha,
+static long long eval_owned(struct agent *a, int64_t deadline, const char *sha,
 			    const char *lua, const char *key, const char *arg2)
 {
 	const char *argv[] = { "EVALSHA", sha, "1", key, a->owner, arg2 };
@@ -366,12 +390,12 @@ static long long eval_owned(struct agent *a, int64_t limit, const char *sha,
 	redisReply *r;
 	long long v = -1;
 
-	r = cmd(a, limit, argc, argv);
+	r = cmd(a, deadline, argc, argv);
 	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
 		freeReplyObject(r);
 		argv[0] = "EVAL";
 		argv[1] = lua;
-		r = cmd(a, limit, argc, argv);
+		r = cmd(a, deadline, argc, argv);
 	}
 	if (!r)
 		return -1;
@@ -426,7 +450,7 @@ static int try_pair(struct agent *a, uint32_t dc, uint32_t w)
 
 	key_of(a, dc, w, key, sizeof(key));
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	r = cmd(a, a->c->redis_timeout_ms, 6, argv);
+	r = cmd(a, 0, 6, argv);
 	if (!r)
 		return TRY_ERROR;
 	if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK")) {
@@ -454,7 +478,7 @@ static int readopt(struct agent *a, uint32_t dc, uint32_t w)
 
 	key_of(a, dc, w, key, sizeof(key));
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	v = eval_owned(a, a->c->redis_timeout_ms, a->renew_sha, renew_lua, key, ttl);
+	v = eval_owned(a, 0, a->renew_sha, renew_lua, key, ttl);
 	if (v < 0)
 		return TRY_ERROR;
 	if (v == 0)
@@ -488,7 +512,7 @@ static int64_t redis_too_young(struct agent *a)
 
 	if (!a->c->min_uptime_ms)
 		return 0;
-	r = cmd(a, a->c->redis_timeout_ms, 2, argv);
+	r = cmd(a, 0, 2, argv);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
@@ -524,7 +548,7 @@ static int acquire(struct agent *a)
 	int64_t wait;
 	int ret;
 
-	if (!redis_connect(a, a->c->redis_timeout_ms))
+	if (!redis_connect(a, 0))
 		return TRY_ERROR;
 	if (a->have_pref) {
 		/* Our own key, still there: no restart can have lost it. */
@@ -582,15 +606,16 @@ static int serve(struct agent *a)
 /* Renew: 1 renewed, 0 lost (the key is gone or someone else's), -1 failed. */
 static int renew(struct agent *a)
 {
-	int64_t t0 = mono_ms();
+	int64_t t0;
 	char ttl[16];
 	long long v;
 
-	if (!redis_connect(a, a->fence_at - t0))
+	/* Nothing may run past the fence time. */
+	if (!redis_connect(a, a->fence_at))
 		return -1;
 	t0 = mono_ms();
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	v = eval_owned(a, a->fence_at - t0, a->renew_sha, renew_lua, a->key, ttl);
+	v = eval_owned(a, a->fence_at, a->renew_sha, renew_lua, a->key, ttl);
 	if (v < 0)
 		return -1;
 	if (v == 0)
@@ -608,11 +633,11 @@ static void release(struct agent *a)
 
 	if (!a->held)
 		return;
-	if (!redis_connect(a, a->c->redis_timeout_ms)) {
+	if (!redis_connect(a, 0)) {
 		logm(AG_WARN, "event=release_failed key=%s: it expires by itself", a->key);
 		return;
 	}
-	v = eval_owned(a, a->c->redis_timeout_ms, a->release_sha, release_lua, a->key, NULL);
+	v = eval_owned(a, 0, a->release_sha, release_lua, a->key, NULL);
 	if (v == 1)
 		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
 	else
