@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -646,17 +647,23 @@ static void release(struct agent *a)
 	a->held = false;
 }
 
-/* Sleep until @until (mono ms) or a signal. */
+/*
+ * Sleep until @until (mono ms) or SIGTERM/SIGINT.  Those are blocked
+ * everywhere else and let in only here, atomically, so one that arrives
+ * while the agent works is not missed: it ends this sleep at once.
+ */
 static void sleep_until(int64_t until)
 {
 	int64_t d = until - mono_ms();
 	struct timespec ts;
+	sigset_t none;
 
-	if (d <= 0)
+	if (d <= 0 || stop_signal)
 		return;
 	ts.tv_sec = d / 1000;
 	ts.tv_nsec = (d % 1000) * 1000000;
-	nanosleep(&ts, NULL);
+	sigemptyset(&none);
+	ppoll(NULL, 0, &ts, &none);
 }
 
 static uint32_t mask_of(unsigned int bits)
@@ -804,6 +811,10 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGTERM);
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &sa.sa_mask, NULL);
 
 	if (conf.dry_run) {
 		ret = setup_pool(&a, conf.dry_run_bits[0], conf.dry_run_bits[1]);
