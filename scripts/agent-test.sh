@@ -379,6 +379,15 @@ max_latency=0
 check "every fence came before the lease could expire" fence_latencies "${off[@]}"
 fig_kill=$max_latency
 echo "  worst fence latency after the last renewal: $max_latency ms"
+# Stopping with Redis dead: no lease to release, still a clean exit.
+i=2
+t_term=$(ms)
+kill -TERM "${agent_pids[i]}"
+wait "${agent_pids[i]}"
+rc=$?
+agent_pids[i]=
+unset "before[$i]"
+check "SIGTERM while Redis is dead: exit $rc in $(($(ms) - t_term)) ms" test "$rc" -eq 0
 mapfile -t off < <(offsets)
 if ! start_redis; then
 	bad "redis-server did not restart"
