@@ -62,6 +62,8 @@ static bool sf_same_layout(const struct snowflake_config *a,
 static void sf_update_refusing(struct sf_core *c)
 {
 	c->refusing = (c->strict && !c->worker_set) ? SF_REFUSE_NO_WORKER : 0;
+	if (c->fenced)
+		c->refusing |= SF_REFUSE_FENCED;
 }
 
 /**
@@ -278,6 +280,29 @@ void sf_core_set_strict(struct sf_core *c, bool strict, bool worker_set)
 }
 
 /**
+ * sf_core_set_fence() - fence the generator, or lift the fence
+ * @c:		the generator.
+ * @on:		true: refuse reads (-ENOTCONN) until the fence is lifted.
+ *
+ * Independent of strict mode: reads are served only when neither refuses.
+ * Fencing a fenced generator, or lifting a fence that is not there, changes
+ * nothing.  The IDs issued after the fence is lifted stay above all earlier
+ * ones: fencing does not touch the clock or the tick state.
+ *
+ * Return: true when the state changed.
+ */
+bool sf_core_set_fence(struct sf_core *c, bool on)
+{
+	if (c->fenced == on)
+		return false;
+	c->fenced = on;
+	if (on)
+		c->fences++;
+	sf_update_refusing(c);
+	return true;
+}
+
+/**
  * sf_core_set_floor() - raise the floor
  * @c:		the generator.
  * @floor_ms:	no ID may get a timestamp below this (Unix ms).
@@ -486,5 +511,7 @@ void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		s->state |= SNOWFLAKE_STATE_REFUSING;
 	if (c->issued)
 		s->state |= SNOWFLAKE_STATE_LOCKED;
+	if (c->fenced)
+		s->state |= SNOWFLAKE_STATE_FENCED;
 	s->__reserved = 0;
 }

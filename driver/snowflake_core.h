@@ -34,6 +34,7 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
 
 /* Why reads are refused (struct sf_core.refusing). */
 #define SF_REFUSE_NO_WORKER	0x1U	/* strict mode, no worker id set */
+#define SF_REFUSE_FENCED	0x2U	/* fenced: SNOWFLAKE_IOC_SET_FENCE */
 
 /**
  * struct sf_core - state of one generator
@@ -51,6 +52,8 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
  * @issued:		an ID has been issued: the layout is fixed.
  * @strict:		refuse reads until the worker id is set.
  * @worker_set:		the worker id was set explicitly.
+ * @fenced:		fenced by SNOWFLAKE_IOC_SET_FENCE: refuse reads.
+ * @fences:		times @fenced went from false to true.
  * @refusing:		SF_REFUSE_* bits; reads fail with -ENOTCONN if any.
  * @stats:		counters; only the counter fields are kept here.
  */
@@ -68,6 +71,8 @@ struct sf_core {
 	bool issued;
 	bool strict;
 	bool worker_set;
+	bool fenced;
+	u64 fences;
 	u32 refusing;
 	struct snowflake_stats stats;
 };
@@ -93,6 +98,7 @@ int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
 int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
 		    bool worker_explicit);
 void sf_core_set_strict(struct sf_core *c, bool strict, bool worker_set);
+bool sf_core_set_fence(struct sf_core *c, bool on);
 int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms);
 bool sf_core_catch_up(struct sf_core *c, u64 now_ms, u64 wall_ms,
 		      u64 threshold_ms);

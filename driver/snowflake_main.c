@@ -458,6 +458,48 @@ static int sf_ioctl_set_floor(struct snowflake_dev *sf, void __user *uptr,
 	return sf_set_floor(sf, fl.floor_ms);
 }
 
+static int sf_ioctl_get_fence(struct snowflake_dev *sf, void __user *uptr,
+			      size_t usize)
+{
+	struct snowflake_fence fe = { 0 };
+
+	if (usize < SNOWFLAKE_FENCE_SIZE_VER0)
+		return -EINVAL;
+
+	spin_lock(&sf->lock);
+	fe.flags = sf->core.fenced ? SNOWFLAKE_FENCE_ON : 0;
+	fe.fences = sf->core.fences;
+	spin_unlock(&sf->lock);
+
+	return sf_copy_out(uptr, usize, &fe, sizeof(fe));
+}
+
+static int sf_ioctl_set_fence(struct snowflake_dev *sf, void __user *uptr,
+			      size_t usize)
+{
+	struct snowflake_fence fe;
+	bool on, changed;
+	int ret;
+
+	ret = sf_copy_in(&fe, sizeof(fe), uptr, usize, SNOWFLAKE_FENCE_SIZE_VER0);
+	if (ret)
+		return ret;
+	if ((fe.flags & ~SNOWFLAKE_FENCE_FLAGS_ALL) || fe.__reserved || fe.fences)
+		return -EINVAL;
+
+	on = fe.flags & SNOWFLAKE_FENCE_ON;
+	spin_lock(&sf->lock);
+	changed = sf_core_set_fence(&sf->core, on);
+	spin_unlock(&sf->lock);
+
+	if (changed) {
+		pr_info("%s\n", on ? "fenced: reads refused" : "fence lifted");
+		if (!on)
+			sf_wake_pollers(sf);
+	}
+	return 0;
+}
+
 /* Same magic, number and direction; the size may differ (extensible). */
 static bool sf_cmd_is(unsigned int cmd, unsigned int ref)
 {
@@ -499,6 +541,14 @@ static long sf_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_FLOOR))
 			return -ENOTTY;
 		return sf_ioctl_set_floor(sf, uptr, usize);
+	case _IOC_NR(SNOWFLAKE_IOC_SET_FENCE):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_FENCE))
+			return -ENOTTY;
+		return sf_ioctl_set_fence(sf, uptr, usize);
+	case _IOC_NR(SNOWFLAKE_IOC_GET_FENCE):
+		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_GET_FENCE))
+			return -ENOTTY;
+		return sf_ioctl_get_fence(sf, uptr, usize);
 	default:
 		return -ENOTTY;
 	}
@@ -647,6 +697,7 @@ enum sf_value {
 	SF_SEQUENCE_BITS,
 	SF_STRICT,
 	SF_REFUSING,
+	SF_FENCED,
 	SF_LAST_TIMESTAMP_MS,
 	SF_CLOCK_MS,
 	SF_CLOCK_OFFSET_MS,
@@ -657,6 +708,7 @@ enum sf_value {
 	SF_CLOCK_CATCHUPS,
 	SF_FLOOR_JUMPS,
 	SF_REFUSED_READS,
+	SF_FENCES,
 	SF_NR_VALUES
 };
 
@@ -666,7 +718,7 @@ struct sf_value_attr {
 };
 
 static void sf_values(const struct snowflake_config *cfg,
-		      const struct snowflake_stats *st, u64 *v)
+		      const struct snowflake_stats *st, u64 fences, u64 *v)
 {
 	v[SF_EPOCH_MS] = cfg->epoch_ms;
 	v[SF_TIME_UNIT_MS] = cfg->time_unit_ms;
@@ -676,6 +728,7 @@ static void sf_values(const struct snowflake_config *cfg,
 	v[SF_SEQUENCE_BITS] = cfg->sequence_bits;
 	v[SF_STRICT] = !!(st->state & SNOWFLAKE_STATE_STRICT);
 	v[SF_REFUSING] = !!(st->state & SNOWFLAKE_STATE_REFUSING);
+	v[SF_FENCED] = !!(st->state & SNOWFLAKE_STATE_FENCED);
 	v[SF_LAST_TIMESTAMP_MS] = st->last_timestamp_ms;
 	v[SF_CLOCK_MS] = st->clock_ms;
 	v[SF_CLOCK_OFFSET_MS] = st->clock_offset_ms;
@@ -686,6 +739,7 @@ static void sf_values(const struct snowflake_config *cfg,
 	v[SF_CLOCK_CATCHUPS] = st->clock_catchups;
 	v[SF_FLOOR_JUMPS] = st->floor_jumps;
 	v[SF_REFUSED_READS] = st->refused_reads;
+	v[SF_FENCES] = fences;
 }
 
 static ssize_t sf_value_show(struct device *dev, struct device_attribute *attr,
@@ -695,13 +749,15 @@ static ssize_t sf_value_show(struct device *dev, struct device_attribute *attr,
 	struct snowflake_config cfg;
 	struct snowflake_stats st;
 	u64 v[SF_NR_VALUES];
+	u64 fences;
 
 	spin_lock(&sf_dev.lock);
 	cfg = sf_dev.core.cfg;
 	sf_core_stats(&sf_dev.core, sf_now_ms(&sf_dev), &st);
+	fences = sf_dev.core.fences;
 	spin_unlock(&sf_dev.lock);
 
-	sf_values(&cfg, &st, v);
+	sf_values(&cfg, &st, fences, v);
 	return sysfs_emit(buf, "%llu\n", v[va->which]);
 }
 
@@ -719,6 +775,7 @@ SF_VALUE_ATTR(worker_bits, SF_WORKER_BITS);
 SF_VALUE_ATTR(sequence_bits, SF_SEQUENCE_BITS);
 SF_VALUE_ATTR(strict, SF_STRICT);
 SF_VALUE_ATTR(refusing, SF_REFUSING);
+SF_VALUE_ATTR(fenced, SF_FENCED);
 SF_VALUE_ATTR(last_timestamp_ms, SF_LAST_TIMESTAMP_MS);
 SF_VALUE_ATTR(clock_ms, SF_CLOCK_MS);
 SF_VALUE_ATTR(clock_offset_ms, SF_CLOCK_OFFSET_MS);
@@ -729,6 +786,7 @@ SF_VALUE_ATTR(eagain, SF_EAGAIN);
 SF_VALUE_ATTR(clock_catchups, SF_CLOCK_CATCHUPS);
 SF_VALUE_ATTR(floor_jumps, SF_FLOOR_JUMPS);
 SF_VALUE_ATTR(refused_reads, SF_REFUSED_READS);
+SF_VALUE_ATTR(fences, SF_FENCES);
 
 static struct attribute *sf_attrs[] = {
 	&dev_attr_worker_id.attr,
@@ -743,6 +801,7 @@ static struct attribute *sf_attrs[] = {
 	&sf_attr_sequence_bits.attr.attr,
 	&sf_attr_strict.attr.attr,
 	&sf_attr_refusing.attr.attr,
+	&sf_attr_fenced.attr.attr,
 	&sf_attr_last_timestamp_ms.attr.attr,
 	&sf_attr_clock_ms.attr.attr,
 	&sf_attr_clock_offset_ms.attr.attr,
@@ -761,6 +820,7 @@ static struct attribute *sf_stat_attrs[] = {
 	&sf_attr_clock_catchups.attr.attr,
 	&sf_attr_floor_jumps.attr.attr,
 	&sf_attr_refused_reads.attr.attr,
+	&sf_attr_fences.attr.attr,
 	NULL,
 };
 
@@ -848,6 +908,7 @@ static int __init snowflake_init(void)
 	BUILD_BUG_ON(sizeof(struct snowflake_ids) != SNOWFLAKE_IDS_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct snowflake_stats) != SNOWFLAKE_STATS_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct snowflake_floor) != SNOWFLAKE_FLOOR_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct snowflake_fence) != SNOWFLAKE_FENCE_SIZE_VER0);
 	BUILD_BUG_ON(SNOWFLAKE_DEFAULT_TIMESTAMP_BITS + SNOWFLAKE_DEFAULT_DATACENTER_BITS +
 		     SNOWFLAKE_DEFAULT_WORKER_BITS + SNOWFLAKE_DEFAULT_SEQUENCE_BITS >
 		     SNOWFLAKE_ID_BITS);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> userspace -> packaging
-#   -> static -> docs -> vmtest -> restart -> debug-kernel
+#   -> static -> docs -> agent -> vmtest -> restart -> debug-kernel
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
 # unit tests and an install into a temporary DESTDIR, scripts/userspace.sh;
 # debug-kernel: the guest suite again on a tinyconfig 6.12 with lockdep,
@@ -9,9 +9,11 @@
 # builds that kernel, ~7 min on 2 cores, cached in build/debug-kernel/;
 # dkms: dkms add/build for every kernel in a private tree, scripts/dkms-test.sh;
 # packaging: the udev rule, units, modules-load.d/modprobe.d/sysusers.d files
-# installed into a DESTDIR and checked, scripts/packaging-test.sh; restart:
-# the crash + clock-back-a-day proof of snowflake-floord in guests with a
-# persistent disk, scripts/restart-test.sh)
+# installed into a DESTDIR and checked, scripts/packaging-test.sh; agent:
+# snowflake-agent against a real redis-server on 127.0.0.1, then end to end
+# in a 6.12 guest, scripts/agent-test.sh; restart: the crash +
+# clock-back-a-day proof of snowflake-floord in guests with a persistent
+# disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
 # one aggregated line "N passed, M failed" and exits nonzero when anything
 # failed.  A stage that cannot run counts as failed.  Counting: each style
@@ -81,6 +83,7 @@ want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
+want agent && run_stage agent scripts/agent-test.sh
 want vmtest && run_stage vmtest scripts/vmtest.sh
 want restart && run_stage restart scripts/restart-test.sh
 want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test

@@ -19,7 +19,7 @@ PKGS=(
 	pkg-config man-db groff-base
 	python3 php-cli
 	gnuplot-nox valgrind
-	dkms systemd udev e2fsprogs util-linux
+	dkms systemd udev e2fsprogs util-linux libhiredis-dev redis-server
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Static analysis of the userspace C: cppcheck and clang-tidy (the clang
-# static analyzer and bugprone checks) on the library, the CLI, the
+# static analyzer and bugprone checks) on the library, the CLI, the agent, the
 # benchmarks and the pure generator core (which also builds natively).
 # Kernel code has its own stages (checkpatch, sparse, W=1).
 # Prints "static: N passed, N failed": one per tool and file set.
@@ -25,7 +25,7 @@ run() {
 	fi
 }
 
-srcs=(userspace/lib/*.c userspace/cli/*.c userspace/floord/*.c bench/*.c driver/snowflake_core.c)
+srcs=(userspace/lib/*.c userspace/cli/*.c userspace/floord/*.c userspace/agent/*.c bench/*.c driver/snowflake_core.c)
 incs=(-I userspace/include -I userspace/lib -I uapi -I driver)
 
 # variableScope: kernel style declares variables at the top of a block.

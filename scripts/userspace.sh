@@ -67,6 +67,9 @@ fi
 if compgen -G "$dir/floord/*.c" >/dev/null; then
 	want+=(usr/sbin/snowflake-floord usr/share/man/man8/snowflake-floord.8)
 fi
+if compgen -G "$dir/agent/*.c" >/dev/null; then
+	want+=(usr/sbin/snowflake-agent usr/share/man/man8/snowflake-agent.8)
+fi
 missing=()
 for f in "${want[@]}"; do
 	[ -e "$tmp/$f" ] || missing+=("$f")

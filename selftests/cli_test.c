@@ -455,7 +455,8 @@ TEST_F(cli, config_shows_the_sysfs_values)
 	static const char * const names[] = {
 		"epoch_ms", "time_unit_ms", "timestamp_bits", "datacenter_bits",
 		"worker_bits", "sequence_bits", "datacenter_id", "worker_id",
-		"random_sequence", "strict", "refusing", "floor_ms", "last_timestamp_ms",
+		"random_sequence", "strict", "refusing", "fenced", "floor_ms",
+		"last_timestamp_ms",
 	};
 	char *lines[64];
 	size_t n, i, j;
@@ -513,6 +514,57 @@ TEST_F(cli, config_sets_ids_random_sequence_and_floor_as_root)
 	EXPECT_EQ(0, sf_sysfs_u64("random_sequence"));
 }
 
+/* config --fence 1|0: reads fail (exit 1, a hint) until the fence is lifted. */
+TEST_F(cli, config_fence_and_unfence)
+{
+	uint64_t before, after;
+	struct run r;
+
+	RUN(&r, "next");
+	ASSERT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	before = u64_of(r.out, 10);
+	run_free(&r);
+
+	RUN(&r, "config", "--fence", "1");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	EXPECT_STREQ("", r.err);
+	run_free(&r);
+	EXPECT_EQ(1, sf_sysfs_u64("fenced"));
+	EXPECT_EQ(1, sf_sysfs_u64("statistics/fences"));
+	RUN(&r, "next");
+	EXPECT_EQ(EXIT_RUNTIME, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_NE(NULL, strstr(r.err, "fenced")) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	RUN(&r, "config");
+	EXPECT_NE(NULL, strstr(r.out, "fenced 1\n")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "refusing 1\n")) TH_LOG("%s", r.out);
+	run_free(&r);
+	RUN(&r, "stats", "--prometheus");
+	EXPECT_NE(NULL, strstr(r.out, "\nsnowflake_fenced 1\n")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "\nsnowflake_fences_total 1\n")) TH_LOG("%s", r.out);
+	run_free(&r);
+
+	/* New ids and the fence lifted in one call: the fence goes last. */
+	RUN(&r, "config", "--fence", "0", "--worker", "7");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
+	EXPECT_EQ(7, sf_sysfs_u64("worker_id"));
+	RUN(&r, "next");
+	ASSERT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	after = u64_of(r.out, 10);
+	run_free(&r);
+	EXPECT_GT(after, before);
+
+	/* A bad value: usage error, nothing changes. */
+	RUN(&r, "config", "--fence", "yes");
+	EXPECT_EQ(EXIT_USAGE, r.rc);
+	run_free(&r);
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
+	EXPECT_EQ(1, sf_sysfs_u64("statistics/fences"));
+}
+
 TEST_F(cli, config_as_nobody_fails_with_eperm_and_changes_nothing)
 {
 	const struct how nobody = { .nobody = true };
@@ -536,6 +588,10 @@ TEST_F(cli, config_as_nobody_fails_with_eperm_and_changes_nothing)
 	RUN_HOW(&r, &nobody, "config", "--floor", "1", "--random-sequence", "1");
 	EXPECT_EQ(EXIT_RUNTIME, r.rc);
 	run_free(&r);
+	RUN_HOW(&r, &nobody, "config", "--fence", "1");
+	EXPECT_EQ(EXIT_RUNTIME, r.rc);
+	run_free(&r);
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
 	take(&after);
 	for (i = 0; i < SF_ARRAY_SIZE(watched); i++)
 		EXPECT_EQ(before.v[i], after.v[i]) TH_LOG("%s", watched[i]);
@@ -668,7 +724,7 @@ static const char * const stat_names[] = {
 	"ids_issued", "reads", "exhausted_waits", "eagain", "clock_catchups",
 	"floor_jumps", "refused_reads", "clock_ms", "clock_offset_ms",
 	"last_timestamp_ms", "floor_ms", "strict", "refusing", "datacenter_id",
-	"worker_id",
+	"worker_id", "fenced", "fences",
 };
 
 TEST_F(cli, stats_plain)
@@ -693,7 +749,7 @@ TEST_F(cli, stats_plain)
 		EXPECT_STREQ(stat_names[i], lines[i]);
 		ASSERT_TRUE(all_digits(sp + 1)) TH_LOG("'%s'", sp + 1);
 		v = u64_of(sp + 1, 10);
-		if (i < 7)
+		if (i < 7 || !strcmp(lines[i], "fences"))
 			snprintf(path, sizeof(path), "statistics/%s", lines[i]);
 		else
 			snprintf(path, sizeof(path), "%s", lines[i]);

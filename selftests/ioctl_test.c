@@ -60,6 +60,8 @@ FIXTURE_TEARDOWN(ioc)
 	ASSERT_EQ(0, sf_get_floor(self->fd, &__f));			\
 	EXPECT_EQ(self->floor.floor_ms, __f.floor_ms);			\
 	EXPECT_EQ(self->floor.last_timestamp_ms, __f.last_timestamp_ms); \
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));				\
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/fences"));		\
 } while (0)
 
 /* Save the current config and floor as the reference. */
@@ -137,9 +139,9 @@ TEST_F(ioc, stats_after_first_id)
 TEST_F(ioc, unknown_commands_enotty)
 {
 	const unsigned long cmds[] = {
-		_IO(M, 0x06),
-		_IOR(M, 0x06, struct snowflake_config),
-		_IOW(M, 0x06, struct snowflake_config),
+		_IO(M, 0x08),
+		_IOR(M, 0x08, struct snowflake_config),
+		_IOW(M, 0x08, struct snowflake_config),
 		_IOWR(M, 0x40, struct snowflake_stats),
 		_IOR(M, 0xff, struct snowflake_floor),
 		/* other magic numbers, our numbers and sizes */
@@ -161,6 +163,12 @@ TEST_F(ioc, unknown_commands_enotty)
 		_IOW(M, 0x04, struct snowflake_floor),
 		_IOR(M, 0x05, struct snowflake_floor),
 		_IO(M, 0x05),
+		_IOR(M, 0x06, struct snowflake_fence),
+		_IOWR(M, 0x06, struct snowflake_fence),
+		_IO(M, 0x06),
+		_IOW(M, 0x07, struct snowflake_fence),
+		_IOWR(M, 0x07, struct snowflake_fence),
+		_IO(M, 0x07),
 	};
 	unsigned char buf[256];
 	size_t i;
@@ -191,6 +199,8 @@ static const struct cmd_desc all_cmds[] = {
 	{ "GET_STATS", _IOC_READ, 0x03, SNOWFLAKE_STATS_SIZE_VER0 },
 	{ "GET_FLOOR", _IOC_READ, 0x04, SNOWFLAKE_FLOOR_SIZE_VER0 },
 	{ "SET_FLOOR", _IOC_WRITE, 0x05, SNOWFLAKE_FLOOR_SIZE_VER0 },
+	{ "SET_FENCE", _IOC_WRITE, 0x06, SNOWFLAKE_FENCE_SIZE_VER0 },
+	{ "GET_FENCE", _IOC_READ, 0x07, SNOWFLAKE_FENCE_SIZE_VER0 },
 };
 
 /*
@@ -203,6 +213,7 @@ static void fill_valid(const struct snowflake_config *cfg, unsigned int nr,
 	struct snowflake_config c = *cfg;
 	struct snowflake_ids ids = { .datacenter_id = 3, .worker_id = 4 };
 	struct snowflake_floor f = { .floor_ms = sf_real_ms() - 1000 };
+	struct snowflake_fence fe = { .flags = SNOWFLAKE_FENCE_ON };
 
 	switch (nr) {
 	case 0x01:
@@ -214,6 +225,9 @@ static void fill_valid(const struct snowflake_config *cfg, unsigned int nr,
 		break;
 	case 0x05:
 		memcpy(buf, &f, sizeof(f));
+		break;
+	case 0x06:
+		memcpy(buf, &fe, sizeof(fe));
 		break;
 	}
 }
@@ -276,6 +290,13 @@ TEST_F(ioc, get_larger_size_zeroes_tail)
 							 (struct snowflake_config *)buf));
 			if (d->nr == 0x04)
 				EXPECT_EQ(0, memcmp(&self->floor, buf, sizeof(self->floor)));
+			if (d->nr == 0x07) {
+				struct snowflake_fence *fe = (void *)buf;
+
+				EXPECT_EQ(0, fe->flags);
+				EXPECT_EQ(0, fe->__reserved);
+				EXPECT_EQ(0, fe->fences);
+			}
 			if (d->nr == 0x03) {
 				struct snowflake_stats *st = (void *)buf;
 
@@ -346,6 +367,16 @@ TEST_F(ioc, set_larger_size)
 		TH_LOG("SET_FLOOR size 24: %s", strerror(errno));
 	ASSERT_EQ(0, sf_get_floor(self->fd, &fl));
 	EXPECT_EQ(((struct snowflake_floor *)buf)->floor_ms, fl.floor_ms);
+
+	memset(buf, 0, sizeof(buf));
+	fill_valid(&self->cfg, 0x06, buf);
+	ASSERT_EQ(0, ioctl(self->fd, _IOC(_IOC_WRITE, M, 0x06, 64), buf))
+		TH_LOG("SET_FENCE size 64: %s", strerror(errno));
+	EXPECT_EQ(1, sf_sysfs_u64("fenced"));
+	memset(buf, 0, sizeof(buf));
+	ASSERT_EQ(0, ioctl(self->fd, _IOC(_IOC_WRITE, M, 0x06, 4096), buf))
+		TH_LOG("SET_FENCE off size 4096: %s", strerror(errno));
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
 }
 
 TEST_F(ioc, reserved_and_flags_einval)

@@ -371,6 +371,36 @@ TEST_F(lib, strict_mode_gives_enotconn_until_a_worker_id_is_set)
 	EXPECT_EQ(0, sf_sysfs_u64("refusing"));
 }
 
+/* The fence through the library: -ENOTCONN while fenced, a counter. */
+TEST_F(lib, fence_refuses_until_lifted)
+{
+	uint64_t before, after, fences = 99;
+	int on = 7;
+
+	ASSERT_EQ(0, snowflake_get_fence(self->sf, &on, &fences));
+	EXPECT_EQ(0, on);
+	EXPECT_EQ(0, fences);
+	EXPECT_EQ(-EINVAL, snowflake_get_fence(self->sf, NULL, &fences));
+	ASSERT_EQ(0, snowflake_next(self->sf, &before));
+	ASSERT_EQ(0, snowflake_set_fence(self->sf, 1));
+	EXPECT_EQ(-ENOTCONN, snowflake_next(self->sf, &after));
+	EXPECT_EQ(-ENOTCONN, snowflake_next_n(self->sf, &after, 1));
+	ASSERT_EQ(0, snowflake_get_fence(self->sf, &on, NULL));
+	EXPECT_EQ(1, on);
+	EXPECT_EQ(1, sf_sysfs_u64("fenced"));
+	/* Any nonzero value fences; fencing again is not counted. */
+	ASSERT_EQ(0, snowflake_set_fence(self->sf, -5));
+	ASSERT_EQ(0, snowflake_get_fence(self->sf, &on, &fences));
+	EXPECT_EQ(1, fences);
+	ASSERT_EQ(0, snowflake_set_fence(self->sf, 0));
+	ASSERT_EQ(0, snowflake_get_fence(self->sf, &on, &fences));
+	EXPECT_EQ(0, on);
+	EXPECT_EQ(1, fences);
+	EXPECT_EQ(1, sf_sysfs_u64("statistics/fences"));
+	ASSERT_EQ(0, snowflake_next(self->sf, &after));
+	EXPECT_GT(after, before);
+}
+
 /* As nobody: reads and the GET ioctls work, the SET ones give -EPERM. */
 TEST_F(lib, unprivileged_user_gets_eperm_and_changes_nothing)
 {
@@ -388,6 +418,7 @@ TEST_F(lib, unprivileged_user_gets_eperm_and_changes_nothing)
 		struct snowflake_stats st;
 		struct snowflake *sf;
 		uint64_t id, fl, lt;
+		int on = 1;
 
 		CHILD_CHECK(setgroups(0, NULL) == 0, "setgroups: %m");
 		CHILD_CHECK(setgid(NOBODY) == 0, "setgid: %m");
@@ -401,6 +432,9 @@ TEST_F(lib, unprivileged_user_gets_eperm_and_changes_nothing)
 		c.flags = SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
 		CHILD_CHECK(snowflake_set_config(sf, &c) == -EPERM, "set_config");
 		CHILD_CHECK(snowflake_set_floor(sf, sf_real_ms()) == -EPERM, "set_floor");
+		CHILD_CHECK(snowflake_set_fence(sf, 1) == -EPERM, "set_fence");
+		CHILD_CHECK(snowflake_set_fence(sf, 0) == -EPERM, "set_fence off");
+		CHILD_CHECK(snowflake_get_fence(sf, &on, NULL) == 0 && !on, "get_fence");
 		CHILD_CHECK(strcmp(snowflake_strerror(-EPERM), "unknown error"), "strerror");
 		snowflake_close(sf);
 		_exit(0);

@@ -27,7 +27,7 @@ static const char * const ro_files[] = {
 	"statistics/ids_issued", "statistics/reads",
 	"statistics/exhausted_waits", "statistics/eagain",
 	"statistics/clock_catchups", "statistics/floor_jumps",
-	"statistics/refused_reads",
+	"statistics/refused_reads", "fenced", "statistics/fences",
 };
 
 struct snapshot {
@@ -112,6 +112,7 @@ static void child_cannot_set(int fd)
 	struct snowflake_config c;
 	struct snowflake_ids ids = { .datacenter_id = 1, .worker_id = 1 };
 	struct snowflake_floor f = { .floor_ms = sf_real_ms() + HOUR_MS };
+	struct snowflake_fence fence = { .flags = SNOWFLAKE_FENCE_ON };
 	int ret;
 
 	CHILD_CHECK(sf_get_config(fd, &c) == 0, "GET_CONFIG");
@@ -144,6 +145,16 @@ static void child_cannot_set(int fd)
 	ret = ioctl(fd, SNOWFLAKE_IOC_SET_FLOOR, &f);
 	CHILD_CHECK(ret == -1 && errno == EPERM, "SET_FLOOR low: %d %s", ret,
 		    strerror(errno));
+	errno = 0;
+	ret = ioctl(fd, SNOWFLAKE_IOC_SET_FENCE, &fence);
+	CHILD_CHECK(ret == -1 && errno == EPERM, "SET_FENCE: %d %s", ret,
+		    strerror(errno));
+	fence.flags = 0;
+	errno = 0;
+	ret = ioctl(fd, SNOWFLAKE_IOC_SET_FENCE, &fence);
+	CHILD_CHECK(ret == -1 && errno == EPERM, "SET_FENCE off: %d %s", ret,
+		    strerror(errno));
+	CHILD_CHECK(sf_sysfs_u64("fenced") == 0, "fenced");
 }
 
 /* Write to a sysfs file: the errno of open or write, 0 on success. */

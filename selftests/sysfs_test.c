@@ -28,6 +28,7 @@ static const struct sysfs_file files[] = {
 	{ "sequence_bits", 0444 },
 	{ "strict", 0444 },
 	{ "refusing", 0444 },
+	{ "fenced", 0444 },
 	{ "last_timestamp_ms", 0444 },
 	{ "clock_ms", 0444 },
 	{ "clock_offset_ms", 0444 },
@@ -38,6 +39,7 @@ static const struct sysfs_file files[] = {
 	{ "statistics/clock_catchups", 0444 },
 	{ "statistics/floor_jumps", 0444 },
 	{ "statistics/refused_reads", 0444 },
+	{ "statistics/fences", 0444 },
 };
 
 static const char * const rw_files[] = {

@@ -463,6 +463,57 @@ TEST_F(core, strict_refuses_until_worker_set)
 	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
 }
 
+TEST_F(core, fence_refuses_until_lifted)
+{
+	struct snowflake_stats st;
+	struct sf_block b, b2;
+	u64 retry;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_TRUE(sf_core_set_fence(&self->c, true));
+	EXPECT_EQ(1, self->c.fences);
+	/* Fencing again changes nothing and does not count. */
+	EXPECT_FALSE(sf_core_set_fence(&self->c, true));
+	EXPECT_EQ(1, self->c.fences);
+	EXPECT_EQ(SF_REFUSE_FENCED, self->c.refusing);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 5, 1, 0, &b2));
+	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW + 5, &retry));
+	EXPECT_EQ(1, self->c.stats.refused_reads);
+	sf_core_stats(&self->c, NOW, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_WORKER_SET | SNOWFLAKE_STATE_LOCKED |
+		  SNOWFLAKE_STATE_REFUSING | SNOWFLAKE_STATE_FENCED, st.state);
+	/* Ids may change while fenced; the fence stays. */
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 3, 2, true));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b2));
+	EXPECT_TRUE(sf_core_set_fence(&self->c, false));
+	EXPECT_FALSE(sf_core_set_fence(&self->c, false));
+	EXPECT_EQ(0, self->c.refusing);
+	/* A lower worker id (the tick was retired): still above b. */
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b2));
+	EXPECT_GT(b2.first, b.first);
+	EXPECT_EQ(2, decode(&self->cfg, b2.first).worker);
+	EXPECT_TRUE(sf_core_set_fence(&self->c, true));
+	EXPECT_EQ(2, self->c.fences);
+}
+
+TEST_F(core, fence_and_strict_both_must_allow)
+{
+	struct sf_block b;
+
+	sf_core_set_strict(&self->c, true, false);
+	sf_core_set_fence(&self->c, true);
+	EXPECT_EQ(SF_REFUSE_NO_WORKER | SF_REFUSE_FENCED, self->c.refusing);
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 3, 17, true));
+	EXPECT_EQ(SF_REFUSE_FENCED, self->c.refusing);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	sf_core_set_strict(&self->c, true, false);
+	sf_core_set_fence(&self->c, false);
+	EXPECT_EQ(SF_REFUSE_NO_WORKER, self->c.refusing);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 3, 17, true));
+	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+}
+
 TEST_F(core, undelivered_ids_are_skipped_not_counted)
 {
 	struct sf_block b, b2;

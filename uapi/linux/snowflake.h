@@ -102,6 +102,7 @@ struct snowflake_ids {
 #define SNOWFLAKE_STATE_WORKER_SET	0x2U /* worker id set explicitly */
 #define SNOWFLAKE_STATE_REFUSING	0x4U /* reads fail with ENOTCONN */
 #define SNOWFLAKE_STATE_LOCKED		0x8U /* an ID was issued: layout fixed */
+#define SNOWFLAKE_STATE_FENCED		0x10U /* fenced: SNOWFLAKE_IOC_SET_FENCE */
 
 /**
  * struct snowflake_stats - counters and clock state
@@ -151,6 +152,38 @@ struct snowflake_floor {
 
 #define SNOWFLAKE_FLOOR_SIZE_VER0	16
 
+/* struct snowflake_fence.flags */
+#define SNOWFLAKE_FENCE_ON		0x1U
+#define SNOWFLAKE_FENCE_FLAGS_ALL	SNOWFLAKE_FENCE_ON
+
+/**
+ * struct snowflake_fence - the fence: refuse reads while a lease is lost
+ * @flags:	SNOWFLAKE_FENCE_* bits.  SET: SNOWFLAKE_FENCE_ON fences the
+ *		device, 0 lifts the fence.  GET: the current state.
+ * @__reserved:	must be zero.
+ * @fences:	GET: times the device went from unfenced to fenced since
+ *		the module was loaded.  SET: must be zero.
+ *
+ * A cluster agent that holds the worker id through a lease (see
+ * snowflake-agent(8)) fences the device when it cannot renew the lease
+ * before it could expire, so that two hosts never issue IDs with the same
+ * worker id.  While fenced, reads fail with ENOTCONN, poll(2) shows nothing
+ * and SNOWFLAKE_STATE_FENCED and SNOWFLAKE_STATE_REFUSING are set; lifting
+ * the fence wakes pollers.  The fence is independent of strict mode: reads
+ * are served only when neither refuses.  IDs issued after the fence is
+ * lifted stay above every earlier ID.  Fencing a fenced device (or
+ * unfencing an unfenced one) changes nothing and does not count.
+ * SET needs CAP_SYS_ADMIN (-EPERM); unknown flags or a nonzero
+ * @__reserved or @fences are -EINVAL and change nothing.
+ */
+struct snowflake_fence {
+	__u32 flags;
+	__u32 __reserved;
+	__u64 fences;
+};
+
+#define SNOWFLAKE_FENCE_SIZE_VER0	16
+
 /* Magic 0xB9 is unassigned in Documentation/userspace-api/ioctl/ioctl-number.rst. */
 #define SNOWFLAKE_IOC_MAGIC		0xB9
 
@@ -160,5 +193,7 @@ struct snowflake_floor {
 #define SNOWFLAKE_IOC_GET_STATS		_IOR(SNOWFLAKE_IOC_MAGIC, 0x03, struct snowflake_stats)
 #define SNOWFLAKE_IOC_GET_FLOOR		_IOR(SNOWFLAKE_IOC_MAGIC, 0x04, struct snowflake_floor)
 #define SNOWFLAKE_IOC_SET_FLOOR		_IOW(SNOWFLAKE_IOC_MAGIC, 0x05, struct snowflake_floor)
+#define SNOWFLAKE_IOC_SET_FENCE		_IOW(SNOWFLAKE_IOC_MAGIC, 0x06, struct snowflake_fence)
+#define SNOWFLAKE_IOC_GET_FENCE		_IOR(SNOWFLAKE_IOC_MAGIC, 0x07, struct snowflake_fence)
 
 #endif /* _UAPI_LINUX_SNOWFLAKE_H */

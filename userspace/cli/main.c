@@ -74,7 +74,7 @@ static const char usage_decode[] =
 static const char usage_config[] =
 "Usage: snowflake config [--device PATH]\n"
 "       snowflake config [--worker N] [--datacenter N] [--random-sequence 0|1]\n"
-"                        [--floor MS] [--device PATH]\n"
+"                        [--floor MS] [--fence 0|1] [--device PATH]\n"
 "\n"
 "Without options, show the configuration, one 'name value' per line (the\n"
 "names of the sysfs files).  With options, change it (needs CAP_SYS_ADMIN):\n"
@@ -84,6 +84,8 @@ static const char usage_config[] =
 "  --datacenter N        datacenter id\n"
 "  --random-sequence B   1: start each tick's sequence at a random number\n"
 "  --floor MS            raise the floor: no ID gets a timestamp below MS (Unix ms)\n"
+"  --fence B             1: fence the device (reads fail with ENOTCONN until\n"
+"                        lifted); 0: lift the fence (applied after the ids)\n"
 "  --device PATH         the device\n"
 "  -h, --help            show this help\n";
 
@@ -132,7 +134,7 @@ static int dev_err(const char *what, int err)
 	if (err == -EPERM)
 		msg("hint: operation not permitted: changing the configuration needs root (CAP_SYS_ADMIN)");
 	else if (err == -ENOTCONN)
-		msg("hint: strict mode and no worker id set yet: snowflake config --worker N (as root)");
+		msg("hint: strict mode and no worker id set yet (snowflake config --worker N), or fenced: see 'snowflake config' and snowflake-agent(8)");
 	return SF_EXIT_RUNTIME;
 }
 
@@ -279,6 +281,7 @@ static int show_config(struct snowflake *sf)
 	printf("random_sequence %u\n", !!(c.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE));
 	printf("strict %u\n", !!(st.state & SNOWFLAKE_STATE_STRICT));
 	printf("refusing %u\n", !!(st.state & SNOWFLAKE_STATE_REFUSING));
+	printf("fenced %u\n", !!(st.state & SNOWFLAKE_STATE_FENCED));
 	printf("floor_ms %llu\n", (unsigned long long)st.floor_ms);
 	printf("last_timestamp_ms %llu\n", (unsigned long long)st.last_timestamp_ms);
 	return finish_output();
@@ -329,6 +332,13 @@ static int set_config(struct snowflake *sf, const struct sf_cli *cli)
 	if (ret)
 		return ret;
 
+	/* Fence first, lift the fence last: never serve with half the settings. */
+	if (cli->set_fence && cli->fence) {
+		ret = snowflake_set_fence(sf, 1);
+		if (ret)
+			return dev_err("config: fencing", ret);
+	}
+
 	if (cli->set_worker || cli->set_datacenter) {
 		ret = snowflake_set_ids(sf, cli->set_datacenter ? cli->datacenter : c.datacenter_id,
 					cli->set_worker ? cli->worker : c.worker_id);
@@ -353,6 +363,11 @@ static int set_config(struct snowflake *sf, const struct sf_cli *cli)
 		if (ret)
 			return dev_err("config: setting the floor", ret);
 	}
+	if (cli->set_fence && !cli->fence) {
+		ret = snowflake_set_fence(sf, 0);
+		if (ret)
+			return dev_err("config: lifting the fence", ret);
+	}
 	return SF_EXIT_OK;
 }
 
@@ -364,7 +379,8 @@ static int cmd_config(const struct sf_cli *cli)
 	ret = open_dev(cli, &sf);
 	if (ret)
 		return ret;
-	if (cli->set_worker || cli->set_datacenter || cli->set_random || cli->set_floor)
+	if (cli->set_worker || cli->set_datacenter || cli->set_random || cli->set_floor ||
+	    cli->set_fence)
 		ret = set_config(sf, cli);
 	else
 		ret = show_config(sf);
@@ -394,6 +410,8 @@ static const struct metric metrics[] = {
 	{ "refusing", 0, "1 while reads fail with ENOTCONN (strict mode, no worker id)." },
 	{ "datacenter_id", 0, "The datacenter id in the IDs." },
 	{ "worker_id", 0, "The worker id in the IDs." },
+	{ "fenced", 0, "1 while the device is fenced (reads fail with ENOTCONN)." },
+	{ "fences", 1, "Times the device was fenced." },
 };
 
 static int cmd_stats(const struct sf_cli *cli)
@@ -403,6 +421,8 @@ static int cmd_stats(const struct sf_cli *cli)
 	struct snowflake *sf;
 	uint64_t v[sizeof(metrics) / sizeof(metrics[0])];
 	size_t i, n = sizeof(metrics) / sizeof(metrics[0]);
+	uint64_t fences = 0;
+	int fenced = 0;
 	int ret;
 
 	ret = open_dev(cli, &sf);
@@ -411,6 +431,8 @@ static int cmd_stats(const struct sf_cli *cli)
 	ret = snowflake_get_stats(sf, &st);
 	if (!ret)
 		ret = snowflake_get_config(sf, &c);
+	if (!ret)
+		ret = snowflake_get_fence(sf, &fenced, &fences);
 	snowflake_close(sf);
 	if (ret)
 		return dev_err("stats: reading the counters", ret);
@@ -430,6 +452,8 @@ static int cmd_stats(const struct sf_cli *cli)
 	v[12] = !!(st.state & SNOWFLAKE_STATE_REFUSING);
 	v[13] = c.datacenter_id;
 	v[14] = c.worker_id;
+	v[15] = (uint64_t)fenced;
+	v[16] = fences;
 
 	for (i = 0; i < n; i++) {
 		const struct metric *m = &metrics[i];

@@ -168,6 +168,7 @@ enum {
 	OPT_DATACENTER,
 	OPT_RANDOM,
 	OPT_FLOOR,
+	OPT_FENCE,
 	OPT_PROMETHEUS,
 };
 
@@ -201,6 +202,7 @@ static const struct option config_opts[] = {
 	{ "datacenter", required_argument, NULL, OPT_DATACENTER },
 	{ "random-sequence", required_argument, NULL, OPT_RANDOM },
 	{ "floor", required_argument, NULL, OPT_FLOOR },
+	{ "fence", required_argument, NULL, OPT_FENCE },
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -386,6 +388,13 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 			if (ret)
 				return ret;
 			cli->set_floor = true;
+			break;
+		case OPT_FENCE:
+			ret = num_opt("config: --fence", optarg, 0, 1, &v, err, errlen);
+			if (ret)
+				return ret;
+			cli->fence = v;
+			cli->set_fence = true;
 			break;
 		case OPT_PROMETHEUS:
 			cli->prometheus = true;

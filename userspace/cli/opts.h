@@ -46,9 +46,10 @@ struct sf_cli {
 	uint64_t *ids;			/* nids IDs, allocated; sf_cli_free() */
 
 	/* config */
-	bool set_worker, set_datacenter, set_random, set_floor;
+	bool set_worker, set_datacenter, set_random, set_floor, set_fence;
 	uint32_t worker, datacenter;
 	bool random_sequence;
+	bool fence;			/* --fence 1: fence, 0: lift */
 	uint64_t floor_ms;
 
 	/* stats */

@@ -73,6 +73,15 @@ int snowflake_get_stats(struct snowflake *sf, struct snowflake_stats *st);
 int snowflake_get_floor(struct snowflake *sf, uint64_t *floor_ms, uint64_t *last_timestamp_ms);
 int snowflake_set_floor(struct snowflake *sf, uint64_t floor_ms);
 
+/*
+ * Since LIBSNOWFLAKE_1.1: the fence (SNOWFLAKE_IOC_SET_FENCE/GET_FENCE).
+ * @on nonzero fences the device (reads fail with -ENOTCONN), 0 lifts the
+ * fence; needs CAP_SYS_ADMIN (-EPERM).  get_fence sets *@on to 0 or 1 and
+ * *@fences (when not NULL) to the times the device was fenced since load.
+ */
+int snowflake_set_fence(struct snowflake *sf, int on);
+int snowflake_get_fence(struct snowflake *sf, int *on, uint64_t *fences);
+
 /* The default layout: 41/5/5/12, 1 ms, Twitter epoch, ids 0. */
 void snowflake_default_layout(struct snowflake_config *layout);
 /*

@@ -199,3 +199,27 @@ SF_EXPORT int snowflake_set_floor(struct snowflake *sf, uint64_t floor_ms)
 
 	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_FLOOR, &f);
 }
+
+SF_EXPORT int snowflake_set_fence(struct snowflake *sf, int on)
+{
+	struct snowflake_fence f = { .flags = on ? SNOWFLAKE_FENCE_ON : 0 };
+
+	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_FENCE, &f);
+}
+
+SF_EXPORT int snowflake_get_fence(struct snowflake *sf, int *on, uint64_t *fences)
+{
+	struct snowflake_fence f;
+	int err;
+
+	if (!on)
+		return -EINVAL;
+	memset(&f, 0, sizeof(f));
+	err = sf_ioctl(sf, SNOWFLAKE_IOC_GET_FENCE, &f);
+	if (err)
+		return err;
+	*on = !!(f.flags & SNOWFLAKE_FENCE_ON);
+	if (fences)
+		*fences = f.fences;
+	return 0;
+}

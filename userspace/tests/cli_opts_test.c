@@ -297,6 +297,15 @@ TEST(config_options)
 	EXPECT_EQ(4, cli.datacenter);
 	EXPECT_TRUE(cli.random_sequence);
 	EXPECT_EQ(1795293328476ULL, cli.floor_ms);
+	ASSERT_EQ(0, PARSE(&cli, err, "config", "--fence", "1"));
+	EXPECT_TRUE(cli.set_fence && cli.fence);
+	EXPECT_FALSE(cli.set_worker || cli.set_random);
+	ASSERT_EQ(0, PARSE(&cli, err, "config", "--fence=0"));
+	EXPECT_TRUE(cli.set_fence);
+	EXPECT_FALSE(cli.fence);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "config", "--fence", "2"));
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "config", "--fence", "on"));
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "config", "--fence"));
 	ASSERT_EQ(0, PARSE(&cli, err, "config", "--random-sequence=0"));
 	EXPECT_TRUE(cli.set_random);
 	EXPECT_FALSE(cli.random_sequence);

@@ -477,7 +477,7 @@ TEST(strerror_coverage)
 				TH_LOG("errno %d and %d", errs[j], errs[i]);
 		}
 	}
-	EXPECT_STREQ("reads refused: no worker id set (strict mode)",
+	EXPECT_STREQ("reads refused: strict mode without a worker id, or fenced",
 		     snowflake_strerror(-ENOTCONN));
 	EXPECT_STREQ("not a snowflake device", snowflake_strerror(-ENOTTY));
 	EXPECT_STREQ("unknown error", snowflake_strerror(-4095));
@@ -598,6 +598,7 @@ TEST(ioctl_on_non_device)
 	struct snowflake_stats st;
 	struct snowflake *sf;
 	uint64_t f = 1, l = 2;
+	int on = 5;
 
 	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
 	snprintf(path, sizeof(path), "%s/file", dir);
@@ -613,6 +614,11 @@ TEST(ioctl_on_non_device)
 	EXPECT_EQ(2ULL, l);
 	EXPECT_EQ(-ENOTTY, snowflake_get_floor(sf, NULL, NULL));
 	EXPECT_EQ(-ENOTTY, snowflake_set_floor(sf, 12345));
+	EXPECT_EQ(-ENOTTY, snowflake_set_fence(sf, 1));
+	EXPECT_EQ(-ENOTTY, snowflake_get_fence(sf, &on, &l));
+	EXPECT_EQ(5, on);	/* untouched on error */
+	EXPECT_EQ(-EINVAL, snowflake_get_fence(sf, NULL, NULL));
+	EXPECT_EQ(-EINVAL, snowflake_set_fence(NULL, 0));
 	EXPECT_EQ(-EINVAL, snowflake_get_config(sf, NULL));
 	EXPECT_EQ(-EINVAL, snowflake_get_stats(NULL, &st));
 	snowflake_close(sf);

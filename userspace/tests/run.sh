@@ -46,6 +46,13 @@ if nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_open@@LIBSNOWFLAKE_1$'
 else
 	notok "symbols not versioned LIBSNOWFLAKE_1"
 fi
+# Functions added later keep their own version node.
+if nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_set_fence@@LIBSNOWFLAKE_1.1$' &&
+	nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_get_fence@@LIBSNOWFLAKE_1.1$'; then
+	ok "fence functions versioned LIBSNOWFLAKE_1.1"
+else
+	notok "fence functions not versioned LIBSNOWFLAKE_1.1"
+fi
 
 echo "userspace: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

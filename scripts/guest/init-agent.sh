@@ -1,0 +1,171 @@
+#!/bin/sh
+# /init of the agent end-to-end guest (scripts/agent-guest.sh): the module
+# with strict=1, redis-server on loopback, snowflake-agent (not dry-run).
+# Reads must fail until the agent holds a lease, fail with ENOTCONN once
+# Redis is gone for longer than the lease allows (fenced), and succeed again,
+# with larger IDs, once Redis is back.  Prints "ok   ..." / "FAIL ..." lines
+# and AGENT-FIGURE lines for the host.
+
+# shellcheck source=scripts/guest/init-common.sh
+. /etc/init-common.sh
+
+TTL=3000
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+
+echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
+insmod /snowflake.ko strict=1
+echo "SNOWFLAKE-INSMOD rc=$?"
+
+# read_id: one ID on stdout, 0; or the CLI's error on stdout, nonzero.
+read_id() { snowflake next 2>&1; }
+
+# wait_reads ok|fail SECONDS: until reads succeed (fail with ENOTCONN).
+wait_reads() {
+	want=$1
+	deadline=$(($(ms) + $2 * 1000))
+	while [ "$(ms)" -lt "$deadline" ]; do
+		if out=$(read_id); then
+			[ "$want" = ok ] && { last_id=$out; return 0; }
+		else
+			case $out in
+			*"strict mode without a worker id, or fenced"*)
+				[ "$want" = fail ] && return 0 ;;
+			*) echo "  unexpected read error: $out" ;;
+			esac
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+start_redis() {
+	redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
+		--dir /tmp --logfile /tmp/redis.log --daemonize no &
+	redis_pid=$!
+	i=0
+	while [ $i -lt 200 ]; do
+		[ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" = PONG ] && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
+fence_latency() { # the since_renew_ms of the last fence_latency line
+	sed -n 's/.*event=fence_latency .*since_renew_ms=\([0-9]*\).*/\1/p' /tmp/agent.log | tail -n1
+}
+
+if out=$(read_id); then bad "strict=1: reads refused before the agent runs (got $out)"
+else ok "strict=1: reads refused before the agent runs"; fi
+
+if start_redis; then ok "redis-server on 127.0.0.1:6379"; else bad "redis-server did not start"; cat /tmp/redis.log; fi
+
+snowflake-agent --config /dev/null --ttl-ms "$TTL" --redis-timeout-ms 300 \
+	--state-file /tmp/agent.state --datacenter-ids 1 --log-level debug 2>/tmp/agent.log &
+agent_pid=$!
+t0=$(ms)
+if wait_reads ok 60; then
+	ok "the agent claimed an id: reads succeed ($(($(ms) - t0)) ms after its start)"
+else
+	bad "reads never succeeded"
+fi
+id1=$last_id
+pair=$(sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1 \2/p' /tmp/agent.log | tail -n1)
+if [ "$pair" = "$(cat /sys/class/misc/snowflake/datacenter_id) $(cat /sys/class/misc/snowflake/worker_id)" ]; then
+	ok "the device has the claimed ids ($pair)"
+else
+	bad "the device has ids other than the claimed ($pair)"
+fi
+if [ "$(redis-cli get "snowflake:default:worker:${pair% *}:${pair#* }")" != "" ]; then
+	ok "the lease key is in Redis"
+else
+	bad "no lease key in Redis"
+fi
+[ "$(cat /sys/class/misc/snowflake/fenced)" = 0 ] && ok "not fenced while the lease is held" ||
+	bad "fenced while the lease is held"
+id_a=$(read_id)
+
+# Redis stopped: the lease cannot be renewed.
+fences0=$(cat /sys/class/misc/snowflake/statistics/fences)
+kill -STOP "$redis_pid"
+t_stop=$(ms)
+if wait_reads fail $((TTL * 3 / 1000)); then
+	ok "Redis stopped: reads fail with ENOTCONN ($(($(ms) - t_stop)) ms after SIGSTOP)"
+else
+	bad "Redis stopped: reads never failed"
+fi
+echo "AGENT-FIGURE stop_to_refused_ms=$(($(ms) - t_stop))"
+lat=$(fence_latency)
+if [ -n "$lat" ] && [ "$lat" -lt "$TTL" ]; then
+	ok "fenced ${lat} ms after the last renewal was sent: before the ${TTL} ms lease could expire"
+else
+	bad "fence latency '$lat' not below the TTL $TTL"
+fi
+echo "AGENT-FIGURE fence_latency_ms=$lat"
+[ "$(cat /sys/class/misc/snowflake/fenced)" = 1 ] && ok "sysfs fenced is 1" || bad "sysfs fenced is not 1"
+fences1=$(cat /sys/class/misc/snowflake/statistics/fences)
+[ "$fences1" -gt "$fences0" ] && ok "statistics/fences counted it ($fences0 -> $fences1)" ||
+	bad "statistics/fences did not count ($fences0 -> $fences1)"
+kill -CONT "$redis_pid"
+t_cont=$(ms)
+if wait_reads ok 30; then
+	ok "Redis continued: the agent claimed again, reads succeed ($(($(ms) - t_cont)) ms)"
+else
+	bad "Redis continued: reads never succeeded again"
+fi
+id2=$last_id
+if [ "$id2" -gt "$id_a" ]; then ok "IDs after the fence are above the earlier ones"; else bad "ID $id2 not above $id_a"; fi
+
+# Redis killed and restarted empty.
+kill -KILL "$redis_pid"
+wait "$redis_pid" 2>/dev/null
+t_kill=$(ms)
+if wait_reads fail $((TTL * 3 / 1000)); then
+	ok "Redis killed: reads fail with ENOTCONN ($(($(ms) - t_kill)) ms after the kill)"
+else
+	bad "Redis killed: reads never failed"
+fi
+lat=$(fence_latency)
+if [ -n "$lat" ] && [ "$lat" -lt "$TTL" ]; then
+	ok "fenced ${lat} ms after the last renewal"
+else
+	bad "fence latency '$lat' not below the TTL $TTL"
+fi
+id_b=$id2
+if start_redis; then ok "redis-server restarted"; else bad "redis-server did not restart"; fi
+t_up=$(ms)
+if wait_reads ok 30; then
+	ok "Redis restarted: reads succeed again ($(($(ms) - t_up)) ms)"
+else
+	bad "Redis restarted: reads never succeeded"
+fi
+id3=$last_id
+if [ "$id3" -gt "$id_b" ]; then ok "IDs after Redis came back are above the earlier ones ($id3 > $id_b)"; else bad "ID $id3 not above $id_b"; fi
+pair2=$(sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1 \2/p' /tmp/agent.log | tail -n1)
+[ "$pair2" = "$pair" ] && ok "the same ids again ($pair2): the state file's" || bad "other ids: $pair2, not $pair"
+
+# SIGTERM: fenced, lease released, exit 0.
+kill -TERM "$agent_pid"
+wait "$agent_pid"
+rc=$?
+[ "$rc" = 0 ] && ok "SIGTERM: the agent exited 0" || bad "SIGTERM: the agent exited $rc"
+if wait_reads fail 1; then ok "stopped agent: the device stays fenced"; else bad "stopped agent: reads still work"; fi
+if [ -z "$(redis-cli get "snowflake:default:worker:${pair% *}:${pair#* }")" ]; then
+	ok "stopped agent: the lease key was released"
+else
+	bad "stopped agent: the lease key is still there"
+fi
+echo "AGENT-FIGURE ids $id1 $id2 $id3"
+echo "---- agent log ----"
+grep -v 'event=renewed\|redis still down' /tmp/agent.log
+echo "---- end of agent log ----"
+kill -KILL "$redis_pid" 2>/dev/null
+rmmod snowflake
+echo "SNOWFLAKE-RMMOD rc=$?"
+echo "AGENT-GUEST-COUNTS $pass $fail"
+dmesg | grep snowflake | tail -n 20
+vm_done

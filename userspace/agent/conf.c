@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snowflake-agent(8): configuration.  Every option has the same name in the
+ * file (key = value, '#' comments) and on the command line (--key value or
+ * --key=value); the command line wins.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+
+const char ag_usage[] =
+"Usage: snowflake-agent [OPTIONS]\n"
+"\n"
+"Claim a unique (datacenter, worker) id pair for this host from Redis, set it\n"
+"on /dev/snowflake and keep it; fence the device when the lease could expire.\n"
+"\n"
+"  --config FILE             key=value file (default " AG_DEFAULT_CONFIG ",\n"
+"                            when it exists); the command line wins\n"
+"  --redis-host HOST         Redis address, numeric or a name (default 127.0.0.1)\n"
+"  --redis-port PORT         (default 6379)\n"
+"  --redis-password PASS     AUTH with it (default: none)\n"
+"  --redis-db N              SELECT N (default 0)\n"
+"  --redis-timeout-ms MS     connect and command timeout (default 500)\n"
+"  --prefix P                keys are P:CLUSTER:worker:DC:W (default snowflake)\n"
+"  --cluster NAME            (default default)\n"
+"  --datacenter-ids LO[-HI]  datacenter ids to claim from (default: all the\n"
+"                            layout allows)\n"
+"  --worker-ids LO[-HI]      worker ids to claim from (default: all)\n"
+"  --ttl-ms MS               lease length (default 10000)\n"
+"  --renew-ms MS             renew every MS (default ttl/3)\n"
+"  --margin-ms MS            fence MS before the lease could expire (default\n"
+"                            ttl/5)\n"
+"  --redis-min-uptime-ms MS  claim only from a Redis that has been up this\n"
+"                            long (default: ttl; 0: off, for a Redis that\n"
+"                            persists every write)\n"
+"  --device PATH             the device (default $SNOWFLAKE_DEVICE, else\n"
+"                            /dev/snowflake)\n"
+"  --state-file PATH         remembers the last id, to claim it again (default\n"
+"                            " AG_DEFAULT_STATE "; empty: none)\n"
+"  --owner STRING            lease value (default HOSTNAME:PID:RANDOM)\n"
+"  --dry-run                 no device: log the claims and fences only\n"
+"  --dry-run-bits D/W        datacenter/worker widths for --dry-run (default 5/5)\n"
+"  --log-level LEVEL         err, warn, info (default) or debug\n"
+"  --print-config            print the configuration and exit\n"
+"  -h, --help                this help\n"
+"\n"
+"Exit status: 0 stopped by SIGTERM/SIGINT (lease released, device fenced);\n"
+"1 the device failed; 2 bad command line or configuration; 3 every id of the\n"
+"pool is held by another owner.  See snowflake-agent(8).\n";
+
+enum {
+	O_CONFIG = 256, O_HOST, O_PORT, O_PASSWORD, O_DB, O_TIMEOUT, O_PREFIX,
+	O_CLUSTER, O_DCS, O_WORKERS, O_TTL, O_RENEW, O_MARGIN, O_DEVICE,
+	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT,
+};
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, O_CONFIG },
+	{ "redis-host", required_argument, NULL, O_HOST },
+	{ "redis-port", required_argument, NULL, O_PORT },
+	{ "redis-password", required_argument, NULL, O_PASSWORD },
+	{ "redis-db", required_argument, NULL, O_DB },
+	{ "redis-timeout-ms", required_argument, NULL, O_TIMEOUT },
+	{ "prefix", required_argument, NULL, O_PREFIX },
+	{ "cluster", required_argument, NULL, O_CLUSTER },
+	{ "datacenter-ids", required_argument, NULL, O_DCS },
+	{ "worker-ids", required_argument, NULL, O_WORKERS },
+	{ "ttl-ms", required_argument, NULL, O_TTL },
+	{ "renew-ms", required_argument, NULL, O_RENEW },
+	{ "margin-ms", required_argument, NULL, O_MARGIN },
+	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
+	{ "device", required_argument, NULL, O_DEVICE },
+	{ "state-file", required_argument, NULL, O_STATE },
+	{ "owner", required_argument, NULL, O_OWNER },
+	{ "dry-run", optional_argument, NULL, O_DRY },
+	{ "dry-run-bits", required_argument, NULL, O_DRYBITS },
+	{ "log-level", required_argument, NULL, O_LEVEL },
+	{ "print-config", no_argument, NULL, O_PRINT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return AG_EXIT_USAGE;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *v)
+{
+	char *end;
+
+	if (!*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	if (errno || *end || *v > max)
+		return -ERANGE;
+	return 0;
+}
+
+static int parse_range(const char *s, struct ag_range *r)
+{
+	unsigned long lo, hi;
+	char buf[64], *dash;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	dash = strchr(buf, '-');
+	if (dash)
+		*dash = '\0';
+	if (parse_uint(buf, UINT32_MAX, &lo))
+		return -EINVAL;
+	hi = lo;
+	if (dash && parse_uint(dash + 1, UINT32_MAX, &hi))
+		return -EINVAL;
+	if (hi < lo)
+		return -EINVAL;
+	r->set = true;
+	r->lo = (uint32_t)lo;
+	r->hi = (uint32_t)hi;
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *b)
+{
+	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true")) {
+		*b = true;
+		return 0;
+	}
+	if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false")) {
+		*b = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = strdup(v);
+	if (!*dst) {
+		perror("snowflake-agent");
+		exit(AG_EXIT_RUNTIME);
+	}
+}
+
+const char *ag_level_name(enum ag_level l)
+{
+	static const char * const names[] = { "err", "warn", "info", "debug" };
+
+	return names[l];
+}
+
+/* One setting, from the file (@where "FILE:LINE") or the command line. */
+static int apply(struct ag_conf *c, int key, const char *name, const char *v,
+		 const char *where, char *err, size_t errlen)
+{
+	unsigned long n;
+	unsigned int d, w;
+	char extra;
+
+	switch (key) {
+	case O_HOST:
+		if (!*v)
+			goto bad;
+		set_str(&c->redis_host, v);
+		return 0;
+	case O_PORT:
+		if (parse_uint(v, 65535, &n) || !n)
+			goto bad;
+		c->redis_port = (int)n;
+		return 0;
+	case O_PASSWORD:
+		if (*v)
+			set_str(&c->redis_password, v);
+		return 0;
+	case O_DB:
+		if (parse_uint(v, INT_MAX, &n))
+			goto bad;
+		c->redis_db = (int)n;
+		return 0;
+	case O_TIMEOUT:
+		if (parse_uint(v, 600000, &n) || n < 10)
+			goto bad;
+		c->redis_timeout_ms = (unsigned int)n;
+		return 0;
+	case O_PREFIX:
+	case O_CLUSTER:
+		if (!*v || strpbrk(v, " \t\r\n"))
+			goto bad;
+		set_str(key == O_PREFIX ? &c->prefix : &c->cluster, v);
+		return 0;
+	case O_DCS:
+		if (parse_range(v, &c->datacenters))
+			goto bad;
+		return 0;
+	case O_WORKERS:
+		if (parse_range(v, &c->workers))
+			goto bad;
+		return 0;
+	case O_TTL:
+		if (parse_uint(v, 86400000, &n) || n < 100)
+			goto bad;
+		c->ttl_ms = (unsigned int)n;
+		return 0;
+	case O_RENEW:
+	case O_MARGIN:
+		if (parse_uint(v, 86400000, &n) || !n)
+			goto bad;
+		*(key == O_RENEW ? &c->renew_ms : &c->margin_ms) = (unsigned int)n;
+		return 0;
+	case O_UPTIME:
+		if (parse_uint(v, 86400000, &n))
+			goto bad;
+		c->min_uptime_ms = (int)n;
+		return 0;
+	case O_DEVICE:
+		if (!*v)
+			goto bad;
+		set_str(&c->device, v);
+		return 0;
+	case O_STATE:
+		set_str(&c->state_file, v);
+		return 0;
+	case O_OWNER:
+		if (!*v || strlen(v) > 200)
+			goto bad;
+		set_str(&c->owner, v);
+		return 0;
+	case O_DRY:
+		if (!v)
+			c->dry_run = true;
+		else if (parse_bool(v, &c->dry_run))
+			goto bad;
+		return 0;
+	case O_DRYBITS:
+		if (sscanf(v, "%u/%u%c", &d, &w, &extra) != 2 || d > 31 || w > 31)
+			goto bad;
+		c->dry_run_bits[0] = d;
+		c->dry_run_bits[1] = w;
+		return 0;
+	case O_LEVEL:
+		for (d = AG_ERR; d <= AG_DEBUG; d++) {
+			if (!strcmp(v, ag_level_name(d))) {
+				c->level = d;
+				return 0;
+			}
+		}
+		goto bad;
+	default:
+		return fail(err, errlen, "%s: unknown setting '%s'", where, name);
+	}
+bad:
+	return fail(err, errlen, "%s: bad value '%s' for %s", where, v ? v : "", name);
+}
+
+static int key_of(const char *name)
+{
+	const struct option *o;
+
+	for (o = opts; o->name; o++)
+		if (!strcmp(o->name, name) && o->val >= O_HOST && o->val != O_PRINT)
+			return o->val;
+	return -1;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+static int load_file(struct ag_conf *c, const char *path, bool must, char *err,
+		     size_t errlen)
+{
+	char line[1024], where[PATH_MAX + 32];
+	unsigned int lineno = 0;
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(path, "re");
+	if (!f) {
+		if (!must && errno == ENOENT)
+			return 0;
+		return fail(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	}
+	c->config = path;
+	while (fgets(line, sizeof(line), f)) {
+		char *s = trim(line), *eq, *k, *v;
+
+		lineno++;
+		snprintf(where, sizeof(where), "%s:%u", path, lineno);
+		if (!*s || *s == '#')
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			ret = fail(err, errlen, "%s: expected key = value", where);
+			break;
+		}
+		*eq = '\0';
+		k = trim(s);
+		v = trim(eq + 1);
+		ret = apply(c, key_of(k), k, v, where, err, errlen);
+		if (ret)
+			break;
+	}
+	fclose(f);
+	return ret;
+}
+
+int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t errlen)
+{
+	const char *config = AG_DEFAULT_CONFIG;
+	char name[64];
+	int o, ret;
+
+	memset(c, 0, sizeof(*c));
+	set_str(&c->redis_host, "127.0.0.1");
+	c->redis_port = 6379;
+	c->redis_timeout_ms = 500;
+	set_str(&c->prefix, "snowflake");
+	set_str(&c->cluster, "default");
+	c->ttl_ms = 10000;
+	c->min_uptime_ms = -1;
+	set_str(&c->state_file, AG_DEFAULT_STATE);
+	c->dry_run_bits[0] = 5;
+	c->dry_run_bits[1] = 5;
+	c->level = AG_INFO;
+
+	/* First pass: --config and --help only. */
+	opterr = 0;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (o == O_CONFIG) {
+			config = optarg;
+			c->config_given = true;
+		} else if (o == 'h') {
+			c->help = true;
+			return 0;
+		}
+	}
+	ret = load_file(c, config, c->config_given, err, errlen);
+	if (ret)
+		return ret;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (o == O_CONFIG)
+			continue;
+		if (o == O_PRINT) {
+			c->print_config = true;
+			continue;
+		}
+		if (o == '?' || o == ':')
+			return fail(err, errlen, "bad option %s (or a missing value)",
+				    argv[optind - 1]);
+		snprintf(name, sizeof(name), "--%s", opts[0].name);
+		for (const struct option *p = opts; p->name; p++)
+			if (p->val == o)
+				snprintf(name, sizeof(name), "--%s", p->name);
+		ret = apply(c, o, name, optarg, "command line", err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
+{
+	if (!c->renew_ms)
+		c->renew_ms = c->ttl_ms / 3;
+	if (!c->margin_ms)
+		c->margin_ms = c->ttl_ms / 5;
+	if (c->min_uptime_ms < 0)
+		c->min_uptime_ms = (int)c->ttl_ms;
+	if (c->margin_ms >= c->ttl_ms)
+		return fail(err, errlen, "margin-ms %u must be below ttl-ms %u",
+			    c->margin_ms, c->ttl_ms);
+	/* A renewal must be able to start and finish before the fence. */
+	if (c->renew_ms + c->redis_timeout_ms >= c->ttl_ms - c->margin_ms)
+		return fail(err, errlen,
+			    "renew-ms %u + redis-timeout-ms %u must be below ttl-ms %u - margin-ms %u",
+			    c->renew_ms, c->redis_timeout_ms, c->ttl_ms, c->margin_ms);
+	return 0;
+}
+
+static void print_range(FILE *f, const char *name, const struct ag_range *r)
+{
+	if (!r->set)
+		fprintf(f, "%s = all\n", name);
+	else if (r->lo == r->hi)
+		fprintf(f, "%s = %u\n", name, r->lo);
+	else
+		fprintf(f, "%s = %u-%u\n", name, r->lo, r->hi);
+}
+
+void ag_conf_print(const struct ag_conf *c, FILE *f)
+{
+	fprintf(f, "# config file: %s\n", c->config ? c->config : "(none)");
+	fprintf(f, "redis-host = %s\n", c->redis_host);
+	fprintf(f, "redis-port = %d\n", c->redis_port);
+	fprintf(f, "redis-password = %s\n", c->redis_password ? "(set)" : "");
+	fprintf(f, "redis-db = %d\n", c->redis_db);
+	fprintf(f, "redis-timeout-ms = %u\n", c->redis_timeout_ms);
+	fprintf(f, "prefix = %s\n", c->prefix);
+	fprintf(f, "cluster = %s\n", c->cluster);
+	print_range(f, "datacenter-ids", &c->datacenters);
+	print_range(f, "worker-ids", &c->workers);
+	fprintf(f, "ttl-ms = %u\n", c->ttl_ms);
+	fprintf(f, "renew-ms = %u\n", c->renew_ms);
+	fprintf(f, "margin-ms = %u\n", c->margin_ms);
+	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
+	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
+	fprintf(f, "state-file = %s\n", c->state_file);
+	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(hostname:pid:random)");
+	fprintf(f, "dry-run = %d\n", c->dry_run);
+	fprintf(f, "dry-run-bits = %u/%u\n", c->dry_run_bits[0], c->dry_run_bits[1]);
+	fprintf(f, "log-level = %s\n", ag_level_name(c->level));
+}
+
+void ag_conf_free(struct ag_conf *c)
+{
+	free(c->redis_host);
+	free(c->redis_password);
+	free(c->prefix);
+	free(c->cluster);
+	free(c->device);
+	free(c->state_file);
+	free(c->owner);
+	memset(c, 0, sizeof(*c));
+}

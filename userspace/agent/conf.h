@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * snowflake-agent(8): its configuration, from a key=value file and the
+ * command line (which wins).  No Redis and no device here.
+ */
+#ifndef SNOWFLAKE_AGENT_CONF_H
+#define SNOWFLAKE_AGENT_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes (snowflake-agent(8), README). */
+#define AG_EXIT_OK		0	/* stopped by SIGTERM/SIGINT: lease released */
+#define AG_EXIT_RUNTIME		1	/* the device failed (open, set ids, fence) */
+#define AG_EXIT_USAGE		2	/* bad command line or configuration file */
+#define AG_EXIT_POOL_FULL	3	/* every id of the pool is held by another owner */
+
+#define AG_DEFAULT_CONFIG	"/etc/snowflake/agent.conf"
+#define AG_DEFAULT_STATE	"/var/lib/snowflake/agent.state"
+
+enum ag_level { AG_ERR, AG_WARN, AG_INFO, AG_DEBUG };
+
+/* An inclusive range of ids; "unset" means: all that the layout allows. */
+struct ag_range {
+	bool set;
+	uint32_t lo, hi;
+};
+
+struct ag_conf {
+	const char *config;		/* the file read (NULL: none) */
+	bool config_given;		/* --config: a missing file is an error */
+
+	char *redis_host;
+	int redis_port;
+	char *redis_password;		/* NULL: no AUTH */
+	int redis_db;
+	unsigned int redis_timeout_ms;	/* connect and every command */
+
+	char *prefix;
+	char *cluster;
+	struct ag_range datacenters;
+	struct ag_range workers;
+
+	unsigned int ttl_ms;
+	unsigned int renew_ms;		/* 0: ttl / 3 */
+	unsigned int margin_ms;		/* 0: ttl / 5 */
+	int min_uptime_ms;		/* claim only from a Redis up this long; -1: ttl */
+
+	char *device;			/* NULL: libsnowflake's default */
+	char *state_file;		/* "" : none */
+	char *owner;			/* NULL: hostname:pid:random */
+	bool dry_run;
+	unsigned int dry_run_bits[2];	/* datacenter, worker widths without a device */
+	enum ag_level level;
+	bool print_config;
+	bool help;
+	bool version;
+};
+
+/*
+ * Defaults, then the configuration file (--config, else AG_DEFAULT_CONFIG
+ * when it exists), then the command line.  Returns 0, or AG_EXIT_USAGE with
+ * a message in @err.
+ */
+int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t errlen);
+/* Fill the derived defaults (renew, margin) and check the timings. */
+int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen);
+void ag_conf_print(const struct ag_conf *c, FILE *f);
+void ag_conf_free(struct ag_conf *c);
+const char *ag_level_name(enum ag_level l);
+
+extern const char ag_usage[];
+
+#endif /* SNOWFLAKE_AGENT_CONF_H */
