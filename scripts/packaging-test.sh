@@ -55,7 +55,9 @@ else
 fi
 want=(etc/systemd/system/snowflake-floor.service etc/udev/rules.d/60-snowflake.rules
 	etc/modules-load.d/snowflake.conf etc/modprobe.d/snowflake.conf etc/sysusers.d/snowflake.conf
-	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8)
+	etc/systemd/system/snowflake-agent.service
+	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8
+	usr/local/sbin/snowflake-agent usr/local/share/man/man8/snowflake-agent.8)
 missing=()
 for f in "${want[@]}"; do
 	[ -f "$dest/$f" ] || missing+=("$f")
@@ -73,8 +75,11 @@ else
 fi
 
 # systemd-analyze verify, inside the staged tree.
-mkdir -p "$dest/sbin"
+# The units pull in systemd's own (sysinit.target, network-online.target,
+# ...): the host's, copied into the tree for the check and removed after.
+mkdir -p "$dest/sbin" "$dest/usr/lib/systemd"
 cp -L "$(command -v modprobe)" "$dest/sbin/modprobe"
+cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/system"
 for unit in "$dest"/etc/systemd/system/*.service; do
 	u=${unit#"$dest"}
 	rc=0
@@ -89,6 +94,8 @@ for unit in "$dest"/etc/systemd/system/*.service; do
 done
 rm -f "$dest/sbin/modprobe"
 rmdir "$dest/sbin"
+rm -rf "$dest/usr/lib/systemd"
+rmdir "$dest/usr/lib" 2>/dev/null || true
 
 # The floor unit's ordering contract (README, snowflake-floord(8)).
 unit=$dest/etc/systemd/system/snowflake-floor.service
