@@ -126,6 +126,10 @@ test_kernel() {
 	fi
 	install -D -m 0644 "$ROOT/README.md" "$stage/usr/share/doc/snowflake/README.md"
 	printf 'TEST_TIMEOUT=%s\n' "$TEST_TIMEOUT" >"$stage/etc/snowflake-vm.conf"
+	# The debug kernel has failslab: there fault_test must run, not skip.
+	if is_debug_kver "$kver"; then
+		echo 'export SNOWFLAKE_REQUIRE_FAILSLAB=1' >>"$stage/etc/snowflake-vm.conf"
+	fi
 	vm_pack "$stage" "$initrd"
 
 	echo "==== vm $kver: booting $(vmlinuz_of "$kver") (timeout ${VM_TIMEOUT}s, console in ${log#"$ROOT"/}) ===="

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <sys/sysmacros.h>
 
 #include "kselftest_harness.h"
 #include "snowflake_util.h"
@@ -233,6 +234,207 @@ TEST_F(mod, reload_cycles)
 	ASSERT_EQ(0, sf_load(""));
 	/* loading twice: EEXIST */
 	EXPECT_EQ(-EEXIST, sf_load(""));
+}
+
+/*
+ * The load/unload lane: 50 cycles of load (with varied valid parameters)
+ * -> 4 reader processes (single and batch reads; each reader's IDs strictly
+ * increase, all the cycle's IDs are unique and carry the configured node
+ * ids) -> rmmod attempted while reader 0 still holds the device (refused
+ * with EWOULDBLOCK, the device keeps working) -> reader 0 closes -> rmmod
+ * succeeds and leaves nothing behind.
+ */
+#define LU_CYCLES	50
+#define LU_READERS	4
+#define LU_READS	50
+#define LU_MAX_IDS	(LU_READS * 64)
+
+static const char *const lu_params[] = {
+	"",
+	"worker_id=3",
+	"datacenter_id=7 worker_id=30",
+	"worker_bits=8 sequence_bits=9 worker_id=200",
+	"random_sequence=1 worker_id=1",
+	"time_unit_ms=10 datacenter_id=2 worker_id=5",
+	"sequence_bits=4 worker_id=2",
+	"strict=1 worker_id=9",
+	"epoch_ms=1600000000000 datacenter_id=31 worker_id=31",
+	"catchup_threshold_ms=100 datacenter_bits=0 worker_bits=10 worker_id=1000",
+};
+
+/* Batch sizes the readers cycle through (IDs per read). */
+static const unsigned int lu_batches[] = { 1, 64, 1, 3, 17, 1, 8, 64, 2, 1, 33 };
+
+/*
+ * What the device looks like right now, for failure messages: the node
+ * (and its dev_t), the sysfs "dev" file, the module's state.
+ */
+static const char *lu_state(char *buf, size_t len)
+{
+	char sysdev[32] = "-", modstate[32] = "-";
+	struct stat st;
+	int n;
+
+	n = sf_sysfs_read_str("dev", sysdev, sizeof(sysdev));
+	if (n > 0 && sysdev[n - 1] == '\n')
+		sysdev[n - 1] = '\0';
+	n = open(SF_MODSYSFS "/initstate", O_RDONLY | O_CLOEXEC);
+	if (n >= 0) {
+		ssize_t r = read(n, modstate, sizeof(modstate) - 1);
+
+		modstate[r > 0 ? r : 0] = '\0';
+		if (r > 0 && modstate[r - 1] == '\n')
+			modstate[r - 1] = '\0';
+		close(n);
+	}
+	if (stat(SF_DEV, &st))
+		snprintf(buf, len, "%s: %s; %s/dev: %s; module: %s", SF_DEV,
+			 strerror(errno), SF_SYSFS, sysdev, modstate);
+	else
+		snprintf(buf, len, "%s: %u:%u; %s/dev: %s; module: %s", SF_DEV,
+			 major(st.st_rdev), minor(st.st_rdev), SF_SYSFS, sysdev,
+			 modstate);
+	return buf;
+}
+
+/*
+ * Reader @r of a cycle: LU_READS reads into @ids, the count into @count.
+ * Reader 0 (@ready >= 0) then says so on @ready and holds its file until
+ * the parent writes to @hold.
+ */
+static void lu_reader(unsigned int r, uint64_t *ids, uint32_t *count, int ready, int hold)
+{
+	uint32_t got = 0;
+	char state[256];
+	char c;
+	int fd, i;
+
+	fd = sf_open(O_RDONLY);
+	CHILD_CHECK(fd >= 0, "reader %u: open: %s (%s)", r, strerror(-fd),
+		    lu_state(state, sizeof(state)));
+	for (i = 0; i < LU_READS; i++) {
+		unsigned int want = lu_batches[(r + i) % SF_ARRAY_SIZE(lu_batches)];
+		ssize_t n = sf_read_ids(fd, ids + got, want);
+
+		CHILD_CHECK(n > 0, "reader %u: read %u: %s", r, want, strerror((int)-n));
+		got += n;
+		*count = got;
+	}
+	if (ready >= 0) {
+		CHILD_CHECK(write(ready, "r", 1) == 1, "ready pipe");
+		CHILD_CHECK(read(hold, &c, 1) == 1, "hold pipe");
+	}
+	close(fd);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(mod, load_unload_50_cycles_with_readers, 900)
+{
+	const size_t max_ids = LU_READERS * LU_MAX_IDS + 2;
+	unsigned long checked = 0;
+	uint64_t *ids, *all;
+	uint32_t *counts;
+	char state[256];
+	int cycle;
+
+	ids = sf_shared_alloc(sizeof(*ids) * LU_READERS * LU_MAX_IDS);
+	counts = sf_shared_alloc(sizeof(*counts) * LU_READERS);
+	all = malloc(sizeof(*all) * max_ids);
+	ASSERT_NE(NULL, ids);
+	ASSERT_NE(NULL, counts);
+	ASSERT_NE(NULL, all);
+
+	ASSERT_EQ(0, sf_unload());
+	for (cycle = 0; cycle < LU_CYCLES; cycle++) {
+		const char *params = lu_params[cycle % SF_ARRAY_SIZE(lu_params)];
+		int ready[2], hold[2], fd, r, ret;
+		struct snowflake_config cfg;
+		pid_t pids[LU_READERS];
+		size_t n = 0, i;
+		char c;
+
+		ret = sf_load(params);
+		ASSERT_EQ(0, ret) TH_LOG("cycle %d: load '%s': %s", cycle, params,
+					 strerror(-ret));
+		memset(counts, 0, sizeof(*counts) * LU_READERS);
+		ASSERT_EQ(0, pipe(ready));
+		ASSERT_EQ(0, pipe(hold));
+		for (r = 0; r < LU_READERS; r++) {
+			pids[r] = fork();
+			ASSERT_LE(0, pids[r]);
+			if (pids[r] == 0) {
+				close(ready[0]);
+				close(hold[1]);
+				lu_reader(r, ids + (size_t)r * LU_MAX_IDS, &counts[r],
+					  r ? -1 : ready[1], hold[0]);
+			}
+		}
+		close(ready[1]);
+		close(hold[0]);
+		for (r = 1; r < LU_READERS; r++)
+			ASSERT_EQ(0, sf_wait_child(pids[r]))
+				TH_LOG("cycle %d ('%s'): reader %d failed", cycle, params, r);
+		/*
+		 * Wait until reader 0 has the device open: the unload below
+		 * must meet an open file, not a reader that is yet to start.
+		 */
+		ASSERT_EQ(1, read(ready[0], &c, 1))
+			TH_LOG("cycle %d ('%s'): reader 0 failed", cycle, params);
+		close(ready[0]);
+
+		/* Reader 0 holds the device: rmmod is refused... */
+		ret = sf_try_unload();
+		ASSERT_EQ(-EWOULDBLOCK, ret) TH_LOG("cycle %d: delete_module: %s", cycle,
+						    strerror(-ret));
+		/* ...and the device keeps working. */
+		ASSERT_TRUE(sf_path_exists(SF_SYSFS));
+		fd = sf_open(O_RDONLY);
+		ASSERT_LE(0, fd) TH_LOG("cycle %d: open: %s (%s)", cycle, strerror(-fd),
+					lu_state(state, sizeof(state)));
+		ASSERT_EQ(0, sf_get_config(fd, &cfg));
+		ASSERT_EQ(0, sf_read1(fd, &all[n]));
+		ASSERT_EQ(0, sf_read1(fd, &all[n + 1]));
+		EXPECT_LT(all[n], all[n + 1]);
+		n += 2;
+		close(fd);
+
+		/* Reader 0 closes its file: now rmmod goes through. */
+		ASSERT_EQ(1, write(hold[1], "x", 1));
+		close(hold[1]);
+		ASSERT_EQ(0, sf_wait_child(pids[0])) TH_LOG("cycle %d: reader 0 failed", cycle);
+		ret = sf_try_unload();
+		ASSERT_EQ(0, ret) TH_LOG("cycle %d: delete_module: %s", cycle, strerror(-ret));
+		expect_gone(_metadata);
+
+		/*
+		 * Each reader's IDs strictly increase and carry the loaded node
+		 * ids; none of the cycle's IDs repeats.
+		 */
+		for (r = 0; r < LU_READERS; r++) {
+			const uint64_t *mine = ids + (size_t)r * LU_MAX_IDS;
+
+			ASSERT_LE((uint32_t)LU_READS, counts[r]);
+			for (i = 0; i < counts[r]; i++) {
+				struct sf_id f = sf_decode(&cfg, mine[i]);
+
+				if (i)
+					ASSERT_LT(mine[i - 1], mine[i])
+						TH_LOG("cycle %d reader %d: ID %zu", cycle, r, i);
+				ASSERT_EQ(cfg.datacenter_id, f.dc);
+				ASSERT_EQ(cfg.worker_id, f.worker);
+				ASSERT_EQ(0, f.high);
+				all[n++] = mine[i];
+			}
+		}
+		qsort(all, n, sizeof(*all), sf_cmp_u64);
+		for (i = 1; i < n; i++)
+			ASSERT_NE(all[i - 1], all[i]) TH_LOG("cycle %d ('%s'): duplicate %" PRIu64,
+							     cycle, params, all[i]);
+		checked += n;
+	}
+	ksft_print_msg("load/unload: %d cycles, %lu IDs checked\n", LU_CYCLES, checked);
+	free(all);
+	ASSERT_EQ(0, sf_load(""));
 }
 
 SF_TEST_MAIN()

@@ -605,26 +605,41 @@ static inline void sf_install_term_handler(void (*after)(void))
 	sigaction(SIGINT, &sa, NULL);
 }
 
+static pid_t sf_main_pid;
+
 /*
- * main(): run the tests, then reload the module with default parameters.
- * @before and @after run in the main process around the tests (may be NULL).
+ * atexit() of the main process: test_harness_run() does not return (it
+ * ends with ksft_exit()), so the after hook and the final reload run here.
+ * Forked children that call exit() skip it.
+ */
+static inline void sf_at_exit(void)
+{
+	if (getpid() != sf_main_pid)
+		return;
+	if (sf_after_hook)
+		sf_after_hook();
+	if (sf_final_reload()) {
+		fflush(NULL);
+		_exit(KSFT_FAIL);
+	}
+}
+
+/*
+ * main(): run the tests, then (at exit) reload the module with default
+ * parameters.  @before and @after run in the main process around the
+ * tests (may be NULL).
  */
 #define SF_TEST_MAIN_HOOKS(before, after)				\
 	int main(int argc, char **argv)					\
 	{								\
 		void (*__before)(void) = (before);			\
-		void (*__after)(void) = (after);			\
-		int __ret;						\
 									\
 		if (__before)						\
 			__before();					\
-		sf_install_term_handler(__after);			\
-		__ret = test_harness_run(argc, argv);			\
-		if (__after)						\
-			__after();					\
-		if (sf_final_reload() && __ret == KSFT_PASS)		\
-			__ret = KSFT_FAIL;				\
-		return __ret;						\
+		sf_main_pid = getpid();					\
+		sf_install_term_handler(after);				\
+		atexit(sf_at_exit);					\
+		return test_harness_run(argc, argv);			\
 	}
 
 #define SF_TEST_MAIN() SF_TEST_MAIN_HOOKS(NULL, NULL)
