@@ -1,7 +1,9 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
-#   deps -> ksrc -> style -> sparse -> unit -> userspace -> docs -> vmtest
-#   -> debug-kernel
+#   deps -> ksrc -> style -> sparse -> unit -> fuzz -> userspace -> static
+#   -> docs -> vmtest -> debug-kernel
+# (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
+# target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
 # unit tests and an install into a temporary DESTDIR, scripts/userspace.sh;
 # debug-kernel: the guest suite again on a tinyconfig 6.12 with lockdep,
@@ -69,6 +71,7 @@ export SNOWFLAKE_SKIP_DEPS=1
 want style && run_stage style scripts/style.sh
 want sparse && run_stage sparse scripts/sparse.sh
 want unit && run_stage unit scripts/unit.sh
+want fuzz && run_stage fuzz scripts/fuzz.sh
 want userspace && run_stage userspace scripts/userspace.sh
 want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
