@@ -9,15 +9,17 @@
 #
 # Development (installs what is missing, tests in QEMU guests, never loads
 # anything into the host kernel):
-#   make check           every test: style, sparse, unit, userspace, vmtest, debug-kernel
+#   make check           every test (scripts/check.sh lists the stages)
 #   make run             boot a guest with the module and show it at work
 #   make vmtest | style | sparse | unit | userspace | deps
+#   make fuzz            libFuzzer on the core: replay fuzz/corpus + fuzz/crashes,
+#                        then fuzz each target FUZZ_SECONDS (60) s
 #   make debug-kernel    the guest suite on a lockdep/KASAN/UBSAN/kmemleak kernel
 #   make bench           benchmarks (guest under QEMU TCG + callgrind): build/bench/
 #
 # The library and the CLI (userspace/; PREFIX defaults to /usr/local there):
 #   make userspace       libsnowflake.so/.a, snowflake.pc, the snowflake CLI,
-#                        snowflake-floord
+#                        snowflake-floord, snowflake-agent
 #   make install-userspace / uninstall-userspace   (DESTDIR, PREFIX, ...)
 #
 # Packaging for a host (packaging/; README.md, "Install on a Debian/Ubuntu host"):
@@ -87,7 +89,7 @@ clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o *.ko *.mod *.mod.c \
 		.*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
-		build/selftests build/core build/userspace build/bench build/vm-*.log build/*.log \
+		build/selftests build/core build/fuzz build/userspace build/bench build/vm-*.log build/*.log \
 		build/restart build/dkms build/packaging
 
 # Also drops the caches: downloaded guest kernels, extracted kernel source.
@@ -126,6 +128,9 @@ sparse: deps
 
 unit: ksrc
 	$(Q)$(SCRIPTS)/unit.sh
+
+fuzz: deps
+	$(Q)$(SCRIPTS)/fuzz.sh
 
 # Command-line variables (DESTDIR, PREFIX, ...) reach userspace/Makefile
 # through MAKEFLAGS; PREFIX ?= /usr above is the module's and is not passed.
@@ -198,8 +203,8 @@ restart:
 	$(Q)$(SCRIPTS)/restart-test.sh
 
 help:
-	@sed -n '3,31s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,33s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
-.PHONY: all module install clean distclean deps ksrc check run vmtest debug-kernel bench style sparse unit \
+.PHONY: all module install clean distclean deps ksrc check run vmtest debug-kernel bench style sparse unit fuzz \
 	userspace install-userspace uninstall-userspace install-packaging uninstall-packaging \
 	dkms-src dkms-install dkms-uninstall restart help

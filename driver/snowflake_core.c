@@ -122,6 +122,32 @@ int sf_core_check_config(const struct snowflake_config *cfg, const char **why)
 	return 0;
 }
 
+/**
+ * sf_core_check_ids() - validate a SNOWFLAKE_IOC_SET_IDS argument on its own
+ * @ids:	the structure as copied in.
+ *
+ * Whether the ids fit their widths depends on the layout: sf_core_set_ids().
+ *
+ * Return: 0, or -EINVAL when @ids->flags or @ids->__reserved is not zero.
+ */
+int sf_core_check_ids(const struct snowflake_ids *ids)
+{
+	return ids->flags || ids->__reserved ? -EINVAL : 0;
+}
+
+/**
+ * sf_core_check_floor() - validate a SNOWFLAKE_IOC_SET_FLOOR argument on its own
+ * @fl:		the structure as copied in.
+ *
+ * Whether the floor fits the timestamp width: sf_core_set_floor().
+ *
+ * Return: 0, or -EINVAL when @fl->last_timestamp_ms (output only) is not zero.
+ */
+int sf_core_check_floor(const struct snowflake_floor *fl)
+{
+	return fl->last_timestamp_ms ? -EINVAL : 0;
+}
+
 /* Derived fields of a new layout; the tick state starts over. */
 static void sf_apply_layout(struct sf_core *c, const struct snowflake_config *cfg)
 {
@@ -311,7 +337,8 @@ bool sf_core_set_fence(struct sf_core *c, bool on)
  * A floor at or below the current one changes nothing.  A floor above the
  * generator's clock moves the clock forward to the start of the floor's tick.
  *
- * Return: 0, or -EOVERFLOW when the floor does not fit the timestamp width.
+ * Return: 0, or -EOVERFLOW when the floor does not fit the timestamp width
+ * or is above SF_MAX_FLOOR_MS.
  */
 int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
 {
@@ -319,6 +346,8 @@ int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
 
 	if (floor_ms <= c->floor_ms)
 		return 0;
+	if (floor_ms > SF_MAX_FLOOR_MS)
+		return -EOVERFLOW;
 
 	tick = sf_tick_up(&c->cfg, floor_ms);
 	if (tick > c->ts_max)
@@ -376,7 +405,8 @@ static u64 sf_next_tick_raw(const struct sf_core *c)
  * sf_core_reserve() - reserve a block of IDs
  * @c:		the generator.
  * @now_ms:	raw time now.
- * @want:	how many IDs the caller wants, at least 1.
+ * @want:	how many IDs the caller wants, at least 1; more than
+ *		SNOWFLAKE_MAX_IDS_PER_READ counts as that many.
  * @rnd:	a random number, used as the first sequence number of a new
  *		tick (masked to its lower half) in random-sequence mode.
  * @b:		filled with the block, or with @b->retry_ms on -EAGAIN.
@@ -395,6 +425,9 @@ int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want, u32 rnd,
 
 	if (!want)
 		return -EINVAL;
+	/* The count is returned as an int. */
+	if (want > SNOWFLAKE_MAX_IDS_PER_READ)
+		want = SNOWFLAKE_MAX_IDS_PER_READ;
 	if (c->refusing) {
 		c->stats.refused_reads++;
 		return -ENOTCONN;

@@ -32,6 +32,12 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
 
 #include <linux/snowflake.h>
 
+/*
+ * The highest floor, Unix ms (2^63 - 1, some 292 million years): below it,
+ * no sum of a time, an offset and a tick length can wrap around.
+ */
+#define SF_MAX_FLOOR_MS		((1ULL << 63) - 1)
+
 /* Why reads are refused (struct sf_core.refusing). */
 #define SF_REFUSE_NO_WORKER	0x1U	/* strict mode, no worker id set */
 #define SF_REFUSE_FENCED	0x2U	/* fenced: SNOWFLAKE_IOC_SET_FENCE */
@@ -91,6 +97,8 @@ struct sf_block {
 };
 
 int sf_core_check_config(const struct snowflake_config *cfg, const char **why);
+int sf_core_check_ids(const struct snowflake_ids *ids);
+int sf_core_check_floor(const struct snowflake_floor *fl);
 int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 		 u64 now_ms, const char **why);
 int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,

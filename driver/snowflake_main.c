@@ -382,8 +382,9 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 	ret = sf_copy_in(&ids, sizeof(ids), uptr, usize, SNOWFLAKE_IDS_SIZE_VER0);
 	if (ret)
 		return ret;
-	if (ids.flags || ids.__reserved)
-		return -EINVAL;
+	ret = sf_core_check_ids(&ids);
+	if (ret)
+		return ret;
 
 	spin_lock(&sf->lock);
 	ret = sf_core_set_ids(&sf->core, ids.datacenter_id, ids.worker_id,
@@ -452,8 +453,9 @@ static int sf_ioctl_set_floor(struct snowflake_dev *sf, void __user *uptr,
 	ret = sf_copy_in(&fl, sizeof(fl), uptr, usize, SNOWFLAKE_FLOOR_SIZE_VER0);
 	if (ret)
 		return ret;
-	if (fl.last_timestamp_ms)
-		return -EINVAL;
+	ret = sf_core_check_floor(&fl);
+	if (ret)
+		return ret;
 
 	return sf_set_floor(sf, fl.floor_ms);
 }

@@ -1,7 +1,9 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
-#   deps -> ksrc -> style -> sparse -> dkms -> unit -> userspace -> packaging
-#   -> static -> docs -> agent -> vmtest -> restart -> debug-kernel
+#   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
+#   -> packaging -> static -> docs -> agent -> vmtest -> restart -> debug-kernel
+# (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
+# target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
 # unit tests and an install into a temporary DESTDIR, scripts/userspace.sh;
 # debug-kernel: the guest suite again on a tinyconfig 6.12 with lockdep,
@@ -77,6 +79,7 @@ want style && run_stage style scripts/style.sh
 want sparse && run_stage sparse scripts/sparse.sh
 want dkms && run_stage dkms scripts/dkms-test.sh
 want unit && run_stage unit scripts/unit.sh
+want fuzz && run_stage fuzz scripts/fuzz.sh
 want userspace && run_stage userspace scripts/userspace.sh
 want packaging && run_stage packaging scripts/packaging-test.sh
 want static && run_stage static scripts/static.sh

@@ -15,6 +15,7 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio kmod sparse
 	"${KERNEL_META_PKGS[@]}" "$KSRC_PKG"
 	xz-utils perl file bc cppcheck clang-tidy
+	clang libclang-rt-dev
 	flex bison libelf-dev libssl-dev
 	pkg-config man-db groff-base
 	python3 php-cli

@@ -3,7 +3,8 @@
 # Counts the top-level TAP results of every test binary: "ok N ..." passes
 # ("ok N ... # SKIP" is a skipped pass), "not ok N ..." fails.  A binary that
 # exited nonzero without a failing result, printed no result, or did not
-# finish counts one more failure.  Prints one line per binary and, last,
+# finish counts one more failure.  Prints one line per binary (with the
+# figures a lane prints as "# fuzz: N calls ..." under it) and, last,
 #   COUNTS <passed> <failed> <skipped> <done:0|1> <insmod rc|-> <binaries run> <final rmmod rc|->
 { gsub(/\r/, "") }
 
@@ -12,7 +13,7 @@
 	next
 }
 /^SNOWFLAKE-TEST-BEGIN / {
-	cur = $2; inbin = 1; p = 0; f = 0; s = 0; fails = ""; totals = ""
+	cur = $2; inbin = 1; p = 0; f = 0; s = 0; fails = ""; totals = ""; figures = ""
 	next
 }
 inbin && /^ok [0-9]+([ \t]|$)/ {
@@ -28,6 +29,7 @@ inbin && /^not ok [0-9]+([ \t]|$)/ {
 	next
 }
 inbin && /^# Totals:/ { totals = $0 }
+inbin && /^# fuzz: [0-9]+ calls \(/ { figures = figures "\n      " $0 }
 /^SNOWFLAKE-TEST-END / {
 	rc = $3; sub(/^rc=/, "", rc); rc += 0
 	secs = $4; sub(/^secs=/, "", secs)
@@ -42,8 +44,8 @@ inbin && /^# Totals:/ { totals = $0 }
 	if (rc == 124 || rc == 137 || rc == 143)
 		note = note " (killed: per-binary timeout)"
 	P += p + s; F += f + extra; S += s; nrun++
-	printf "  %-32s %d passed, %d failed, %d skipped, exit %d, %ss%s%s\n", \
-		cur, p + s, f + extra, s, rc, secs, note, fails
+	printf "  %-32s %d passed, %d failed, %d skipped, exit %d, %ss%s%s%s\n", \
+		cur, p + s, f + extra, s, rc, secs, note, figures, fails
 	next
 }
 /^SNOWFLAKE-RMMOD rc=/ {

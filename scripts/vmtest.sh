@@ -11,6 +11,7 @@
 #   SNOWFLAKE_SKIP_DEPS=1  do not run deps.sh/ksrc.sh first (check.sh did)
 #   MODULE_SRC=DIR       module sources (Kbuild, driver/, uapi/); default: repo
 #   SELFTESTS_SRC=DIR    selftests directory; default: selftests/
+#   SNOWFLAKE_FUZZ_SEED, SNOWFLAKE_FUZZ_CALLS   passed to fuzz_test in the guest
 #
 # Prints "vm <KVER>: N passed, M failed" per kernel, then
 # "vmtest: N passed, M failed"; exits nonzero when anything failed.
@@ -130,6 +131,12 @@ test_kernel() {
 	if is_debug_kver "$kver"; then
 		echo 'export SNOWFLAKE_REQUIRE_FAILSLAB=1' >>"$stage/etc/snowflake-vm.conf"
 	fi
+	# fuzz_test's knobs, when set here.
+	for v in SNOWFLAKE_FUZZ_SEED SNOWFLAKE_FUZZ_CALLS; do
+		if [ -n "${!v:-}" ]; then
+			printf 'export %s=%q\n' "$v" "${!v}" >>"$stage/etc/snowflake-vm.conf"
+		fi
+	done
 	vm_pack "$stage" "$initrd"
 
 	echo "==== vm $kver: booting $(vmlinuz_of "$kver") (timeout ${VM_TIMEOUT}s, console in ${log#"$ROOT"/}) ===="

@@ -198,6 +198,66 @@ TEST_F(core, floor_overflow_refused)
 	EXPECT_EQ(0, sf_core_set_floor(&self->c, max_ms, NOW));
 }
 
+/*
+ * A floor whose tick start does not fit 64 bits (found by fuzz/core_fuzz.c:
+ * the start wrapped, and reads asked to retry in the past): above 2^63 - 1
+ * every floor is refused, even where timestamp_bits would hold its tick.
+ */
+TEST(floor_above_2_63_refused)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_block b;
+	struct sf_core c;
+	const char *why;
+	u64 retry = 0;
+
+	cfg.timestamp_bits = 63;
+	cfg.datacenter_bits = cfg.worker_bits = cfg.sequence_bits = 0;
+	cfg.time_unit_ms = 8;
+	ASSERT_EQ(0, sf_core_init(&c, &cfg, NOW, &why));
+	EXPECT_EQ(-EOVERFLOW, sf_core_set_floor(&c, ~0ULL, NOW));
+	EXPECT_EQ(-EOVERFLOW, sf_core_set_floor(&c, SF_MAX_FLOOR_MS + 1, NOW));
+	EXPECT_EQ(0, c.floor_ms);
+	ASSERT_EQ(0, sf_core_set_floor(&c, SF_MAX_FLOOR_MS, NOW));
+	ASSERT_EQ(1, sf_core_reserve(&c, NOW, 1, 0, &b));
+	EXPECT_GE(ts_ms(&cfg, b.first), SF_MAX_FLOOR_MS);
+	ASSERT_EQ(0, sf_core_peek(&c, NOW, &retry));
+	EXPECT_LT(NOW, retry);
+}
+
+/* want above the int range returns at most SNOWFLAKE_MAX_IDS_PER_READ. */
+TEST(reserve_huge_want)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_block b;
+	struct sf_core c;
+	const char *why;
+
+	cfg.timestamp_bits = 32;
+	cfg.datacenter_bits = cfg.worker_bits = 0;
+	cfg.sequence_bits = 31;
+	cfg.time_unit_ms = 3600000;
+	ASSERT_EQ(0, sf_core_init(&c, &cfg, NOW, &why));
+	EXPECT_EQ(SNOWFLAKE_MAX_IDS_PER_READ, sf_core_reserve(&c, NOW, 0xffffffffU, 0, &b));
+	EXPECT_EQ(SNOWFLAKE_MAX_IDS_PER_READ, b.count);
+}
+
+TEST(check_ids_and_floor)
+{
+	struct snowflake_ids ids = { .datacenter_id = ~0U, .worker_id = ~0U };
+	struct snowflake_floor fl = { .floor_ms = ~0ULL };
+
+	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	ids.flags = 1;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	ids.flags = 0;
+	ids.__reserved = 0x80000000U;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(0, sf_core_check_floor(&fl));
+	fl.last_timestamp_ms = 1;
+	EXPECT_EQ(-EINVAL, sf_core_check_floor(&fl));
+}
+
 TEST_F(core, floor_forced_ticks_run_ahead_when_exhausted)
 {
 	struct sf_block b;
