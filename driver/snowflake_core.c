@@ -148,6 +148,21 @@ int sf_core_check_floor(const struct snowflake_floor *fl)
 	return fl->last_timestamp_ms ? -EINVAL : 0;
 }
 
+/**
+ * sf_core_check_fence() - validate a SNOWFLAKE_IOC_SET_FENCE argument
+ * @fe:		the argument as copied from userspace.
+ *
+ * Return: 0, or -EINVAL for an unknown flag or a nonzero @__reserved or
+ * @fences (an output field).
+ */
+int sf_core_check_fence(const struct snowflake_fence *fe)
+{
+	if ((fe->flags & ~SNOWFLAKE_FENCE_FLAGS_ALL) || fe->__reserved ||
+	    fe->fences)
+		return -EINVAL;
+	return 0;
+}
+
 /* Derived fields of a new layout; the tick state starts over. */
 static void sf_apply_layout(struct sf_core *c, const struct snowflake_config *cfg)
 {

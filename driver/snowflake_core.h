@@ -99,6 +99,7 @@ struct sf_block {
 int sf_core_check_config(const struct snowflake_config *cfg, const char **why);
 int sf_core_check_ids(const struct snowflake_ids *ids);
 int sf_core_check_floor(const struct snowflake_floor *fl);
+int sf_core_check_fence(const struct snowflake_fence *fe);
 int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 		 u64 now_ms, const char **why);
 int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,

@@ -486,8 +486,9 @@ static int sf_ioctl_set_fence(struct snowflake_dev *sf, void __user *uptr,
 	ret = sf_copy_in(&fe, sizeof(fe), uptr, usize, SNOWFLAKE_FENCE_SIZE_VER0);
 	if (ret)
 		return ret;
-	if ((fe.flags & ~SNOWFLAKE_FENCE_FLAGS_ALL) || fe.__reserved || fe.fences)
-		return -EINVAL;
+	ret = sf_core_check_fence(&fe);
+	if (ret)
+		return ret;
 
 	on = fe.flags & SNOWFLAKE_FENCE_ON;
 	spin_lock(&sf->lock);
@@ -893,7 +894,7 @@ static int __init sf_setup(struct snowflake_dev *sf)
 	}
 	ret = sf_core_set_floor(&sf->core, param_floor_ms, now);
 	if (ret) {
-		pr_err("invalid floor_ms=%llu: beyond what timestamp_bits can hold\n",
+		pr_err("invalid floor_ms=%llu: above 2^63-1 ms or beyond what timestamp_bits can hold\n",
 		       param_floor_ms);
 		return ret;
 	}

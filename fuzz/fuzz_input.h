@@ -103,6 +103,7 @@ static inline bool fz_core_eq(const struct sf_core *a, const struct sf_core *b)
 	       a->offset_ms == b->offset_ms && a->last_tick == b->last_tick &&
 	       a->next_seq == b->next_seq && a->issued == b->issued &&
 	       a->strict == b->strict && a->worker_set == b->worker_set &&
+	       a->fenced == b->fenced && a->fences == b->fences &&
 	       a->refusing == b->refusing &&
 	       !memcmp(&a->stats, &b->stats, sizeof(a->stats));
 }

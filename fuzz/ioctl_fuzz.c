@@ -6,6 +6,7 @@
  *   SNOWFLAKE_IOC_SET_CONFIG  sf_core_check_config(), sf_core_set_config()
  *   SNOWFLAKE_IOC_SET_IDS     sf_core_check_ids(), sf_core_set_ids()
  *   SNOWFLAKE_IOC_SET_FLOOR   sf_core_check_floor(), sf_core_set_floor()
+ *   SNOWFLAKE_IOC_SET_FENCE   sf_core_check_fence(), sf_core_set_fence()
  *
  * The input is a generator (a configuration, maybe IDs already issued, a
  * floor) and then a sequence of argument structures as raw bytes.  Each is
@@ -178,6 +179,42 @@ static void do_set_floor(struct fin *in, struct sf_core *c)
 	}
 }
 
+static void do_set_fence(struct fin *in, struct sf_core *c)
+{
+	struct snowflake_fence fe;
+	struct sf_core before = *c;
+	bool on;
+	int ret, want = 0;
+
+	memset(&fe, 0, sizeof(fe));
+	if (fin_bool(in)) {
+		fe.flags = fin_u32(in);
+		fe.__reserved = fin_bool(in) ? fin_u32(in) : 0;
+		fe.fences = fin_bool(in) ? fin_u64(in) : 0;
+	} else {
+		fe.flags = fin_bool(in) ? SNOWFLAKE_FENCE_ON : 0;
+	}
+
+	if ((fe.flags & ~SNOWFLAKE_FENCE_ON) || fe.__reserved || fe.fences)
+		want = -EINVAL;
+
+	/* As sf_ioctl_set_fence(). */
+	on = fe.flags & SNOWFLAKE_FENCE_ON;
+	ret = sf_core_check_fence(&fe);
+	if (!ret)
+		sf_core_set_fence(c, on);
+	CHECK(ret == want, "SET_FENCE %d, the rules say %d", ret, want);
+	if (ret || before.fenced == on) {
+		CHECK(fz_core_eq(&before, c), "SET_FENCE changed the state");
+	} else {
+		CHECK(c->fenced == on, "fence not stored");
+		CHECK(c->fences == before.fences + on, "fences counted wrong");
+		CHECK(!!(c->refusing & SF_REFUSE_FENCED) == on, "refusing bit wrong");
+		CHECK(c->last_tick == before.last_tick && c->next_seq == before.next_seq,
+		      "the fence moved the tick state");
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -209,15 +246,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(sf_core_reserve(&c, NOW, 1, 0, &b) == 1, "first ID");
 
 	while (in.left) {
-		switch (fin_u8(&in) % 3) {
+		switch (fin_u8(&in) % 4) {
 		case 0:
 			do_set_config(&in, &c);
 			break;
 		case 1:
 			do_set_ids(&in, &c);
 			break;
-		default:
+		case 2:
 			do_set_floor(&in, &c);
+			break;
+		default:
+			do_set_fence(&in, &c);
 			break;
 		}
 	}
