@@ -91,6 +91,33 @@ want vmtest && run_stage vmtest scripts/vmtest.sh
 want restart && run_stage restart scripts/restart-test.sh
 want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 
+# lane_figures: the figures of each reliability lane, from the stage logs:
+# which kernel, what was checked, how much.  (What passed or failed is in
+# the counts above; this only names the work done.)
+lane_figures() {
+	local f
+	for f in "$BUILD"/check-stage-{fuzz,vmtest,debug-kernel,agent,restart}.log; do
+		[ -f "$f" ] || continue
+		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
+			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
+			/^==== restart [^ ]+ ====/ { k = $3 }
+			function say(lane, what) { printf "  %-14s %-28s %s\n", lane, k ? k : "host", what }
+			/^fuzz (core|ioctl): [0-9]+ execs/ { say("libfuzzer", $0) }
+			/^# fuzz: [0-9]+ calls \(/ { sub(/^# /, ""); say("guest fuzz", $0) }
+			/torture_8x1M_clock_steps:[0-9]+ IDs in/ { sub(/.*torture_8x1M_clock_steps:/, ""); sub(/: unique.*/, ""); say("torture", $0) }
+			/torture_8x1M_clock_steps:[0-9]+ wall clock steps/ { sub(/.*torture_8x1M_clock_steps:/, ""); say("torture", $0) }
+			/^# load\/unload: / { sub(/^# /, ""); say("load/unload", $0) }
+			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
+			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
+			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
+			/^# new - old / { say("restart", $0) }
+		'
+	done
+}
+
+echo
+echo "======== lanes ========"
+lane_figures || true
 echo
 echo "======== summary ($(($(now) - t0))s) ========"
 printf '%s\n' "${table[@]}"
