@@ -16,23 +16,11 @@ SRCTREE=$ROOTFS/usr/src
 TREE=$OUT/tree
 VERSION=$(cat "$ROOT/VERSION")
 
-pass=0
-fail=0
-n=0
-ok() {
-	pass=$((pass + 1)) n=$((n + 1))
-	echo "ok $n $*"
-}
-notok() {
-	fail=$((fail + 1)) n=$((n + 1))
-	echo "not ok $n $*"
-}
 finish() {
 	echo "dkms: $pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 	exit
 }
-indent() { sed 's/^/#   /'; }
 
 if ! command -v dkms >/dev/null; then
 	notok "dkms is not installed (scripts/deps.sh installs it)"

@@ -28,6 +28,28 @@ die() {
 	exit 1
 }
 
+# Checks of the stage scripts, TAP style: ok/notok count them in pass and
+# fail and print "ok N WHAT" / "not ok N WHAT" (with $TAP_PREFIX before
+# WHAT); check WHAT CMD... runs CMD and says which; indent prefixes each
+# line of its input with "#   ".
+pass=0
+fail=0
+ntap=0
+ok() {
+	pass=$((pass + 1)) ntap=$((ntap + 1))
+	echo "ok $ntap ${TAP_PREFIX:-}$*"
+}
+notok() {
+	fail=$((fail + 1)) ntap=$((ntap + 1))
+	echo "not ok $ntap ${TAP_PREFIX:-}$*"
+}
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else notok "$what"; fi
+}
+indent() { sed 's/^/#   /'; }
+
 # Run a command as root: directly when root, through sudo when it is there
 # and usable, otherwise fail.
 as_root() {

@@ -22,18 +22,6 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 OUT=$BUILD/packaging
-pass=0
-fail=0
-n=0
-ok() {
-	pass=$((pass + 1)) n=$((n + 1))
-	echo "ok $n $*"
-}
-notok() {
-	fail=$((fail + 1)) n=$((n + 1))
-	echo "not ok $n $*"
-}
-indent() { sed 's/^/#   /'; }
 finish() {
 	echo "packaging: $pass passed, $fail failed"
 	[ "$fail" -eq 0 ]

@@ -31,22 +31,6 @@ if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
 	"$ROOT/scripts/ksrc.sh"
 fi
 
-pass=0
-fail=0
-n=0
-ok() {
-	pass=$((pass + 1)) n=$((n + 1))
-	echo "ok $n $*"
-}
-notok() {
-	fail=$((fail + 1)) n=$((n + 1))
-	echo "not ok $n $*"
-}
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else notok "$what"; fi
-}
 finish() {
 	echo "restart: $pass passed, $fail failed"
 	[ "$fail" -eq 0 ]

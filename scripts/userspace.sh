@@ -12,21 +12,7 @@ set -euo pipefail
 dir=$ROOT/userspace
 out=$BUILD/userspace
 mkdir -p "$out"
-pass=0
-fail=0
-n=0
-ok() {
-	pass=$((pass + 1)) n=$((n + 1))
-	echo "ok $n install: $*"
-}
-notok() {
-	fail=$((fail + 1)) n=$((n + 1))
-	echo "not ok $n install: $*"
-}
-indent() {
-	local l
-	while IFS= read -r l; do printf '#   %s\n' "$l"; done
-}
+TAP_PREFIX="install: "
 mk() { make -C "$dir" OUT="$out" ${V:+V="$V"} "$@"; }
 
 # 1. Build and unit tests; their counts come from the last line of check.
@@ -39,7 +25,7 @@ line=$(grep -E '^userspace: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n1) || 
 if [ -n "$line" ]; then
 	pass=$(sed -E 's/^userspace: ([0-9]+) passed.*/\1/' <<<"$line")
 	fail=$(sed -E 's/^.* ([0-9]+) failed.*/\1/' <<<"$line")
-	n=$((pass + fail))
+	ntap=$((pass + fail))
 fi
 if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
 	notok "make -C userspace check exited $rc without a failing test"
