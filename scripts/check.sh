@@ -110,7 +110,7 @@ lane_figures() {
 			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
-			/^# new - old / { say("restart", $0) }
+			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 		'
 	done
 }
