@@ -180,6 +180,7 @@ dkms-src:
 	$(Q)rm -rf $(DESTDIR)$(DKMS_SRC)
 	$(Q)install -d $(DESTDIR)$(DKMS_SRC)/driver $(DESTDIR)$(DKMS_SRC)/uapi/linux
 	$(Q)install -m 0644 Kbuild $(DESTDIR)$(DKMS_SRC)/Kbuild
+	$(Q)install -m 0644 VERSION $(DESTDIR)$(DKMS_SRC)/VERSION
 	$(Q)install -m 0644 driver/*.c driver/*.h $(DESTDIR)$(DKMS_SRC)/driver/
 	$(Q)install -m 0644 uapi/linux/snowflake.h $(DESTDIR)$(DKMS_SRC)/uapi/linux/
 	$(Q)sed 's|@VERSION@|$(VERSION)|g' packaging/dkms/dkms.conf.in >$(DESTDIR)$(DKMS_SRC)/dkms.conf

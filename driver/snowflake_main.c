@@ -964,3 +964,4 @@ module_exit(snowflake_exit);
 MODULE_AUTHOR("snowflake developers");
 MODULE_DESCRIPTION("/dev/snowflake: unique, time-ordered 64-bit IDs");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(SNOWFLAKE_VERSION);

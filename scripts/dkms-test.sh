@@ -91,10 +91,11 @@ for kver in "${kvers[@]}"; do
 	ok "$kver: dkms build ($(($(now) - start)) s): ${ko#"$ROOT"/}"
 	vermagic=$(modinfo -F vermagic "$ko")
 	name=$(modinfo -F name "$ko")
-	if [ "$name" = snowflake ] && [[ "$vermagic" == "$kver "* ]]; then
-		ok "$kver: modinfo: name $name, vermagic $vermagic"
+	modver=$(modinfo -F version "$ko")
+	if [ "$name" = snowflake ] && [[ "$vermagic" == "$kver "* ]] && [ "$modver" = "$VERSION" ]; then
+		ok "$kver: modinfo: name $name, version $modver, vermagic $vermagic"
 	else
-		notok "$kver: modinfo: name '$name', vermagic '$vermagic'"
+		notok "$kver: modinfo: name '$name', version '$modver' (want $VERSION), vermagic '$vermagic'"
 	fi
 	have=$(modinfo -F parm "$ko" | sed 's/:.*//' | sort -u)
 	if [ -n "$params" ] && [ "$have" = "$params" ]; then

@@ -162,6 +162,7 @@ sync_module_src() {
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	cp -p "$src/Kbuild" "$dir/"
+	[ ! -f "$src/VERSION" ] || cp -p "$src/VERSION" "$dir/"
 	# Sources only: objects an in-tree `make module` left in driver/ were
 	# built for another kernel and must not leak into this build.
 	for d in driver uapi; do
