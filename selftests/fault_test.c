@@ -39,21 +39,9 @@ static bool saved;
 
 static int read_str(const char *path, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd;
+	int n = sf_read_path(path, buf, len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return n;
-	}
-	close(fd);
-	buf[n] = '\0';
-	return 0;
+	return n < 0 ? n : 0;
 }
 
 static int write_str(const char *path, const char *s)

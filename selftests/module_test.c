@@ -54,19 +54,12 @@ static void expect_gone(struct __test_metadata *_metadata)
 /* MODULE_VERSION comes from the top-level VERSION file (Kbuild). */
 TEST_F(mod, version_in_sysfs)
 {
-	char buf[64], path[128];
 	unsigned int a, b, c;
-	char nl, extra;
-	ssize_t n;
-	int fd;
+	char buf[64], nl, extra;
+	int n;
 
-	snprintf(path, sizeof(path), "%s/version", SF_MODSYSFS);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd) TH_LOG("open %s: %s", path, strerror(errno));
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	ASSERT_LT(0, n);
-	buf[n] = '\0';
+	n = sf_read_path(SF_MODSYSFS "/version", buf, sizeof(buf));
+	ASSERT_LT(0, n) TH_LOG("read " SF_MODSYSFS "/version: %s", strerror(-n));
 	EXPECT_EQ(4, sscanf(buf, "%u.%u.%u%c%c", &a, &b, &c, &nl, &extra))
 		TH_LOG("version \"%s\" is not MAJOR.MINOR.PATCH", buf);
 	EXPECT_EQ('\n', nl);

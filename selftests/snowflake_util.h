@@ -148,14 +148,12 @@ static inline int sf_open(int flags)
 /* sysfs                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Read a whole sysfs file of the device into @buf: length or -errno. */
-static inline int sf_sysfs_read_str(const char *name, char *buf, size_t len)
+/* Read a small file (sysfs, procfs, debugfs) into @buf: length or -errno. */
+static inline int sf_read_path(const char *path, char *buf, size_t len)
 {
-	char path[256];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), SF_SYSFS "/%s", name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -168,6 +166,15 @@ static inline int sf_sysfs_read_str(const char *name, char *buf, size_t len)
 	close(fd);
 	buf[n] = '\0';
 	return n;
+}
+
+/* Read a whole sysfs file of the device into @buf: length or -errno. */
+static inline int sf_sysfs_read_str(const char *name, char *buf, size_t len)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), SF_SYSFS "/%s", name);
+	return sf_read_path(path, buf, len);
 }
 
 /*

@@ -321,6 +321,24 @@ static bool load_script(struct agent *a, int64_t deadline, const char *lua, char
 }
 
 /*
+ * A two-word command of the connection's setup (AUTH, SELECT): true when it
+ * succeeded; an error reply drops the connection with Redis' message.
+ */
+static bool setup_cmd(struct agent *a, int64_t deadline, const char *argv[2])
+{
+	redisReply *r = cmd(a, deadline, 2, argv);
+	bool ok;
+
+	if (!r)
+		return false;
+	ok = r->type != REDIS_REPLY_ERROR;
+	if (!ok)
+		redis_drop(a, r->str);
+	freeReplyObject(r);
+	return ok;
+}
+
+/*
  * Connect (AUTH, SELECT, scripts), all of it by @deadline (0: each step
  * within redis-timeout-ms); true when connected.
  */
@@ -328,7 +346,6 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 {
 	const struct ag_conf *c = a->c;
 	int64_t t = call_timeout(a, deadline);
-	redisReply *r;
 	char db[16];
 
 	if (a->rc)
@@ -343,29 +360,15 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 	if (c->redis_password) {
 		const char *argv[] = { "AUTH", c->redis_password };
 
-		r = cmd(a, deadline, 2, argv);
-		if (!r)
+		if (!setup_cmd(a, deadline, argv))
 			return false;
-		if (r->type == REDIS_REPLY_ERROR) {
-			redis_drop(a, r->str);
-			freeReplyObject(r);
-			return false;
-		}
-		freeReplyObject(r);
 	}
 	if (c->redis_db) {
 		const char *argv[] = { "SELECT", db };
 
 		snprintf(db, sizeof(db), "%d", c->redis_db);
-		r = cmd(a, deadline, 2, argv);
-		if (!r)
+		if (!setup_cmd(a, deadline, argv))
 			return false;
-		if (r->type == REDIS_REPLY_ERROR) {
-			redis_drop(a, r->str);
-			freeReplyObject(r);
-			return false;
-		}
-		freeReplyObject(r);
 	}
 	if (!load_script(a, deadline, renew_lua, a->renew_sha) ||
 	    !load_script(a, deadline, release_lua, a->release_sha)) {
