@@ -108,6 +108,22 @@ static inline bool fz_core_eq(const struct sf_core *a, const struct sf_core *b)
 	       !memcmp(&a->stats, &b->stats, sizeof(a->stats));
 }
 
+/* Every field of @cfg from the input, in order; @__reserved only if @reserved. */
+static inline void fz_raw_config(struct fin *in, struct snowflake_config *cfg,
+				 bool reserved)
+{
+	cfg->epoch_ms = fin_u64(in);
+	cfg->time_unit_ms = fin_u32(in);
+	cfg->timestamp_bits = fin_u8(in);
+	cfg->datacenter_bits = fin_u8(in);
+	cfg->worker_bits = fin_u8(in);
+	cfg->sequence_bits = fin_u8(in);
+	cfg->datacenter_id = fin_u32(in);
+	cfg->worker_id = fin_u32(in);
+	cfg->flags = fin_u32(in);
+	cfg->__reserved = reserved ? fin_u32(in) : 0;
+}
+
 /*
  * A configuration from the input: most of the time a valid one (widths
  * that sum to 63 or less, ids that fit), sometimes raw bytes.
@@ -120,16 +136,7 @@ static inline void fz_config(struct fin *in, struct snowflake_config *cfg,
 
 	memset(cfg, 0, sizeof(*cfg));
 	if ((mode & 7) == 0) {
-		cfg->epoch_ms = fin_u64(in);
-		cfg->time_unit_ms = fin_u32(in);
-		cfg->timestamp_bits = fin_u8(in);
-		cfg->datacenter_bits = fin_u8(in);
-		cfg->worker_bits = fin_u8(in);
-		cfg->sequence_bits = fin_u8(in);
-		cfg->datacenter_id = fin_u32(in);
-		cfg->worker_id = fin_u32(in);
-		cfg->flags = fin_u32(in);
-		cfg->__reserved = (mode & 8) ? fin_u32(in) : 0;
+		fz_raw_config(in, cfg, mode & 8);
 		return;
 	}
 	switch ((mode >> 3) & 3) {

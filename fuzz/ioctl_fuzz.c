@@ -50,16 +50,7 @@ static void arg_config(struct fin *in, const struct sf_core *c,
 {
 	if (fin_bool(in)) {
 		memset(cfg, 0, sizeof(*cfg));
-		cfg->epoch_ms = fin_u64(in);
-		cfg->time_unit_ms = fin_u32(in);
-		cfg->timestamp_bits = fin_u8(in);
-		cfg->datacenter_bits = fin_u8(in);
-		cfg->worker_bits = fin_u8(in);
-		cfg->sequence_bits = fin_u8(in);
-		cfg->datacenter_id = fin_u32(in);
-		cfg->worker_id = fin_u32(in);
-		cfg->flags = fin_u32(in);
-		cfg->__reserved = fin_u32(in);
+		fz_raw_config(in, cfg, true);
 	} else if (fin_bool(in)) {
 		*cfg = c->cfg;
 		cfg->datacenter_id = fin_u32(in) & (fz_mask(cfg->datacenter_bits) * 2 + 1);
