@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include <linux/snowflake.h>
@@ -518,6 +519,41 @@ static inline bool sf_all_bytes(const void *p, size_t len, unsigned char c)
 				      #expr, __sf_e, strerror(__sf_e),	\
 				      err, strerror(err));		\
 } while (0)
+
+/*
+ * Every way of reading @fd fails with ENOTCONN (blocking, O_NONBLOCK: not
+ * EAGAIN, waiting would not help; readv; RWF_NOWAIT), poll shows nothing,
+ * and the counters say so: five refused reads, nothing issued or waited
+ * for.  For the states that refuse reads: strict mode, the fence.
+ */
+static inline void sf_expect_reads_refused(struct __test_metadata *_metadata, int fd)
+{
+	struct snowflake_stats st0, st1;
+	uint64_t ids[4];
+	struct iovec iov = { .iov_base = ids, .iov_len = sizeof(ids) };
+	int r;
+
+	ASSERT_EQ(0, sf_get_stats(fd, &st0));
+	ASSERT_EQ(0, sf_set_nonblock(fd, false));
+	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 8));
+	EXPECT_ERRNO(ENOTCONN, read(fd, ids, sizeof(ids)));
+	EXPECT_ERRNO(ENOTCONN, readv(fd, &iov, 1));
+	EXPECT_ERRNO(ENOTCONN, preadv2(fd, &iov, 1, -1, RWF_NOWAIT));
+	ASSERT_EQ(0, sf_set_nonblock(fd, true));
+	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 8));
+	ASSERT_EQ(0, sf_set_nonblock(fd, false));
+	r = sf_poll_in(fd, 0);
+	EXPECT_EQ(0, r & (POLLIN | POLLRDNORM)) TH_LOG("poll: %#x", r);
+	r = sf_poll_in(fd, 50);
+	EXPECT_EQ(0, r & (POLLIN | POLLRDNORM)) TH_LOG("poll: %#x", r);
+
+	ASSERT_EQ(0, sf_get_stats(fd, &st1));
+	EXPECT_EQ(st0.refused_reads + 5, st1.refused_reads);
+	EXPECT_EQ(st0.ids_issued, st1.ids_issued);
+	EXPECT_EQ(st0.reads, st1.reads);
+	EXPECT_EQ(st0.eagain, st1.eagain);
+	EXPECT_EQ(st1.refused_reads, sf_sysfs_u64("statistics/refused_reads"));
+}
 
 /* ------------------------------------------------------------------ */
 /* Children                                                            */

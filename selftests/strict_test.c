@@ -42,35 +42,15 @@ FIXTURE_TEARDOWN(st)
 /* Reads are refused; the counters say so; nothing is issued. */
 static void expect_refusing(struct __test_metadata *_metadata, int fd)
 {
-	struct snowflake_stats st0, st1;
-	uint64_t ids[4];
-	struct iovec iov = { .iov_base = ids, .iov_len = sizeof(ids) };
-	int r;
+	struct snowflake_stats st;
 
-	ASSERT_EQ(0, sf_get_stats(fd, &st0));
+	ASSERT_EQ(0, sf_get_stats(fd, &st));
 	EXPECT_EQ(SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING,
-		  st0.state & (SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING |
-			       SNOWFLAKE_STATE_WORKER_SET));
+		  st.state & (SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING |
+			      SNOWFLAKE_STATE_WORKER_SET));
 	EXPECT_EQ(1, sf_sysfs_u64("strict"));
 	EXPECT_EQ(1, sf_sysfs_u64("refusing"));
-
-	ASSERT_EQ(0, sf_set_nonblock(fd, false));
-	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 8));
-	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 32));
-	EXPECT_ERRNO(ENOTCONN, readv(fd, &iov, 1));
-	EXPECT_ERRNO(ENOTCONN, preadv2(fd, &iov, 1, -1, RWF_NOWAIT));
-	ASSERT_EQ(0, sf_set_nonblock(fd, true));
-	EXPECT_ERRNO(ENOTCONN, read(fd, ids, 8));
-	ASSERT_EQ(0, sf_set_nonblock(fd, false));
-	r = sf_poll_in(fd, 0);
-	EXPECT_EQ(0, r & (POLLIN | POLLRDNORM)) TH_LOG("poll: %#x", r);
-
-	ASSERT_EQ(0, sf_get_stats(fd, &st1));
-	EXPECT_EQ(st0.refused_reads + 5, st1.refused_reads);
-	EXPECT_EQ(st0.ids_issued, st1.ids_issued);
-	EXPECT_EQ(st0.reads, st1.reads);
-	EXPECT_EQ(st0.eagain, st1.eagain);
-	EXPECT_EQ(st1.refused_reads, sf_sysfs_u64("statistics/refused_reads"));
+	sf_expect_reads_refused(_metadata, fd);
 }
 
 /* Reads work and the IDs carry @worker. */
