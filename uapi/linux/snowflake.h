@@ -81,11 +81,24 @@ struct snowflake_config {
 
 #define SNOWFLAKE_CONFIG_SIZE_VER0	32
 
+/*
+ * struct snowflake_ids.flags
+ *
+ * SNOWFLAKE_IDS_ASSIGN_WORKER: this call assigns the worker id.  Only such a
+ * call (or a write of the worker_id sysfs file, or the worker_id module
+ * parameter) ends strict mode's refusal; rewriting the ids without it (for
+ * example the values just read, to change only the datacenter id) changes
+ * the ids but never lets a strict device issue IDs.  SNOWFLAKE_IOC_SET_CONFIG
+ * never ends the refusal either.
+ */
+#define SNOWFLAKE_IDS_ASSIGN_WORKER	0x1U
+#define SNOWFLAKE_IDS_FLAGS_ALL		SNOWFLAKE_IDS_ASSIGN_WORKER
+
 /**
  * struct snowflake_ids - identity of this host in the cluster
  * @datacenter_id:	datacenter id, < 2^datacenter_bits.
  * @worker_id:		worker id, < 2^worker_bits.
- * @flags:		must be zero.
+ * @flags:		SNOWFLAKE_IDS_* bits; unknown bits are -EINVAL.
  * @__reserved:		must be zero.
  */
 struct snowflake_ids {
