@@ -14,26 +14,6 @@
  */
 #include "snowflake_core.h"
 
-static u64 sf_mask(unsigned int bits)
-{
-	return bits ? ~0ULL >> (64 - bits) : 0;
-}
-
-static u64 sf_clock(const struct sf_core *c, u64 now_ms)
-{
-	return now_ms + c->offset_ms;
-}
-
-/* Ticks since the epoch at @ms, rounded down; 0 before the epoch. */
-static u64 sf_tick(const struct snowflake_config *cfg, u64 ms)
-{
-	if (ms <= cfg->epoch_ms)
-		return 0;
-	if (cfg->time_unit_ms == 1)
-		return ms - cfg->epoch_ms;
-	return div_u64(ms - cfg->epoch_ms, cfg->time_unit_ms);
-}
-
 /* Ticks since the epoch at @ms, rounded up. */
 static u64 sf_tick_up(const struct snowflake_config *cfg, u64 ms)
 {
@@ -128,11 +108,12 @@ int sf_core_check_config(const struct snowflake_config *cfg, const char **why)
  *
  * Whether the ids fit their widths depends on the layout: sf_core_set_ids().
  *
- * Return: 0, or -EINVAL when @ids->flags or @ids->__reserved is not zero.
+ * Return: 0, or -EINVAL for an unknown flag or a nonzero @ids->__reserved.
  */
 int sf_core_check_ids(const struct snowflake_ids *ids)
 {
-	return ids->flags || ids->__reserved ? -EINVAL : 0;
+	return (ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved ?
+	       -EINVAL : 0;
 }
 
 /**
@@ -193,8 +174,16 @@ static int sf_check_layout(const struct sf_core *c,
 	return 0;
 }
 
+/*
+ * Strict mode ends only when @assign: a call that means to assign the
+ * worker id (SET_IDS with SNOWFLAKE_IDS_ASSIGN_WORKER, a write of the
+ * worker_id sysfs file, the worker_id parameter).  Rewriting the ids with
+ * the values just read (the CLI changing only the datacenter id, a GET/SET
+ * round trip of the configuration) must never let a strict host that is
+ * still waiting for its lease issue IDs as worker 0.
+ */
 static void sf_apply_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
-			 bool worker_explicit)
+			 bool assign)
 {
 	if (datacenter_id != c->cfg.datacenter_id ||
 	    worker_id != c->cfg.worker_id)
@@ -203,7 +192,7 @@ static void sf_apply_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
 	c->cfg.datacenter_id = datacenter_id;
 	c->cfg.worker_id = worker_id;
 	c->node = sf_node(&c->cfg);
-	if (worker_explicit)
+	if (assign)
 		c->worker_set = true;
 	sf_update_refusing(c);
 }
@@ -245,8 +234,9 @@ int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
  * @why:	set to a message naming what is wrong, on error.
  *
  * Epoch, time unit and widths may change only until the first ID; the ids
- * and flags at any time.  Setting the configuration counts as setting the
- * worker id explicitly.
+ * and flags at any time.  It never assigns the worker id in the sense of
+ * strict mode (see sf_apply_ids()): a GET_CONFIG/SET_CONFIG round trip
+ * carries the ids it read.
  *
  * Return: 0; -EINVAL for a bad configuration or an epoch in the future;
  * -EBUSY for a layout change after the first ID; -EOVERFLOW when the clock
@@ -279,7 +269,7 @@ int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
 	c->cfg.worker_bits = cfg->worker_bits;
 	c->cfg.sequence_bits = cfg->sequence_bits;
 	c->cfg.flags = cfg->flags;
-	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id, true);
+	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id, false);
 	return 0;
 }
 
@@ -288,8 +278,9 @@ int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
  * @c:			the generator.
  * @datacenter_id:	new datacenter id.
  * @worker_id:		new worker id.
- * @worker_explicit:	this sets the worker id explicitly (strict mode);
- *			false when only the datacenter id is being set.
+ * @assign:		this call means to assign the worker id, which ends
+ *			strict mode's refusal; false for a rewrite of the ids
+ *			(see sf_apply_ids()).
  *
  * Allowed at any time.  The IDs that follow come from a later tick than any
  * issued, so they stay above them whatever the new ids are.
@@ -297,13 +288,13 @@ int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
  * Return: 0, or -EINVAL when an id does not fit its width.
  */
 int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
-		    bool worker_explicit)
+		    bool assign)
 {
 	if (datacenter_id > sf_mask(c->cfg.datacenter_bits) ||
 	    worker_id > sf_mask(c->cfg.worker_bits))
 		return -EINVAL;
 
-	sf_apply_ids(c, datacenter_id, worker_id, worker_explicit);
+	sf_apply_ids(c, datacenter_id, worker_id, assign);
 	return 0;
 }
 
@@ -385,97 +376,31 @@ int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
 /**
  * sf_core_catch_up() - move the clock forward to a wall clock that is ahead
  * @c:			the generator.
- * @now_ms:		raw time now.
- * @wall_ms:		the wall clock now (Unix ms).
+ * @ahead_ms:		how far the wall clock is ahead of the raw clock, in
+ *			whole ms rounded down from the difference of the two
+ *			clocks in ns (0 when it is behind).
  * @threshold_ms:	catch up only when the wall clock is more than this
- *			ahead; 0 never catches up.
+ *			ahead of the generator's clock; 0 never catches up.
  *
- * The clock never moves back: a wall clock behind the generator's clock
- * changes nothing.
+ * The offset becomes @ahead_ms itself.  Because the caller rounds the ns
+ * difference down (and reads the wall clock before the raw clock), the
+ * generator's clock, raw ms + offset, is then never later than the wall
+ * clock in ms: floor(raw) + floor(wall - raw) <= floor(wall).  An offset
+ * made of two clocks already truncated to ms could be 1 ms too large.
+ * The clock never moves back: a smaller @ahead_ms changes nothing.
  *
  * Return: true when the clock moved.
  */
-bool sf_core_catch_up(struct sf_core *c, u64 now_ms, u64 wall_ms,
-		      u64 threshold_ms)
+bool sf_core_catch_up(struct sf_core *c, u64 ahead_ms, u64 threshold_ms)
 {
-	u64 clock = sf_clock(c, now_ms);
-
-	if (!threshold_ms || wall_ms <= clock || wall_ms - clock <= threshold_ms)
+	c->clock_checks++;
+	if (!threshold_ms || ahead_ms <= c->offset_ms ||
+	    ahead_ms - c->offset_ms <= threshold_ms)
 		return false;
 
-	c->offset_ms += wall_ms - clock;
+	c->offset_ms = ahead_ms;
 	c->stats.clock_catchups++;
 	return true;
-}
-
-/* Raw time at which the tick after @c->last_tick starts. */
-static u64 sf_next_tick_raw(const struct sf_core *c)
-{
-	u64 start = c->cfg.epoch_ms + (c->last_tick + 1) * c->cfg.time_unit_ms;
-
-	return start > c->offset_ms ? start - c->offset_ms : 0;
-}
-
-/**
- * sf_core_reserve() - reserve a block of IDs
- * @c:		the generator.
- * @now_ms:	raw time now.
- * @want:	how many IDs the caller wants, at least 1; more than
- *		SNOWFLAKE_MAX_IDS_PER_READ counts as that many.
- * @rnd:	a random number, used as the first sequence number of a new
- *		tick (masked to its lower half) in random-sequence mode.
- * @b:		filled with the block, or with @b->retry_ms on -EAGAIN.
- *
- * The block holds at most what is left in the current tick.
- *
- * Return: the number of IDs reserved (1..@want); -EINVAL when @want is 0;
- * -EAGAIN when the current tick is used up; -ENOTCONN when reads are refused; -EOVERFLOW when the
- * timestamp no longer fits its width.
- */
-int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want, u32 rnd,
-		    struct sf_block *b)
-{
-	u64 tick, left;
-	u32 n;
-
-	if (!want)
-		return -EINVAL;
-	/* The count is returned as an int. */
-	if (want > SNOWFLAKE_MAX_IDS_PER_READ)
-		want = SNOWFLAKE_MAX_IDS_PER_READ;
-	if (c->refusing) {
-		c->stats.refused_reads++;
-		return -ENOTCONN;
-	}
-
-	tick = sf_tick(&c->cfg, sf_clock(c, now_ms));
-	if (tick < c->floor_tick)
-		tick = c->floor_tick;
-
-	if (tick > c->last_tick) {
-		if (tick > c->ts_max) {
-			c->stats.refused_reads++;
-			return -EOVERFLOW;
-		}
-		c->last_tick = tick;
-		c->next_seq = 0;
-		if (c->cfg.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE)
-			c->next_seq = rnd & (c->seq_max >> 1);
-	} else if (c->next_seq > c->seq_max) {
-		b->retry_ms = sf_next_tick_raw(c);
-		return -EAGAIN;
-	}
-
-	left = c->seq_max - c->next_seq + 1;
-	n = want < left ? want : (u32)left;
-
-	b->first = (c->last_tick << c->ts_shift) | c->node | c->next_seq;
-	b->count = n;
-	c->next_seq += n;
-	c->issued = true;
-	c->stats.ids_issued += n;
-	c->stats.reads++;
-	return n;
 }
 
 /**
@@ -493,34 +418,6 @@ void sf_core_undeliver(struct sf_core *c, u32 count, bool none)
 	c->stats.ids_issued -= count;
 	if (none)
 		c->stats.reads--;
-}
-
-/**
- * sf_core_peek() - would a reservation succeed now?
- * @c:		the generator.
- * @now_ms:	raw time now.
- * @retry_ms:	set to the raw time of the next tick when the answer is 0.
- *
- * Return: 1 when sf_core_reserve() would return IDs, 0 when the current tick
- * is used up, -ENOTCONN or -EOVERFLOW when it would refuse.
- */
-int sf_core_peek(const struct sf_core *c, u64 now_ms, u64 *retry_ms)
-{
-	u64 tick;
-
-	if (c->refusing)
-		return -ENOTCONN;
-
-	tick = sf_tick(&c->cfg, sf_clock(c, now_ms));
-	if (tick < c->floor_tick)
-		tick = c->floor_tick;
-
-	if (tick > c->last_tick)
-		return tick > c->ts_max ? -EOVERFLOW : 1;
-	if (c->next_seq <= c->seq_max)
-		return 1;
-	*retry_ms = sf_next_tick_raw(c);
-	return 0;
 }
 
 /**

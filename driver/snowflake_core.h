@@ -60,6 +60,7 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
  * @worker_set:		the worker id was set explicitly.
  * @fenced:		fenced by SNOWFLAKE_IOC_SET_FENCE: refuse reads.
  * @fences:		times @fenced went from false to true.
+ * @clock_checks:	times sf_core_catch_up() compared the wall clock.
  * @refusing:		SF_REFUSE_* bits; reads fail with -ENOTCONN if any.
  * @stats:		counters; only the counter fields are kept here.
  */
@@ -79,6 +80,7 @@ struct sf_core {
 	bool worker_set;
 	bool fenced;
 	u64 fences;
+	u64 clock_checks;
 	u32 refusing;
 	struct snowflake_stats stats;
 };
@@ -87,12 +89,15 @@ struct sf_core {
  * struct sf_block - IDs reserved by one call of sf_core_reserve()
  * @first:	the first ID; the others follow as @first + 1, @first + 2...
  * @count:	how many IDs.
+ * @rnd_used:	the random number passed in was used (a new tick started
+ *		in random-sequence mode): the caller draws a fresh one.
  * @retry_ms:	when the reservation failed with -EAGAIN: the raw time at
  *		which the next tick starts.
  */
 struct sf_block {
 	u64 first;
 	u32 count;
+	bool rnd_used;
 	u64 retry_ms;
 };
 
@@ -105,18 +110,150 @@ int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 int sf_core_set_config(struct sf_core *c, const struct snowflake_config *cfg,
 		       u64 now_ms, const char **why);
 int sf_core_set_ids(struct sf_core *c, u32 datacenter_id, u32 worker_id,
-		    bool worker_explicit);
+		    bool assign);
 void sf_core_set_strict(struct sf_core *c, bool strict, bool worker_set);
 bool sf_core_set_fence(struct sf_core *c, bool on);
 int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms);
-bool sf_core_catch_up(struct sf_core *c, u64 now_ms, u64 wall_ms,
-		      u64 threshold_ms);
-int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want, u32 rnd,
-		    struct sf_block *b);
+bool sf_core_catch_up(struct sf_core *c, u64 ahead_ms, u64 threshold_ms);
 void sf_core_undeliver(struct sf_core *c, u32 count, bool none);
-int sf_core_peek(const struct sf_core *c, u64 now_ms, u64 *retry_ms);
 void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		   struct snowflake_stats *s);
 u64 sf_core_last_timestamp(const struct sf_core *c);
+
+/*
+ * The read path: sf_core_reserve() and sf_core_peek() with their helpers are
+ * static inline so that they compile into the driver's read and poll
+ * functions (no out-of-line call while the spinlock is held) and, the same
+ * code, into the native unit tests, fuzzers and benchmarks.
+ */
+
+static inline u64 sf_mask(unsigned int bits)
+{
+	return bits ? ~0ULL >> (64 - bits) : 0;
+}
+
+/* The generator's clock: raw time plus the forward moves. */
+static inline u64 sf_clock(const struct sf_core *c, u64 now_ms)
+{
+	return now_ms + c->offset_ms;
+}
+
+/* Ticks since the epoch at @ms, rounded down; 0 before the epoch. */
+static inline u64 sf_tick(const struct snowflake_config *cfg, u64 ms)
+{
+	if (ms <= cfg->epoch_ms)
+		return 0;
+	if (cfg->time_unit_ms == 1)
+		return ms - cfg->epoch_ms;
+	return div_u64(ms - cfg->epoch_ms, cfg->time_unit_ms);
+}
+
+/* The tick a reservation at raw time @now_ms uses: never below the floor. */
+static inline u64 sf_core_tick(const struct sf_core *c, u64 now_ms)
+{
+	u64 tick = sf_tick(&c->cfg, sf_clock(c, now_ms));
+
+	return tick < c->floor_tick ? c->floor_tick : tick;
+}
+
+/* Raw time at which the tick after @c->last_tick starts. */
+static inline u64 sf_next_tick_raw(const struct sf_core *c)
+{
+	u64 start = c->cfg.epoch_ms + (c->last_tick + 1) * c->cfg.time_unit_ms;
+
+	return start > c->offset_ms ? start - c->offset_ms : 0;
+}
+
+/**
+ * sf_core_reserve() - reserve a block of IDs
+ * @c:		the generator.
+ * @now_ms:	raw time now.  It may be a little stale (read before the
+ *		caller's lock): the tick used is max(clock tick, floor tick,
+ *		last tick), so a stale time can only make the IDs older, never
+ *		equal to or below earlier ones, and never later than real time.
+ * @want:	how many IDs the caller wants, at least 1; more than
+ *		SNOWFLAKE_MAX_IDS_PER_READ counts as that many.
+ * @rnd:	a random number, used as the first sequence number of a new
+ *		tick (masked to its lower half) in random-sequence mode;
+ *		@b->rnd_used says when it was.
+ * @b:		filled with the block, or with @b->retry_ms on -EAGAIN.
+ *
+ * The block holds at most what is left in the current tick.
+ *
+ * Return: the number of IDs reserved (1..@want); -EINVAL when @want is 0;
+ * -EAGAIN when the current tick is used up; -ENOTCONN when reads are
+ * refused; -EOVERFLOW when the timestamp no longer fits its width.
+ */
+static inline int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want,
+				  u32 rnd, struct sf_block *b)
+{
+	u64 tick, left;
+	u32 n;
+
+	if (!want)
+		return -EINVAL;
+	/* The count is returned as an int. */
+	if (want > SNOWFLAKE_MAX_IDS_PER_READ)
+		want = SNOWFLAKE_MAX_IDS_PER_READ;
+	if (c->refusing) {
+		c->stats.refused_reads++;
+		return -ENOTCONN;
+	}
+
+	tick = sf_core_tick(c, now_ms);
+	b->rnd_used = false;
+	if (tick > c->last_tick) {
+		if (tick > c->ts_max) {
+			c->stats.refused_reads++;
+			return -EOVERFLOW;
+		}
+		c->last_tick = tick;
+		c->next_seq = 0;
+		if (c->cfg.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE) {
+			c->next_seq = rnd & (c->seq_max >> 1);
+			b->rnd_used = true;
+		}
+	} else if (c->next_seq > c->seq_max) {
+		b->retry_ms = sf_next_tick_raw(c);
+		return -EAGAIN;
+	}
+
+	left = c->seq_max - c->next_seq + 1;
+	n = want < left ? want : (u32)left;
+
+	b->first = (c->last_tick << c->ts_shift) | c->node | c->next_seq;
+	b->count = n;
+	c->next_seq += n;
+	c->issued = true;
+	c->stats.ids_issued += n;
+	c->stats.reads++;
+	return n;
+}
+
+/**
+ * sf_core_peek() - would a reservation succeed now?
+ * @c:		the generator.
+ * @now_ms:	raw time now (may be stale, as for sf_core_reserve()).
+ * @retry_ms:	set to the raw time of the next tick when the answer is 0.
+ *
+ * Return: 1 when sf_core_reserve() would return IDs, 0 when the current tick
+ * is used up, -ENOTCONN or -EOVERFLOW when it would refuse.
+ */
+static inline int sf_core_peek(const struct sf_core *c, u64 now_ms,
+			       u64 *retry_ms)
+{
+	u64 tick;
+
+	if (c->refusing)
+		return -ENOTCONN;
+
+	tick = sf_core_tick(c, now_ms);
+	if (tick > c->last_tick)
+		return tick > c->ts_max ? -EOVERFLOW : 1;
+	if (c->next_seq <= c->seq_max)
+		return 1;
+	*retry_ms = sf_next_tick_raw(c);
+	return 0;
+}
 
 #endif /* _SNOWFLAKE_CORE_H */

@@ -29,6 +29,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
+#include <linux/version.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
@@ -44,20 +45,34 @@
  * @lock:		protects @core: configuration, tick state and counters.
  *			Taken in process context (read, poll, ioctl, sysfs)
  *			and by @catchup_work, never in hard-irq context; held
- *			only for the arithmetic of snowflake_core.c.
+ *			only for the arithmetic of snowflake_core.h (inline):
+ *			the clock is read before it is taken, the IDs are
+ *			copied after it is released.
  * @core:		the generator.  Every access holds @lock.
+ * @rnd:		the next random sequence start (random-sequence mode).
+ *			Read under @lock, replaced without it by the reader
+ *			that used it (READ_ONCE/WRITE_ONCE): two ticks that
+ *			start at the same random number are still distinct
+ *			ticks, so a race here costs no uniqueness.
  * @anchor_ns:		wall clock minus CLOCK_BOOTTIME, both at load.  Set
  *			before the device is registered; read-only after.
  * @catchup_ms:		catch-up threshold, read-only after load.
- * @wq:			pollers waiting for the next tick or a config change.
+ * @wq:			pollers and blocked readers: woken at the start of the
+ *			next tick (@tick_timer for pollers, each reader's own
+ *			timeout) and by every change of state that can let a
+ *			read succeed sooner or fail (floor, catch-up,
+ *			configuration, ids, fence).
  * @tick_timer:		wakes @wq at the start of the next tick; armed by a
  *			poll that found the tick used up.  Does not take @lock.
- * @catchup_work:	compares the wall clock with ours once a second.
+ * @catchup_work:	compares the wall clock with ours once a second
+ *			(deferrable: it never wakes an idle CPU by itself);
+ *			not queued at all when @catchup_ms is 0.
  * @misc:		the /dev/snowflake node and its sysfs files.
  */
 struct snowflake_dev {
 	spinlock_t lock; /* protects core, see above */
 	struct sf_core core;
+	u32 rnd;
 	s64 anchor_ns;
 	u64 catchup_ms;
 	wait_queue_head_t wq;
@@ -118,19 +133,35 @@ module_param_named(catchup_threshold_ms, param_catchup_threshold_ms, uint, 0444)
 MODULE_PARM_DESC(catchup_threshold_ms,
 		 "Move the clock forward when the wall clock is this many ms ahead; 0: never (default 1000)");
 
-/* The generator's raw clock: wall clock at load plus elapsed boottime. */
-static u64 sf_now_ms(const struct snowflake_dev *sf)
+/*
+ * The generator's raw clock: wall clock at load plus elapsed boottime.
+ * Never read with @sf->lock held: on hpet or acpi_pm a clock read costs
+ * about 1 µs, which would be added to every reader's wait for the lock.
+ * Reading it before the lock is safe (see sf_core_reserve()); lockdep
+ * kernels check that nobody reads it under the lock.
+ */
+static u64 sf_now_ms(struct snowflake_dev *sf)
 {
-	s64 ns = sf->anchor_ns + ktime_get_boottime_ns();
+	s64 ns;
+
+	lockdep_assert_not_held(&sf->lock);
+	ns = sf->anchor_ns + ktime_get_boottime_ns();
 
 	return ns > 0 ? div_u64(ns, NSEC_PER_MSEC) : 0;
 }
 
-static u64 sf_wall_ms(void)
+/*
+ * How far the wall clock is ahead of the raw clock, in ms rounded down from
+ * the ns difference (0 when behind).  The wall clock is read first: the
+ * difference can then only come out smaller than the true one, so the
+ * generator's clock after a catch-up is never later than the wall clock.
+ */
+static u64 sf_wall_ahead_ms(const struct snowflake_dev *sf)
 {
-	s64 ns = ktime_get_real_ns();
+	s64 wall = ktime_get_real_ns();
+	s64 raw = sf->anchor_ns + ktime_get_boottime_ns();
 
-	return ns > 0 ? div_u64(ns, NSEC_PER_MSEC) : 0;
+	return wall > raw ? div_u64(wall - raw, NSEC_PER_MSEC) : 0;
 }
 
 /* CLOCK_BOOTTIME at which the raw clock reads @raw_ms. */
@@ -158,11 +189,11 @@ static void sf_catchup_fn(struct work_struct *work)
 	struct snowflake_dev *sf = container_of(to_delayed_work(work),
 						struct snowflake_dev,
 						catchup_work);
+	u64 ahead = sf_wall_ahead_ms(sf);
 	bool moved;
 
 	spin_lock(&sf->lock);
-	moved = sf_core_catch_up(&sf->core, sf_now_ms(sf), sf_wall_ms(),
-				 sf->catchup_ms);
+	moved = sf_core_catch_up(&sf->core, ahead, sf->catchup_ms);
 	spin_unlock(&sf->lock);
 
 	if (moved)
@@ -177,28 +208,99 @@ static int sf_open(struct inode *inode, struct file *file)
 }
 
 /*
- * Sleep until the raw clock reaches @retry_ms, the start of the next tick.
- * Nothing is held.  Returns -ERESTARTSYS when a signal is pending.
+ * The current tick is used up (or looked used up to a clock read before the
+ * lock).  Try again with a fresh clock, and for a blocking read sleep on @wq
+ * until the next tick starts (a timeout on CLOCK_BOOTTIME) or a change of
+ * state wakes us, then re-check: eventfd's pattern.  We are on the queue
+ * (prepare_to_wait()) before each check, so a wakeup between the check and
+ * the sleep is not lost: it leaves us TASK_RUNNING and the sleep returns at
+ * once.  A floor raised or a catch-up while we sleep therefore ends the
+ * wait at once instead of at the end of the old tick (up to an hour).
+ *
+ * Returns what sf_core_reserve() returned, or -ERESTARTSYS.
  */
-static int sf_wait_tick(struct snowflake_dev *sf, u64 retry_ms)
+static noinline int sf_reserve_wait(struct snowflake_dev *sf, bool nowait,
+				    u32 want, struct sf_block *blk)
 {
-	ktime_t expires = sf_raw_to_boottime(sf, retry_ms);
+	DEFINE_WAIT(wait);
+	ktime_t expires;
+	u64 now;
+	int ret;
 
-	set_current_state(TASK_INTERRUPTIBLE);
-	schedule_hrtimeout_range_clock(&expires, 0, HRTIMER_MODE_ABS,
-				       CLOCK_BOOTTIME);
-	if (signal_pending(current))
-		return -ERESTARTSYS;
-	return 0;
+	for (;;) {
+		if (!nowait)
+			prepare_to_wait(&sf->wq, &wait, TASK_INTERRUPTIBLE);
+		now = sf_now_ms(sf);
+		spin_lock(&sf->lock);
+		ret = sf_core_reserve(&sf->core, now, want, READ_ONCE(sf->rnd),
+				      blk);
+		if (ret == -EAGAIN) {
+			if (nowait)
+				sf->core.stats.eagain++;
+			else
+				sf->core.stats.exhausted_waits++;
+		}
+		spin_unlock(&sf->lock);
+
+		if (ret != -EAGAIN || nowait)
+			break;
+		if (signal_pending(current)) {
+			ret = -ERESTARTSYS;
+			break;
+		}
+		expires = sf_raw_to_boottime(sf, blk->retry_ms);
+		schedule_hrtimeout_range_clock(&expires, 0, HRTIMER_MODE_ABS,
+					       CLOCK_BOOTTIME);
+	}
+	if (!nowait)
+		finish_wait(&sf->wq, &wait);
+	return ret;
+}
+
+/* The user address and length of @to's current segment (user-backed). */
+static u64 __user *sf_iter_seg(const struct iov_iter *to, size_t *len)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+	*len = min(iter_iov_len(to), iov_iter_count(to));
+	return iter_iov_addr(to);
+#else
+	if (iter_is_ubuf(to)) {
+		*len = iov_iter_count(to);
+		return to->ubuf + to->iov_offset;
+	}
+	*len = min(iov_iter_count(to), to->iov->iov_len - to->iov_offset);
+	return to->iov->iov_base + to->iov_offset;
+#endif
 }
 
 /*
- * Copy @count (> 1) consecutive IDs starting at @first, formatted in chunks
- * on the stack.  Kept out of line: with CONFIG_INIT_STACK_ALL_ZERO the
- * 512-byte buffer is zeroed on every call, which single-ID reads skip.
+ * Write @n consecutive IDs from @first to @p, each with one 8-byte store.
+ * A store that faults writes nothing (it is one instruction), so the copy
+ * stops at an ID boundary and no byte of an ID the caller does not receive
+ * lands in its buffer.  Returns how many IDs were written.
  */
-static noinline ssize_t sf_copy_ids_chunked(struct iov_iter *to, u64 first,
-					    u32 count)
+static size_t sf_put_ids(u64 __user *p, u64 first, size_t n)
+{
+	size_t i = 0;
+
+	if (!user_access_begin(p, n * sizeof(u64)))
+		return 0;
+	for (; i < n; i++)
+		unsafe_put_user(first + i, p + i, efault);
+	user_access_end();
+	return n;
+efault:
+	user_access_end();
+	return i;
+}
+
+/*
+ * Kernel iterators (splice, sendfile): IDs formatted in chunks on the
+ * stack, then copied; kernel memory does not fault.  Out of line: with
+ * CONFIG_INIT_STACK_ALL_ZERO the buffer is zeroed on every call.
+ */
+static noinline size_t sf_copy_ids_kernel(struct iov_iter *to, u64 first,
+					  u32 count)
 {
 	u64 buf[SF_CHUNK];
 	size_t done = 0;
@@ -210,72 +312,82 @@ static noinline ssize_t sf_copy_ids_chunked(struct iov_iter *to, u64 first,
 		for (i = 0; i < n; i++)
 			buf[i] = first + i;
 		copied = copy_to_iter(buf, n * sizeof(u64), to);
-		done += copied;
+		done += copied / sizeof(u64);
 		if (copied != n * sizeof(u64))
 			break;
 		first += n;
 		count -= n;
 	}
-	done = round_down(done, sizeof(u64));
-	return done ? done : -EFAULT;
+	return done;
 }
 
 /*
  * Copy @count consecutive IDs starting at @first.  Returns the bytes of
  * whole IDs copied, or -EFAULT when not even one could be.
+ *
+ * Into user memory the IDs go straight to the buffer, one pass, no bounce
+ * (sf_put_ids()).  An ID that a readv() splits across two segments goes
+ * through copy_to_iter(): only there can a fault leave part of an
+ * undelivered ID behind, which snowflake(4) says.
  */
 static ssize_t sf_copy_ids(struct iov_iter *to, u64 first, u32 count)
 {
-	if (count > 1)
-		return sf_copy_ids_chunked(to, first, count);
-	return copy_to_iter(&first, sizeof(first), to) == sizeof(first) ?
-	       sizeof(first) : -EFAULT;
+	size_t done = 0;
+
+	if (unlikely(!user_backed_iter(to)))
+		done = sf_copy_ids_kernel(to, first, count);
+	while (done < count && user_backed_iter(to)) {
+		size_t len, n, put;
+		u64 __user *p = sf_iter_seg(to, &len);
+		u64 id = first + done;
+
+		n = min_t(size_t, len / sizeof(u64), count - done);
+		if (unlikely(!n)) {
+			if (copy_to_iter(&id, sizeof(id), to) != sizeof(id))
+				break;
+			done++;
+			continue;
+		}
+		put = sf_put_ids(p, id, n);
+		iov_iter_advance(to, put * sizeof(u64));
+		done += put;
+		if (put != n)
+			break;
+	}
+	return done ? done * sizeof(u64) : -EFAULT;
 }
 
 static ssize_t sf_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct snowflake_dev *sf = &sf_dev;
-	bool nowait = (iocb->ki_filp->f_flags & O_NONBLOCK) ||
-		      (iocb->ki_flags & IOCB_NOWAIT);
 	size_t want = iov_iter_count(to) / sizeof(u64);
 	struct sf_block blk;
 	ssize_t ret;
+	u64 now;
 
-	if (!want)
+	if (unlikely(!want))
 		return -EINVAL;
 	want = min_t(size_t, want, SNOWFLAKE_MAX_IDS_PER_READ);
 
-	for (;;) {
-		u32 rnd = 0;
+	/* Read before the lock: safe, see sf_core_reserve(). */
+	now = sf_now_ms(sf);
+	spin_lock(&sf->lock);
+	ret = sf_core_reserve(&sf->core, now, want, READ_ONCE(sf->rnd), &blk);
+	spin_unlock(&sf->lock);
 
-		/*
-		 * A stale flag only costs one unused random number or one
-		 * tick that starts at 0; the core reads the flag under the lock.
-		 */
-		if (data_race(sf->core.cfg.flags) & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE)
-			rnd = get_random_u32();
+	if (unlikely(ret == -EAGAIN)) {
+		bool nowait = (iocb->ki_filp->f_flags & O_NONBLOCK) ||
+			      (iocb->ki_flags & IOCB_NOWAIT);
 
-		spin_lock(&sf->lock);
-		ret = sf_core_reserve(&sf->core, sf_now_ms(sf), want, rnd, &blk);
-		if (ret == -EAGAIN) {
-			if (nowait)
-				sf->core.stats.eagain++;
-			else
-				sf->core.stats.exhausted_waits++;
-		}
-		spin_unlock(&sf->lock);
-
-		if (ret > 0)
-			break;
-		if (ret != -EAGAIN || nowait)
-			return ret;
-		ret = sf_wait_tick(sf, blk.retry_ms);
-		if (ret)
-			return ret;
+		ret = sf_reserve_wait(sf, nowait, want, &blk);
 	}
+	if (unlikely(ret < 0))
+		return ret;
+	if (unlikely(blk.rnd_used))
+		WRITE_ONCE(sf->rnd, get_random_u32());
 
 	ret = sf_copy_ids(to, blk.first, blk.count);
-	if (ret < (ssize_t)blk.count * (ssize_t)sizeof(u64)) {
+	if (unlikely(ret < (ssize_t)blk.count * (ssize_t)sizeof(u64))) {
 		/* Rare: a bad buffer.  Count only what the caller received. */
 		u32 delivered = ret > 0 ? ret / sizeof(u64) : 0;
 
@@ -289,22 +401,27 @@ static ssize_t sf_read_iter(struct kiocb *iocb, struct iov_iter *to)
 static __poll_t sf_poll(struct file *file, poll_table *wait)
 {
 	struct snowflake_dev *sf = &sf_dev;
-	u64 retry_ms = 0;
+	u64 retry_ms = 0, now;
 	int ready;
 
 	/*
 	 * Join the wait queue before looking at the state: a tick timer or a
 	 * configuration change that fires after the check below wakes us, so
-	 * no wakeup is lost (the same ordering as eventfd_poll()).
+	 * no wakeup is lost (the same ordering as eventfd_poll()).  The clock
+	 * is read after joining: a tick that starts later wakes us.
 	 */
 	poll_wait(file, &sf->wq, wait);
 
+	now = sf_now_ms(sf);
 	spin_lock(&sf->lock);
-	ready = sf_core_peek(&sf->core, sf_now_ms(sf), &retry_ms);
+	ready = sf_core_peek(&sf->core, now, &retry_ms);
 	spin_unlock(&sf->lock);
 
 	if (ready > 0)
 		return EPOLLIN | EPOLLRDNORM;
+	/* The timestamp no longer fits: permanent, reads fail with EOVERFLOW. */
+	if (ready == -EOVERFLOW)
+		return EPOLLERR;
 	if (ready == 0)
 		hrtimer_start(&sf->tick_timer, sf_raw_to_boottime(sf, retry_ms),
 			      HRTIMER_MODE_ABS);
@@ -356,14 +473,16 @@ static int sf_ioctl_set_config(struct snowflake_dev *sf, void __user *uptr,
 {
 	struct snowflake_config cfg;
 	const char *why = NULL;
+	u64 now;
 	int ret;
 
 	ret = sf_copy_in(&cfg, sizeof(cfg), uptr, usize, SNOWFLAKE_CONFIG_SIZE_VER0);
 	if (ret)
 		return ret;
 
+	now = sf_now_ms(sf);
 	spin_lock(&sf->lock);
-	ret = sf_core_set_config(&sf->core, &cfg, sf_now_ms(sf), &why);
+	ret = sf_core_set_config(&sf->core, &cfg, now, &why);
 	spin_unlock(&sf->lock);
 
 	if (ret)
@@ -388,7 +507,7 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 
 	spin_lock(&sf->lock);
 	ret = sf_core_set_ids(&sf->core, ids.datacenter_id, ids.worker_id,
-			      true);
+			      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
 	spin_unlock(&sf->lock);
 
 	if (!ret)
@@ -398,8 +517,10 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 
 static void sf_get_stats(struct snowflake_dev *sf, struct snowflake_stats *st)
 {
+	u64 now = sf_now_ms(sf);
+
 	spin_lock(&sf->lock);
-	sf_core_stats(&sf->core, sf_now_ms(sf), st);
+	sf_core_stats(&sf->core, now, st);
 	spin_unlock(&sf->lock);
 }
 
@@ -433,10 +554,11 @@ static int sf_ioctl_get_floor(struct snowflake_dev *sf, void __user *uptr,
 
 static int sf_set_floor(struct snowflake_dev *sf, u64 floor_ms)
 {
+	u64 now = sf_now_ms(sf);
 	int ret;
 
 	spin_lock(&sf->lock);
-	ret = sf_core_set_floor(&sf->core, floor_ms, sf_now_ms(sf));
+	ret = sf_core_set_floor(&sf->core, floor_ms, now);
 	spin_unlock(&sf->lock);
 
 	if (!ret)
@@ -496,9 +618,8 @@ static int sf_ioctl_set_fence(struct snowflake_dev *sf, void __user *uptr,
 	spin_unlock(&sf->lock);
 
 	if (changed) {
+		sf_wake_pollers(sf);
 		pr_info("%s\n", on ? "fenced: reads refused" : "fence lifted");
-		if (!on)
-			sf_wake_pollers(sf);
 	}
 	return 0;
 }
@@ -712,6 +833,7 @@ enum sf_value {
 	SF_FLOOR_JUMPS,
 	SF_REFUSED_READS,
 	SF_FENCES,
+	SF_CLOCK_CHECKS,
 	SF_NR_VALUES
 };
 
@@ -720,9 +842,11 @@ struct sf_value_attr {
 	enum sf_value which;
 };
 
-static void sf_values(const struct snowflake_config *cfg,
-		      const struct snowflake_stats *st, u64 fences, u64 *v)
+static void sf_values(const struct sf_core *c,
+		      const struct snowflake_stats *st, u64 *v)
 {
+	const struct snowflake_config *cfg = &c->cfg;
+
 	v[SF_EPOCH_MS] = cfg->epoch_ms;
 	v[SF_TIME_UNIT_MS] = cfg->time_unit_ms;
 	v[SF_TIMESTAMP_BITS] = cfg->timestamp_bits;
@@ -742,25 +866,25 @@ static void sf_values(const struct snowflake_config *cfg,
 	v[SF_CLOCK_CATCHUPS] = st->clock_catchups;
 	v[SF_FLOOR_JUMPS] = st->floor_jumps;
 	v[SF_REFUSED_READS] = st->refused_reads;
-	v[SF_FENCES] = fences;
+	v[SF_FENCES] = c->fences;
+	v[SF_CLOCK_CHECKS] = c->clock_checks;
 }
 
 static ssize_t sf_value_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
 {
 	struct sf_value_attr *va = container_of(attr, struct sf_value_attr, attr);
-	struct snowflake_config cfg;
 	struct snowflake_stats st;
+	struct sf_core c;
 	u64 v[SF_NR_VALUES];
-	u64 fences;
+	u64 now = sf_now_ms(&sf_dev);
 
 	spin_lock(&sf_dev.lock);
-	cfg = sf_dev.core.cfg;
-	sf_core_stats(&sf_dev.core, sf_now_ms(&sf_dev), &st);
-	fences = sf_dev.core.fences;
+	c = sf_dev.core;
 	spin_unlock(&sf_dev.lock);
 
-	sf_values(&cfg, &st, fences, v);
+	sf_core_stats(&c, now, &st);
+	sf_values(&c, &st, v);
 	return sysfs_emit(buf, "%llu\n", v[va->which]);
 }
 
@@ -790,6 +914,7 @@ SF_VALUE_ATTR(clock_catchups, SF_CLOCK_CATCHUPS);
 SF_VALUE_ATTR(floor_jumps, SF_FLOOR_JUMPS);
 SF_VALUE_ATTR(refused_reads, SF_REFUSED_READS);
 SF_VALUE_ATTR(fences, SF_FENCES);
+SF_VALUE_ATTR(clock_checks, SF_CLOCK_CHECKS);
 
 static struct attribute *sf_attrs[] = {
 	&dev_attr_worker_id.attr,
@@ -824,6 +949,7 @@ static struct attribute *sf_stat_attrs[] = {
 	&sf_attr_floor_jumps.attr.attr,
 	&sf_attr_refused_reads.attr.attr,
 	&sf_attr_fences.attr.attr,
+	&sf_attr_clock_checks.attr.attr,
 	NULL,
 };
 
@@ -923,9 +1049,16 @@ static int __init snowflake_init(void)
 
 	spin_lock_init(&sf->lock);
 	init_waitqueue_head(&sf->wq);
+	/* hrtimer_setup() since 6.13; hrtimer_init() is gone since 6.15. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+	hrtimer_setup(&sf->tick_timer, sf_tick_timer_fn, CLOCK_BOOTTIME,
+		      HRTIMER_MODE_ABS);
+#else
 	hrtimer_init(&sf->tick_timer, CLOCK_BOOTTIME, HRTIMER_MODE_ABS);
 	sf->tick_timer.function = sf_tick_timer_fn;
-	INIT_DELAYED_WORK(&sf->catchup_work, sf_catchup_fn);
+#endif
+	INIT_DEFERRABLE_WORK(&sf->catchup_work, sf_catchup_fn);
+	sf->rnd = get_random_u32();
 
 	sf->misc.minor = MISC_DYNAMIC_MINOR;
 	sf->misc.name = SNOWFLAKE_DEVICE_NAME;
@@ -939,7 +1072,9 @@ static int __init snowflake_init(void)
 		return ret;
 	}
 
-	queue_delayed_work(system_power_efficient_wq, &sf->catchup_work, HZ);
+	if (sf->catchup_ms)
+		queue_delayed_work(system_power_efficient_wq,
+				   &sf->catchup_work, HZ);
 	pr_info("ready: layout %u/%u/%u/%u, epoch %llu, unit %u ms, datacenter %u, worker %u%s\n",
 		sf->core.cfg.timestamp_bits, sf->core.cfg.datacenter_bits,
 		sf->core.cfg.worker_bits, sf->core.cfg.sequence_bits,

@@ -111,7 +111,7 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	ids.flags = fin_bool(in) ? fin_u32(in) : 0;
 	ids.__reserved = fin_bool(in) ? fin_u32(in) : 0;
 
-	if (ids.flags || ids.__reserved ||
+	if ((ids.flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids.__reserved ||
 	    ids.datacenter_id > fz_mask(c->cfg.datacenter_bits) ||
 	    ids.worker_id > fz_mask(c->cfg.worker_bits))
 		want = -EINVAL;
@@ -120,13 +120,18 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	ret = sf_core_check_ids(&ids);
 	CHECK(ret == 0 || ret == -EINVAL, "check_ids %d", ret);
 	if (!ret)
-		ret = sf_core_set_ids(c, ids.datacenter_id, ids.worker_id, true);
+		ret = sf_core_set_ids(c, ids.datacenter_id, ids.worker_id,
+				      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
 	CHECK(ret == want, "SET_IDS %d, the rules say %d", ret, want);
 	if (ret) {
 		CHECK(fz_core_eq(&before, c), "a refused SET_IDS changed the state");
 	} else {
 		CHECK(c->cfg.datacenter_id == ids.datacenter_id &&
-		      c->cfg.worker_id == ids.worker_id && c->worker_set, "ids not stored");
+		      c->cfg.worker_id == ids.worker_id, "ids not stored");
+		/* Only SNOWFLAKE_IDS_ASSIGN_WORKER assigns (strict mode). */
+		CHECK(c->worker_set == (before.worker_set ||
+					(ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER)),
+		      "worker_set %d after SET_IDS flags %#x", c->worker_set, ids.flags);
 	}
 }
 

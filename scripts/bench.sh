@@ -90,7 +90,7 @@ vm_problems "$log" || die "kernel problems during the benchmark"
 # P5: instructions of sf_core_reserve() only (--toggle-collect), natively.
 cg() { # MODE CALLS
 	local out=$OUT/callgrind.out.$1 ir ids
-	valgrind --tool=callgrind --toggle-collect=sf_core_reserve \
+	valgrind --tool=callgrind --toggle-collect=bench_reserve \
 		--callgrind-out-file="$out" "$OUT/core_bench" "$1" "$2" \
 		>"$OUT/core-$1.txt" 2>"$OUT/callgrind-$1.log" ||
 		die "callgrind failed (see ${OUT#"$ROOT"/}/callgrind-$1.log)"

@@ -720,6 +720,45 @@ TEST_F(cli, strict_mode_next_fails_until_config_sets_a_worker)
 	run_free(&r);
 }
 
+/*
+ * Every `snowflake config` path that changes something else on a strict
+ * device leaves it refusing: --datacenter (SET_IDS with the worker id it
+ * read), --random-sequence (a GET_CONFIG/SET_CONFIG round trip), --fence on
+ * and off, --floor.  Only --worker assigns.  Before SNOWFLAKE_IDS_ASSIGN_WORKER
+ * the first two ended the refusal and the host issued IDs as worker 0.
+ */
+TEST_F(cli, strict_mode_only_config_worker_ends_refusal)
+{
+	static const char *const paths[][3] = {
+		{ "--datacenter", "3" }, { "--random-sequence", "1" },
+		{ "--random-sequence", "0" }, { "--fence", "1" }, { "--fence", "0" },
+		{ "--floor", "1600000000000" },
+	};
+	struct run r;
+	size_t i;
+
+	ASSERT_EQ(0, sf_reload("strict=1"));
+	for (i = 0; i < SF_ARRAY_SIZE(paths); i++) {
+		RUN(&r, "config", paths[i][0], paths[i][1]);
+		EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("config %s %s: %s", paths[i][0], paths[i][1], r.err);
+		run_free(&r);
+		EXPECT_EQ(1, sf_sysfs_u64("refusing")) TH_LOG("after config %s %s", paths[i][0], paths[i][1]);
+		RUN(&r, "next");
+		EXPECT_EQ(EXIT_RUNTIME, r.rc) TH_LOG("next served after config %s %s: %s",
+						    paths[i][0], paths[i][1], r.out);
+		EXPECT_STREQ("", r.out);
+		run_free(&r);
+	}
+	EXPECT_EQ(3, sf_sysfs_u64("datacenter_id"));
+	RUN(&r, "config", "--worker", "0");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	EXPECT_EQ(0, sf_sysfs_u64("refusing"));
+	RUN(&r, "next");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+}
+
 static const char * const stat_names[] = {
 	"ids_issued", "reads", "exhausted_waits", "eagain", "clock_catchups",
 	"floor_jumps", "refused_reads", "clock_ms", "clock_offset_ms",

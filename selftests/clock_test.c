@@ -35,11 +35,10 @@ static uint64_t true_real_ms(void)
 	return (uint64_t)((int64_t)sf_mono_ns() + real_minus_mono_ns) / NSEC_PER_MSEC;
 }
 
-/* Set the wall clock to the true time + @delta_ms: 0 or -errno. */
-static int step_clock(int64_t delta_ms)
+/* Set the wall clock to the true time + @delta_ns: 0 or -errno. */
+static int step_clock_ns(int64_t delta_ns)
 {
-	int64_t ns = (int64_t)sf_mono_ns() + real_minus_mono_ns +
-		     delta_ms * (int64_t)NSEC_PER_MSEC;
+	int64_t ns = (int64_t)sf_mono_ns() + real_minus_mono_ns + delta_ns;
 	struct timespec ts = {
 		.tv_sec = ns / (int64_t)NSEC_PER_SEC,
 		.tv_nsec = ns % (int64_t)NSEC_PER_SEC,
@@ -48,6 +47,12 @@ static int step_clock(int64_t delta_ms)
 	if (!clock_saved)
 		return -EINVAL;
 	return clock_settime(CLOCK_REALTIME, &ts) ? -errno : 0;
+}
+
+/* Set the wall clock to the true time + @delta_ms: 0 or -errno. */
+static int step_clock(int64_t delta_ms)
+{
+	return step_clock_ns(delta_ms * (int64_t)NSEC_PER_MSEC);
 }
 
 static void restore_clock(void)
@@ -332,10 +337,69 @@ TEST_F_TIMEOUT(cu, catchup_off_ignores_forward_step, 45)
 	sf_sleep_ms(3000);
 	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
 	EXPECT_EQ(0, st.clock_catchups);
+	/* Off means off: the work that compares the clocks never ran. */
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/clock_checks"));
 	EXPECT_EQ(0, st.clock_offset_ms);
 	ASSERT_EQ(0, sf_read1(self->fd, &id));
 	EXPECT_LE(true_real_ms() - NEAR_MS, sf_decode(&self->cfg, id).ms);
 	EXPECT_GE(true_real_ms() + FUTURE_TOL_MS, sf_decode(&self->cfg, id).ms);
+}
+
+/* The default threshold: the wall clock is compared about once a second. */
+TEST_F_TIMEOUT(cu, clock_checked_once_a_second, 45)
+{
+	uint64_t a, b;
+
+	a = sf_sysfs_u64("statistics/clock_checks");
+	ASSERT_NE(UINT64_MAX, a) TH_LOG("no statistics/clock_checks");
+	sf_sleep_ms(3500);
+	b = sf_sysfs_u64("statistics/clock_checks");
+	EXPECT_LE(a + 2, b) TH_LOG("%" PRIu64 " checks, then %" PRIu64, a, b);
+}
+
+/*
+ * Zero tolerance: after a catch-up, no ID is stamped later than the wall
+ * clock read right after the read returned.  The offset of a catch-up was
+ * once made of two clocks already truncated to ms, which could put the
+ * generator up to 1 ms ahead of the wall clock (when the sub-ms part of the
+ * raw clock at the catch-up exceeded the wall clock's); it is now the ns
+ * difference rounded down.  Twelve catch-ups, each to a new sub-ms phase of
+ * the wall clock against the raw one, each followed by 300 ms of single and
+ * batch reads.
+ */
+TEST_F_TIMEOUT(cu, catchup_never_ahead_of_wall_clock, 150)
+{
+	uint64_t ids[64], catchups = 0, reads = 0, late = 0, worst = 0;
+	int k;
+
+	for (k = 1; k <= 12; k++) {
+		uint64_t t0;
+
+		/* k * 5 s plus a sub-ms part that differs each time. */
+		ASSERT_EQ(0, step_clock_ns(k * 5 * (int64_t)NSEC_PER_SEC +
+					   (k * 387403) % NSEC_PER_MSEC));
+		catchups = wait_catchup(_metadata, self->fd, catchups, 10);
+		ASSERT_EQ((uint64_t)k, catchups) TH_LOG("no catch-up within 10 s");
+		t0 = sf_mono_ns();
+		while (sf_mono_ns() - t0 < 300 * NSEC_PER_MSEC) {
+			ssize_t n = sf_read_ids(self->fd, ids, reads % 2 ? 64 : 1);
+			uint64_t wall = sf_real_ms(), ms;
+
+			ASSERT_LT(0, n);
+			reads++;
+			ms = sf_decode(&self->cfg, ids[n - 1]).ms;
+			if (ms > wall) {
+				late++;
+				if (ms - wall > worst)
+					worst = ms - wall;
+			}
+		}
+	}
+	EXPECT_EQ(0, late) TH_LOG("%" PRIu64 " of %" PRIu64 " reads stamped up to %" PRIu64
+				  " ms after the wall clock", late, reads, worst);
+	if (!late)
+		TH_LOG("%" PRIu64 " reads after 12 catch-ups, none later than the wall clock",
+		       reads);
 }
 
 /* catchup_threshold_ms=600000: 5 min ahead is ignored, 20 min is not. */

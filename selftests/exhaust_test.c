@@ -536,6 +536,103 @@ FIXTURE_TEARDOWN(restart)
 		close(self->fd);
 }
 
+/*
+ * A blocked reader wakes when the floor moves the clock on, not at the end
+ * of the old tick.  Ticks of 60 s, one ID each: the floor first moves the
+ * clock to the start of a fresh tick (60 s left), its one ID is taken, a
+ * child blocks in read(), and the floor is raised into the next tick.
+ * Before readers slept on the wait queue, the child slept on a private
+ * timer until the old tick ended, some 60 s; now it returns at once (the
+ * bound of 20 s only tells the two apart, it measures nothing).
+ */
+TEST_F_TIMEOUT(restart, floor_wakes_blocked_reader, 120)
+{
+	struct snowflake_stats st;
+	struct snowflake_config cfg;
+	uint64_t id, t0;
+	int status;
+	pid_t pid;
+
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, sf_reload("sequence_bits=0 time_unit_ms=60000"));
+	self->fd = sf_open(O_RDONLY);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, sf_get_config(self->fd, &cfg));
+	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
+	ASSERT_EQ(0, sf_set_floor(self->fd, st.clock_ms + 60000));
+	ASSERT_EQ(0, sf_read1(self->fd, &id));
+	ASSERT_EQ(0, sf_set_nonblock(self->fd, true));
+	EXPECT_EQ(-EAGAIN, sf_read1(self->fd, &id));
+	ASSERT_EQ(0, sf_set_nonblock(self->fd, false));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		uint64_t next, start = sf_mono_ns();
+		int fd = sf_open(O_RDONLY);
+
+		alarm(90);
+		CHILD_CHECK(fd >= 0, "open: %s", strerror(errno));
+		CHILD_CHECK(sf_read1(fd, &next) == 0, "read: %s", strerror(errno));
+		CHILD_CHECK(next > id, "%#" PRIx64 " after %#" PRIx64, next, id);
+		CHILD_CHECK(sf_mono_ns() - start < 20 * NSEC_PER_SEC,
+			    "the blocked read took %llu ms: not woken by the floor",
+			    (unsigned long long)((sf_mono_ns() - start) / NSEC_PER_MSEC));
+		_exit(0);
+	}
+	/* Let the child block (not required for the check, only likely). */
+	t0 = sf_mono_ns();
+	do {
+		sf_sleep_ms(100);
+		ASSERT_EQ(0, sf_get_stats(self->fd, &st));
+	} while (!st.exhausted_waits && sf_mono_ns() - t0 < 10 * NSEC_PER_SEC);
+	EXPECT_LE(1, st.exhausted_waits);
+	ASSERT_EQ(0, sf_set_floor(self->fd, st.clock_ms + 60000));
+	status = sf_wait_child(pid);
+	EXPECT_EQ(0, status);
+}
+
+/*
+ * Once the timestamp no longer fits, poll reports EPOLLERR (reads fail
+ * with EOVERFLOW for good) instead of leaving pollers asleep for ever.
+ * Ticks of 1 s, 10 timestamp bits, the epoch 1021 ticks ago: the last
+ * tick, 1023, ends some 3 s after the load.
+ */
+TEST_F_TIMEOUT(restart, poll_reports_overflow, 60)
+{
+	struct pollfd pfd;
+	uint64_t id, t0;
+	ssize_t r;
+	int n;
+
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, sf_reload_fmt("time_unit_ms=1000 timestamp_bits=10 epoch_ms=%llu",
+				   (unsigned long long)(sf_real_ms() - 1021 * 1000ULL)));
+	self->fd = sf_open(O_RDONLY | O_NONBLOCK);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, sf_read1(self->fd, &id));
+	pfd = (struct pollfd){ .fd = self->fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN, pfd.revents);
+
+	/* Read until the last tick is over. */
+	t0 = sf_mono_ns();
+	do {
+		r = sf_read1(self->fd, &id);
+		if (r == -EAGAIN)
+			sf_sleep_ms(50);
+	} while (r != -EOVERFLOW && sf_mono_ns() - t0 < 30 * NSEC_PER_SEC);
+	ASSERT_EQ(-EOVERFLOW, r);
+
+	pfd.revents = 0;
+	n = poll(&pfd, 1, 2000);
+	EXPECT_EQ(1, n) TH_LOG("poll slept: no EPOLLERR for the overflow");
+	EXPECT_EQ(POLLERR, pfd.revents & (POLLERR | POLLIN));
+	EXPECT_EQ(-EOVERFLOW, sf_read1(self->fd, &id));
+}
+
 TEST_F_TIMEOUT(restart, sa_restart_restarts, 60)
 {
 	struct snowflake_stats st;

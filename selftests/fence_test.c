@@ -296,8 +296,8 @@ TEST(strict_and_fence_are_independent)
 	ASSERT_EQ(0, sf_get_stats(fd, &st));
 	EXPECT_EQ(SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING | SNOWFLAKE_STATE_FENCED,
 		  st.state);
-	/* The worker id is set: still fenced. */
-	ASSERT_EQ(0, sf_set_ids(fd, 0, 5));
+	/* The worker id is assigned: still fenced. */
+	ASSERT_EQ(0, sf_assign_ids(fd, 0, 5));
 	EXPECT_EQ(-ENOTCONN, sf_read1(fd, &id));
 	ASSERT_EQ(0, sf_get_stats(fd, &st));
 	EXPECT_EQ(SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_REFUSING | SNOWFLAKE_STATE_FENCED |
@@ -316,7 +316,7 @@ TEST(strict_and_fence_are_independent)
 	EXPECT_EQ(1, sf_sysfs_u64("refusing"));
 	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
 	EXPECT_EQ(1, sf_sysfs_u64("statistics/fences"));
-	ASSERT_EQ(0, sf_set_ids(fd, 0, 5));
+	ASSERT_EQ(0, sf_assign_ids(fd, 0, 5));
 	EXPECT_EQ(0, sf_read1(fd, &id));
 	close(fd);
 }

@@ -243,7 +243,7 @@ static int rule_config(const struct fz *z, const struct snowflake_config *c)
 
 static int rule_ids(const struct fz *z, const struct snowflake_ids *ids)
 {
-	if (ids->flags || ids->__reserved ||
+	if ((ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved ||
 	    ids->datacenter_id > sf_mask(z->cfg.datacenter_bits) ||
 	    ids->worker_id > sf_mask(z->cfg.worker_bits))
 		return -EINVAL;
@@ -330,7 +330,8 @@ static void fill_set_arg(struct fz *z, const struct cmd_info *ci, void *arg)
 
 		ids->datacenter_id = rnd_below(z, 40);
 		ids->worker_id = rnd_below(z, 40);
-		ids->flags = chance(z, 5) ? (uint32_t)rnd(z) : 0;
+		ids->flags = chance(z, 5) ? (uint32_t)rnd(z) :
+			     chance(z, 50) ? SNOWFLAKE_IDS_ASSIGN_WORKER : 0;
 		ids->__reserved = chance(z, 5) ? (uint32_t)rnd(z) : 0;
 		break;
 	}

@@ -366,7 +366,12 @@ TEST_F(lib, strict_mode_gives_enotconn_until_a_worker_id_is_set)
 	EXPECT_LE(2, st.refused_reads);
 	EXPECT_STRNE("unknown error", snowflake_strerror(-ENOTCONN));
 
+	/* Setting the ids does not assign the worker id... */
 	ASSERT_EQ(0, snowflake_set_ids(self->sf, 0, 9));
+	EXPECT_EQ(-ENOTCONN, snowflake_next_n(self->sf, ids, 4));
+	EXPECT_EQ(1, sf_sysfs_u64("refusing"));
+	/* ...assigning does. */
+	ASSERT_EQ(0, snowflake_assign_ids(self->sf, 0, 9));
 	EXPECT_EQ(4, snowflake_next_n(self->sf, ids, 4));
 	EXPECT_EQ(0, sf_sysfs_u64("refusing"));
 }

@@ -407,18 +407,23 @@ TEST_F(rd, bad_buffer_efault)
 }
 
 /*
- * The first page is mapped, the second is not: the whole IDs that fit are
- * returned.  All 10 IDs were reserved (the tick was fresh), so the next ID
- * is above all ten: reserved IDs are skipped, not reissued.
+ * The first page is mapped, the second is not (unmapped, or PROT_NONE, or
+ * read-only): the whole IDs that fit are returned, and no byte of the ID
+ * that did not fit lands before the boundary: the bytes after the last
+ * whole ID stay as they were (a copy of 512-byte chunks once left up to 7
+ * bytes of an undelivered ID there).  All 10 IDs were reserved (the tick
+ * was fresh), so the next ID is above all ten: reserved IDs are skipped,
+ * not reissued.
  */
-TEST_F(rd, partial_copy_at_unmapped_page)
+static void partial_copy(struct __test_metadata *_metadata, FIXTURE_DATA(rd) *self,
+			 int hole)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	static const struct {
 		size_t room;		/* mapped bytes before the hole */
 		ssize_t want;		/* bytes returned */
 	} cases[] = {
-		{ 24, 24 }, { 20, 16 }, { 8, 8 }, { 15, 8 },
+		{ 24, 24 }, { 20, 16 }, { 8, 8 }, { 15, 8 }, { 23, 16 }, { 1, -EFAULT },
 	};
 	unsigned char *map;
 	uint64_t last, id;
@@ -427,7 +432,11 @@ TEST_F(rd, partial_copy_at_unmapped_page)
 	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	ASSERT_EQ(0, munmap(map + page, page));
+	if (hole == 0) {
+		ASSERT_EQ(0, munmap(map + page, page));
+	} else {
+		ASSERT_EQ(0, mprotect(map + page, page, hole));
+	}
 
 	for (c = 0; c < SF_ARRAY_SIZE(cases); c++) {
 		unsigned char *buf = map + page - cases[c].room;
@@ -437,9 +446,17 @@ TEST_F(rd, partial_copy_at_unmapped_page)
 		drain_tick(_metadata, self->fd, self->big, &last);
 		memset(map, 0xcc, page);
 		ret = read(self->fd, buf, 80);
+		if (ret < 0)
+			ret = -errno;
 		ASSERT_EQ(cases[c].want, ret)
 			TH_LOG("room %zu: read returned %zd (%s)", cases[c].room,
 			       ret, ret < 0 ? strerror(errno) : "");
+		EXPECT_TRUE(sf_all_bytes(buf + (ret > 0 ? ret : 0),
+					 cases[c].room - (ret > 0 ? ret : 0), 0xcc))
+			TH_LOG("room %zu: bytes of an undelivered ID written before the hole",
+			       cases[c].room);
+		if (ret < 0)
+			continue;
 		memcpy(ids, buf, ret);
 		EXPECT_LT(last, ids[0]);
 		for (i = 1; i < ret / 8; i++)
@@ -450,7 +467,22 @@ TEST_F(rd, partial_copy_at_unmapped_page)
 			TH_LOG("room %zu: first %#" PRIx64 ", next read %#" PRIx64,
 			       cases[c].room, ids[0], id);
 	}
-	munmap(map, page);
+	munmap(map, 2 * page);
+}
+
+TEST_F(rd, partial_copy_at_unmapped_page)
+{
+	partial_copy(_metadata, self, 0);
+}
+
+TEST_F(rd, partial_copy_at_prot_none_page)
+{
+	partial_copy(_metadata, self, PROT_NONE);
+}
+
+TEST_F(rd, partial_copy_at_read_only_page)
+{
+	partial_copy(_metadata, self, PROT_READ);
 }
 
 /* Readable now: poll, select and epoll say so. */

@@ -306,6 +306,18 @@ static inline int sf_set_ids(int fd, uint32_t datacenter_id, uint32_t worker_id)
 	return ioctl(fd, SNOWFLAKE_IOC_SET_IDS, &ids) ? -errno : 0;
 }
 
+/* SET_IDS that assigns the worker id: ends strict mode's refusal. */
+static inline int sf_assign_ids(int fd, uint32_t datacenter_id, uint32_t worker_id)
+{
+	struct snowflake_ids ids = {
+		.datacenter_id = datacenter_id,
+		.worker_id = worker_id,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER,
+	};
+
+	return ioctl(fd, SNOWFLAKE_IOC_SET_IDS, &ids) ? -errno : 0;
+}
+
 /* GET_CONFIG on a fresh fd: for code that has no fd at hand. */
 static inline int sf_get_config_dev(struct snowflake_config *c)
 {

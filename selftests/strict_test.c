@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Strict mode: with strict=1, reads fail with ENOTCONN until a worker id is
- * set explicitly (worker_id parameter, SET_IDS, SET_CONFIG, worker_id sysfs
- * file); poll shows nothing meanwhile and pollers wake when the
- * configuration changes.
+ * Strict mode: with strict=1, reads fail with ENOTCONN until the worker id
+ * is assigned (worker_id parameter, SET_IDS with SNOWFLAKE_IDS_ASSIGN_WORKER,
+ * a write of the worker_id sysfs file); poll shows nothing meanwhile and
+ * pollers wake when the configuration changes.  Rewriting the ids with the
+ * values just read never ends the refusal: not SET_IDS without the flag,
+ * not SET_CONFIG, not the other sysfs files (every path the CLI takes is in
+ * cli_test.c).
  */
 #define _GNU_SOURCE
 #include <sys/uio.h>
@@ -91,20 +94,53 @@ TEST_F(st, sysfs_worker_id_zero_counts)
 	expect_serving(_metadata, self->fd, 0);
 }
 
-TEST_F(st, set_ids_unblocks)
+TEST_F(st, set_ids_assign_unblocks)
 {
 	expect_refusing(_metadata, self->fd);
-	ASSERT_EQ(0, sf_set_ids(self->fd, 2, 0));
+	ASSERT_EQ(0, sf_assign_ids(self->fd, 2, 0));
 	expect_serving(_metadata, self->fd, 0);
 }
 
-TEST_F(st, set_config_unblocks)
+/*
+ * SET_IDS without SNOWFLAKE_IDS_ASSIGN_WORKER sets the ids but does not end
+ * the refusal: with the values just read (what `snowflake config
+ * --datacenter` sent before 1.2), and with a new worker id too.
+ */
+TEST_F(st, set_ids_without_assign_does_not_unblock)
+{
+	struct snowflake_config c;
+
+	ASSERT_EQ(0, sf_set_ids(self->fd, self->cfg.datacenter_id, self->cfg.worker_id));
+	expect_refusing(_metadata, self->fd);
+	ASSERT_EQ(0, sf_set_ids(self->fd, 3, self->cfg.worker_id));
+	expect_refusing(_metadata, self->fd);
+	ASSERT_EQ(0, sf_set_ids(self->fd, 3, 6));
+	expect_refusing(_metadata, self->fd);
+	ASSERT_EQ(0, sf_get_config(self->fd, &c));
+	EXPECT_EQ(3, c.datacenter_id);
+	EXPECT_EQ(6, c.worker_id);
+	ASSERT_EQ(0, sf_assign_ids(self->fd, 3, 6));
+	expect_serving(_metadata, self->fd, 6);
+}
+
+/*
+ * SET_CONFIG never ends the refusal: the GET/SET round trip of `snowflake
+ * config --random-sequence` carries the ids it read, and not even a new
+ * worker id in it counts.
+ */
+TEST_F(st, set_config_does_not_unblock)
 {
 	struct snowflake_config c = self->cfg;
 
+	ASSERT_EQ(0, sf_set_config(self->fd, &c));
+	expect_refusing(_metadata, self->fd);
+	c.flags = SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	ASSERT_EQ(0, sf_set_config(self->fd, &c));
 	expect_refusing(_metadata, self->fd);
 	c.worker_id = 5;
 	ASSERT_EQ(0, sf_set_config(self->fd, &c));
+	expect_refusing(_metadata, self->fd);
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "5"));
 	expect_serving(_metadata, self->fd, 5);
 }
 
@@ -122,10 +158,18 @@ TEST_F(st, other_changes_do_not_unblock)
 	struct snowflake_config c = self->cfg;
 
 	ASSERT_EQ(0, sf_sysfs_write("random_sequence", "1\n"));
+	ASSERT_EQ(0, sf_sysfs_write("random_sequence", "0\n"));
 	ASSERT_EQ(0, sf_set_floor(self->fd, sf_real_ms() - 1000));
+	ASSERT_EQ(0, sf_sysfs_write_u64("floor_ms", sf_real_ms() - 500));
+	ASSERT_EQ(0, sf_sysfs_write("datacenter_id", "0"));
 	expect_refusing(_metadata, self->fd);
 	EXPECT_EQ(-EINVAL, sf_sysfs_write("worker_id", "32"));
 	EXPECT_EQ(-EINVAL, sf_sysfs_write("worker_id", "abc"));
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &bad));
+	bad.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &bad));
+	bad.worker_id = 1;
+	bad.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | 0x2;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &bad));
 	c.worker_id = 6;
 	c.flags = 1U << 5;

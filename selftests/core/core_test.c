@@ -248,7 +248,11 @@ TEST(check_ids_and_floor)
 	struct snowflake_floor fl = { .floor_ms = ~0ULL };
 
 	EXPECT_EQ(0, sf_core_check_ids(&ids));
-	ids.flags = 1;
+	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
+	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	ids.flags = 2;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	ids.flags = 1U << 31;
 	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
 	ids.flags = 0;
 	ids.__reserved = 0x80000000U;
@@ -275,17 +279,25 @@ TEST_F(core, catch_up_only_forward_and_past_threshold)
 {
 	struct sf_block b;
 
-	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW, NOW + 1000, 1000));
-	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW, NOW - 7200000, 1000));
-	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW, NOW + 7200000, 0));
+	/* @ahead_ms: how far the wall clock is ahead of the raw clock. */
+	EXPECT_FALSE(sf_core_catch_up(&self->c, 1000, 1000));
+	EXPECT_FALSE(sf_core_catch_up(&self->c, 0, 1000));
+	EXPECT_FALSE(sf_core_catch_up(&self->c, 7200000, 0));
 	EXPECT_EQ(0, self->c.stats.clock_catchups);
-	EXPECT_TRUE(sf_core_catch_up(&self->c, NOW, NOW + 7200000, 1000));
+	EXPECT_EQ(3, self->c.clock_checks);
+	EXPECT_TRUE(sf_core_catch_up(&self->c, 7200000, 1000));
 	EXPECT_EQ(1, self->c.stats.clock_catchups);
+	EXPECT_EQ(4, self->c.clock_checks);
 	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
 	EXPECT_EQ(NOW + 7200000, ts_ms(&self->cfg, b.first));
 	/* The wall clock going back again changes nothing. */
-	EXPECT_FALSE(sf_core_catch_up(&self->c, NOW + 1, NOW, 1000));
+	EXPECT_FALSE(sf_core_catch_up(&self->c, 7199999, 1000));
+	EXPECT_FALSE(sf_core_catch_up(&self->c, 0, 1000));
 	EXPECT_EQ(7200000, self->c.offset_ms);
+	/* Only more than the threshold beyond the offset moves it. */
+	EXPECT_FALSE(sf_core_catch_up(&self->c, 7201000, 1000));
+	EXPECT_TRUE(sf_core_catch_up(&self->c, 7201001, 1000));
+	EXPECT_EQ(7201001, self->c.offset_ms);
 }
 
 TEST_F(core, set_ids_lower_worker_keeps_order)
@@ -516,6 +528,20 @@ TEST_F(core, strict_refuses_until_worker_set)
 	/* Setting only the datacenter id is not setting the worker id. */
 	ASSERT_EQ(0, sf_core_set_ids(&self->c, 4, 17, false));
 	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	/*
+	 * Rewriting the ids with the values just read never assigns: not a
+	 * SET_IDS without SNOWFLAKE_IDS_ASSIGN_WORKER (the CLI changing the
+	 * datacenter id), not a SET_CONFIG round trip (--random-sequence).
+	 */
+	ASSERT_EQ(0, sf_core_set_ids(&self->c, 4, 0, false));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	self->cfg = self->c.cfg;
+	self->cfg.flags = SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	ASSERT_EQ(0, sf_core_set_config(&self->c, &self->cfg, NOW, &self->why));
+	self->cfg.worker_id = 9;
+	ASSERT_EQ(0, sf_core_set_config(&self->c, &self->cfg, NOW, &self->why));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_FALSE(self->c.worker_set);
 	ASSERT_EQ(0, sf_core_set_ids(&self->c, 3, 17, true));
 	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
 	/* Strict with a worker given at load: no refusal. */
@@ -674,7 +700,7 @@ TEST(random_walk_order)
 			break;
 		case 6:
 			if (r % 64 == 0)
-				sf_core_catch_up(&c, now, now + r % 3000, 1000);
+				sf_core_catch_up(&c, c.offset_ms + r % 3000, 1000);
 			break;
 		default:
 			n = sf_core_reserve(&c, now, 1 + r % 9, r, &b);

@@ -163,7 +163,7 @@ static int dev_set_ids(struct agent *a)
 
 	if (!a->sf)
 		return 0;
-	ret = snowflake_set_ids(a->sf, a->dc, a->w);
+	ret = snowflake_assign_ids(a->sf, a->dc, a->w);
 	if (ret)
 		logm(AG_ERR, "event=set_ids_failed datacenter=%u worker=%u error=\"%s\"",
 		     a->dc, a->w, snowflake_strerror(ret));

@@ -340,8 +340,16 @@ static int set_config(struct snowflake *sf, const struct sf_cli *cli)
 	}
 
 	if (cli->set_worker || cli->set_datacenter) {
-		ret = snowflake_set_ids(sf, cli->set_datacenter ? cli->datacenter : c.datacenter_id,
-					cli->set_worker ? cli->worker : c.worker_id);
+		uint32_t dc = cli->set_datacenter ? cli->datacenter : c.datacenter_id;
+
+		/*
+		 * Only --worker assigns the worker id (ends a strict device's
+		 * refusal); --datacenter alone rewrites the worker id it read.
+		 */
+		if (cli->set_worker)
+			ret = snowflake_assign_ids(sf, dc, cli->worker);
+		else
+			ret = snowflake_set_ids(sf, dc, c.worker_id);
 		if (ret)
 			return dev_err("config: setting the ids", ret);
 	}

@@ -82,6 +82,14 @@ int snowflake_set_floor(struct snowflake *sf, uint64_t floor_ms);
 int snowflake_set_fence(struct snowflake *sf, int on);
 int snowflake_get_fence(struct snowflake *sf, int *on, uint64_t *fences);
 
+/*
+ * Since LIBSNOWFLAKE_1.2: assign the worker id (SNOWFLAKE_IOC_SET_IDS with
+ * SNOWFLAKE_IDS_ASSIGN_WORKER): sets both ids and, on a strict device, ends
+ * the refusal.  snowflake_set_ids() sets the ids without assigning: on a
+ * strict device still waiting for its worker id, reads stay refused.
+ */
+int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id);
+
 /* The default layout: 41/5/5/12, 1 ms, Twitter epoch, ids 0. */
 void snowflake_default_layout(struct snowflake_config *layout);
 /*
