@@ -138,14 +138,26 @@ static inline u64 sf_clock(const struct sf_core *c, u64 now_ms)
 	return now_ms + c->offset_ms;
 }
 
-/* Ticks since the epoch at @ms, rounded down; 0 before the epoch. */
+#ifndef OPTIMIZER_HIDE_VAR
+#define OPTIMIZER_HIDE_VAR(var) __asm__ ("" : "=r" (var) : "0" (var))
+#endif
+
+/*
+ * Ticks since the epoch at @ms, rounded down; 0 before the epoch.  With
+ * 1 ms ticks (most layouts) there is no division: the compiler would fold
+ * "unit == 1 ? x : x / unit" into a division on every read, a slow
+ * instruction; hiding the unit from it keeps the branch.
+ */
 static inline u64 sf_tick(const struct snowflake_config *cfg, u64 ms)
 {
+	u32 unit = cfg->time_unit_ms;
+
 	if (ms <= cfg->epoch_ms)
 		return 0;
-	if (cfg->time_unit_ms == 1)
+	if (unit == 1)
 		return ms - cfg->epoch_ms;
-	return div_u64(ms - cfg->epoch_ms, cfg->time_unit_ms);
+	OPTIMIZER_HIDE_VAR(unit);
+	return div_u64(ms - cfg->epoch_ms, unit);
 }
 
 /* The tick a reservation at raw time @now_ms uses: never below the floor. */
