@@ -138,9 +138,12 @@ static inline u64 sf_clock(const struct sf_core *c, u64 now_ms)
 	return now_ms + c->offset_ms;
 }
 
-#ifndef OPTIMIZER_HIDE_VAR
-#define OPTIMIZER_HIDE_VAR(var) __asm__ ("" : "=r" (var) : "0" (var))
-#endif
+/* @v, with its value hidden from the optimizer (see sf_tick()). */
+static inline u32 sf_opaque_u32(u32 v)
+{
+	__asm__ ("" : "+r" (v));
+	return v;
+}
 
 /*
  * Ticks since the epoch at @ms, rounded down; 0 before the epoch.  With
@@ -156,8 +159,7 @@ static inline u64 sf_tick(const struct snowflake_config *cfg, u64 ms)
 		return 0;
 	if (unit == 1)
 		return ms - cfg->epoch_ms;
-	OPTIMIZER_HIDE_VAR(unit);
-	return div_u64(ms - cfg->epoch_ms, unit);
+	return div_u64(ms - cfg->epoch_ms, sf_opaque_u32(unit));
 }
 
 /* The tick a reservation at raw time @now_ms uses: never below the floor. */

@@ -29,12 +29,12 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
-#include <linux/version.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include <linux/snowflake.h>
 
+#include "snowflake_compat.h"
 #include "snowflake_core.h"
 
 /* IDs formatted on the stack per copy_to_iter() call (512 bytes). */
@@ -260,17 +260,8 @@ static noinline int sf_reserve_wait(struct snowflake_dev *sf, bool nowait,
 /* The user address and length of @to's current segment (user-backed). */
 static u64 __user *sf_iter_seg(const struct iov_iter *to, size_t *len)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
 	*len = min(iter_iov_len(to), iov_iter_count(to));
 	return iter_iov_addr(to);
-#else
-	if (iter_is_ubuf(to)) {
-		*len = iov_iter_count(to);
-		return to->ubuf + to->iov_offset;
-	}
-	*len = min(iov_iter_count(to), to->iov->iov_len - to->iov_offset);
-	return to->iov->iov_base + to->iov_offset;
-#endif
 }
 
 /*
@@ -1049,14 +1040,8 @@ static int __init snowflake_init(void)
 
 	spin_lock_init(&sf->lock);
 	init_waitqueue_head(&sf->wq);
-	/* hrtimer_setup() since 6.13; hrtimer_init() is gone since 6.15. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
 	hrtimer_setup(&sf->tick_timer, sf_tick_timer_fn, CLOCK_BOOTTIME,
 		      HRTIMER_MODE_ABS);
-#else
-	hrtimer_init(&sf->tick_timer, CLOCK_BOOTTIME, HRTIMER_MODE_ABS);
-	sf->tick_timer.function = sf_tick_timer_fn;
-#endif
 	INIT_DEFERRABLE_WORK(&sf->catchup_work, sf_catchup_fn);
 	sf->rnd = get_random_u32();
 
