@@ -108,12 +108,20 @@ int sf_core_check_config(const struct snowflake_config *cfg, const char **why)
  *
  * Whether the ids fit their widths depends on the layout: sf_core_set_ids().
  *
- * Return: 0, or -EINVAL for an unknown flag or a nonzero @ids->__reserved.
+ * Return: 0, or -EINVAL for an unknown flag, a nonzero @ids->__reserved,
+ * SNOWFLAKE_IDS_DEADLINE without a @ids->deadline_ns (a structure shorter
+ * than SNOWFLAKE_IDS_SIZE_VER1 has none) or a @ids->deadline_ns without it.
  */
 int sf_core_check_ids(const struct snowflake_ids *ids)
 {
-	return (ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved ?
-	       -EINVAL : 0;
+	bool deadline = ids->flags & SNOWFLAKE_IDS_DEADLINE;
+
+	if ((ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved)
+		return -EINVAL;
+	/* A deadline only with its flag, and never 0 (a VER0 structure). */
+	if (deadline != !!ids->deadline_ns)
+		return -EINVAL;
+	return 0;
 }
 
 /**
@@ -221,6 +229,8 @@ int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 		return ret;
 
 	c->cfg = *cfg;
+	c->deadline_ms = U64_MAX;
+	c->deadline_ns = SNOWFLAKE_NO_DEADLINE;
 	sf_apply_layout(c, cfg);
 	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id, true);
 	return 0;
@@ -404,6 +414,29 @@ bool sf_core_catch_up(struct sf_core *c, u64 ahead_ms, u64 threshold_ms)
 }
 
 /**
+ * sf_core_set_deadline() - the lease's deadline: refuse reads from then on
+ * @c:			the generator.
+ * @deadline_ns:	the deadline as given (CLOCK_BOOTTIME ns; kept for
+ *			sysfs), SNOWFLAKE_NO_DEADLINE for none.
+ * @deadline_ms:	the same time on the raw clock, rounded down to ms
+ *			(U64_MAX for none): reserve and peek refuse from the
+ *			raw ms in which the deadline falls, so never after it.
+ *
+ * The deadline is compared with the raw time the caller read for the
+ * reservation; the caller bounds how stale that reading may be (the
+ * driver: two jiffies, see sf_lock_now()).  Every ID reserved under a
+ * deadline therefore comes from a clock reading before it.  Moving the
+ * deadline (later: a renewal; earlier) starts a new lease: a later expiry
+ * counts again.
+ */
+void sf_core_set_deadline(struct sf_core *c, u64 deadline_ns, u64 deadline_ms)
+{
+	c->deadline_ns = deadline_ns;
+	c->deadline_ms = deadline_ms;
+	c->expired = false;
+}
+
+/**
  * sf_core_undeliver() - count IDs that were reserved but never delivered
  * @c:		the generator.
  * @count:	how many IDs of the last reservation the caller could not
@@ -454,6 +487,8 @@ void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		s->state |= SNOWFLAKE_STATE_WORKER_SET;
 	if (c->refusing)
 		s->state |= SNOWFLAKE_STATE_REFUSING;
+	if (now_ms >= c->deadline_ms)
+		s->state |= SNOWFLAKE_STATE_EXPIRED | SNOWFLAKE_STATE_REFUSING;
 	if (c->issued)
 		s->state |= SNOWFLAKE_STATE_LOCKED;
 	if (c->fenced)

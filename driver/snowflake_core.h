@@ -15,6 +15,7 @@
 
 #ifdef __KERNEL__
 #include <linux/errno.h>
+#include <linux/limits.h>
 #include <linux/math64.h>
 #include <linux/types.h>
 #else
@@ -24,6 +25,7 @@
 typedef __u8 u8;
 typedef __u32 u32;
 typedef __u64 u64;
+#define U64_MAX (~0ULL)
 static inline u64 div_u64(u64 dividend, u32 divisor)
 {
 	return dividend / divisor;
@@ -61,6 +63,12 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
  * @fenced:		fenced by SNOWFLAKE_IOC_SET_FENCE: refuse reads.
  * @fences:		times @fenced went from false to true.
  * @clock_checks:	times sf_core_catch_up() compared the wall clock.
+ * @deadline_ms:	raw time from which reads are refused (the lease's
+ *			deadline, rounded down to ms); U64_MAX: none.
+ * @deadline_ns:	the deadline as set (CLOCK_BOOTTIME ns), for sysfs.
+ * @expired:		a read found the deadline passed (and it was not
+ *			moved since).
+ * @lease_expiries:	times @expired went from false to true.
  * @refusing:		SF_REFUSE_* bits; reads fail with -ENOTCONN if any.
  * @stats:		counters; only the counter fields are kept here.
  */
@@ -81,6 +89,10 @@ struct sf_core {
 	bool fenced;
 	u64 fences;
 	u64 clock_checks;
+	u64 deadline_ms;
+	u64 deadline_ns;
+	bool expired;
+	u64 lease_expiries;
 	u32 refusing;
 	struct snowflake_stats stats;
 };
@@ -115,6 +127,7 @@ void sf_core_set_strict(struct sf_core *c, bool strict, bool worker_set);
 bool sf_core_set_fence(struct sf_core *c, bool on);
 int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms);
 bool sf_core_catch_up(struct sf_core *c, u64 ahead_ms, u64 threshold_ms);
+void sf_core_set_deadline(struct sf_core *c, u64 deadline_ns, u64 deadline_ms);
 void sf_core_undeliver(struct sf_core *c, u32 count, bool none);
 void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		   struct snowflake_stats *s);
@@ -213,6 +226,15 @@ static inline int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want,
 		c->stats.refused_reads++;
 		return -ENOTCONN;
 	}
+	/* The lease's deadline: see sf_core_set_deadline(). */
+	if (now_ms >= c->deadline_ms) {
+		if (!c->expired) {
+			c->expired = true;
+			c->lease_expiries++;
+		}
+		c->stats.refused_reads++;
+		return -ENOTCONN;
+	}
 
 	tick = sf_core_tick(c, now_ms);
 	b->rnd_used = false;
@@ -258,7 +280,7 @@ static inline int sf_core_peek(const struct sf_core *c, u64 now_ms,
 {
 	u64 tick;
 
-	if (c->refusing)
+	if (c->refusing || now_ms >= c->deadline_ms)
 		return -ENOTCONN;
 
 	tick = sf_core_tick(c, now_ms);

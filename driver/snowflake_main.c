@@ -16,6 +16,7 @@
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
 #include <linux/init.h>
+#include <linux/jiffies.h>
 #include <linux/kernel.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
@@ -151,6 +152,46 @@ static u64 sf_now_ms(struct snowflake_dev *sf)
 }
 
 /*
+ * Read the raw clock, then take @sf->lock, and return the reading.  The
+ * clock is read before the lock (see sf_now_ms()); the reading may then be
+ * stale by the time the lock is held (preempted in between, or a long wait
+ * for the lock on PREEMPT_RT).  A stale time only makes IDs older, never
+ * wrong (sf_core_reserve()), but the lease's deadline is judged by it: so
+ * when more than one jiffy went by, drop the lock and read again.  A
+ * reading used under the lock is thus at most two jiffies old (plus the
+ * ms it is rounded down to), which snowflake(4) tells lease holders to
+ * leave in their margin.  jiffies is one load: nothing else is added.
+ */
+static u64 sf_lock_now(struct snowflake_dev *sf)
+	__acquires(&sf->lock)
+{
+	unsigned long j;
+	u64 now;
+
+	for (;;) {
+		j = READ_ONCE(jiffies);
+		now = sf_now_ms(sf);
+		spin_lock(&sf->lock);
+		if (likely(time_before_eq(READ_ONCE(jiffies), j + 1)))
+			return now;
+		spin_unlock(&sf->lock);
+	}
+}
+
+/* The raw ms in which CLOCK_BOOTTIME @boot_ns falls; U64_MAX for none. */
+static u64 sf_boottime_to_raw_ms(const struct snowflake_dev *sf, u64 boot_ns)
+{
+	s64 raw;
+
+	if (boot_ns == SNOWFLAKE_NO_DEADLINE)
+		return U64_MAX;
+	if (boot_ns > (u64)S64_MAX - max_t(s64, sf->anchor_ns, 0))
+		return U64_MAX - 1;	/* some 292 years: not in this boot */
+	raw = (s64)boot_ns + sf->anchor_ns;
+	return raw > 0 ? div_u64(raw, NSEC_PER_MSEC) : 0;
+}
+
+/*
  * How far the wall clock is ahead of the raw clock, in ms rounded down from
  * the ns difference (0 when behind).  The wall clock is read first: the
  * difference can then only come out smaller than the true one, so the
@@ -230,8 +271,7 @@ static noinline int sf_reserve_wait(struct snowflake_dev *sf, bool nowait,
 	for (;;) {
 		if (!nowait)
 			prepare_to_wait(&sf->wq, &wait, TASK_INTERRUPTIBLE);
-		now = sf_now_ms(sf);
-		spin_lock(&sf->lock);
+		now = sf_lock_now(sf);
 		ret = sf_core_reserve(&sf->core, now, want, READ_ONCE(sf->rnd),
 				      blk);
 		if (ret == -EAGAIN) {
@@ -360,9 +400,8 @@ static ssize_t sf_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		return -EINVAL;
 	want = min_t(size_t, want, SNOWFLAKE_MAX_IDS_PER_READ);
 
-	/* Read before the lock: safe, see sf_core_reserve(). */
-	now = sf_now_ms(sf);
-	spin_lock(&sf->lock);
+	/* The clock is read before the lock: safe, see sf_core_reserve(). */
+	now = sf_lock_now(sf);
 	ret = sf_core_reserve(&sf->core, now, want, READ_ONCE(sf->rnd), &blk);
 	spin_unlock(&sf->lock);
 
@@ -403,8 +442,7 @@ static __poll_t sf_poll(struct file *file, poll_table *wait)
 	 */
 	poll_wait(file, &sf->wq, wait);
 
-	now = sf_now_ms(sf);
-	spin_lock(&sf->lock);
+	now = sf_lock_now(sf);
 	ready = sf_core_peek(&sf->core, now, &retry_ms);
 	spin_unlock(&sf->lock);
 
@@ -487,6 +525,7 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 			    size_t usize)
 {
 	struct snowflake_ids ids;
+	u64 deadline_ms;
 	int ret;
 
 	ret = sf_copy_in(&ids, sizeof(ids), uptr, usize, SNOWFLAKE_IDS_SIZE_VER0);
@@ -495,10 +534,14 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 	ret = sf_core_check_ids(&ids);
 	if (ret)
 		return ret;
+	deadline_ms = sf_boottime_to_raw_ms(sf, ids.deadline_ns);
 
+	/* The ids and the deadline together, or neither. */
 	spin_lock(&sf->lock);
 	ret = sf_core_set_ids(&sf->core, ids.datacenter_id, ids.worker_id,
 			      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
+	if (!ret && (ids.flags & SNOWFLAKE_IDS_DEADLINE))
+		sf_core_set_deadline(&sf->core, ids.deadline_ns, deadline_ms);
 	spin_unlock(&sf->lock);
 
 	if (!ret)
@@ -825,6 +868,9 @@ enum sf_value {
 	SF_REFUSED_READS,
 	SF_FENCES,
 	SF_CLOCK_CHECKS,
+	SF_LEASE_DEADLINE_NS,
+	SF_LEASE_EXPIRED,
+	SF_LEASE_EXPIRIES,
 	SF_NR_VALUES
 };
 
@@ -859,6 +905,9 @@ static void sf_values(const struct sf_core *c,
 	v[SF_REFUSED_READS] = st->refused_reads;
 	v[SF_FENCES] = c->fences;
 	v[SF_CLOCK_CHECKS] = c->clock_checks;
+	v[SF_LEASE_DEADLINE_NS] = c->deadline_ns;
+	v[SF_LEASE_EXPIRED] = !!(st->state & SNOWFLAKE_STATE_EXPIRED);
+	v[SF_LEASE_EXPIRIES] = c->lease_expiries;
 }
 
 static ssize_t sf_value_show(struct device *dev, struct device_attribute *attr,
@@ -906,6 +955,9 @@ SF_VALUE_ATTR(floor_jumps, SF_FLOOR_JUMPS);
 SF_VALUE_ATTR(refused_reads, SF_REFUSED_READS);
 SF_VALUE_ATTR(fences, SF_FENCES);
 SF_VALUE_ATTR(clock_checks, SF_CLOCK_CHECKS);
+SF_VALUE_ATTR(lease_deadline_ns, SF_LEASE_DEADLINE_NS);
+SF_VALUE_ATTR(lease_expired, SF_LEASE_EXPIRED);
+SF_VALUE_ATTR(lease_expiries, SF_LEASE_EXPIRIES);
 
 static struct attribute *sf_attrs[] = {
 	&dev_attr_worker_id.attr,
@@ -924,6 +976,8 @@ static struct attribute *sf_attrs[] = {
 	&sf_attr_last_timestamp_ms.attr.attr,
 	&sf_attr_clock_ms.attr.attr,
 	&sf_attr_clock_offset_ms.attr.attr,
+	&sf_attr_lease_deadline_ns.attr.attr,
+	&sf_attr_lease_expired.attr.attr,
 	NULL,
 };
 
@@ -941,6 +995,7 @@ static struct attribute *sf_stat_attrs[] = {
 	&sf_attr_refused_reads.attr.attr,
 	&sf_attr_fences.attr.attr,
 	&sf_attr_clock_checks.attr.attr,
+	&sf_attr_lease_expiries.attr.attr,
 	NULL,
 };
 
@@ -1025,7 +1080,7 @@ static int __init snowflake_init(void)
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct snowflake_config) != SNOWFLAKE_CONFIG_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct snowflake_ids) != SNOWFLAKE_IDS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct snowflake_ids) != SNOWFLAKE_IDS_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct snowflake_stats) != SNOWFLAKE_STATS_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct snowflake_floor) != SNOWFLAKE_FLOOR_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct snowflake_fence) != SNOWFLAKE_FENCE_SIZE_VER0);

@@ -111,7 +111,10 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	ids.flags = fin_bool(in) ? fin_u32(in) : 0;
 	ids.__reserved = fin_bool(in) ? fin_u32(in) : 0;
 
+	/* The input has no deadline: SNOWFLAKE_IDS_DEADLINE alone is EINVAL. */
+	ids.deadline_ns = 0;
 	if ((ids.flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids.__reserved ||
+	    (ids.flags & SNOWFLAKE_IDS_DEADLINE) ||
 	    ids.datacenter_id > fz_mask(c->cfg.datacenter_bits) ||
 	    ids.worker_id > fz_mask(c->cfg.worker_bits))
 		want = -EINVAL;

@@ -243,7 +243,9 @@ static int rule_config(const struct fz *z, const struct snowflake_config *c)
 
 static int rule_ids(const struct fz *z, const struct snowflake_ids *ids)
 {
+	/* No deadline is ever sent: SNOWFLAKE_IDS_DEADLINE alone is EINVAL. */
 	if ((ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved ||
+	    (ids->flags & SNOWFLAKE_IDS_DEADLINE) ||
 	    ids->datacenter_id > sf_mask(z->cfg.datacenter_bits) ||
 	    ids->worker_id > sf_mask(z->cfg.worker_bits))
 		return -EINVAL;
@@ -333,6 +335,8 @@ static void fill_set_arg(struct fz *z, const struct cmd_info *ci, void *arg)
 		ids->flags = chance(z, 5) ? (uint32_t)rnd(z) :
 			     chance(z, 50) ? SNOWFLAKE_IDS_ASSIGN_WORKER : 0;
 		ids->__reserved = chance(z, 5) ? (uint32_t)rnd(z) : 0;
+		/* Never a deadline: one would refuse every later read. */
+		ids->deadline_ns = 0;
 		break;
 	}
 	case 5: {

@@ -189,18 +189,19 @@ struct cmd_desc {
 	const char *name;
 	unsigned int dir;
 	unsigned int nr;
-	unsigned int ver0;
+	unsigned int ver0;	/* smallest size accepted */
+	unsigned int known;	/* the size this kernel knows: bytes past it are a tail */
 };
 
 static const struct cmd_desc all_cmds[] = {
-	{ "GET_CONFIG", _IOC_READ, 0x00, SNOWFLAKE_CONFIG_SIZE_VER0 },
-	{ "SET_CONFIG", _IOC_WRITE, 0x01, SNOWFLAKE_CONFIG_SIZE_VER0 },
-	{ "SET_IDS", _IOC_WRITE, 0x02, SNOWFLAKE_IDS_SIZE_VER0 },
-	{ "GET_STATS", _IOC_READ, 0x03, SNOWFLAKE_STATS_SIZE_VER0 },
-	{ "GET_FLOOR", _IOC_READ, 0x04, SNOWFLAKE_FLOOR_SIZE_VER0 },
-	{ "SET_FLOOR", _IOC_WRITE, 0x05, SNOWFLAKE_FLOOR_SIZE_VER0 },
-	{ "SET_FENCE", _IOC_WRITE, 0x06, SNOWFLAKE_FENCE_SIZE_VER0 },
-	{ "GET_FENCE", _IOC_READ, 0x07, SNOWFLAKE_FENCE_SIZE_VER0 },
+	{ "GET_CONFIG", _IOC_READ, 0x00, SNOWFLAKE_CONFIG_SIZE_VER0, SNOWFLAKE_CONFIG_SIZE_VER0 },
+	{ "SET_CONFIG", _IOC_WRITE, 0x01, SNOWFLAKE_CONFIG_SIZE_VER0, SNOWFLAKE_CONFIG_SIZE_VER0 },
+	{ "SET_IDS", _IOC_WRITE, 0x02, SNOWFLAKE_IDS_SIZE_VER0, SNOWFLAKE_IDS_SIZE_VER1 },
+	{ "GET_STATS", _IOC_READ, 0x03, SNOWFLAKE_STATS_SIZE_VER0, SNOWFLAKE_STATS_SIZE_VER0 },
+	{ "GET_FLOOR", _IOC_READ, 0x04, SNOWFLAKE_FLOOR_SIZE_VER0, SNOWFLAKE_FLOOR_SIZE_VER0 },
+	{ "SET_FLOOR", _IOC_WRITE, 0x05, SNOWFLAKE_FLOOR_SIZE_VER0, SNOWFLAKE_FLOOR_SIZE_VER0 },
+	{ "SET_FENCE", _IOC_WRITE, 0x06, SNOWFLAKE_FENCE_SIZE_VER0, SNOWFLAKE_FENCE_SIZE_VER0 },
+	{ "GET_FENCE", _IOC_READ, 0x07, SNOWFLAKE_FENCE_SIZE_VER0, SNOWFLAKE_FENCE_SIZE_VER0 },
 };
 
 /*
@@ -325,9 +326,9 @@ TEST_F(ioc, set_larger_size)
 		if (d->dir != _IOC_WRITE)
 			continue;
 		for (s = 0; s < SF_ARRAY_SIZE(sizes); s++) {
-			unsigned int size = sizes[s] == 4096 ? 4096 : d->ver0 + sizes[s];
+			unsigned int size = sizes[s] == 4096 ? 4096 : d->known + sizes[s];
 			unsigned long cmd = _IOC(_IOC_WRITE, M, d->nr, size);
-			size_t pos[] = { d->ver0, size - 1 };
+			size_t pos[] = { d->known, size - 1 };
 			size_t p;
 
 			for (p = 0; p < SF_ARRAY_SIZE(pos); p++) {
@@ -384,6 +385,8 @@ TEST_F(ioc, reserved_and_flags_einval)
 	struct snowflake_config c;
 	struct snowflake_ids ids;
 	const uint32_t bad_flags[] = { 1U << 1, 1U << 7, 1U << 31, ~0U };
+	/* SNOWFLAKE_IDS_ASSIGN_WORKER (1) and SNOWFLAKE_IDS_DEADLINE (2) exist. */
+	const uint32_t bad_ids_flags[] = { 1U << 2, 1U << 7, 1U << 31, ~0U };
 	size_t i;
 
 	for (i = 0; i < SF_ARRAY_SIZE(bad_flags); i++) {
@@ -403,9 +406,17 @@ TEST_F(ioc, reserved_and_flags_einval)
 
 	memset(&ids, 0, sizeof(ids));
 	ids.worker_id = 9;
-	ids.flags = 1;
+	for (i = 0; i < SF_ARRAY_SIZE(bad_ids_flags); i++) {
+		ids.flags = bad_ids_flags[i];
+		EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
+	}
+	/* A deadline needs its flag and the flag a deadline. */
+	ids.flags = SNOWFLAKE_IDS_DEADLINE;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
 	ids.flags = 0;
+	ids.deadline_ns = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
+	ids.deadline_ns = 0;
 	ids.__reserved = 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
 	EXPECT_UNCHANGED();

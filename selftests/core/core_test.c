@@ -549,6 +549,61 @@ TEST_F(core, strict_refuses_until_worker_set)
 	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
 }
 
+/*
+ * The lease's deadline: reads refused from the raw ms it falls in, counted
+ * once per lease; a later deadline (a renewal) serves again, above every
+ * earlier ID; peek and the stats agree.
+ */
+TEST_F(core, deadline_refuses_from_then_on)
+{
+	struct snowflake_stats st;
+	struct sf_block b, b2;
+	u64 retry;
+
+	EXPECT_EQ(U64_MAX, self->c.deadline_ms);
+	sf_core_set_deadline(&self->c, 5000000000ULL, NOW + 10);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 9, 1, 0, &b));
+	EXPECT_EQ(1, sf_core_peek(&self->c, NOW + 9, &retry));
+	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW + 10, &retry));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 10, 1, 0, &b2));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 11, 1, 0, &b2));
+	EXPECT_EQ(1, self->c.lease_expiries);
+	EXPECT_EQ(2, self->c.stats.refused_reads);
+	sf_core_stats(&self->c, NOW + 11, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_EXPIRED | SNOWFLAKE_STATE_REFUSING,
+		  st.state & (SNOWFLAKE_STATE_EXPIRED | SNOWFLAKE_STATE_REFUSING));
+	/* A stale reading from before the deadline is still served. */
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 9, 1, 0, &b2));
+	EXPECT_LT(b.first, b2.first);
+	/* Renewed: served again; a second expiry counts again. */
+	sf_core_set_deadline(&self->c, 6000000000ULL, NOW + 20);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 12, 1, 0, &b));
+	EXPECT_LT(b2.first, b.first);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 20, 1, 0, &b2));
+	EXPECT_EQ(2, self->c.lease_expiries);
+	/* None. */
+	sf_core_set_deadline(&self->c, SNOWFLAKE_NO_DEADLINE, U64_MAX);
+	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW + 30, 1, 0, &b2));
+	sf_core_stats(&self->c, NOW + 30, &st);
+	EXPECT_EQ(0, st.state & SNOWFLAKE_STATE_EXPIRED);
+}
+
+TEST(check_ids_deadline)
+{
+	struct snowflake_ids ids = { .flags = SNOWFLAKE_IDS_DEADLINE };
+
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	ids.deadline_ns = 1;
+	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	ids.flags = SNOWFLAKE_IDS_DEADLINE | SNOWFLAKE_IDS_ASSIGN_WORKER;
+	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	ids.flags = 4;
+	ids.deadline_ns = 0;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+}
+
 TEST_F(core, fence_refuses_until_lifted)
 {
 	struct snowflake_stats st;

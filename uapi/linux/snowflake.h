@@ -90,9 +90,26 @@ struct snowflake_config {
  * example the values just read, to change only the datacenter id) changes
  * the ids but never lets a strict device issue IDs.  SNOWFLAKE_IOC_SET_CONFIG
  * never ends the refusal either.
+ *
+ * SNOWFLAKE_IDS_DEADLINE: @deadline_ns is given (the structure is at least
+ * SNOWFLAKE_IDS_SIZE_VER1 bytes, else -EINVAL; 0 is -EINVAL): the device
+ * issues IDs only until that CLOCK_BOOTTIME time, the end of the lease that
+ * gave this host its ids.  From then on reads fail with ENOTCONN, with no
+ * action from userspace, until a later call sets a later deadline; the
+ * lease_expired and statistics/lease_expiries sysfs files say why.  A lease
+ * holder renews by setting the same ids with a later deadline, computed
+ * from the time it sent the renewal (sent + TTL - margin), so that a holder
+ * that stalls or dies can never extend its host's right to issue IDs.
+ * ~0ULL: no deadline.  Without this flag the deadline stays as it is (none
+ * at load): static ids behave as they always did.
  */
 #define SNOWFLAKE_IDS_ASSIGN_WORKER	0x1U
-#define SNOWFLAKE_IDS_FLAGS_ALL		SNOWFLAKE_IDS_ASSIGN_WORKER
+#define SNOWFLAKE_IDS_DEADLINE		0x2U
+#define SNOWFLAKE_IDS_FLAGS_ALL		(SNOWFLAKE_IDS_ASSIGN_WORKER | \
+					 SNOWFLAKE_IDS_DEADLINE)
+
+/* struct snowflake_ids.deadline_ns: no deadline. */
+#define SNOWFLAKE_NO_DEADLINE		(~0ULL)
 
 /**
  * struct snowflake_ids - identity of this host in the cluster
@@ -100,15 +117,19 @@ struct snowflake_config {
  * @worker_id:		worker id, < 2^worker_bits.
  * @flags:		SNOWFLAKE_IDS_* bits; unknown bits are -EINVAL.
  * @__reserved:		must be zero.
+ * @deadline_ns:	since VER1, with SNOWFLAKE_IDS_DEADLINE: CLOCK_BOOTTIME
+ *			ns from which reads are refused; else must be zero.
  */
 struct snowflake_ids {
 	__u32 datacenter_id;
 	__u32 worker_id;
 	__u32 flags;
 	__u32 __reserved;
+	__u64 deadline_ns;
 };
 
 #define SNOWFLAKE_IDS_SIZE_VER0		16
+#define SNOWFLAKE_IDS_SIZE_VER1		24
 
 /* struct snowflake_stats.state */
 #define SNOWFLAKE_STATE_STRICT		0x1U /* strict mode is on */
@@ -116,6 +137,7 @@ struct snowflake_ids {
 #define SNOWFLAKE_STATE_REFUSING	0x4U /* reads fail with ENOTCONN */
 #define SNOWFLAKE_STATE_LOCKED		0x8U /* an ID was issued: layout fixed */
 #define SNOWFLAKE_STATE_FENCED		0x10U /* fenced: SNOWFLAKE_IOC_SET_FENCE */
+#define SNOWFLAKE_STATE_EXPIRED		0x20U /* past the lease deadline */
 
 /**
  * struct snowflake_stats - counters and clock state

@@ -89,6 +89,14 @@ int snowflake_get_fence(struct snowflake *sf, int *on, uint64_t *fences);
  * strict device still waiting for its worker id, reads stay refused.
  */
 int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id);
+/*
+ * Since LIBSNOWFLAKE_1.2: assign the ids as snowflake_assign_ids() and set
+ * the lease's deadline (SNOWFLAKE_IDS_DEADLINE): from @deadline_ns
+ * (CLOCK_BOOTTIME; SNOWFLAKE_NO_DEADLINE: none, 0 is -EINVAL) on, the device
+ * refuses reads (-ENOTCONN) until a later call sets a later deadline.
+ */
+int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id,
+			uint64_t deadline_ns);
 
 /* The default layout: 41/5/5/12, 1 ms, Twitter epoch, ids 0. */
 void snowflake_default_layout(struct snowflake_config *layout);

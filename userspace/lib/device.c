@@ -183,6 +183,19 @@ SF_EXPORT int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id,
 	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
 }
 
+SF_EXPORT int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id,
+				  uint32_t worker_id, uint64_t deadline_ns)
+{
+	struct snowflake_ids ids = {
+		.datacenter_id = datacenter_id,
+		.worker_id = worker_id,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_DEADLINE,
+		.deadline_ns = deadline_ns,
+	};
+
+	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+}
+
 SF_EXPORT int snowflake_get_stats(struct snowflake *sf, struct snowflake_stats *st)
 {
 	return sf_ioctl(sf, SNOWFLAKE_IOC_GET_STATS, st);
