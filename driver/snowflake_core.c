@@ -44,6 +44,8 @@ static void sf_update_refusing(struct sf_core *c)
 	c->refusing = (c->strict && !c->worker_set) ? SF_REFUSE_NO_WORKER : 0;
 	if (c->fenced)
 		c->refusing |= SF_REFUSE_FENCED;
+	if (c->vm_forked)
+		c->refusing |= SF_REFUSE_VM_FORK;
 }
 
 /**
@@ -116,7 +118,10 @@ int sf_core_check_ids(const struct snowflake_ids *ids)
 {
 	bool deadline = ids->flags & SNOWFLAKE_IDS_DEADLINE;
 
-	if ((ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved)
+	if ((ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved ||
+	    ids->__reserved2)
+		return -EINVAL;
+	if (!(ids->flags & SNOWFLAKE_IDS_VM_FORKS) && ids->vm_forks)
 		return -EINVAL;
 	/* A deadline only with its flag, and never 0 (a VER0 structure). */
 	if (deadline != !!ids->deadline_ns)
@@ -437,6 +442,62 @@ void sf_core_set_deadline(struct sf_core *c, u64 deadline_ns, u64 deadline_ms)
 }
 
 /**
+ * sf_core_vm_fork() - the virtual machine was cloned or restored
+ * @c:		the generator.
+ * @vm_forks:	the number of VM forks the kernel has reported since load.
+ *
+ * A VM restored from a snapshot, or a clone, runs on with its parent's ids
+ * and its parent's clock: it would issue the very IDs its parent issues
+ * after the snapshot.  From the first reservation after the caller learns
+ * of the fork, reads are refused until sf_core_rearm().  A count already
+ * seen changes nothing.
+ */
+void sf_core_vm_fork(struct sf_core *c, u32 vm_forks)
+{
+	if (vm_forks == c->vm_forks)
+		return;
+	c->vm_forks = vm_forks;
+	c->vm_forked = true;
+	sf_update_refusing(c);
+}
+
+/**
+ * sf_core_check_vm_forks() - is a SET_IDS made for the current VM forks?
+ * @c:		the generator.
+ * @ids:	the argument, already checked by sf_core_check_ids().
+ *
+ * Return: 0, or -ESTALE when @ids carries SNOWFLAKE_IDS_VM_FORKS and a
+ * count other than the one the generator has seen: the caller's identity
+ * (its lease, its owner id) was made before a fork it does not know of.
+ */
+int sf_core_check_vm_forks(const struct sf_core *c,
+			   const struct snowflake_ids *ids)
+{
+	if ((ids->flags & SNOWFLAKE_IDS_VM_FORKS) && ids->vm_forks != c->vm_forks)
+		return -ESTALE;
+	return 0;
+}
+
+/**
+ * sf_core_rearm() - end a VM fork's refusal, after a SET_IDS that took effect
+ * @c:		the generator.
+ * @ids:	the argument (sf_core_check_vm_forks() passed).
+ *
+ * Only a call that assigns the worker id for the current count of forks
+ * re-arms: a new pair from a new lease, or an administrator's deliberate
+ * re-arm of static ids.
+ */
+void sf_core_rearm(struct sf_core *c, const struct snowflake_ids *ids)
+{
+	u32 both = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_VM_FORKS;
+
+	if ((ids->flags & both) != both || !c->vm_forked)
+		return;
+	c->vm_forked = false;
+	sf_update_refusing(c);
+}
+
+/**
  * sf_core_undeliver() - count IDs that were reserved but never delivered
  * @c:		the generator.
  * @count:	how many IDs of the last reservation the caller could not
@@ -493,5 +554,7 @@ void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		s->state |= SNOWFLAKE_STATE_LOCKED;
 	if (c->fenced)
 		s->state |= SNOWFLAKE_STATE_FENCED;
+	if (c->vm_forked)
+		s->state |= SNOWFLAKE_STATE_VM_FORKED;
 	s->__reserved = 0;
 }

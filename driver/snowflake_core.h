@@ -43,6 +43,7 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
 /* Why reads are refused (struct sf_core.refusing). */
 #define SF_REFUSE_NO_WORKER	0x1U	/* strict mode, no worker id set */
 #define SF_REFUSE_FENCED	0x2U	/* fenced: SNOWFLAKE_IOC_SET_FENCE */
+#define SF_REFUSE_VM_FORK	0x4U	/* the VM was cloned or restored */
 
 /**
  * struct sf_core - state of one generator
@@ -69,6 +70,8 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
  * @expired:		a read found the deadline passed (and it was not
  *			moved since).
  * @lease_expiries:	times @expired went from false to true.
+ * @vm_forks:		VM forks seen (see sf_core_vm_fork()).
+ * @vm_forked:		a VM fork refuses reads until a re-arm.
  * @refusing:		SF_REFUSE_* bits; reads fail with -ENOTCONN if any.
  * @stats:		counters; only the counter fields are kept here.
  */
@@ -93,6 +96,8 @@ struct sf_core {
 	u64 deadline_ns;
 	bool expired;
 	u64 lease_expiries;
+	u32 vm_forks;
+	bool vm_forked;
 	u32 refusing;
 	struct snowflake_stats stats;
 };
@@ -128,6 +133,10 @@ bool sf_core_set_fence(struct sf_core *c, bool on);
 int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms);
 bool sf_core_catch_up(struct sf_core *c, u64 ahead_ms, u64 threshold_ms);
 void sf_core_set_deadline(struct sf_core *c, u64 deadline_ns, u64 deadline_ms);
+void sf_core_vm_fork(struct sf_core *c, u32 vm_forks);
+int sf_core_check_vm_forks(const struct sf_core *c,
+			   const struct snowflake_ids *ids);
+void sf_core_rearm(struct sf_core *c, const struct snowflake_ids *ids);
 void sf_core_undeliver(struct sf_core *c, u32 count, bool none);
 void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		   struct snowflake_stats *s);

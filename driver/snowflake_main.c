@@ -68,6 +68,14 @@
  * @catchup_work:	compares the wall clock with ours once a second
  *			(deferrable: it never wakes an idle CPU by itself);
  *			not queued at all when @catchup_ms is 0.
+ * @vm_forks:		VM forks reported by the vmgenid notifier since load.
+ *			The notifier only increments it (no lock: it may run
+ *			in hard-irq context on some platforms); every path
+ *			that reserves, peeks or reports brings @core up to
+ *			date under @lock first (sf_sync_vm_forks()).
+ * @vmfork_nb:		our entry in the kernel's VM-fork notifier chain.
+ * @vmfork_work:	after a fork: brings @core up to date, says so in the
+ *			log and wakes @wq.
  * @misc:		the /dev/snowflake node and its sysfs files.
  */
 struct snowflake_dev {
@@ -79,6 +87,9 @@ struct snowflake_dev {
 	wait_queue_head_t wq;
 	struct hrtimer tick_timer;
 	struct delayed_work catchup_work;
+	atomic_t vm_forks;
+	struct notifier_block vmfork_nb;
+	struct work_struct vmfork_work;
 	struct miscdevice misc;
 };
 
@@ -152,6 +163,21 @@ static u64 sf_now_ms(struct snowflake_dev *sf)
 }
 
 /*
+ * Bring @sf->core up to date with the VM forks the notifier counted.  A
+ * reservation made after the notifier ran is refused; the notification
+ * itself arrives some time after the clone's vCPUs resumed (the window
+ * snowflake(4) describes).
+ */
+static inline void sf_sync_vm_forks(struct snowflake_dev *sf)
+{
+	u32 n = (u32)atomic_read(&sf->vm_forks);
+
+	lockdep_assert_held(&sf->lock);
+	if (unlikely(n != sf->core.vm_forks))
+		sf_core_vm_fork(&sf->core, n);
+}
+
+/*
  * Read the raw clock, then take @sf->lock, and return the reading.  The
  * clock is read before the lock (see sf_now_ms()); the reading may then be
  * stale by the time the lock is held (preempted in between, or a long wait
@@ -172,8 +198,10 @@ static u64 sf_lock_now(struct snowflake_dev *sf)
 		j = READ_ONCE(jiffies);
 		now = sf_now_ms(sf);
 		spin_lock(&sf->lock);
-		if (likely(time_before_eq(READ_ONCE(jiffies), j + 1)))
+		if (likely(time_before_eq(READ_ONCE(jiffies), j + 1))) {
+			sf_sync_vm_forks(sf);
 			return now;
+		}
 		spin_unlock(&sf->lock);
 	}
 }
@@ -240,6 +268,38 @@ static void sf_catchup_fn(struct work_struct *work)
 	if (moved)
 		sf_wake_pollers(sf);
 	queue_delayed_work(system_power_efficient_wq, &sf->catchup_work, HZ);
+}
+
+/*
+ * The vmgenid driver reports that this VM was cloned or restored from a
+ * snapshot.  May run in hard-irq context on some platforms: no lock here,
+ * only the count (read under @lock by every reservation) and the work.
+ */
+static int sf_vmfork_notify(struct notifier_block *nb, unsigned long action,
+			    void *data)
+{
+	struct snowflake_dev *sf = container_of(nb, struct snowflake_dev,
+						vmfork_nb);
+
+	atomic_inc(&sf->vm_forks);
+	schedule_work(&sf->vmfork_work);
+	return NOTIFY_DONE;
+}
+
+static void sf_vmfork_fn(struct work_struct *work)
+{
+	struct snowflake_dev *sf = container_of(work, struct snowflake_dev,
+						vmfork_work);
+	u32 n;
+
+	spin_lock(&sf->lock);
+	sf_sync_vm_forks(sf);
+	n = sf->core.vm_forks;
+	spin_unlock(&sf->lock);
+
+	sf_wake_pollers(sf);
+	pr_warn("virtual machine fork %u: reads refused until a worker id is assigned for it\n",
+		n);
 }
 
 static int sf_open(struct inode *inode, struct file *file)
@@ -536,12 +596,20 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
 		return ret;
 	deadline_ms = sf_boottime_to_raw_ms(sf, ids.deadline_ns);
 
-	/* The ids and the deadline together, or neither. */
+	/* The ids, the deadline and the re-arm together, or none of them. */
 	spin_lock(&sf->lock);
-	ret = sf_core_set_ids(&sf->core, ids.datacenter_id, ids.worker_id,
-			      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
-	if (!ret && (ids.flags & SNOWFLAKE_IDS_DEADLINE))
-		sf_core_set_deadline(&sf->core, ids.deadline_ns, deadline_ms);
+	sf_sync_vm_forks(sf);
+	ret = sf_core_check_vm_forks(&sf->core, &ids);
+	if (!ret)
+		ret = sf_core_set_ids(&sf->core, ids.datacenter_id,
+				      ids.worker_id,
+				      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
+	if (!ret) {
+		if (ids.flags & SNOWFLAKE_IDS_DEADLINE)
+			sf_core_set_deadline(&sf->core, ids.deadline_ns,
+					     deadline_ms);
+		sf_core_rearm(&sf->core, &ids);
+	}
 	spin_unlock(&sf->lock);
 
 	if (!ret)
@@ -554,6 +622,7 @@ static void sf_get_stats(struct snowflake_dev *sf, struct snowflake_stats *st)
 	u64 now = sf_now_ms(sf);
 
 	spin_lock(&sf->lock);
+	sf_sync_vm_forks(sf);
 	sf_core_stats(&sf->core, now, st);
 	spin_unlock(&sf->lock);
 }
@@ -871,6 +940,8 @@ enum sf_value {
 	SF_LEASE_DEADLINE_NS,
 	SF_LEASE_EXPIRED,
 	SF_LEASE_EXPIRIES,
+	SF_VM_FORKED,
+	SF_VM_FORKS,
 	SF_NR_VALUES
 };
 
@@ -908,6 +979,8 @@ static void sf_values(const struct sf_core *c,
 	v[SF_LEASE_DEADLINE_NS] = c->deadline_ns;
 	v[SF_LEASE_EXPIRED] = !!(st->state & SNOWFLAKE_STATE_EXPIRED);
 	v[SF_LEASE_EXPIRIES] = c->lease_expiries;
+	v[SF_VM_FORKED] = c->vm_forked;
+	v[SF_VM_FORKS] = c->vm_forks;
 }
 
 static ssize_t sf_value_show(struct device *dev, struct device_attribute *attr,
@@ -920,6 +993,7 @@ static ssize_t sf_value_show(struct device *dev, struct device_attribute *attr,
 	u64 now = sf_now_ms(&sf_dev);
 
 	spin_lock(&sf_dev.lock);
+	sf_sync_vm_forks(&sf_dev);
 	c = sf_dev.core;
 	spin_unlock(&sf_dev.lock);
 
@@ -958,6 +1032,8 @@ SF_VALUE_ATTR(clock_checks, SF_CLOCK_CHECKS);
 SF_VALUE_ATTR(lease_deadline_ns, SF_LEASE_DEADLINE_NS);
 SF_VALUE_ATTR(lease_expired, SF_LEASE_EXPIRED);
 SF_VALUE_ATTR(lease_expiries, SF_LEASE_EXPIRIES);
+SF_VALUE_ATTR(vm_forked, SF_VM_FORKED);
+SF_VALUE_ATTR(vm_forks, SF_VM_FORKS);
 
 static struct attribute *sf_attrs[] = {
 	&dev_attr_worker_id.attr,
@@ -978,6 +1054,7 @@ static struct attribute *sf_attrs[] = {
 	&sf_attr_clock_offset_ms.attr.attr,
 	&sf_attr_lease_deadline_ns.attr.attr,
 	&sf_attr_lease_expired.attr.attr,
+	&sf_attr_vm_forked.attr.attr,
 	NULL,
 };
 
@@ -996,6 +1073,7 @@ static struct attribute *sf_stat_attrs[] = {
 	&sf_attr_fences.attr.attr,
 	&sf_attr_clock_checks.attr.attr,
 	&sf_attr_lease_expiries.attr.attr,
+	&sf_attr_vm_forks.attr.attr,
 	NULL,
 };
 
@@ -1098,6 +1176,9 @@ static int __init snowflake_init(void)
 	hrtimer_setup(&sf->tick_timer, sf_tick_timer_fn, CLOCK_BOOTTIME,
 		      HRTIMER_MODE_ABS);
 	INIT_DEFERRABLE_WORK(&sf->catchup_work, sf_catchup_fn);
+	INIT_WORK(&sf->vmfork_work, sf_vmfork_fn);
+	atomic_set(&sf->vm_forks, 0);
+	sf->vmfork_nb.notifier_call = sf_vmfork_notify;
 	sf->rnd = get_random_u32();
 
 	sf->misc.minor = MISC_DYNAMIC_MINOR;
@@ -1106,10 +1187,17 @@ static int __init snowflake_init(void)
 	sf->misc.groups = sf_groups;
 	sf->misc.mode = 0444;
 
+	/* Before the node exists: a fork from now on is seen by every read. */
+	ret = register_random_vmfork_notifier(&sf->vmfork_nb);
+	if (ret) {
+		pr_err("cannot register for VM fork notifications: %d\n", ret);
+		return ret;
+	}
+
 	ret = misc_register(&sf->misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", SNOWFLAKE_DEVICE_NAME, ret);
-		return ret;
+		goto err_vmfork;
 	}
 
 	if (sf->catchup_ms)
@@ -1122,6 +1210,11 @@ static int __init snowflake_init(void)
 		sf->core.cfg.datacenter_id, sf->core.cfg.worker_id,
 		sf->core.refusing ? ", strict: reads refused until a worker id is set" : "");
 	return 0;
+
+err_vmfork:
+	unregister_random_vmfork_notifier(&sf->vmfork_nb);
+	cancel_work_sync(&sf->vmfork_work);
+	return ret;
 }
 
 static void __exit snowflake_exit(void)
@@ -1130,6 +1223,8 @@ static void __exit snowflake_exit(void)
 
 	cancel_delayed_work_sync(&sf->catchup_work);
 	misc_deregister(&sf->misc);
+	unregister_random_vmfork_notifier(&sf->vmfork_nb);
+	cancel_work_sync(&sf->vmfork_work);
 	hrtimer_cancel(&sf->tick_timer);
 }
 

@@ -111,8 +111,14 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	ids.flags = fin_bool(in) ? fin_u32(in) : 0;
 	ids.__reserved = fin_bool(in) ? fin_u32(in) : 0;
 
-	/* The input has no deadline: SNOWFLAKE_IDS_DEADLINE alone is EINVAL. */
+	/*
+	 * The input has no deadline and no VM fork count: SNOWFLAKE_IDS_DEADLINE
+	 * alone is EINVAL, SNOWFLAKE_IDS_VM_FORKS with 0 matches a generator
+	 * that saw no fork.
+	 */
 	ids.deadline_ns = 0;
+	ids.vm_forks = 0;
+	ids.__reserved2 = 0;
 	if ((ids.flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids.__reserved ||
 	    (ids.flags & SNOWFLAKE_IDS_DEADLINE) ||
 	    ids.datacenter_id > fz_mask(c->cfg.datacenter_bits) ||
@@ -123,8 +129,12 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	ret = sf_core_check_ids(&ids);
 	CHECK(ret == 0 || ret == -EINVAL, "check_ids %d", ret);
 	if (!ret)
+		ret = sf_core_check_vm_forks(c, &ids);
+	if (!ret)
 		ret = sf_core_set_ids(c, ids.datacenter_id, ids.worker_id,
 				      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
+	if (!ret)
+		sf_core_rearm(c, &ids);
 	CHECK(ret == want, "SET_IDS %d, the rules say %d", ret, want);
 	if (ret) {
 		CHECK(fz_core_eq(&before, c), "a refused SET_IDS changed the state");

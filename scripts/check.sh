@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> static -> docs -> agent -> vmtest -> restart -> debug-kernel
+#   -> packaging -> static -> docs -> agent -> vmtest -> vmclone -> restart
+#   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
 # target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
@@ -88,6 +89,7 @@ if want docs && [ -f scripts/check-docs.sh ]; then
 fi
 want agent && run_stage agent scripts/agent-test.sh
 want vmtest && run_stage vmtest scripts/vmtest.sh
+want vmclone && run_stage vmclone scripts/vmclone-test.sh
 want restart && run_stage restart scripts/restart-test.sh
 want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 
@@ -96,7 +98,7 @@ want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{fuzz,vmtest,debug-kernel,agent,restart}.log; do
+	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,restart}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
@@ -111,6 +113,8 @@ lane_figures() {
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
+			/^==== vmclone [^ ]+ ====/ { k = $3 }
+			/^# parent: [0-9]+ IDs; clone/ { sub(/^# /, ""); say("vm clone", $0) }
 		'
 	done
 }

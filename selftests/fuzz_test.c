@@ -337,6 +337,8 @@ static void fill_set_arg(struct fz *z, const struct cmd_info *ci, void *arg)
 		ids->__reserved = chance(z, 5) ? (uint32_t)rnd(z) : 0;
 		/* Never a deadline: one would refuse every later read. */
 		ids->deadline_ns = 0;
+		ids->vm_forks = 0;
+		ids->__reserved2 = 0;
 		break;
 	}
 	case 5: {

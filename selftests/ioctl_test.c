@@ -385,8 +385,8 @@ TEST_F(ioc, reserved_and_flags_einval)
 	struct snowflake_config c;
 	struct snowflake_ids ids;
 	const uint32_t bad_flags[] = { 1U << 1, 1U << 7, 1U << 31, ~0U };
-	/* SNOWFLAKE_IDS_ASSIGN_WORKER (1) and SNOWFLAKE_IDS_DEADLINE (2) exist. */
-	const uint32_t bad_ids_flags[] = { 1U << 2, 1U << 7, 1U << 31, ~0U };
+	/* ASSIGN_WORKER (1), DEADLINE (2) and VM_FORKS (4) exist. */
+	const uint32_t bad_ids_flags[] = { 1U << 3, 1U << 7, 1U << 31, ~0U };
 	size_t i;
 
 	for (i = 0; i < SF_ARRAY_SIZE(bad_flags); i++) {

@@ -599,9 +599,58 @@ TEST(check_ids_deadline)
 	EXPECT_EQ(0, sf_core_check_ids(&ids));
 	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
 	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
-	ids.flags = 4;
+	ids.flags = 8;
 	ids.deadline_ns = 0;
 	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	/* A VM fork count only with its flag; the second reserved field 0. */
+	ids.flags = 0;
+	ids.vm_forks = 1;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	ids.flags = SNOWFLAKE_IDS_VM_FORKS;
+	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	ids.__reserved2 = 1;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+}
+
+/*
+ * A VM fork refuses reads until a SET_IDS that assigns the worker id for
+ * the current count of forks; a stale count is -ESTALE.
+ */
+TEST_F(core, vm_fork_refuses_until_rearmed)
+{
+	struct snowflake_ids ids = { .worker_id = 9 };
+	struct snowflake_stats st;
+	struct sf_block b;
+	u64 retry;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	sf_core_vm_fork(&self->c, 1);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW + 1, &retry));
+	sf_core_stats(&self->c, NOW + 1, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_VM_FORKED | SNOWFLAKE_STATE_REFUSING,
+		  st.state & (SNOWFLAKE_STATE_VM_FORKED | SNOWFLAKE_STATE_REFUSING));
+	/* Assigning without the count, or the count without assigning: no. */
+	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
+	EXPECT_EQ(0, sf_core_check_vm_forks(&self->c, &ids));
+	sf_core_rearm(&self->c, &ids);
+	ids.flags = SNOWFLAKE_IDS_VM_FORKS;
+	ids.vm_forks = 1;
+	sf_core_rearm(&self->c, &ids);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	/* An identity from before the fork: stale. */
+	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_VM_FORKS;
+	ids.vm_forks = 0;
+	EXPECT_EQ(-ESTALE, sf_core_check_vm_forks(&self->c, &ids));
+	ids.vm_forks = 1;
+	EXPECT_EQ(0, sf_core_check_vm_forks(&self->c, &ids));
+	sf_core_rearm(&self->c, &ids);
+	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	/* The same count again changes nothing; a new one refuses again. */
+	sf_core_vm_fork(&self->c, 1);
+	EXPECT_EQ(1, sf_core_reserve(&self->c, NOW + 2, 1, 0, &b));
+	sf_core_vm_fork(&self->c, 2);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 3, 1, 0, &b));
 }
 
 TEST_F(core, fence_refuses_until_lifted)

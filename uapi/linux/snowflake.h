@@ -102,11 +102,23 @@ struct snowflake_config {
  * that stalls or dies can never extend its host's right to issue IDs.
  * ~0ULL: no deadline.  Without this flag the deadline stays as it is (none
  * at load): static ids behave as they always did.
+ *
+ * SNOWFLAKE_IDS_VM_FORKS: @vm_forks is the number of virtual machine forks
+ * (the statistics/vm_forks sysfs file) the caller's identity was made
+ * under; when the kernel has seen another number the call fails with
+ * ESTALE and changes nothing.  When the kernel learns that the VM was
+ * cloned or restored from a snapshot (the vmgenid notification), it refuses
+ * reads (ENOTCONN, the vm_forked file) because the clone runs on with its
+ * parent's ids: only a call with SNOWFLAKE_IDS_ASSIGN_WORKER and this flag,
+ * made for the current count, ends that refusal: a new pair from a new
+ * lease, or an administrator's deliberate re-arm.
  */
 #define SNOWFLAKE_IDS_ASSIGN_WORKER	0x1U
 #define SNOWFLAKE_IDS_DEADLINE		0x2U
+#define SNOWFLAKE_IDS_VM_FORKS		0x4U
 #define SNOWFLAKE_IDS_FLAGS_ALL		(SNOWFLAKE_IDS_ASSIGN_WORKER | \
-					 SNOWFLAKE_IDS_DEADLINE)
+					 SNOWFLAKE_IDS_DEADLINE | \
+					 SNOWFLAKE_IDS_VM_FORKS)
 
 /* struct snowflake_ids.deadline_ns: no deadline. */
 #define SNOWFLAKE_NO_DEADLINE		(~0ULL)
@@ -119,6 +131,9 @@ struct snowflake_config {
  * @__reserved:		must be zero.
  * @deadline_ns:	since VER1, with SNOWFLAKE_IDS_DEADLINE: CLOCK_BOOTTIME
  *			ns from which reads are refused; else must be zero.
+ * @vm_forks:		since VER1, with SNOWFLAKE_IDS_VM_FORKS: the VM forks
+ *			the caller knows of; else must be zero.
+ * @__reserved2:	must be zero.
  */
 struct snowflake_ids {
 	__u32 datacenter_id;
@@ -126,10 +141,12 @@ struct snowflake_ids {
 	__u32 flags;
 	__u32 __reserved;
 	__u64 deadline_ns;
+	__u32 vm_forks;
+	__u32 __reserved2;
 };
 
 #define SNOWFLAKE_IDS_SIZE_VER0		16
-#define SNOWFLAKE_IDS_SIZE_VER1		24
+#define SNOWFLAKE_IDS_SIZE_VER1		32
 
 /* struct snowflake_stats.state */
 #define SNOWFLAKE_STATE_STRICT		0x1U /* strict mode is on */
@@ -138,6 +155,7 @@ struct snowflake_ids {
 #define SNOWFLAKE_STATE_LOCKED		0x8U /* an ID was issued: layout fixed */
 #define SNOWFLAKE_STATE_FENCED		0x10U /* fenced: SNOWFLAKE_IOC_SET_FENCE */
 #define SNOWFLAKE_STATE_EXPIRED		0x20U /* past the lease deadline */
+#define SNOWFLAKE_STATE_VM_FORKED	0x40U /* a VM fork refuses reads */
 
 /**
  * struct snowflake_stats - counters and clock state

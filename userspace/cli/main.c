@@ -74,18 +74,20 @@ static const char usage_decode[] =
 static const char usage_config[] =
 "Usage: snowflake config [--device PATH]\n"
 "       snowflake config [--worker N] [--datacenter N] [--random-sequence 0|1]\n"
-"                        [--floor MS] [--fence 0|1] [--device PATH]\n"
+"                        [--floor MS] [--fence 0|1] [--rearm] [--device PATH]\n"
 "\n"
 "Without options, show the configuration, one 'name value' per line (the\n"
 "names of the sysfs files).  With options, change it (needs CAP_SYS_ADMIN):\n"
 "every value is checked first, and nothing is changed when one is wrong.\n"
 "\n"
-"  --worker N            worker id (counts as set for strict mode)\n"
-"  --datacenter N        datacenter id\n"
+"  --worker N            worker id; assigns it (ends strict mode's refusal)\n"
+"  --datacenter N        datacenter id (alone: a strict device keeps refusing)\n"
 "  --random-sequence B   1: start each tick's sequence at a random number\n"
 "  --floor MS            raise the floor: no ID gets a timestamp below MS (Unix ms)\n"
 "  --fence B             1: fence the device (reads fail with ENOTCONN until\n"
 "                        lifted); 0: lift the fence (applied after the ids)\n"
+"  --rearm               with --worker, after a VM clone or snapshot restore:\n"
+"                        assign it for the VM forks seen (ends that refusal)\n"
 "  --device PATH         the device\n"
 "  -h, --help            show this help\n";
 
@@ -320,6 +322,22 @@ static int check_settings(const struct sf_cli *cli, const struct snowflake_confi
 	return 0;
 }
 
+/*
+ * --rearm: assign the ids for the VM forks the device has seen, which ends
+ * the refusal after a VM clone or snapshot restore (-ESTALE when another
+ * fork came in between: nothing changed).
+ */
+static int rearm(struct snowflake *sf, uint32_t dc, uint32_t worker)
+{
+	uint32_t forks;
+	int ret;
+
+	ret = snowflake_get_vm_forks(sf, &forks);
+	if (ret)
+		return ret;
+	return snowflake_rearm_ids(sf, dc, worker, forks);
+}
+
 static int set_config(struct snowflake *sf, const struct sf_cli *cli)
 {
 	struct snowflake_config c;
@@ -346,7 +364,9 @@ static int set_config(struct snowflake *sf, const struct sf_cli *cli)
 		 * Only --worker assigns the worker id (ends a strict device's
 		 * refusal); --datacenter alone rewrites the worker id it read.
 		 */
-		if (cli->set_worker)
+		if (cli->rearm)
+			ret = rearm(sf, dc, cli->worker);
+		else if (cli->set_worker)
 			ret = snowflake_assign_ids(sf, dc, cli->worker);
 		else
 			ret = snowflake_set_ids(sf, dc, c.worker_id);

@@ -169,6 +169,7 @@ enum {
 	OPT_RANDOM,
 	OPT_FLOOR,
 	OPT_FENCE,
+	OPT_REARM,
 	OPT_PROMETHEUS,
 };
 
@@ -203,6 +204,7 @@ static const struct option config_opts[] = {
 	{ "random-sequence", required_argument, NULL, OPT_RANDOM },
 	{ "floor", required_argument, NULL, OPT_FLOOR },
 	{ "fence", required_argument, NULL, OPT_FENCE },
+	{ "rearm", no_argument, NULL, OPT_REARM },
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -396,6 +398,9 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 			cli->fence = v;
 			cli->set_fence = true;
 			break;
+		case OPT_REARM:
+			cli->rearm = true;
+			break;
 		case OPT_PROMETHEUS:
 			cli->prometheus = true;
 			break;
@@ -408,6 +413,9 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 		}
 	}
 
+	if (cli->rearm && !cli->set_worker)
+		return usage_err(err, errlen,
+				 "config: --rearm needs --worker: a VM fork is ended by assigning a worker id");
 	if (cli->cmd != SF_CMD_DECODE) {
 		if (optind < argc)
 			return usage_err(err, errlen, "%s: unexpected argument '%s'", name,

@@ -50,6 +50,7 @@ struct sf_cli {
 	uint32_t worker, datacenter;
 	bool random_sequence;
 	bool fence;			/* --fence 1: fence, 0: lift */
+	bool rearm;			/* --rearm: end a VM fork's refusal */
 	uint64_t floor_ms;
 
 	/* stats */

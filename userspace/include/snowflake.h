@@ -94,9 +94,24 @@ int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t 
  * the lease's deadline (SNOWFLAKE_IDS_DEADLINE): from @deadline_ns
  * (CLOCK_BOOTTIME; SNOWFLAKE_NO_DEADLINE: none, 0 is -EINVAL) on, the device
  * refuses reads (-ENOTCONN) until a later call sets a later deadline.
+ * @vm_forks: the VM forks (snowflake_get_vm_forks()) the lease was taken
+ * under; -ESTALE when the device has seen another number (the VM was
+ * cloned or restored since: the lease is the parent's), and nothing changes.
+ * A matching call also ends the refusal that follows a VM fork.
  */
 int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id,
-			uint64_t deadline_ns);
+			uint64_t deadline_ns, uint32_t vm_forks);
+/*
+ * Since LIBSNOWFLAKE_1.2: assign the ids for @vm_forks, without a deadline:
+ * ends the refusal after a VM fork for static ids (-ESTALE as above).
+ */
+int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id,
+			uint32_t vm_forks);
+/*
+ * Since LIBSNOWFLAKE_1.2: the VM forks (clones, snapshot restores) the
+ * device has seen since it was loaded, from its statistics/vm_forks file.
+ */
+int snowflake_get_vm_forks(struct snowflake *sf, uint32_t *vm_forks);
 
 /* The default layout: 41/5/5/12, 1 ms, Twitter epoch, ids 0. */
 void snowflake_default_layout(struct snowflake_config *layout);

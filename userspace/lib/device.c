@@ -12,7 +12,10 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -184,16 +187,70 @@ SF_EXPORT int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id,
 }
 
 SF_EXPORT int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id,
-				  uint32_t worker_id, uint64_t deadline_ns)
+				  uint32_t worker_id, uint64_t deadline_ns,
+				  uint32_t vm_forks)
 {
 	struct snowflake_ids ids = {
 		.datacenter_id = datacenter_id,
 		.worker_id = worker_id,
-		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_DEADLINE,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_DEADLINE |
+			 SNOWFLAKE_IDS_VM_FORKS,
 		.deadline_ns = deadline_ns,
+		.vm_forks = vm_forks,
 	};
 
 	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+}
+
+SF_EXPORT int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id,
+				  uint32_t worker_id, uint32_t vm_forks)
+{
+	struct snowflake_ids ids = {
+		.datacenter_id = datacenter_id,
+		.worker_id = worker_id,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_VM_FORKS,
+		.vm_forks = vm_forks,
+	};
+
+	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+}
+
+/*
+ * The device's statistics/vm_forks, found through the node's own numbers
+ * (/sys/dev/char/MAJOR:MINOR), so that it is the file of the device that
+ * @sf has open, whatever its path.
+ */
+SF_EXPORT int snowflake_get_vm_forks(struct snowflake *sf, uint32_t *vm_forks)
+{
+	char path[64], buf[32], *end;
+	unsigned long long v;
+	struct stat st;
+	ssize_t n;
+	int fd, err;
+
+	if (!sf || !vm_forks)
+		return -EINVAL;
+	if (fstat(sf->fd, &st))
+		return -errno;
+	if (!S_ISCHR(st.st_mode))
+		return -ENOTTY;
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/statistics/vm_forks",
+		 major(st.st_rdev), minor(st.st_rdev));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	buf[n > 0 ? n : 0] = '\0';
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno || end == buf || *end != '\n' || v > UINT32_MAX)
+		return -EPROTO;
+	*vm_forks = (uint32_t)v;
+	return 0;
 }
 
 SF_EXPORT int snowflake_get_stats(struct snowflake *sf, struct snowflake_stats *st)
