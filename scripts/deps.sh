@@ -21,6 +21,7 @@ PKGS=(
 	python3 php-cli
 	gnuplot-nox valgrind
 	dkms systemd udev e2fsprogs util-linux libhiredis-dev redis-server
+	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus
 )
 
 export DEBIAN_FRONTEND=noninteractive

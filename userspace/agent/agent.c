@@ -40,6 +40,9 @@
 #include "conf.h"
 
 #define PROG	"snowflake-agent"
+#ifndef SNOWFLAKE_VERSION
+#define SNOWFLAKE_VERSION	"unknown"
+#endif
 
 static const char renew_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
@@ -776,12 +779,17 @@ int main(int argc, char **argv)
 
 	memset(&a, 0, sizeof(a));
 	ret = ag_conf_load(&conf, argc, argv, err, sizeof(err));
-	if (!ret && !conf.help)
+	if (!ret && !conf.help && !conf.version)
 		ret = ag_conf_finish(&conf, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, PROG ": %s\n" PROG ": try '" PROG " --help'\n", err);
 		ag_conf_free(&conf);
 		return ret;
+	}
+	if (conf.version) {
+		puts(PROG " " SNOWFLAKE_VERSION);
+		ag_conf_free(&conf);
+		return fflush(stdout) ? AG_EXIT_RUNTIME : AG_EXIT_OK;
 	}
 	if (conf.help) {
 		fputs(ag_usage, stdout);

@@ -51,6 +51,7 @@ const char ag_usage[] =
 "  --log-level LEVEL         err, warn, info (default) or debug\n"
 "  --print-config            print the configuration and exit\n"
 "  -h, --help                this help\n"
+"  --version                 print the version and exit\n"
 "\n"
 "Exit status: 0 stopped by SIGTERM/SIGINT (lease released, device fenced);\n"
 "1 the device failed; 2 bad command line or configuration; 3 every id of the\n"
@@ -59,7 +60,7 @@ const char ag_usage[] =
 enum {
 	O_CONFIG = 256, O_HOST, O_PORT, O_PASSWORD, O_DB, O_TIMEOUT, O_PREFIX,
 	O_CLUSTER, O_DCS, O_WORKERS, O_TTL, O_RENEW, O_MARGIN, O_DEVICE,
-	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT,
+	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT, O_VERSION,
 };
 
 static const struct option opts[] = {
@@ -85,6 +86,7 @@ static const struct option opts[] = {
 	{ "log-level", required_argument, NULL, O_LEVEL },
 	{ "print-config", no_argument, NULL, O_PRINT },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -357,7 +359,24 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 		} else if (o == 'h') {
 			c->help = true;
 			return 0;
+		} else if (o == O_VERSION) {
+			c->version = true;
+			return 0;
 		}
+	}
+	/*
+	 * Under systemd, the unit hands the configuration over as a credential
+	 * (LoadCredential=agent.conf:...): the file with the Redis password
+	 * stays 0600 root, and only this service reads its copy.
+	 */
+	if (!c->config_given) {
+		static char cred[PATH_MAX];
+		const char *dir = secure_getenv("CREDENTIALS_DIRECTORY");
+
+		if (dir && *dir &&
+		    snprintf(cred, sizeof(cred), "%s/agent.conf", dir) < (int)sizeof(cred) &&
+		    !access(cred, F_OK))
+			config = cred;
 	}
 	ret = load_file(c, config, c->config_given, err, errlen);
 	if (ret)

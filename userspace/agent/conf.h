@@ -56,7 +56,7 @@ struct ag_conf {
 	enum ag_level level;
 	bool print_config;
 	bool help;
-	bool version;
+	bool version;			/* --version */
 };
 
 /*

@@ -505,7 +505,7 @@ int main(int argc, char **argv)
 		return SF_FLOORD_EXIT_USAGE;
 	}
 	if (!d.device) {
-		env = getenv("SNOWFLAKE_DEVICE");
+		env = secure_getenv("SNOWFLAKE_DEVICE");
 		d.device = env && *env ? env : "/dev/snowflake";
 	}
 
