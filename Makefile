@@ -65,7 +65,7 @@ MODPROBEDIR ?= $(SYSCONFDIR)/modprobe.d
 SYSUSERSDIR ?= $(SYSCONFDIR)/sysusers.d
 DKMS ?= dkms
 DKMS_SRC := /usr/src/snowflake-$(VERSION)
-UNITS := $(notdir $(wildcard packaging/systemd/*.service))
+UNITS := $(notdir $(wildcard packaging/systemd/*.service packaging/systemd/*.timer))
 
 all: module
 

@@ -43,7 +43,8 @@ else
 fi
 want=(etc/systemd/system/snowflake-floor.service etc/udev/rules.d/60-snowflake.rules
 	etc/modules-load.d/snowflake.conf etc/modprobe.d/snowflake.conf etc/sysusers.d/snowflake.conf
-	etc/systemd/system/snowflake-agent.service
+	etc/systemd/system/snowflake-agent.service etc/systemd/system/snowflake-metrics.service
+	etc/systemd/system/snowflake-metrics.timer
 	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8
 	usr/local/sbin/snowflake-agent usr/local/share/man/man8/snowflake-agent.8)
 missing=()
@@ -65,10 +66,11 @@ fi
 # systemd-analyze verify, inside the staged tree.
 # The units pull in systemd's own (sysinit.target, network-online.target,
 # ...): the host's, copied into the tree for the check and removed after.
-mkdir -p "$dest/sbin" "$dest/usr/lib/systemd"
+mkdir -p "$dest/sbin" "$dest/bin" "$dest/usr/lib/systemd"
 cp -L "$(command -v modprobe)" "$dest/sbin/modprobe"
+cp -L "$(command -v sh)" "$dest/bin/sh"
 cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/system"
-for unit in "$dest"/etc/systemd/system/*.service; do
+for unit in "$dest"/etc/systemd/system/*.service "$dest"/etc/systemd/system/*.timer; do
 	u=${unit#"$dest"}
 	rc=0
 	(cd "$OUT" && MANPATH=$dest/usr/local/share/man systemd-analyze verify --root="$dest" "$u") \
@@ -80,8 +82,8 @@ for unit in "$dest"/etc/systemd/system/*.service; do
 		indent <"$OUT/verify.log"
 	fi
 done
-rm -f "$dest/sbin/modprobe"
-rmdir "$dest/sbin"
+rm -f "$dest/sbin/modprobe" "$dest/bin/sh"
+rmdir "$dest/sbin" "$dest/bin"
 rm -rf "$dest/usr/lib/systemd"
 rmdir "$dest/usr/lib" 2>/dev/null || true
 
@@ -89,7 +91,7 @@ rmdir "$dest/usr/lib" 2>/dev/null || true
 unit=$dest/etc/systemd/system/snowflake-floor.service
 contract=('^DefaultDependencies=no$' '^After=.*systemd-modules-load\.service'
 	'^Before=.*sysinit\.target' '^Before=.*snowflake-agent\.service' '^Conflicts=shutdown\.target$'
-	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=/sbin/modprobe snowflake$'
+	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=[+]/sbin/modprobe snowflake$'
 	'^ExecStartPre=/usr/local/sbin/snowflake-floord --restore' '^ExecStart=/usr/local/sbin/snowflake-floord '
 	'^StateDirectory=snowflake$' '^WantedBy=sysinit\.target$')
 bad=()
