@@ -46,6 +46,8 @@ const char ag_usage[] =
 "  --state-file PATH         remembers the last id, to claim it again (default\n"
 "                            " AG_DEFAULT_STATE "; empty: none)\n"
 "  --owner STRING            lease value (default HOSTNAME:PID:RANDOM)\n"
+"  --metrics-file PATH       keep the agent's Prometheus metrics in PATH (for\n"
+"                            node_exporter's textfile collector; default: none)\n"
 "  --dry-run                 no device: log the claims and fences only\n"
 "  --dry-run-bits D/W        datacenter/worker widths for --dry-run (default 5/5)\n"
 "  --log-level LEVEL         err, warn, info (default) or debug\n"
@@ -60,7 +62,7 @@ const char ag_usage[] =
 enum {
 	O_CONFIG = 256, O_HOST, O_PORT, O_PASSWORD, O_DB, O_TIMEOUT, O_PREFIX,
 	O_CLUSTER, O_DCS, O_WORKERS, O_TTL, O_RENEW, O_MARGIN, O_DEVICE,
-	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT, O_VERSION,
+	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT, O_VERSION, O_METRICS,
 };
 
 static const struct option opts[] = {
@@ -80,6 +82,7 @@ static const struct option opts[] = {
 	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "state-file", required_argument, NULL, O_STATE },
+	{ "metrics-file", required_argument, NULL, O_METRICS },
 	{ "owner", required_argument, NULL, O_OWNER },
 	{ "dry-run", optional_argument, NULL, O_DRY },
 	{ "dry-run-bits", required_argument, NULL, O_DRYBITS },
@@ -235,6 +238,9 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 			goto bad;
 		set_str(&c->device, v);
 		return 0;
+	case O_METRICS:
+		set_str(&c->metrics_file, v);
+		return 0;
 	case O_STATE:
 		set_str(&c->state_file, v);
 		return 0;
@@ -275,7 +281,8 @@ static int key_of(const char *name)
 	const struct option *o;
 
 	for (o = opts; o->name; o++)
-		if (!strcmp(o->name, name) && o->val >= O_HOST && o->val != O_PRINT)
+		if (!strcmp(o->name, name) && o->val >= O_HOST && o->val != O_PRINT &&
+		    o->val != O_VERSION)
 			return o->val;
 	return -1;
 }
@@ -453,6 +460,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
 	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
 	fprintf(f, "state-file = %s\n", c->state_file);
+	fprintf(f, "metrics-file = %s\n", c->metrics_file ? c->metrics_file : "");
 	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(hostname:pid:random)");
 	fprintf(f, "dry-run = %d\n", c->dry_run);
 	fprintf(f, "dry-run-bits = %u/%u\n", c->dry_run_bits[0], c->dry_run_bits[1]);
@@ -467,6 +475,7 @@ void ag_conf_free(struct ag_conf *c)
 	free(c->cluster);
 	free(c->device);
 	free(c->state_file);
+	free(c->metrics_file);
 	free(c->owner);
 	memset(c, 0, sizeof(*c));
 }
