@@ -17,8 +17,9 @@
 #      (scripts/vmtest.sh with MODULE_KO=, TESTS: module_test read_test).
 #   6. apt-get purge of our packages (and of the headers installed after
 #      them): the root is as it was before, but for what Debian keeps on
-#      purpose (the system group "snowflake", dpkg's and apt's own records,
-#      dkms's signing key).
+#      purpose (the system user and group, dpkg's and apt's own records,
+#      dkms's signing key); the state the units made (/var/lib/snowflake,
+#      /etc/snowflake) goes with the purge.
 #
 # Environment: DEB_KERNELS="K1 K2" (default: the first two of all_kvers, the
 # second one installed after the packages), DEB_TESTS (default "module_test
@@ -282,6 +283,13 @@ for kk in "${kos[@]}"; do
 done
 
 # ---- 6. purge ---------------------------------------------------------------
+# What the units leave on a running host (no systemd runs in this root): the
+# state directory with the floor and the agent's state, /etc/snowflake.
+mkdir -p "$R/var/lib/snowflake" "$R/etc/snowflake"
+printf 'snowflake-floor 1\n' >"$R/var/lib/snowflake/floor"
+printf 'datacenter=1 worker=3\n' >"$R/var/lib/snowflake/agent.state"
+chroot "$R" chown -R snowflake-daemon:snowflake /var/lib/snowflake
+chmod 0700 "$R/etc/snowflake"
 if inroot "${APT[@]}" purge "${PKGS[@]}" >"$OUT/purge.log" 2>&1 &&
 	{ [ "${#late[@]}" -eq 0 ] || inroot "${APT[@]}" purge "${late[@]/#/linux-headers-}" >>"$OUT/purge.log" 2>&1; } &&
 	inroot "${APT[@]}" autoremove --purge >>"$OUT/purge.log" 2>&1; then
