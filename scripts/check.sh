@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> static -> docs -> agent -> vmtest -> restart
+#   -> packaging -> deb -> static -> docs -> clients -> agent -> vmtest -> restart
 #   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
 # target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
@@ -16,7 +16,8 @@
 # Debian packages of debian/ built with dpkg-buildpackage, lintian, installed
 # with apt into a fresh Debian 12 root (mmdebstrap, cached in build/deb/)
 # where DKMS builds the module, that module booted in guests, the packages
-# purged, scripts/deb-test.sh; agent:
+# purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js and Java
+# clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
 # in a 6.12 guest, scripts/agent-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
@@ -92,6 +93,7 @@ want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
+want clients && run_stage clients scripts/clients-test.sh
 want agent && run_stage agent scripts/agent-test.sh
 want vmtest && run_stage vmtest scripts/vmtest.sh
 want restart && run_stage restart scripts/restart-test.sh

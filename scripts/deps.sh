@@ -21,7 +21,8 @@ PKGS=(
 	python3 php-cli
 	gnuplot-nox valgrind
 	dkms systemd udev e2fsprogs util-linux libhiredis-dev redis-server
-	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus
+	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
+	nodejs openjdk-17-jdk-headless
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -217,4 +217,30 @@ else
 	notok "left after uninstall:"
 	indent <<<"${left//"$dest"\//}"
 fi
+# The container files (docs/containers.md): the CDI spec and the DaemonSet
+# parse, and name the device and the agent as the rest of the project does.
+if python3 - "$ROOT/packaging/cdi/snowflake.yaml" \
+	"$ROOT/packaging/kubernetes/snowflake-agent-daemonset.yaml" <<'PY' >"$OUT/containers.log" 2>&1
+import re, sys, yaml
+cdi = yaml.safe_load(open(sys.argv[1]))
+assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", cdi["cdiVersion"]), cdi["cdiVersion"]
+assert re.fullmatch(r"[a-z0-9.-]+/[a-zA-Z0-9_.-]+", cdi["kind"]), cdi["kind"]
+dev = cdi["devices"][0]
+node = dev["containerEdits"]["deviceNodes"][0]
+assert dev["name"] == "snowflake" and node["path"] == "/dev/snowflake", node
+assert node["type"] == "c" and node["permissions"] == "r", node
+ds = list(yaml.safe_load_all(open(sys.argv[2])))
+assert [d["kind"] for d in ds] == ["DaemonSet"], ds
+pod = ds[0]["spec"]["template"]
+c = pod["spec"]["containers"][0]
+assert c["command"][0] == "/usr/sbin/snowflake-agent", c["command"]
+assert c["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
+assert pod["metadata"]["annotations"]["cdi.k8s.io/snowflake"] == "%s=%s" % (cdi["kind"], dev["name"])
+PY
+then
+	ok "the CDI spec and the Kubernetes DaemonSet parse and name the device and the agent"
+else
+	notok "packaging/cdi/snowflake.yaml or packaging/kubernetes/snowflake-agent-daemonset.yaml"
+	indent <"$OUT/containers.log"
+fi
 finish
