@@ -1,6 +1,6 @@
 #!/bin/bash
 # The clients stage of `make check`: the small clients of clients/ (Python,
-# PHP, Node.js, Java; docs/clients.md), each against a recorded ID stream on
+# PHP, Node.js, Java, Go; docs/clients.md), each against a recorded ID stream on
 # the host (their runtimes do not fit the busybox guest): IDs of the default
 # layout made with the bit layout of snowflake(4), read from a regular file
 # and from a FIFO written in 13-byte pieces (reads that end inside an ID),
@@ -94,5 +94,36 @@ if need javac && need java; then
 		indent <"$OUT/javac.log"
 		notok "javac clients/java"
 	fi
+fi
+# Go: its own test runner (go test -v), each test one check.
+if need go; then
+	export GOCACHE=$OUT/gocache GOFLAGS=-mod=mod GO111MODULE=on GOTOOLCHAIN=local
+	for how in file fifo; do
+		dev=$OUT/ids.bin writer=
+		if [ "$how" = fifo ]; then
+			dev=$OUT/fifo.go
+			rm -f "$dev"
+			mkfifo "$dev"
+			python3 -c '
+import sys
+data = open(sys.argv[1], "rb").read()
+with open(sys.argv[2], "wb", buffering=0) as f:
+    for i in range(0, len(data), 13):
+        f.write(data[i:i + 13])
+' "$OUT/ids.bin" "$dev" &
+			writer=$!
+		fi
+		(cd "$C/go" && IDS_FILE=$OUT/ids.txt DECODED=$OUT/decoded.jsonl SNOWFLAKE_DEVICE=$dev \
+			timeout 120 go test -count=1 -v ./...) >"$OUT/go.$how.log" 2>&1 || true
+		[ -z "$writer" ] || { kill "$writer" 2>/dev/null || true; wait "$writer" 2>/dev/null || true; }
+		if ! grep -q -- '^--- ' "$OUT/go.$how.log"; then
+			indent <"$OUT/go.$how.log"
+			notok "go ($how): the test did not run"
+			continue
+		fi
+		while read -r st name _; do
+			if [ "$st" = PASS: ]; then ok "$how: go: $name"; else notok "$how: go: $name"; fi
+		done < <(sed -n 's/^--- \(PASS:\|FAIL:\) \([A-Za-z0-9_]*\).*/\1 \2/p' "$OUT/go.$how.log")
+	done
 fi
 finish

@@ -22,7 +22,7 @@ PKGS=(
 	gnuplot-nox valgrind
 	dkms systemd udev e2fsprogs util-linux libhiredis-dev redis-server
 	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
-	nodejs openjdk-17-jdk-headless
+	nodejs openjdk-17-jdk-headless golang-go
 )
 
 export DEBIAN_FRONTEND=noninteractive
