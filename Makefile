@@ -22,7 +22,11 @@
 #                        snowflake-floord, snowflake-agent
 #   make install-userspace / uninstall-userspace   (DESTDIR, PREFIX, ...)
 #
-# Packaging for a host (packaging/; README.md, "Install on a Debian/Ubuntu host"):
+# Debian packages (debian/): snowflake-dkms, snowflake-tools, snowflake-agent,
+# libsnowflake1, libsnowflake-dev, built on a copy of the tree:
+#   make deb             build/debs/*.deb; then apt install ./build/debs/snowflake-*.deb
+#
+# Packaging for a host without the packages (packaging/; docs/reference.md):
 #   make install-packaging / uninstall-packaging   udev rule, modules-load.d,
 #                        modprobe.d example, sysusers.d, systemd units (DESTDIR, ...)
 #   make dkms-install / dkms-uninstall   the module under DKMS (as root)
@@ -65,7 +69,7 @@ MODPROBEDIR ?= $(SYSCONFDIR)/modprobe.d
 SYSUSERSDIR ?= $(SYSCONFDIR)/sysusers.d
 DKMS ?= dkms
 DKMS_SRC := /usr/src/snowflake-$(VERSION)
-UNITS := $(notdir $(wildcard packaging/systemd/*.service))
+UNITS := $(notdir $(wildcard packaging/systemd/*.service packaging/systemd/*.timer))
 
 all: module
 
@@ -90,7 +94,7 @@ clean:
 		.*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
 		build/selftests build/core build/fuzz build/userspace build/bench build/vm-*.log build/*.log \
-		build/restart build/dkms build/packaging
+		build/restart build/dkms build/packaging build/debs
 
 # Also drops the caches: downloaded guest kernels, extracted kernel source.
 distclean: clean
@@ -110,6 +114,15 @@ run:
 
 vmtest:
 	$(Q)$(SCRIPTS)/vmtest.sh
+
+# dpkg-buildpackage on a copy of the tree (it writes into debian/ and ..).
+deb:
+	$(Q)rm -rf build/debs && mkdir -p build/debs/src
+	$(Q)tar --exclude=./build --exclude=./.git -cf - . | tar -C build/debs/src -xf -
+	$(Q)cd build/debs/src && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+		{ tail -n 30 ../build.log; exit 1; }
+	$(Q)rm -rf build/debs/src build/debs/*dbgsym*
+	$(Q)ls build/debs/*.deb
 
 # The whole guest suite on a tinyconfig 6.12 with lockdep, KASAN, UBSAN and
 # kmemleak, built from linux-source-6.12 into build/debug-kernel/ (cached).
@@ -206,6 +219,6 @@ restart:
 help:
 	@sed -n '3,33s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
-.PHONY: all module install clean distclean deps ksrc check run vmtest debug-kernel bench style sparse unit fuzz \
+.PHONY: all module install clean distclean deps ksrc check run vmtest deb debug-kernel bench style sparse unit fuzz \
 	userspace install-userspace uninstall-userspace install-packaging uninstall-packaging \
 	dkms-src dkms-install dkms-uninstall restart help

@@ -301,7 +301,8 @@ kill -TERM "$dbpid"
 wait "$dbpid"
 check "--redis-db 5: released on SIGTERM (exit $?)" test "$(rcli -n 5 exists "$PREFIX:dbtest:worker:0:7")" = 0
 agent_pids[90]=
-"$AGENT" "${flags[@]}" --cluster pwtest --redis-password wrong --state-file '' 2>"$tmp/pw.log" &
+"$AGENT" "${flags[@]}" --cluster pwtest --redis-password wrong --state-file '' \
+	--metrics-file "$tmp/pw.prom" 2>"$tmp/pw.log" &
 pwpid=$!
 agent_pids[91]=$pwpid
 for _ in $(seq 100); do grep -q "event=redis_down" "$tmp/pw.log" && break; sleep 0.05; done
@@ -312,6 +313,43 @@ agent_pids[91]=
 check "--redis-password against a Redis without one: AUTH fails, logged ($(grep -o 'event=redis_down.*' "$tmp/pw.log" | head -n1 | head -c 100))" \
 	grep -q 'event=redis_down.*AUTH' "$tmp/pw.log"
 check "--redis-password: nothing claimed" test "$(rcli --scan --pattern "$PREFIX:pwtest:*" | wc -l)" = 0
+# metric NAME FILE: the value of a metric without labels in an exposition.
+metric() { sed -n "s/^$1 //p" "$2"; }
+check "--metrics-file: the failed AUTHs are store errors ($(metric snowflake_agent_store_errors_total "$tmp/pw.prom")), no lease" \
+	test "$(metric snowflake_agent_store_errors_total "$tmp/pw.prom")" -ge 1 -a \
+	"$(metric snowflake_agent_lease_held "$tmp/pw.prom")" = 0
+
+echo "==== --metrics-file ===="
+"$AGENT" "${flags[@]}" --cluster mtest --datacenter-ids 1 --worker-ids 9 --state-file '' \
+	--metrics-file "$tmp/agent.prom" 2>"$tmp/m.log" &
+mpid=$!
+agent_pids[92]=$mpid
+for _ in $(seq 200); do grep -q "event=renewed" "$tmp/m.log" && break; sleep 0.05; done
+sleep 0.2
+cp "$tmp/agent.prom" "$tmp/held.prom" 2>/dev/null
+kill -TERM "$mpid"
+wait "$mpid"
+agent_pids[92]=
+if ! command -v promtool >/dev/null; then
+	bad "promtool is missing (Debian's prometheus; scripts/deps.sh)"
+else
+	for f in held.prom agent.prom pw.prom; do
+		check "promtool check metrics: the agent's $f is clean" \
+			sh -c "promtool check metrics <'$tmp/$f' && test -s '$tmp/$f'"
+	done
+fi
+check "--metrics-file while held: lease_held 1, one claim, renewals ($(metric snowflake_agent_renewals_total "$tmp/held.prom")), time left" \
+	test "$(metric snowflake_agent_lease_held "$tmp/held.prom")" = 1 -a \
+	"$(metric snowflake_agent_claims_total "$tmp/held.prom")" = 1 -a \
+	"$(metric snowflake_agent_renewals_total "$tmp/held.prom")" -ge 1 -a \
+	"$(metric snowflake_agent_renewal_latency_seconds_count "$tmp/held.prom")" -ge 1 -a \
+	"$(metric snowflake_agent_lease_remaining_seconds "$tmp/held.prom" | tr -d .)" -gt 0
+check "--metrics-file: the pair as labels" \
+	grep -qx 'snowflake_agent_info{cluster="mtest",datacenter_id="1",worker_id="9"} 1' "$tmp/held.prom"
+check "--metrics-file after SIGTERM: no lease, fenced, counted" \
+	test "$(metric snowflake_agent_lease_held "$tmp/agent.prom")" = 0 -a \
+	"$(metric snowflake_agent_fenced "$tmp/agent.prom")" = 1 -a \
+	"$(metric snowflake_agent_fences_total "$tmp/agent.prom")" -ge 1
 
 # fence_latencies OFFSETS...: the largest since_renew_ms of the fences after
 # the offsets; fails when one is not below the TTL.

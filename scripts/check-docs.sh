@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Every user-facing name the module defines must be documented: each module
-# parameter and ioctl in the README, each sysfs file in the README and in
+# parameter and ioctl in the reference (docs/reference.md: the README is
+# the front page and links to it), each sysfs file there and in
 # docs/ABI/sysfs-class-misc-snowflake.  The names are read from the sources,
 # so a new parameter, ioctl or file without documentation fails here.
 # Then the README's Python, PHP and C examples run on the host
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 drv=driver/snowflake_main.c
 uapi=uapi/linux/snowflake.h
 abi=docs/ABI/sysfs-class-misc-snowflake
-readme=README.md
+readme=docs/reference.md
 
 pass=0
 fail=0
@@ -43,7 +44,7 @@ for name in $rw_files $value_files; do
 	else
 		bad "sysfs $path not in $abi"
 	fi
-	if grep -q "\`$path\`" "$readme"; then ok "sysfs $path in README"; else bad "sysfs $path not in $readme"; fi
+	if grep -q "\`$path\`" "$readme"; then ok "sysfs $path in $readme"; else bad "sysfs $path not in $readme"; fi
 done
 # And the ABI file documents nothing that does not exist.
 for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/snowflake/||p' "$abi"); do
@@ -57,6 +58,45 @@ done
 
 [ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
 	bad "could not read the names from the sources"
+
+# The programs' options, each in its manual page (the reference of the
+# programs), and the Prometheus metrics of `snowflake stats --prometheus`.
+# long_opts FILE: the names of the struct option tables of a C file.
+long_opts() { sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)", [a-z_]*_argument.*/\1/p' "$1" | sort -u; }
+for pair in userspace/cli/opts.c:userspace/man/snowflake.1 \
+	userspace/agent/conf.c:userspace/man/snowflake-agent.8 \
+	userspace/floord/main.c:userspace/man/snowflake-floord.8; do
+	src=${pair%%:*} man=${pair#*:}
+	names=$(long_opts "$src")
+	[ -n "$names" ] || bad "no options found in $src"
+	for o in $names; do
+		# groff writes - as \-
+		if grep -qF -- "\\-\\-${o//-/\\-}" "$man"; then
+			ok "option --$o in ${man##*/}"
+		else
+			bad "option --$o of $src not in $man"
+		fi
+	done
+done
+# The metrics table of the CLI: counters are snowflake_<name>_total, times
+# (M_MS) snowflake_<name without _ms>_seconds, the ids labels of snowflake_info.
+metrics=$(sed -n 's/^[[:space:]]*{ "\([a-z_]*\)", M_\([A-Z]*\), .*/\1 \2/p' userspace/cli/main.c)
+[ -n "$metrics" ] || bad "no metrics found in userspace/cli/main.c"
+while read -r name kind; do
+	case $kind in
+	COUNTER) m=snowflake_${name}_total ;;
+	MS) m=snowflake_${name%_ms}_seconds ;;
+	GAUGE) m=snowflake_$name ;;
+	LABEL) m=$name ;;
+	esac
+	for doc in userspace/man/snowflake.1 "$readme"; do
+		if grep -qF -- "${m//_/\\_}" "$doc" || grep -qF -- "$m" "$doc"; then
+			ok "metric $m in ${doc##*/}"
+		else
+			bad "metric $m not in $doc"
+		fi
+	done
+done <<<"$metrics"
 
 # The README's examples that run on the host (Python, PHP, C; the shell ones
 # run in the guest): each of their ok/FAIL lines counts here.

@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> static -> docs -> agent -> vmtest -> vmclone -> restart
+#   -> packaging -> deb -> static -> docs -> clients -> agent -> vmtest
+#   -> vmclone -> restart
 #   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
 # target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
@@ -12,7 +13,12 @@
 # builds that kernel, ~7 min on 2 cores, cached in build/debug-kernel/;
 # dkms: dkms add/build for every kernel in a private tree, scripts/dkms-test.sh;
 # packaging: the udev rule, units, modules-load.d/modprobe.d/sysusers.d files
-# installed into a DESTDIR and checked, scripts/packaging-test.sh; agent:
+# installed into a DESTDIR and checked, scripts/packaging-test.sh; deb: the
+# Debian packages of debian/ built with dpkg-buildpackage, lintian, installed
+# with apt into a fresh Debian 12 root (mmdebstrap, cached in build/deb/)
+# where DKMS builds the module, that module booted in guests, the packages
+# purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
+# clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
 # in a 6.12 guest, scripts/agent-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
@@ -83,10 +89,12 @@ want unit && run_stage unit scripts/unit.sh
 want fuzz && run_stage fuzz scripts/fuzz.sh
 want userspace && run_stage userspace scripts/userspace.sh
 want packaging && run_stage packaging scripts/packaging-test.sh
+want deb && run_stage deb scripts/deb-test.sh
 want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
+want clients && run_stage clients scripts/clients-test.sh
 want agent && run_stage agent scripts/agent-test.sh
 want vmtest && run_stage vmtest scripts/vmtest.sh
 want vmclone && run_stage vmclone scripts/vmclone-test.sh

@@ -22,6 +22,8 @@ PKGS=(
 	gnuplot-nox valgrind
 	dkms systemd udev e2fsprogs util-linux libhiredis-dev redis-server
 	qemu-utils
+	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
+	nodejs openjdk-17-jdk-headless golang-go
 )
 
 export DEBIAN_FRONTEND=noninteractive

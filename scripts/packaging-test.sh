@@ -43,7 +43,8 @@ else
 fi
 want=(etc/systemd/system/snowflake-floor.service etc/udev/rules.d/60-snowflake.rules
 	etc/modules-load.d/snowflake.conf etc/modprobe.d/snowflake.conf etc/sysusers.d/snowflake.conf
-	etc/systemd/system/snowflake-agent.service
+	etc/systemd/system/snowflake-agent.service etc/systemd/system/snowflake-metrics.service
+	etc/systemd/system/snowflake-metrics.timer
 	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8
 	usr/local/sbin/snowflake-agent usr/local/share/man/man8/snowflake-agent.8)
 missing=()
@@ -65,10 +66,11 @@ fi
 # systemd-analyze verify, inside the staged tree.
 # The units pull in systemd's own (sysinit.target, network-online.target,
 # ...): the host's, copied into the tree for the check and removed after.
-mkdir -p "$dest/sbin" "$dest/usr/lib/systemd"
+mkdir -p "$dest/sbin" "$dest/bin" "$dest/usr/lib/systemd"
 cp -L "$(command -v modprobe)" "$dest/sbin/modprobe"
+cp -L "$(command -v sh)" "$dest/bin/sh"
 cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/system"
-for unit in "$dest"/etc/systemd/system/*.service; do
+for unit in "$dest"/etc/systemd/system/*.service "$dest"/etc/systemd/system/*.timer; do
 	u=${unit#"$dest"}
 	rc=0
 	(cd "$OUT" && MANPATH=$dest/usr/local/share/man systemd-analyze verify --root="$dest" "$u") \
@@ -80,8 +82,8 @@ for unit in "$dest"/etc/systemd/system/*.service; do
 		indent <"$OUT/verify.log"
 	fi
 done
-rm -f "$dest/sbin/modprobe"
-rmdir "$dest/sbin"
+rm -f "$dest/sbin/modprobe" "$dest/bin/sh"
+rmdir "$dest/sbin" "$dest/bin"
 rm -rf "$dest/usr/lib/systemd"
 rmdir "$dest/usr/lib" 2>/dev/null || true
 
@@ -89,7 +91,7 @@ rmdir "$dest/usr/lib" 2>/dev/null || true
 unit=$dest/etc/systemd/system/snowflake-floor.service
 contract=('^DefaultDependencies=no$' '^After=.*systemd-modules-load\.service'
 	'^Before=.*sysinit\.target' '^Before=.*snowflake-agent\.service' '^Conflicts=shutdown\.target$'
-	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=/sbin/modprobe snowflake$'
+	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=[+]/sbin/modprobe snowflake$'
 	'^ExecStartPre=/usr/local/sbin/snowflake-floord --restore' '^ExecStart=/usr/local/sbin/snowflake-floord '
 	'^StateDirectory=snowflake$' '^WantedBy=sysinit\.target$')
 bad=()
@@ -214,5 +216,31 @@ if [ -z "$left" ]; then
 else
 	notok "left after uninstall:"
 	indent <<<"${left//"$dest"\//}"
+fi
+# The container files (docs/containers.md): the CDI spec and the DaemonSet
+# parse, and name the device and the agent as the rest of the project does.
+if python3 - "$ROOT/packaging/cdi/snowflake.yaml" \
+	"$ROOT/packaging/kubernetes/snowflake-agent-daemonset.yaml" <<'PY' >"$OUT/containers.log" 2>&1
+import re, sys, yaml
+cdi = yaml.safe_load(open(sys.argv[1]))
+assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", cdi["cdiVersion"]), cdi["cdiVersion"]
+assert re.fullmatch(r"[a-z0-9.-]+/[a-zA-Z0-9_.-]+", cdi["kind"]), cdi["kind"]
+dev = cdi["devices"][0]
+node = dev["containerEdits"]["deviceNodes"][0]
+assert dev["name"] == "snowflake" and node["path"] == "/dev/snowflake", node
+assert node["type"] == "c" and node["permissions"] == "r", node
+ds = list(yaml.safe_load_all(open(sys.argv[2])))
+assert [d["kind"] for d in ds] == ["DaemonSet"], ds
+pod = ds[0]["spec"]["template"]
+c = pod["spec"]["containers"][0]
+assert c["command"][0] == "/usr/sbin/snowflake-agent", c["command"]
+assert c["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
+assert pod["metadata"]["annotations"]["cdi.k8s.io/snowflake"] == "%s=%s" % (cdi["kind"], dev["name"])
+PY
+then
+	ok "the CDI spec and the Kubernetes DaemonSet parse and name the device and the agent"
+else
+	notok "packaging/cdi/snowflake.yaml or packaging/kubernetes/snowflake-agent-daemonset.yaml"
+	indent <"$OUT/containers.log"
 fi
 finish

@@ -241,6 +241,8 @@ test_kernel() {
 	saved_floor=$(val saved_floor_ms "$log2")
 	saved_floor=${saved_floor%% *}
 	t1=$(now)
+	check "$kver: the daemon, started by root, runs with no capability ($(val daemon_caps "$log2"))" \
+		[ "$(val daemon_caps "$log2")" = "0000000000000000 0000000000000000" ]
 
 	echo "# old max ID      $old_max  (timestamp $(ts_ms "$old_max") ms, $(date -u -d "@$(($(ts_ms "$old_max") / 1000))" +%FT%TZ))"
 	echo "# saved floor     $saved_floor ms (high-water mark $saved_high at the last save before the crash)"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The userspace stage of `make check`: libsnowflake and the CLI built with
-# -Werror, the native unit tests (`make -C userspace check`, ASan + UBSan),
+# WERROR=1 (-Werror), the native unit tests (`make -C userspace check`, ASan + UBSan),
 # then an install into a temporary DESTDIR: a program built against the
 # installed tree through pkg-config, shared and static, the installed man
 # pages rendered without warnings, and an uninstall that leaves none of our
@@ -13,7 +13,7 @@ dir=$ROOT/userspace
 out=$BUILD/userspace
 mkdir -p "$out"
 TAP_PREFIX="install: "
-mk() { make -C "$dir" OUT="$out" ${V:+V="$V"} "$@"; }
+mk() { make -C "$dir" OUT="$out" WERROR=1 ${V:+V="$V"} "$@"; }
 
 # 1. Build and unit tests; their counts come from the last line of check.
 log=$out/check.log
@@ -30,6 +30,73 @@ fi
 if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
 	notok "make -C userspace check exited $rc without a failing test"
 fi
+
+# 1b. A user's or a distribution's build: their CFLAGS, no -Werror forced
+# (gcc 12 at -O3 warns where -O2 does not), and without hiredis: the
+# library, the CLI and floord, no agent.
+TAP_PREFIX="build: "
+for variant in o3 nohiredis; do
+	vout=$out/variant-$variant
+	rm -rf "$vout"
+	case $variant in
+	o3) vargs=(CFLAGS="-O3 -g") venv=() ;;
+	nohiredis) vargs=() venv=(PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH=) ;;
+	esac
+	if env "${venv[@]}" make -C "$dir" OUT="$vout" "${vargs[@]}" all >"$vout.log" 2>&1 &&
+		[ -x "$vout/snowflake" ] && [ -x "$vout/snowflake-floord" ] && [ -f "$vout/libsnowflake.so.1" ]; then
+		case $variant in
+		o3) ok "make all CFLAGS=\"-O3 -g\" (no -Werror forced)" ;;
+		nohiredis)
+			if [ ! -e "$vout/snowflake-agent" ] && grep -q 'snowflake-agent not built' "$vout.log"; then
+				ok "make all without hiredis: library, CLI and floord; the agent left out, with a note"
+			else
+				notok "make all without hiredis: the agent should be left out with a note"
+			fi
+			;;
+		esac
+	else
+		indent <"$vout.log"
+		notok "make all ($variant)"
+	fi
+	rm -rf "$vout" "$vout.log"
+done
+
+# 1c. --version of every program: the VERSION file's.
+version=$(cat "$ROOT/VERSION")
+for prog in snowflake snowflake-floord snowflake-agent; do
+	[ -x "$out/$prog" ] || continue
+	check "$prog --version prints '$prog $version'" \
+		test "$("$out/$prog" --version 2>&1)" = "$prog $version"
+done
+
+# 1c'. The agent reads its configuration from $CREDENTIALS_DIRECTORY/agent.conf
+# (snowflake-agent.service's LoadCredential=) when no --config is given.
+if [ -x "$out/snowflake-agent" ]; then
+	cred=$(mktemp -d "$out/cred.XXXXXX")
+	printf 'cluster = from-credential\n' >"$cred/agent.conf"
+	got=$(CREDENTIALS_DIRECTORY=$cred "$out/snowflake-agent" --print-config 2>&1) || true
+	if grep -qx 'cluster = from-credential' <<<"$got" &&
+		grep -qx "# config file: $cred/agent.conf" <<<"$got"; then
+		ok "snowflake-agent reads \$CREDENTIALS_DIRECTORY/agent.conf"
+	else
+		notok "snowflake-agent does not read \$CREDENTIALS_DIRECTORY/agent.conf"
+		indent <<<"$got"
+	fi
+	rm -rf "$cred"
+fi
+
+# 1d. The bash completion offers every long option of the CLI.
+comp=$ROOT/packaging/bash-completion/snowflake
+missing=()
+while read -r o; do
+	grep -qw -- "--$o" "$comp" || missing+=("--$o")
+done < <(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*_argument.*/\1/p' "$dir/cli/opts.c" | sort -u)
+if [ "${#missing[@]}" -eq 0 ] && bash -n "$comp"; then
+	ok "the bash completion offers every option of cli/opts.c"
+else
+	notok "the bash completion lacks: ${missing[*]}"
+fi
+TAP_PREFIX="install: "
 
 # 2. Install into a temporary tree, as a distribution package would.
 tmp=$(mktemp -d "$out/destdir.XXXXXX")

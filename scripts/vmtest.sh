@@ -10,6 +10,9 @@
 #   SNOWFLAKE_KVM=1      use KVM instead of TCG (off: KVM hangs on some hosts)
 #   SNOWFLAKE_SKIP_DEPS=1  do not run deps.sh/ksrc.sh first (check.sh did)
 #   MODULE_SRC=DIR       module sources (Kbuild, driver/, uapi/); default: repo
+#   MODULE_KO=FILE       boot this snowflake.ko (or .ko.xz) instead of building one
+#                        (one kernel in KERNELS: scripts/deb-test.sh boots the
+#                        module DKMS built from the Debian package)
 #   SELFTESTS_SRC=DIR    selftests directory; default: selftests/
 #   SNOWFLAKE_FUZZ_SEED, SNOWFLAKE_FUZZ_CALLS   passed to fuzz_test in the guest
 #
@@ -51,6 +54,9 @@ if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
 fi
 
 mapfile -t kvers < <(all_kvers)
+if [ -n "${MODULE_KO:-}" ] && [ "${#kvers[@]}" -ne 1 ]; then
+	die "MODULE_KO needs exactly one kernel in KERNELS"
+fi
 
 # A binary whose source is gone would still be run: drop it.  (Every
 # selftests/<name>_test.c builds $(OUT)/<name>_test.)
@@ -101,21 +107,31 @@ fi
 test_kernel() {
 	local kver=$1 moddir stage initrd log start secs rc counts pass fail skip vmdone insmod nrun rmmod t
 	local note=
+	local tag=$kver${MODULE_KO:+-ko}
 	moddir=$BUILD/mod-$kver
-	stage=$BUILD/initramfs-$kver
-	initrd=$BUILD/initramfs-$kver.cpio.gz
-	log=$BUILD/vm-$kver.log
+	stage=$BUILD/initramfs-$tag
+	initrd=$BUILD/initramfs-$tag.cpio.gz
+	log=$BUILD/vm-$tag.log
 	start=$(now)
 
-	echo "==== vm $kver: building snowflake.ko in ${moddir#"$ROOT"/} ===="
-	if ! (build_module "$kver" "$moddir"); then
-		summary+=("vm $kver: 0 passed, 1 failed (module build failed)")
-		total_fail=$((total_fail + 1))
-		return 0
+	if [ -n "${MODULE_KO:-}" ]; then
+		echo "==== vm $kver: the given ${MODULE_KO#"$ROOT"/} ===="
+		vm_stage "$stage" "$ROOT/scripts/guest/init-vmtest.sh"
+		case $MODULE_KO in
+		*.xz) xz -dc "$MODULE_KO" >"$stage/snowflake.ko" ;;
+		*.zst) zstd -qdc "$MODULE_KO" >"$stage/snowflake.ko" ;;
+		*) cp "$MODULE_KO" "$stage/snowflake.ko" ;;
+		esac
+	else
+		echo "==== vm $kver: building snowflake.ko in ${moddir#"$ROOT"/} ===="
+		if ! (build_module "$kver" "$moddir"); then
+			summary+=("vm $kver: 0 passed, 1 failed (module build failed)")
+			total_fail=$((total_fail + 1))
+			return 0
+		fi
+		vm_stage "$stage" "$ROOT/scripts/guest/init-vmtest.sh"
+		cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
 	fi
-
-	vm_stage "$stage" "$ROOT/scripts/guest/init-vmtest.sh"
-	cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
 	mkdir -p "$stage/selftests"
 	for t in "${tests[@]}"; do
 		cp "$TESTS_OUT/$t" "$stage/selftests/"
@@ -174,6 +190,37 @@ test_kernel() {
 		fi
 		tail -n 40 "$log" | tr -d '\r' | sed 's/^/    | /'
 		fail=$((fail + 1))
+	fi
+	# The guest's Prometheus expositions (scripts/guest/init-vmtest.sh):
+	# promtool's lint, and the same metrics through sysfs as through the device.
+	if [ -x "$stage/usr/bin/snowflake" ]; then
+		local src prom names=()
+		for src in device sysfs; do
+			prom=$BUILD/vm-$tag.$src.prom
+			tr -d '\r' <"$log" | sed -n "/^SNOWFLAKE-PROM-BEGIN $src\$/,/^SNOWFLAKE-PROM-END $src/p" |
+				sed '1d;$d' >"$prom"
+			if ! tr -d '\r' <"$log" | grep -q "^SNOWFLAKE-PROM-END $src rc=0"; then
+				echo "  snowflake stats --prometheus ($src) failed in the guest"
+				fail=$((fail + 1))
+			elif ! command -v promtool >/dev/null; then
+				echo "  promtool is missing (Debian's prometheus; scripts/deps.sh)"
+				fail=$((fail + 1))
+			elif promtool check metrics <"$prom" >"$prom.check" 2>&1 && [ -s "$prom" ]; then
+				echo "  promtool check metrics: the exposition through the $src is clean"
+				pass=$((pass + 1))
+			else
+				echo "  promtool check metrics ($src):"
+				sed 's/^/    | /' "$prom.check"
+				fail=$((fail + 1))
+			fi
+			names+=("$(grep -v '^#' "$prom" | sed 's/[{ ].*//' | sort | tr '\n' ' ')")
+		done
+		if [ -n "${names[0]}" ] && [ "${names[0]}" = "${names[1]}" ]; then
+			pass=$((pass + 1))
+		else
+			echo "  the metrics through sysfs differ from those through the device"
+			fail=$((fail + 1))
+		fi
 	fi
 	if ! vm_problems "$log"; then
 		note="; kernel problems, see above"

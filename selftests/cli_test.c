@@ -424,8 +424,18 @@ TEST_F(cli, decode_offline_and_without_a_device)
 		TH_LOG("%s", r.out);
 	run_free(&r);
 
-	/* The layout from the device, and no device: a runtime error. */
-	RUN_HOW(&r, &nodev, "decode", "1");
+	/* No device: the default layout, with a note on stderr naming it. */
+	RUN_HOW(&r, &nodev, "decode", "0x400000");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	EXPECT_NE(NULL, strstr(r.out, "id=4194304 ")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, " timestamp=1 datacenter=0 worker=0 sequence=0"))
+		TH_LOG("%s", r.out);
+	EXPECT_EQ(r.err, strstr(r.err, "snowflake: note: no device /nonexistent/snowflake"))
+		TH_LOG("%s", r.err);
+	EXPECT_NE(NULL, strstr(r.err, "default layout 41/5/5/12")) TH_LOG("%s", r.err);
+	run_free(&r);
+	/* --layout-from-device: the device is required. */
+	RUN_HOW(&r, &nodev, "decode", "--layout-from-device", "1");
 	EXPECT_EQ(EXIT_RUNTIME, r.rc);
 	EXPECT_NE(NULL, strstr(r.err, "/nonexistent/snowflake")) TH_LOG("%s", r.err);
 	EXPECT_STREQ("", r.out);
@@ -610,7 +620,13 @@ TEST_F(cli, config_as_nobody_fails_with_eperm_and_changes_nothing)
 
 TEST_F(cli, usage_errors_exit_2_and_change_nothing)
 {
-	static const char * const bad[][8] = {
+	char far_floor[32];	/* two days ahead: needs --force */
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(far_floor, sizeof(far_floor), "%llu",
+		 (unsigned long long)now.tv_sec * 1000 + 2ULL * 86400 * 1000);
+	const char * const bad[][8] = {
 		{ "bogus" },
 		{ "--bogus", "next" },
 		{ "next", "--bogus" },
@@ -637,8 +653,13 @@ TEST_F(cli, usage_errors_exit_2_and_change_nothing)
 		{ "config", "--floor", "soon" },
 		{ "config", "--floor", "9223372036854775807" },
 		{ "config", "--worker=3", "--bogus" },
+		{ "config", "--json", "--worker", "1" },
+		{ "config", "--force" },
+		{ "config", "--floor", far_floor },
 		{ "stats", "--bogus" },
 		{ "stats", "extra" },
+		{ "stats", "--json", "--prometheus" },
+		{ "next", "--version" },
 		{ "help", "bogus" },
 		{ NULL },
 	};
@@ -802,6 +823,151 @@ TEST_F(cli, stats_plain)
 	run_free(&r);
 }
 
+/*
+ * A one-line JSON object of "name":number members into @names/@vals (in
+ * place); the number of members, or -1 when it is not one.
+ */
+static int json_members(char *s, char **names, uint64_t *vals, int max)
+{
+	size_t len = strlen(s);
+	char *p, *save = NULL;
+	int n = 0;
+
+	if (len < 3 || s[0] != '{' || strcmp(s + len - 2, "}\n"))
+		return -1;
+	s[len - 2] = '\0';
+	for (p = strtok_r(s + 1, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(p, ':');
+
+		if (n == max || p[0] != '"' || !colon || colon[-1] != '"' || !all_digits(colon + 1))
+			return -1;
+		colon[-1] = '\0';
+		names[n] = p + 1;
+		vals[n++] = u64_of(colon + 1, 10);
+	}
+	return n;
+}
+
+/* stats --json: the names and values of the plain output, one object. */
+TEST_F(cli, stats_json)
+{
+	char *names[64];
+	uint64_t vals[64];
+	struct run r;
+	int n, i;
+
+	ASSERT_EQ(0, sf_sysfs_write_u64("worker_id", 5));
+	RUN(&r, "stats", "--json");
+	ASSERT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	EXPECT_STREQ("", r.err);
+	n = json_members(r.out, names, vals, 64);
+	ASSERT_EQ((int)SF_ARRAY_SIZE(stat_names), n) TH_LOG("%s", r.out);
+	for (i = 0; i < n; i++) {
+		EXPECT_STREQ(stat_names[i], names[i]);
+		if (!strcmp(names[i], "worker_id"))
+			EXPECT_EQ(5, vals[i]);
+		if (!strcmp(names[i], "datacenter_id"))
+			EXPECT_EQ(1, vals[i]);
+	}
+	run_free(&r);
+}
+
+/* config --json: the names and values of the plain output, one object. */
+TEST_F(cli, config_json)
+{
+	char *plain[32], *names[32];
+	uint64_t vals[32];
+	struct run r, p;
+	int n, i;
+
+	RUN(&p, "config");
+	ASSERT_EQ(EXIT_OK, p.rc) TH_LOG("stderr: %s", p.err);
+	RUN(&r, "config", "--json");
+	ASSERT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	EXPECT_STREQ("", r.err);
+	n = json_members(r.out, names, vals, 32);
+	ASSERT_EQ((int)split_lines(p.out, plain, 32), n) TH_LOG("%s", r.out);
+	for (i = 0; i < n; i++) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "%s %llu", names[i], (unsigned long long)vals[i]);
+		/* last_timestamp_ms does not move: nothing reads IDs meanwhile. */
+		EXPECT_STREQ(plain[i], want);
+	}
+	run_free(&r);
+	run_free(&p);
+}
+
+/* --version: the version of the VERSION file, as the module's. */
+TEST_F(cli, version)
+{
+	char modver[64], want[96];
+	struct run r;
+
+	ASSERT_LT(0, sf_read_path("/sys/module/snowflake/version", modver, sizeof(modver)));
+	modver[strcspn(modver, "\n")] = '\0';
+	snprintf(want, sizeof(want), "snowflake %s\n", modver);
+	RUN(&r, "--version");
+	EXPECT_EQ(EXIT_OK, r.rc);
+	EXPECT_STREQ(want, r.out);
+	EXPECT_STREQ("", r.err);
+	run_free(&r);
+}
+
+/*
+ * next stops at the first write error: into /dev/full, a million IDs are
+ * not all taken from the device, at most the chunk being written.
+ */
+TEST_F(cli, next_stops_at_the_first_write_error)
+{
+	uint64_t before, after;
+	int full, err, status;
+	char *msg;
+	pid_t pid;
+
+	full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, full);
+	err = memfd_create("stderr", MFD_CLOEXEC);
+	ASSERT_LE(0, err);
+	before = sf_sysfs_u64("statistics/ids_issued");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		dup2(full, 1);
+		dup2(err, 2);
+		execl(cli_path(), "snowflake", "next", "-n", "1000000", (char *)NULL);
+		_exit(127);
+	}
+	status = sf_wait_child(pid);
+	after = sf_sysfs_u64("statistics/ids_issued");
+	msg = slurp(err);
+	EXPECT_EQ(EXIT_RUNTIME, status) TH_LOG("stderr: %s", msg);
+	EXPECT_NE(NULL, strstr(msg, "No space left on device")) TH_LOG("stderr: %s", msg);
+	EXPECT_LT(0, after - before);
+	EXPECT_GE(SNOWFLAKE_MAX_IDS_PER_READ, after - before)
+		TH_LOG("%llu IDs taken for a failed output", (unsigned long long)(after - before));
+	free(msg);
+	close(err);
+	close(full);
+}
+
+/* config --floor far ahead needs --force (without it: usage_errors_...). */
+TEST_F(cli, config_floor_far_ahead_with_force)
+{
+	char far_floor[32];
+	struct timespec now;
+	uint64_t want;
+	struct run r;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	want = (uint64_t)now.tv_sec * 1000 + 3ULL * 86400 * 1000;
+	snprintf(far_floor, sizeof(far_floor), "%llu", (unsigned long long)want);
+	RUN(&r, "config", "--floor", far_floor, "--force");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	EXPECT_LE(want, sf_sysfs_u64("floor_ms"));
+}
+
 /* ^[a-zA-Z_:][a-zA-Z0-9_:]*$ */
 static bool metric_name_ok(const char *s)
 {
@@ -823,13 +989,13 @@ struct metric {
 TEST_F(cli, stats_prometheus_text_format)
 {
 	static const char * const required[] = {
-		"snowflake_ids_issued_total", "snowflake_clock_ms",
-		"snowflake_last_timestamp_ms", "snowflake_refusing",
+		"snowflake_ids_issued_total", "snowflake_clock_seconds",
+		"snowflake_last_timestamp_seconds", "snowflake_refusing", "snowflake_info",
 	};
 	struct metric m[64];
 	size_t nm = 0, i, k;
 	uint64_t before, after, c0, c1, id;
-	char *line, *save = NULL;
+	char *line, *save = NULL, labels[128] = "", want[128];
 	int fd;
 	struct run r;
 
@@ -863,10 +1029,18 @@ TEST_F(cli, stats_prometheus_text_format)
 				TH_LOG("'%s'", line);
 			type = true;
 		} else {
+			char *brace;
+
 			ASSERT_NE('#', line[0]) TH_LOG("'%s'", line);
-			/* "name value": no labels, no timestamp. */
+			/* "name value" or "name{labels} value": no timestamp. */
 			ASSERT_EQ(2, sscanf(line, "%127s %127s %7s", name, word, extra))
 				TH_LOG("'%s'", line);
+			brace = strchr(name, '{');
+			if (brace) {
+				/* Only snowflake_info has labels. */
+				snprintf(labels, sizeof(labels), "%s", brace);
+				*brace = '\0';
+			}
 		}
 		ASSERT_TRUE(metric_name_ok(name)) TH_LOG("'%s'", name);
 		for (k = 0; k < nm; k++)
@@ -916,14 +1090,25 @@ TEST_F(cli, stats_prometheus_text_format)
 			EXPECT_LE((double)before, m[i].value);
 			EXPECT_GE((double)after, m[i].value);
 			EXPECT_LE(1, m[i].value);
-		} else if (!strcmp(required[k], "snowflake_clock_ms")) {
+		} else if (!strcmp(required[k], "snowflake_clock_seconds")) {
+			/* Base units: seconds, with the milliseconds as decimals. */
 			EXPECT_STREQ("gauge", m[i].type);
-			EXPECT_LE((double)c0, m[i].value);
-			EXPECT_GE((double)c1, m[i].value);
+			EXPECT_LE((double)c0 / 1000 - 0.0005, m[i].value);
+			EXPECT_GE((double)c1 / 1000 + 0.0005, m[i].value);
 		} else if (!strcmp(required[k], "snowflake_refusing")) {
 			EXPECT_EQ(0, m[i].value);
+		} else if (!strcmp(required[k], "snowflake_info")) {
+			/* The ids as labels, value 1. */
+			EXPECT_EQ(1, m[i].value);
+			snprintf(want, sizeof(want), "{datacenter_id=\"%llu\",worker_id=\"%llu\"}",
+				 (unsigned long long)sf_sysfs_u64("datacenter_id"),
+				 (unsigned long long)sf_sysfs_u64("worker_id"));
+			EXPECT_STREQ(want, labels);
 		} else {
-			EXPECT_EQ((double)sf_sysfs_u64("last_timestamp_ms"), m[i].value);
+			double last = (double)sf_sysfs_u64("last_timestamp_ms") / 1000;
+
+			EXPECT_LE(last - 0.0005, m[i].value);
+			EXPECT_GE(last + 0.0005, m[i].value);
 		}
 	}
 	EXPECT_LE(10, nm);

@@ -100,6 +100,9 @@ snowflake next -n 10000 >/dev/null
 snowflake-floord --state-dir "$STATE" --interval 1s --margin 10s -v &
 dpid=$!
 sleep 2
+# The daemon runs without any capability (it drops them: only the restore
+# needs CAP_SYS_ADMIN), even started by root.
+say daemon_caps "$(sed -n 's/^CapEff:[[:space:]]*//p' "/proc/$dpid/status") $(sed -n 's/^CapPrm:[[:space:]]*//p' "/proc/$dpid/status")"
 snowflake next -n 4096 >/dev/null
 say before_stop_max "$(snowflake next)"
 kill -TERM "$dpid"

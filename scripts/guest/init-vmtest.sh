@@ -57,6 +57,22 @@ for t in /selftests/*; do
 	echo "SNOWFLAKE-DMESG-END $name"
 done
 
+# The Prometheus exposition of `snowflake stats --prometheus`, which the host
+# checks with promtool (scripts/vmtest.sh): as root through the device, and
+# as nobody with the device 0400 (as the udev rule makes it for users outside
+# the group), through sysfs.
+if [ -x /usr/bin/snowflake ]; then
+	[ -e /dev/snowflake ] || insmod /snowflake.ko
+	echo "SNOWFLAKE-PROM-BEGIN device"
+	snowflake stats --prometheus
+	echo "SNOWFLAKE-PROM-END device rc=$?"
+	chmod 0400 /dev/snowflake
+	echo "SNOWFLAKE-PROM-BEGIN sysfs"
+	su -s /bin/sh -c 'snowflake stats --prometheus' nobody
+	echo "SNOWFLAKE-PROM-END sysfs rc=$?"
+	chmod 0444 /dev/snowflake
+fi
+
 lsmod
 # While loaded, the module's frames in the suspects' backtraces have names.
 kmemleak_report loaded

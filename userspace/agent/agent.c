@@ -40,6 +40,9 @@
 #include "conf.h"
 
 #define PROG	"snowflake-agent"
+#ifndef SNOWFLAKE_VERSION
+#define SNOWFLAKE_VERSION	"unknown"
+#endif
 
 static const char renew_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
@@ -78,6 +81,11 @@ struct agent {
 	int64_t next_acquire;
 	int64_t young_wait;		/* Redis restarted: wait this long */
 	bool ready_sent;
+
+	/* For --metrics-file: counted since the start. */
+	uint64_t m_claims, m_renewals, m_fences, m_store_errors;
+	int64_t m_renew_ms_sum;		/* the renewals' round trips */
+	bool m_write_failed;		/* logged already */
 };
 
 static int64_t mono_ms(void)
@@ -153,6 +161,8 @@ static int dev_fence(struct agent *a, bool on, const char *why)
 	if (a->fenced != on)
 		logm(on ? AG_WARN : AG_INFO, "event=%s%s datacenter=%u worker=%u reason=%s",
 		     on ? "fenced" : "unfenced", a->sf ? "" : " dry_run=1", a->dc, a->w, why);
+	if (on && !a->fenced)
+		a->m_fences++;
 	a->fenced = on;
 	return 0;
 }
@@ -258,6 +268,7 @@ static void redis_drop(struct agent *a, const char *why)
 	else
 		logm(AG_DEBUG, "redis still down: %s", why);
 	a->redis_down = true;
+	a->m_store_errors++;
 	if (a->rc) {
 		redisFree(a->rc);
 		a->rc = NULL;
@@ -437,6 +448,7 @@ static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t t0)
 	a->lease_start = t0;
 	a->fence_at = t0 + a->c->ttl_ms - a->c->margin_ms;
 	a->next_renew = t0 + a->c->renew_ms;
+	a->m_claims++;
 	logm(AG_INFO, "event=claimed datacenter=%u worker=%u key=%s ttl_ms=%u owner=%s",
 	     dc, w, a->key, a->c->ttl_ms, a->owner);
 }
@@ -627,6 +639,8 @@ static int renew(struct agent *a)
 	a->lease_start = t0;
 	a->fence_at = t0 + a->c->ttl_ms - a->c->margin_ms;
 	a->next_renew = t0 + a->c->renew_ms;
+	a->m_renewals++;
+	a->m_renew_ms_sum += mono_ms() - t0;
 	logm(AG_DEBUG, "event=renewed key=%s", a->key);
 	return 1;
 }
@@ -667,6 +681,85 @@ static void sleep_until(int64_t until)
 	ts.tv_nsec = (d % 1000) * 1000000;
 	sigemptyset(&none);
 	ppoll(NULL, 0, &ts, &none);
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void put_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void put_metric(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP snowflake_agent_%s %s\n# TYPE snowflake_agent_%s %s\n", name, help,
+		name, type);
+}
+
+/*
+ * --metrics-file: the agent's state in the Prometheus text format, for
+ * node_exporter's textfile collector, written to PATH.tmp and renamed (the
+ * collector never reads half a file), after every change and renewal.
+ */
+static void metrics_write(struct agent *a)
+{
+	const char *path = a->c->metrics_file;
+	int64_t left = a->held ? a->fence_at - mono_ms() : 0;
+	char tmp[PATH_MAX];
+	FILE *f;
+	int err;
+
+	if (!path || !*path)
+		return;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return;
+	f = fopen(tmp, "we");
+	if (!f)
+		goto fail;
+	put_metric(f, "lease_held", "gauge", "1 while the agent holds the lease on its pair.");
+	fprintf(f, "snowflake_agent_lease_held %d\n", a->held);
+	put_metric(f, "lease_remaining_seconds", "gauge",
+		   "Time left before the agent fences the device unless it renews (0: no lease).");
+	fprintf(f, "snowflake_agent_lease_remaining_seconds %lld.%03lld\n",
+		(long long)(left > 0 ? left / 1000 : 0), (long long)(left > 0 ? left % 1000 : 0));
+	put_metric(f, "fenced", "gauge", "1 while the agent keeps the device fenced.");
+	fprintf(f, "snowflake_agent_fenced %d\n", a->fenced);
+	put_metric(f, "claims_total", "counter", "Leases claimed.");
+	fprintf(f, "snowflake_agent_claims_total %llu\n", (unsigned long long)a->m_claims);
+	put_metric(f, "renewals_total", "counter", "Leases renewed.");
+	fprintf(f, "snowflake_agent_renewals_total %llu\n", (unsigned long long)a->m_renewals);
+	put_metric(f, "renewal_latency_seconds", "summary", "Round trips of the renewals.");
+	fprintf(f, "snowflake_agent_renewal_latency_seconds_sum %lld.%03lld\n",
+		(long long)(a->m_renew_ms_sum / 1000), (long long)(a->m_renew_ms_sum % 1000));
+	fprintf(f, "snowflake_agent_renewal_latency_seconds_count %llu\n",
+		(unsigned long long)a->m_renewals);
+	put_metric(f, "fences_total", "counter", "Times the agent fenced the device.");
+	fprintf(f, "snowflake_agent_fences_total %llu\n", (unsigned long long)a->m_fences);
+	put_metric(f, "store_errors_total", "counter", "Failed connections to and commands of Redis.");
+	fprintf(f, "snowflake_agent_store_errors_total %llu\n",
+		(unsigned long long)a->m_store_errors);
+	if (a->ever_held || a->held) {
+		put_metric(f, "info", "gauge", "The pair the agent holds, or held last, as labels.");
+		fputs("snowflake_agent_info{cluster=\"", f);
+		put_label(f, a->c->cluster);
+		fprintf(f, "\",datacenter_id=\"%u\",worker_id=\"%u\"} 1\n", a->dc, a->w);
+	}
+	err = ferror(f);
+	if (fclose(f) || err || rename(tmp, path))
+		goto fail;
+	a->m_write_failed = false;
+	return;
+fail:
+	if (!a->m_write_failed)
+		logm(AG_WARN, "event=metrics_write_failed path=%s error=\"%s\"", path, strerror(errno));
+	a->m_write_failed = true;
+	unlink(tmp);
 }
 
 static uint32_t mask_of(unsigned int bits)
@@ -755,6 +848,7 @@ static int run(struct agent *a)
 		}
 		wake = a->held ? (a->next_renew < a->fence_at ? a->next_renew : a->fence_at)
 			       : a->next_acquire;
+		metrics_write(a);
 		sleep_until(wake);
 	}
 
@@ -763,6 +857,7 @@ static int run(struct agent *a)
 	/* Fence first: the id must not be used once it may be someone else's. */
 	(void)dev_fence(a, true, "agent-stopped");
 	release(a);
+	metrics_write(a);
 	return AG_EXIT_OK;
 }
 
@@ -776,12 +871,17 @@ int main(int argc, char **argv)
 
 	memset(&a, 0, sizeof(a));
 	ret = ag_conf_load(&conf, argc, argv, err, sizeof(err));
-	if (!ret && !conf.help)
+	if (!ret && !conf.help && !conf.version)
 		ret = ag_conf_finish(&conf, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, PROG ": %s\n" PROG ": try '" PROG " --help'\n", err);
 		ag_conf_free(&conf);
 		return ret;
+	}
+	if (conf.version) {
+		puts(PROG " " SNOWFLAKE_VERSION);
+		ag_conf_free(&conf);
+		return fflush(stdout) ? AG_EXIT_RUNTIME : AG_EXIT_OK;
 	}
 	if (conf.help) {
 		fputs(ag_usage, stdout);

@@ -46,11 +46,14 @@ const char ag_usage[] =
 "  --state-file PATH         remembers the last id, to claim it again (default\n"
 "                            " AG_DEFAULT_STATE "; empty: none)\n"
 "  --owner STRING            lease value (default HOSTNAME:PID:RANDOM)\n"
+"  --metrics-file PATH       keep the agent's Prometheus metrics in PATH (for\n"
+"                            node_exporter's textfile collector; default: none)\n"
 "  --dry-run                 no device: log the claims and fences only\n"
 "  --dry-run-bits D/W        datacenter/worker widths for --dry-run (default 5/5)\n"
 "  --log-level LEVEL         err, warn, info (default) or debug\n"
 "  --print-config            print the configuration and exit\n"
 "  -h, --help                this help\n"
+"  --version                 print the version and exit\n"
 "\n"
 "Exit status: 0 stopped by SIGTERM/SIGINT (lease released, device fenced);\n"
 "1 the device failed; 2 bad command line or configuration; 3 every id of the\n"
@@ -59,7 +62,7 @@ const char ag_usage[] =
 enum {
 	O_CONFIG = 256, O_HOST, O_PORT, O_PASSWORD, O_DB, O_TIMEOUT, O_PREFIX,
 	O_CLUSTER, O_DCS, O_WORKERS, O_TTL, O_RENEW, O_MARGIN, O_DEVICE,
-	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT,
+	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT, O_VERSION, O_METRICS,
 };
 
 static const struct option opts[] = {
@@ -79,12 +82,14 @@ static const struct option opts[] = {
 	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "state-file", required_argument, NULL, O_STATE },
+	{ "metrics-file", required_argument, NULL, O_METRICS },
 	{ "owner", required_argument, NULL, O_OWNER },
 	{ "dry-run", optional_argument, NULL, O_DRY },
 	{ "dry-run-bits", required_argument, NULL, O_DRYBITS },
 	{ "log-level", required_argument, NULL, O_LEVEL },
 	{ "print-config", no_argument, NULL, O_PRINT },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -233,6 +238,9 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 			goto bad;
 		set_str(&c->device, v);
 		return 0;
+	case O_METRICS:
+		set_str(&c->metrics_file, v);
+		return 0;
 	case O_STATE:
 		set_str(&c->state_file, v);
 		return 0;
@@ -273,7 +281,8 @@ static int key_of(const char *name)
 	const struct option *o;
 
 	for (o = opts; o->name; o++)
-		if (!strcmp(o->name, name) && o->val >= O_HOST && o->val != O_PRINT)
+		if (!strcmp(o->name, name) && o->val >= O_HOST && o->val != O_PRINT &&
+		    o->val != O_VERSION)
 			return o->val;
 	return -1;
 }
@@ -357,7 +366,24 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 		} else if (o == 'h') {
 			c->help = true;
 			return 0;
+		} else if (o == O_VERSION) {
+			c->version = true;
+			return 0;
 		}
+	}
+	/*
+	 * Under systemd, the unit hands the configuration over as a credential
+	 * (LoadCredential=agent.conf:...): the file with the Redis password
+	 * stays 0600 root, and only this service reads its copy.
+	 */
+	if (!c->config_given) {
+		static char cred[PATH_MAX];
+		const char *dir = secure_getenv("CREDENTIALS_DIRECTORY");
+
+		if (dir && *dir &&
+		    snprintf(cred, sizeof(cred), "%s/agent.conf", dir) < (int)sizeof(cred) &&
+		    !access(cred, F_OK))
+			config = cred;
 	}
 	ret = load_file(c, config, c->config_given, err, errlen);
 	if (ret)
@@ -434,6 +460,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
 	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
 	fprintf(f, "state-file = %s\n", c->state_file);
+	fprintf(f, "metrics-file = %s\n", c->metrics_file ? c->metrics_file : "");
 	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(hostname:pid:random)");
 	fprintf(f, "dry-run = %d\n", c->dry_run);
 	fprintf(f, "dry-run-bits = %u/%u\n", c->dry_run_bits[0], c->dry_run_bits[1]);
@@ -448,6 +475,7 @@ void ag_conf_free(struct ag_conf *c)
 	free(c->cluster);
 	free(c->device);
 	free(c->state_file);
+	free(c->metrics_file);
 	free(c->owner);
 	memset(c, 0, sizeof(*c));
 }

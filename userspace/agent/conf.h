@@ -50,13 +50,14 @@ struct ag_conf {
 
 	char *device;			/* NULL: libsnowflake's default */
 	char *state_file;		/* "" : none */
+	char *metrics_file;		/* NULL or "": none */
 	char *owner;			/* NULL: hostname:pid:random */
 	bool dry_run;
 	unsigned int dry_run_bits[2];	/* datacenter, worker widths without a device */
 	enum ag_level level;
 	bool print_config;
 	bool help;
-	bool version;
+	bool version;			/* --version */
 };
 
 /*

@@ -19,6 +19,9 @@
 #include "opts.h"
 
 #define PROG	"snowflake"
+#ifndef SNOWFLAKE_VERSION
+#define SNOWFLAKE_VERSION	"unknown"
+#endif
 
 /* IDs asked from the device at once: one read's worth. */
 #define CHUNK	SNOWFLAKE_MAX_IDS_PER_READ
@@ -38,6 +41,7 @@ static const char usage_main[] =
 "Options:\n"
 "  --device PATH   the device (default: $SNOWFLAKE_DEVICE, else /dev/snowflake)\n"
 "  -h, --help      show this help\n"
+"  --version       show the version\n"
 "\n"
 "Exit status: 0 success, 1 the device failed, 2 bad command line (nothing done).\n"
 "Run 'snowflake COMMAND --help' for the options of a command; see snowflake(1).\n";
@@ -63,7 +67,9 @@ static const char usage_decode[] =
 "and the device is not opened.\n"
 "\n"
 "  --json                 one JSON object per line (the ID as a string)\n"
-"  --layout-from-device   read the layout from the device (the default)\n"
+"  --layout-from-device   read the layout from the device, fail without one\n"
+"                         (default: the device's, else the default layout\n"
+"                         with a note on stderr)\n"
 "  --epoch MS             epoch, Unix ms (default 1288834974657)\n"
 "  --unit MS              length of a tick in ms, 1..3600000 (default 1)\n"
 "  --bits T/D/W/S         timestamp/datacenter/worker/sequence widths\n"
@@ -72,9 +78,10 @@ static const char usage_decode[] =
 "  -h, --help             show this help\n";
 
 static const char usage_config[] =
-"Usage: snowflake config [--device PATH]\n"
+"Usage: snowflake config [--json] [--device PATH]\n"
 "       snowflake config [--worker N] [--datacenter N] [--random-sequence 0|1]\n"
-"                        [--floor MS] [--fence 0|1] [--rearm] [--device PATH]\n"
+"                        [--floor MS [--force]] [--fence 0|1] [--rearm]\n"
+"                        [--device PATH]\n"
 "\n"
 "Without options, show the configuration, one 'name value' per line (the\n"
 "names of the sysfs files).  With options, change it (needs CAP_SYS_ADMIN):\n"
@@ -83,7 +90,9 @@ static const char usage_config[] =
 "  --worker N            worker id; assigns it (ends strict mode's refusal)\n"
 "  --datacenter N        datacenter id (alone: a strict device keeps refusing)\n"
 "  --random-sequence B   1: start each tick's sequence at a random number\n"
+"  --json                show the configuration as one JSON object\n"
 "  --floor MS            raise the floor: no ID gets a timestamp below MS (Unix ms)\n"
+"  --force               a --floor more than a day ahead of now (else refused)\n"
 "  --fence B             1: fence the device (reads fail with ENOTCONN until\n"
 "                        lifted); 0: lift the fence (applied after the ids)\n"
 "  --rearm               with --worker, after a VM clone or snapshot restore:\n"
@@ -92,11 +101,12 @@ static const char usage_config[] =
 "  -h, --help            show this help\n";
 
 static const char usage_stats[] =
-"Usage: snowflake stats [--prometheus] [--device PATH]\n"
+"Usage: snowflake stats [--json | --prometheus] [--device PATH]\n"
 "\n"
 "Show the counters and the clock, one 'name value' per line (the names of\n"
 "the sysfs files).\n"
 "\n"
+"  --json         one JSON object, the same names\n"
 "  --prometheus   Prometheus text format, e.g. for node_exporter's textfile\n"
 "                 collector\n"
 "  --device PATH  the device\n"
@@ -197,6 +207,11 @@ static int cmd_next(const struct sf_cli *cli)
 			first = false;
 		}
 		left -= (uint64_t)n;
+		/* Stop at the first write error: no more IDs taken for nothing. */
+		if (left && (fflush(stdout) || ferror(stdout))) {
+			snowflake_close(sf);
+			return finish_output();
+		}
 	}
 	if (cli->format == SNOWFLAKE_FORMAT_JSON)
 		fputs("\n]\n", stdout);
@@ -204,31 +219,60 @@ static int cmd_next(const struct sf_cli *cli)
 	return finish_output();
 }
 
+/*
+ * The device's layout into @layout; without a device (a laptop reading IDs
+ * from logs) and without --layout-from-device, the default one, with a note.
+ */
+static int decode_layout(const struct sf_cli *cli, struct snowflake_config *layout,
+			 bool *fallback)
+{
+	const char *path = sf_cli_device(cli);
+	struct snowflake *sf;
+	char what[512];
+	int ret;
+
+	*fallback = false;
+	ret = snowflake_open(&sf, path, 0);
+	if ((ret == -ENOENT || ret == -ENODEV || ret == -ENXIO) && !cli->layout_required) {
+		msg("note: no device %s: decoding with the default layout %u/%u/%u/%u, epoch_ms %llu, time_unit_ms %u (--bits, --epoch, --unit for another; --layout-from-device to require the device)",
+		    path, layout->timestamp_bits, layout->datacenter_bits, layout->worker_bits,
+		    layout->sequence_bits, (unsigned long long)layout->epoch_ms,
+		    layout->time_unit_ms);
+		*fallback = true;
+		return 0;
+	}
+	if (ret) {
+		snprintf(what, sizeof(what), "cannot open %s", path);
+		return dev_err(what, ret);
+	}
+	ret = snowflake_get_config(sf, layout);
+	snowflake_close(sf);
+	if (ret)
+		return dev_err("decode: reading the layout", ret);
+	return 0;
+}
+
 static int cmd_decode(const struct sf_cli *cli)
 {
 	struct snowflake_config layout = cli->layout;
+	bool fallback;
 	char when[40];
 	size_t i;
 	int ret;
 
 	if (cli->from_device) {
-		struct snowflake *sf;
-
-		ret = open_dev(cli, &sf);
+		ret = decode_layout(cli, &layout, &fallback);
 		if (ret)
 			return ret;
-		ret = snowflake_get_config(sf, &layout);
-		snowflake_close(sf);
-		if (ret)
-			return dev_err("decode: reading the layout", ret);
 		/* Every ID is checked before anything is printed. */
 		for (i = 0; i < cli->nids; i++) {
 			struct snowflake_parts p;
 
 			if (snowflake_decode(&layout, cli->ids[i], &p)) {
-				msg("decode: %llu (0x%llx) has bits set above the device's %u/%u/%u/%u layout",
+				msg("decode: %llu (0x%llx) has bits set above the %s %u/%u/%u/%u layout",
 				    (unsigned long long)cli->ids[i],
-				    (unsigned long long)cli->ids[i], layout.timestamp_bits,
+				    (unsigned long long)cli->ids[i],
+				    fallback ? "default" : "device's", layout.timestamp_bits,
 				    layout.datacenter_bits, layout.worker_bits,
 				    layout.sequence_bits);
 				return SF_EXIT_USAGE;
@@ -260,10 +304,30 @@ static int cmd_decode(const struct sf_cli *cli)
 	return finish_output();
 }
 
-static int show_config(struct snowflake *sf)
+/*
+ * One "name value" line, or with --json one member of a single-line object
+ * (numbers as JSON numbers: none of these is an ID, and every one fits the
+ * 2^53 of a JavaScript number).  @i: the member's index (0 opens the object).
+ */
+static void put_value(bool json, size_t i, const char *name, unsigned long long v)
+{
+	if (json)
+		printf("%s\"%s\":%llu", i ? "," : "{", name, v);
+	else
+		printf("%s %llu\n", name, v);
+}
+
+static void put_end(bool json)
+{
+	if (json)
+		puts("}");
+}
+
+static int show_config(struct snowflake *sf, bool json)
 {
 	struct snowflake_config c;
 	struct snowflake_stats st;
+	size_t i = 0;
 	int ret;
 
 	ret = snowflake_get_config(sf, &c);
@@ -272,20 +336,21 @@ static int show_config(struct snowflake *sf)
 	ret = snowflake_get_stats(sf, &st);
 	if (ret)
 		return dev_err("config: reading the state", ret);
-	printf("epoch_ms %llu\n", (unsigned long long)c.epoch_ms);
-	printf("time_unit_ms %u\n", c.time_unit_ms);
-	printf("timestamp_bits %u\n", c.timestamp_bits);
-	printf("datacenter_bits %u\n", c.datacenter_bits);
-	printf("worker_bits %u\n", c.worker_bits);
-	printf("sequence_bits %u\n", c.sequence_bits);
-	printf("datacenter_id %u\n", c.datacenter_id);
-	printf("worker_id %u\n", c.worker_id);
-	printf("random_sequence %u\n", !!(c.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE));
-	printf("strict %u\n", !!(st.state & SNOWFLAKE_STATE_STRICT));
-	printf("refusing %u\n", !!(st.state & SNOWFLAKE_STATE_REFUSING));
-	printf("fenced %u\n", !!(st.state & SNOWFLAKE_STATE_FENCED));
-	printf("floor_ms %llu\n", (unsigned long long)st.floor_ms);
-	printf("last_timestamp_ms %llu\n", (unsigned long long)st.last_timestamp_ms);
+	put_value(json, i++, "epoch_ms", c.epoch_ms);
+	put_value(json, i++, "time_unit_ms", c.time_unit_ms);
+	put_value(json, i++, "timestamp_bits", c.timestamp_bits);
+	put_value(json, i++, "datacenter_bits", c.datacenter_bits);
+	put_value(json, i++, "worker_bits", c.worker_bits);
+	put_value(json, i++, "sequence_bits", c.sequence_bits);
+	put_value(json, i++, "datacenter_id", c.datacenter_id);
+	put_value(json, i++, "worker_id", c.worker_id);
+	put_value(json, i++, "random_sequence", !!(c.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE));
+	put_value(json, i++, "strict", !!(st.state & SNOWFLAKE_STATE_STRICT));
+	put_value(json, i++, "refusing", !!(st.state & SNOWFLAKE_STATE_REFUSING));
+	put_value(json, i++, "fenced", !!(st.state & SNOWFLAKE_STATE_FENCED));
+	put_value(json, i++, "floor_ms", st.floor_ms);
+	put_value(json, i++, "last_timestamp_ms", st.last_timestamp_ms);
+	put_end(json);
 	return finish_output();
 }
 
@@ -411,60 +476,64 @@ static int cmd_config(const struct sf_cli *cli)
 	    cli->set_fence)
 		ret = set_config(sf, cli);
 	else
-		ret = show_config(sf);
+		ret = show_config(sf, cli->json);
 	snowflake_close(sf);
 	return ret;
 }
 
+/*
+ * How a value is exposed to Prometheus: counters as snowflake_<name>_total;
+ * times in milliseconds as snowflake_<name without _ms>_seconds (base
+ * units); the ids as labels of snowflake_info; the rest as gauges.
+ */
+enum metric_kind { M_COUNTER, M_GAUGE, M_MS, M_LABEL };
+
 struct metric {
-	const char *name;	/* sysfs name; Prometheus: snowflake_<name>[_total] */
-	int counter;
+	const char *name;	/* sysfs name (statistics/<name> when stat) */
+	enum metric_kind kind;
+	bool stat;		/* in sysfs's statistics/ group */
 	const char *help;
 };
 
 static const struct metric metrics[] = {
-	{ "ids_issued", 1, "IDs handed out since the module was loaded." },
-	{ "reads", 1, "Reads of the device that returned IDs." },
-	{ "exhausted_waits", 1, "Times a blocking read slept until the next tick." },
-	{ "eagain", 1, "Non-blocking reads refused with EAGAIN." },
-	{ "clock_catchups", 1, "Times the generator's clock caught up with the wall clock." },
-	{ "floor_jumps", 1, "Times the generator's clock moved forward to the floor." },
-	{ "refused_reads", 1, "Reads refused with ENOTCONN or EOVERFLOW." },
-	{ "clock_ms", 0, "The generator's clock, Unix time in milliseconds." },
-	{ "clock_offset_ms", 0, "How far catch-ups and floors moved the clock forward, ms." },
-	{ "last_timestamp_ms", 0, "Timestamp of the last ID issued, Unix ms (0: none yet)." },
-	{ "floor_ms", 0, "No ID gets a timestamp below this, Unix ms." },
-	{ "strict", 0, "1 when the module was loaded with strict=1." },
-	{ "refusing", 0, "1 while reads fail with ENOTCONN (strict mode, no worker id)." },
-	{ "datacenter_id", 0, "The datacenter id in the IDs." },
-	{ "worker_id", 0, "The worker id in the IDs." },
-	{ "fenced", 0, "1 while the device is fenced (reads fail with ENOTCONN)." },
-	{ "fences", 1, "Times the device was fenced." },
+	{ "ids_issued", M_COUNTER, true, "IDs handed out since the module was loaded." },
+	{ "reads", M_COUNTER, true, "Reads of the device that returned IDs." },
+	{ "exhausted_waits", M_COUNTER, true, "Times a blocking read slept until the next tick." },
+	{ "eagain", M_COUNTER, true, "Non-blocking reads refused with EAGAIN." },
+	{ "clock_catchups", M_COUNTER, true, "Times the generator's clock caught up with the wall clock." },
+	{ "floor_jumps", M_COUNTER, true, "Times the generator's clock moved forward to the floor." },
+	{ "refused_reads", M_COUNTER, true, "Reads refused with ENOTCONN or EOVERFLOW." },
+	{ "clock_ms", M_MS, false, "The generator's clock, Unix time in seconds." },
+	{ "clock_offset_ms", M_MS, false, "How far catch-ups and floors moved the clock forward, in seconds." },
+	{ "last_timestamp_ms", M_MS, false, "Timestamp of the last ID issued, Unix time in seconds (0: none yet)." },
+	{ "floor_ms", M_MS, false, "No ID gets a timestamp below this, Unix time in seconds." },
+	{ "strict", M_GAUGE, false, "1 when the module was loaded with strict=1." },
+	{ "refusing", M_GAUGE, false, "1 while reads fail with ENOTCONN (strict mode, no worker id)." },
+	{ "datacenter_id", M_LABEL, false, NULL },
+	{ "worker_id", M_LABEL, false, NULL },
+	{ "fenced", M_GAUGE, false, "1 while the device is fenced (reads fail with ENOTCONN)." },
+	{ "fences", M_COUNTER, true, "Times the device was fenced." },
 };
 
-static int cmd_stats(const struct sf_cli *cli)
+#define NMETRICS	(sizeof(metrics) / sizeof(metrics[0]))
+#define SYSFS_DIR	"/sys/class/misc/snowflake"
+
+/* The values from the device (one ioctl each: a consistent snapshot). */
+static int stats_from_device(struct snowflake *sf, uint64_t *v)
 {
 	struct snowflake_config c;
 	struct snowflake_stats st;
-	struct snowflake *sf;
-	uint64_t v[sizeof(metrics) / sizeof(metrics[0])];
-	size_t i, n = sizeof(metrics) / sizeof(metrics[0]);
 	uint64_t fences = 0;
 	int fenced = 0;
 	int ret;
 
-	ret = open_dev(cli, &sf);
-	if (ret)
-		return ret;
 	ret = snowflake_get_stats(sf, &st);
 	if (!ret)
 		ret = snowflake_get_config(sf, &c);
 	if (!ret)
 		ret = snowflake_get_fence(sf, &fenced, &fences);
-	snowflake_close(sf);
 	if (ret)
-		return dev_err("stats: reading the counters", ret);
-
+		return ret;
 	v[0] = st.ids_issued;
 	v[1] = st.reads;
 	v[2] = st.exhausted_waits;
@@ -482,20 +551,105 @@ static int cmd_stats(const struct sf_cli *cli)
 	v[14] = c.worker_id;
 	v[15] = (uint64_t)fenced;
 	v[16] = fences;
+	return 0;
+}
 
-	for (i = 0; i < n; i++) {
-		const struct metric *m = &metrics[i];
+/*
+ * The same values from sysfs, which any user may read: for a user who may
+ * not open the device (mode 0440, group snowflake), e.g. the metrics timer.
+ */
+static int stats_from_sysfs(uint64_t *v)
+{
+	char path[128], buf[32];
+	size_t i;
 
-		if (!cli->prometheus) {
-			printf("%s %llu\n", m->name, (unsigned long long)v[i]);
-			continue;
+	for (i = 0; i < NMETRICS; i++) {
+		FILE *f;
+		int ok;
+
+		snprintf(path, sizeof(path), SYSFS_DIR "/%s%s", metrics[i].stat ? "statistics/" : "",
+			 metrics[i].name);
+		f = fopen(path, "re");
+		if (!f)
+			return -errno;
+		ok = fgets(buf, sizeof(buf), f) != NULL;
+		fclose(f);
+		if (ok) {
+			buf[strcspn(buf, "\n")] = '\0';
+			ok = !sf_parse_uint(buf, UINT64_MAX, &v[i]);
 		}
-		printf("# HELP snowflake_%s%s %s\n", m->name, m->counter ? "_total" : "", m->help);
-		printf("# TYPE snowflake_%s%s %s\n", m->name, m->counter ? "_total" : "",
-		       m->counter ? "counter" : "gauge");
-		printf("snowflake_%s%s %llu\n", m->name, m->counter ? "_total" : "",
-		       (unsigned long long)v[i]);
+		if (!ok)
+			return -EINVAL;
 	}
+	return 0;
+}
+
+static void put_prometheus(const uint64_t *v)
+{
+	char name[64];
+	size_t i;
+
+	for (i = 0; i < NMETRICS; i++) {
+		const struct metric *m = &metrics[i];
+		size_t len = strlen(m->name);
+
+		switch (m->kind) {
+		case M_LABEL:
+			continue;
+		case M_COUNTER:
+			snprintf(name, sizeof(name), "snowflake_%s_total", m->name);
+			break;
+		case M_MS:
+			snprintf(name, sizeof(name), "snowflake_%.*s_seconds", (int)(len - 3), m->name);
+			break;
+		case M_GAUGE:
+			snprintf(name, sizeof(name), "snowflake_%s", m->name);
+			break;
+		}
+		printf("# HELP %s %s\n", name, m->help);
+		printf("# TYPE %s %s\n", name, m->kind == M_COUNTER ? "counter" : "gauge");
+		if (m->kind == M_MS)
+			printf("%s %llu.%03llu\n", name, (unsigned long long)(v[i] / 1000),
+			       (unsigned long long)(v[i] % 1000));
+		else
+			printf("%s %llu\n", name, (unsigned long long)v[i]);
+	}
+	puts("# HELP snowflake_info The generator's identity: the ids in its IDs, as labels.");
+	puts("# TYPE snowflake_info gauge");
+	printf("snowflake_info{datacenter_id=\"%llu\",worker_id=\"%llu\"} 1\n",
+	       (unsigned long long)v[13], (unsigned long long)v[14]);
+}
+
+static int cmd_stats(const struct sf_cli *cli)
+{
+	const char *path = sf_cli_device(cli);
+	uint64_t v[NMETRICS] = { 0 };
+	struct snowflake *sf;
+	char what[512];
+	size_t i;
+	int ret;
+
+	ret = snowflake_open(&sf, path, 0);
+	if (!ret) {
+		ret = stats_from_device(sf, v);
+		snowflake_close(sf);
+		if (ret)
+			return dev_err("stats: reading the counters", ret);
+	} else if ((ret == -EACCES || ret == -EPERM || ret == -ENOENT) && !cli->device &&
+		   !stats_from_sysfs(v)) {
+		/* The same values from sysfs (a user outside the group, or no node). */
+	} else {
+		snprintf(what, sizeof(what), "cannot open %s", path);
+		return dev_err(what, ret);
+	}
+
+	if (cli->prometheus) {
+		put_prometheus(v);
+		return finish_output();
+	}
+	for (i = 0; i < NMETRICS; i++)
+		put_value(cli->json, i, metrics[i].name, (unsigned long long)v[i]);
+	put_end(cli->json);
 	return finish_output();
 }
 
@@ -517,6 +671,10 @@ int main(int argc, char **argv)
 	}
 	if (cli.help) {
 		fputs(usage_of(cli.cmd), stdout);
+		return finish_output();
+	}
+	if (cli.version) {
+		puts(PROG " " SNOWFLAKE_VERSION);
 		return finish_output();
 	}
 

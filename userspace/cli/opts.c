@@ -130,7 +130,7 @@ const char *sf_cli_device(const struct sf_cli *cli)
 
 	if (cli->device)
 		return cli->device;
-	env = getenv(SNOWFLAKE_PATH_ENV);
+	env = secure_getenv(SNOWFLAKE_PATH_ENV);
 	if (env && *env)
 		return env;
 	return SNOWFLAKE_DEFAULT_PATH;
@@ -171,11 +171,14 @@ enum {
 	OPT_FENCE,
 	OPT_REARM,
 	OPT_PROMETHEUS,
+	OPT_VERSION,
+	OPT_FORCE,
 };
 
 static const struct option global_opts[] = {
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -199,6 +202,8 @@ static const struct option decode_opts[] = {
 };
 
 static const struct option config_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "worker", required_argument, NULL, OPT_WORKER },
 	{ "datacenter", required_argument, NULL, OPT_DATACENTER },
 	{ "random-sequence", required_argument, NULL, OPT_RANDOM },
@@ -211,6 +216,7 @@ static const struct option config_opts[] = {
 };
 
 static const struct option stats_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
 	{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "help", no_argument, NULL, 'h' },
@@ -286,6 +292,40 @@ static int parse_ids(struct sf_cli *cli, int argc, char **argv, int first,
 	return 0;
 }
 
+int sf_check_floor_ahead(uint64_t floor_ms, uint64_t now_ms, bool force, char *err,
+			 size_t errlen)
+{
+	if (force || floor_ms <= now_ms || floor_ms - now_ms <= SF_FLOOR_AHEAD_MAX_MS)
+		return 0;
+	return usage_err(err, errlen,
+			 "config: --floor %llu is %.1f days ahead of now (%llu): a typo? "
+			 "snowflake-floord would keep it across reboots; add --force if it is meant",
+			 (unsigned long long)floor_ms, (double)(floor_ms - now_ms) / 86400000.0,
+			 (unsigned long long)now_ms);
+}
+
+/* Checks across the options of config and stats, after parsing. */
+static int check_cmd(struct sf_cli *cli, char *err, size_t errlen)
+{
+	struct timespec ts;
+
+	if (cli->cmd == SF_CMD_STATS && cli->json && cli->prometheus)
+		return usage_err(err, errlen, "stats: --json and --prometheus exclude each other");
+	if (cli->cmd != SF_CMD_CONFIG)
+		return SF_EXIT_OK;
+	if (cli->json && (cli->set_worker || cli->set_datacenter || cli->set_random ||
+			  cli->set_floor || cli->set_fence))
+		return usage_err(err, errlen, "config: --json shows the configuration; it takes no change");
+	if (cli->force && !cli->set_floor)
+		return usage_err(err, errlen, "config: --force goes with --floor");
+	if (!cli->set_floor)
+		return SF_EXIT_OK;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return sf_check_floor_ahead(cli->floor_ms,
+				    (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
+				    cli->force, err, errlen);
+}
+
 static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_t errlen)
 {
 	static const char * const shortopts[] = {
@@ -336,6 +376,7 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 			break;
 		case OPT_FROM_DEVICE:
 			cli->from_device = true;
+			cli->layout_required = true;
 			break;
 		case OPT_EPOCH:
 			ret = num_opt("decode: --epoch", optarg, 0, INT64_MAX, &v,
@@ -404,6 +445,9 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 		case OPT_PROMETHEUS:
 			cli->prometheus = true;
 			break;
+		case OPT_FORCE:
+			cli->force = true;
+			break;
 		case ':':
 			return usage_err(err, errlen, "%s: option %s needs a value", name,
 					 bad_option(argv, argc, obuf, sizeof(obuf)));
@@ -420,7 +464,7 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 		if (optind < argc)
 			return usage_err(err, errlen, "%s: unexpected argument '%s'", name,
 					 argv[optind]);
-		return SF_EXIT_OK;
+		return check_cmd(cli, err, errlen);
 	}
 
 	if (offline && cli->from_device)
@@ -455,6 +499,9 @@ int sf_cli_parse(struct sf_cli *cli, int argc, char **argv, char *err, size_t er
 		switch (c) {
 		case 'h':
 			cli->help = true;
+			return SF_EXIT_OK;
+		case OPT_VERSION:
+			cli->version = true;
 			return SF_EXIT_OK;
 		case OPT_DEVICE:
 			if (!*optarg)

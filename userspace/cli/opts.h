@@ -32,6 +32,7 @@ enum sf_cmd {
 struct sf_cli {
 	enum sf_cmd cmd;
 	bool help;			/* --help: print the help of cmd, exit 0 */
+	bool version;			/* --version: print the version, exit 0 */
 	const char *device;		/* --device, NULL when not given */
 
 	/* next */
@@ -41,6 +42,7 @@ struct sf_cli {
 	/* decode */
 	bool json;			/* --json */
 	bool from_device;		/* layout read from the device */
+	bool layout_required;		/* --layout-from-device: no default-layout fallback */
 	struct snowflake_config layout;	/* offline layout (from_device false) */
 	size_t nids;
 	uint64_t *ids;			/* nids IDs, allocated; sf_cli_free() */
@@ -52,10 +54,23 @@ struct sf_cli {
 	bool fence;			/* --fence 1: fence, 0: lift */
 	bool rearm;			/* --rearm: end a VM fork's refusal */
 	uint64_t floor_ms;
+	bool force;			/* --force: a --floor far ahead of now */
 
 	/* stats */
 	bool prometheus;
+	/* config and stats also take --json (the field of decode) */
 };
+
+/* `config --floor` further ahead of now than this needs --force: a typo
+ * (years ahead) would otherwise be kept by snowflake-floord across reboots. */
+#define SF_FLOOR_AHEAD_MAX_MS	(24ULL * 3600 * 1000)
+
+/*
+ * A usage error when @floor_ms is more than SF_FLOOR_AHEAD_MAX_MS ahead of
+ * @now_ms and @force is false: 0, or SF_EXIT_USAGE with a message in @err.
+ */
+int sf_check_floor_ahead(uint64_t floor_ms, uint64_t now_ms, bool force, char *err,
+			 size_t errlen);
 
 /*
  * Parse argv into @cli.  Returns SF_EXIT_OK, or SF_EXIT_USAGE with a message

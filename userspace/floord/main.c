@@ -25,8 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <snowflake.h>
 
@@ -234,6 +238,18 @@ static int lock_dir(const char *dir)
 		return -1;
 	}
 	return fd;
+}
+
+/* No capability left, none to regain (ambient, inheritable, permitted). */
+static int drop_capabilities(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+
+	memset(none, 0, sizeof(none));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
+		return -1;
+	return syscall(SYS_capset, &h, none) ? -1 : 0;
 }
 
 static int do_show(struct floord *d)
@@ -505,8 +521,19 @@ int main(int argc, char **argv)
 		return SF_FLOORD_EXIT_USAGE;
 	}
 	if (!d.device) {
-		env = getenv("SNOWFLAKE_DEVICE");
+		env = secure_getenv("SNOWFLAKE_DEVICE");
 		d.device = env && *env ? env : "/dev/snowflake";
+	}
+
+	/*
+	 * Only the restore changes the device (SET_FLOOR: CAP_SYS_ADMIN); the
+	 * daemon, --save and --show read it and write the state directory.
+	 * snowflake-floor.service gives the unit CAP_SYS_ADMIN for the
+	 * restore: the others let it go before doing anything.
+	 */
+	if (mode != MODE_RESTORE && drop_capabilities()) {
+		logp(LOG_ERR, "dropping the capabilities: %s", strerror(errno));
+		return SF_FLOORD_EXIT_FAIL;
 	}
 
 	switch (mode) {

@@ -112,7 +112,7 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 	bool seen[4] = { false };
 	const char *p = buf, *end = buf + len, *crc_line = NULL;
 	const size_t mlen = strlen(SF_STATE_MAGIC);
-	uint64_t version;
+	uint64_t version = 0;	/* set before use; gcc 12 -O3 cannot see it */
 	uint32_t want, have;
 	int line = 0;
 

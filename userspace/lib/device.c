@@ -6,10 +6,12 @@
  * calls, so one handle may be used by several threads at once (the kernel
  * serialises the reads themselves).
  */
+#define _GNU_SOURCE	/* secure_getenv */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -20,34 +22,83 @@
 
 #include "internal.h"
 
+/* /dev/snowflake is a misc device: MISC_MAJOR of <linux/major.h>. */
+#define SF_MISC_MAJOR	10
+
+#ifdef SF_TESTING
+/* The native unit tests let FIFOs and files stand in for the device. */
+bool sf_testing_any_file;
+#define SF_ANY_FILE	sf_testing_any_file
+#else
+#define SF_ANY_FILE	false
+#endif
+
+/*
+ * Anything but a misc character device is refused with -ENOTTY ("not a
+ * snowflake device"): a regular file would hand every opener the same
+ * numbers.  The open is non-blocking, so that a FIFO is refused instead of
+ * waiting for a writer; the caller's blocking mode is set afterwards.
+ */
+static int open_device(const char *path, int flags)
+{
+	int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+	struct stat st;
+	int fd, err;
+
+	if (SF_ANY_FILE) {
+		if (flags & SNOWFLAKE_NONBLOCK)
+			oflags |= O_NONBLOCK;
+		do {
+			fd = open(path, oflags);
+		} while (fd < 0 && errno == EINTR);
+		return fd < 0 ? -errno : fd;
+	}
+	fd = open(path, oflags | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto err_close;
+	}
+	if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != SF_MISC_MAJOR) {
+		err = -ENOTTY;
+		goto err_close;
+	}
+	if (!(flags & SNOWFLAKE_NONBLOCK) &&
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		err = -errno;
+		goto err_close;
+	}
+	return fd;
+
+err_close:
+	close(fd);
+	return err;
+}
+
 SF_EXPORT int snowflake_open(struct snowflake **sf, const char *path, int flags)
 {
 	struct snowflake *h;
-	int oflags = O_RDONLY | O_CLOEXEC;
-	int fd, err;
+	int fd;
 
 	if (!sf)
 		return -EINVAL;
 	*sf = NULL;
 	if (flags & ~SNOWFLAKE_NONBLOCK)
 		return -EINVAL;
-	if (flags & SNOWFLAKE_NONBLOCK)
-		oflags |= O_NONBLOCK;
 	if (!path) {
-		path = getenv(SNOWFLAKE_PATH_ENV);
+		/* Not from the environment of a set-user-ID program's caller. */
+		path = secure_getenv(SNOWFLAKE_PATH_ENV);
 		if (!path || !*path)
 			path = SNOWFLAKE_DEFAULT_PATH;
 	}
 	h = malloc(sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	do {
-		fd = open(path, oflags);
-	} while (fd < 0 && errno == EINTR);
+	fd = open_device(path, flags);
 	if (fd < 0) {
-		err = -errno;
 		free(h);
-		return err;
+		return fd;
 	}
 	h->fd = fd;
 	*sf = h;

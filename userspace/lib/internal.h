@@ -12,4 +12,10 @@ struct snowflake {
 	int fd;
 };
 
+#ifdef SF_TESTING
+#include <stdbool.h>
+/* tests/lib_test.c: accept any file in snowflake_open() (FIFOs stand in). */
+extern bool sf_testing_any_file;
+#endif
+
 #endif /* SNOWFLAKE_INTERNAL_H */

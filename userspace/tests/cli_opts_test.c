@@ -158,6 +158,21 @@ TEST(global_options_and_commands)
 	EXPECT_STREQ("config", sf_cmd_name(cli.cmd));
 }
 
+TEST(version)
+{
+	struct sf_cli cli;
+	char err[256];
+
+	ASSERT_EQ(0, PARSE(&cli, err, "--version"));
+	EXPECT_TRUE(cli.version);
+	ASSERT_EQ(0, PARSE(&cli, err, "--device", "/x", "--version"));
+	EXPECT_TRUE(cli.version);
+	ASSERT_EQ(0, PARSE(&cli, err, "next"));
+	EXPECT_FALSE(cli.version);
+	/* A command's option only. */
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "--version"));
+}
+
 TEST(device_path)
 {
 	struct sf_cli cli;
@@ -327,6 +342,45 @@ TEST(config_options)
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "config", "worker", "3"));
 }
 
+/* config --json shows; --force goes with a --floor far ahead. */
+TEST(config_json_and_force)
+{
+	const uint64_t day = 24ULL * 3600 * 1000, now = 1795293328476ULL;
+	struct sf_cli cli;
+	char err[256], far[32], near[32];
+	struct timespec ts;
+	uint64_t wall;
+
+	ASSERT_EQ(0, PARSE(&cli, err, "config", "--json"));
+	EXPECT_TRUE(cli.json);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "config", "--json", "--worker", "1"));
+	EXPECT_STREQ("config: --json shows the configuration; it takes no change", err);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "config", "--force"));
+	EXPECT_STREQ("config: --force goes with --floor", err);
+
+	/* The rule, with a given now. */
+	EXPECT_EQ(0, sf_check_floor_ahead(now, now, false, err, sizeof(err)));
+	EXPECT_EQ(0, sf_check_floor_ahead(now - day * 365, now, false, err, sizeof(err)));
+	EXPECT_EQ(0, sf_check_floor_ahead(now + day, now, false, err, sizeof(err)));
+	EXPECT_EQ(SF_EXIT_USAGE, sf_check_floor_ahead(now + day + 1, now, false, err,
+						      sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "add --force")) TH_LOG("%s", err);
+	EXPECT_EQ(0, sf_check_floor_ahead(now + day + 1, now, true, err, sizeof(err)));
+	EXPECT_EQ(0, sf_check_floor_ahead(UINT64_MAX, now, true, err, sizeof(err)));
+
+	/* And through the command line, against the wall clock. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	snprintf(far, sizeof(far), "%llu", (unsigned long long)(wall + 2 * day));
+	snprintf(near, sizeof(near), "%llu", (unsigned long long)(wall + day / 2));
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "config", "--floor", far));
+	EXPECT_NE(NULL, strstr(err, "days ahead of now")) TH_LOG("%s", err);
+	ASSERT_EQ(0, PARSE(&cli, err, "config", "--floor", far, "--force"));
+	EXPECT_TRUE(cli.force && cli.set_floor);
+	ASSERT_EQ(0, PARSE(&cli, err, "config", "--floor", near));
+	EXPECT_FALSE(cli.force);
+}
+
 TEST(stats_options)
 {
 	struct sf_cli cli;
@@ -337,7 +391,12 @@ TEST(stats_options)
 	EXPECT_FALSE(cli.prometheus);
 	ASSERT_EQ(0, PARSE(&cli, err, "stats", "--prometheus"));
 	EXPECT_TRUE(cli.prometheus);
-	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "stats", "--json"));
+	EXPECT_FALSE(cli.json);
+	ASSERT_EQ(0, PARSE(&cli, err, "stats", "--json"));
+	EXPECT_TRUE(cli.json);
+	EXPECT_FALSE(cli.prometheus);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "stats", "--json", "--prometheus"));
+	EXPECT_STREQ("stats: --json and --prometheus exclude each other", err);
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "stats", "-n", "1"));
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "stats", "now"));
 }

@@ -20,6 +20,30 @@
 
 #include "kselftest_harness.h"
 #include "snowflake.h"
+#include "internal.h"
+
+/*
+ * Regular files, FIFOs and /dev/null stand in for the device: the library
+ * built for the tests (SF_TESTING) accepts them while this is set.
+ * open_refuses_non_device clears it to test what users get.
+ */
+__attribute__((constructor)) static void accept_stand_ins(void)
+{
+	sf_testing_any_file = true;
+}
+
+/* How many file descriptors this process has open. */
+static int count_fds(void)
+{
+	int n = 0;
+	char path[64];
+
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n += access(path, F_OK) == 0;
+	}
+	return n;
+}
 
 /* The layouts the round-trip tests cover. */
 struct layout {
@@ -502,6 +526,44 @@ TEST(open_nonexistent)
 	EXPECT_EQ(-ENOENT, snowflake_open(&sf, NULL, 0));
 	snowflake_close(NULL);
 	EXPECT_EQ(-EBADF, snowflake_fd(NULL));
+}
+
+/*
+ * What users get: anything but a misc character device is refused with
+ * -ENOTTY, also through $SNOWFLAKE_DEVICE (a regular file would hand every
+ * opener the same "IDs"), a FIFO without a writer at once (no hang), and
+ * no descriptor is left open.
+ */
+TEST(open_refuses_non_device)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 8], fifo[PATH_MAX + 8];
+	struct snowflake *sf = (struct snowflake *)&sf;
+	int fds;
+
+	sf_testing_any_file = false;
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(file, sizeof(file), "%s/ids", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	write_ids_file(file, 1000, 4);
+	ASSERT_EQ(0, mkfifo(fifo, 0600));
+	fds = count_fds();
+
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, file, 0));
+	EXPECT_EQ(NULL, sf);
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, file, SNOWFLAKE_NONBLOCK));
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, fifo, 0));
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, dir, 0));
+	/* A character device, but not a misc one (major 1). */
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, "/dev/null", 0));
+	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, file, 1));
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, NULL, 0));
+	unsetenv(SNOWFLAKE_PATH_ENV);
+	EXPECT_STREQ("not a snowflake device", snowflake_strerror(-ENOTTY));
+	EXPECT_EQ(fds, count_fds());
+
+	unlink(fifo);
+	unlink(file);
+	rmdir(dir);
 }
 
 TEST(open_flags_and_env)

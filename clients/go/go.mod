@@ -1,0 +1,3 @@
+module snowflake.example/client
+
+go 1.19

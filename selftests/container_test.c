@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A container's view of /dev/snowflake, with the kernel's own namespaces
+ * (what podman, containerd and Kubernetes build a container from; no
+ * container runtime runs in the busybox guest): root in a new user
+ * namespace, with new mount, PID, UTS, IPC and network namespaces and
+ * /dev/snowflake bind-mounted into a private /dev, as `--device
+ * /dev/snowflake` does.
+ *
+ * It reads IDs (the host's generator: unique with the host's readers,
+ * carrying the host's ids) and the configuration and counters, but changes
+ * nothing: every configuration ioctl and sysfs write needs CAP_SYS_ADMIN in
+ * the initial user namespace, which root in a user namespace does not have
+ * (EPERM or EACCES), and the generator is unchanged afterwards.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <sys/mount.h>
+
+#include "kselftest_harness.h"
+#include "snowflake_util.h"
+
+#define NS_FLAGS	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | \
+			 CLONE_NEWNET)
+
+struct result {
+	uint64_t ids[64];	/* read inside, in order */
+	int n;
+	int set_ids, set_floor, set_config, set_fence;	/* -errno */
+	int sysfs_worker;	/* -errno of the write */
+	uid_t uid;		/* getuid() inside */
+};
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	return (int)n;
+}
+
+/* Root in a new user namespace: uid and gid 0 inside are ours outside. */
+static void become_container_root(void)
+{
+	char map[64];
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	CHILD_CHECK(unshare(NS_FLAGS) == 0, "unshare: %m");
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned int)uid);
+	CHILD_CHECK(write_file("/proc/self/uid_map", map) == 0, "uid_map: %m");
+	CHILD_CHECK(write_file("/proc/self/setgroups", "deny") == 0, "setgroups: %m");
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned int)gid);
+	CHILD_CHECK(write_file("/proc/self/gid_map", map) == 0, "gid_map: %m");
+}
+
+/* A private /dev holding only the device, as `--device /dev/snowflake`. */
+static void private_dev(void)
+{
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "private: %m");
+	CHILD_CHECK(mkdir("/tmp/cdev", 0755) == 0 || errno == EEXIST, "mkdir: %m");
+	CHILD_CHECK(mount("tmpfs", "/tmp/cdev", "tmpfs", 0, "mode=0755") == 0, "tmpfs: %m");
+	CHILD_CHECK(close(open("/tmp/cdev/snowflake", O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) == 0,
+		    "node: %m");
+	CHILD_CHECK(mount(SF_DEV, "/tmp/cdev/snowflake", NULL, MS_BIND, NULL) == 0,
+		    "bind: %m");
+}
+
+static void container(struct result *res)
+{
+	struct snowflake_fence fe = { .flags = SNOWFLAKE_FENCE_ON };
+	struct snowflake_config c;
+	int fd, i;
+
+	become_container_root();
+	private_dev();
+	res->uid = getuid();
+
+	fd = open("/tmp/cdev/snowflake", O_RDONLY | O_CLOEXEC);
+	CHILD_CHECK(fd >= 0, "open: %m");
+	for (i = 0; i < (int)SF_ARRAY_SIZE(res->ids); i++)
+		CHILD_CHECK(sf_read1(fd, &res->ids[i]) == 0, "read: %m");
+	res->n = i;
+	CHILD_CHECK(sf_get_config(fd, &c) == 0, "get_config: %m");
+
+	res->set_ids = sf_set_ids(fd, 3, 7);
+	res->set_floor = sf_set_floor(fd, sf_real_ms() + 3600 * 1000);
+	c.flags ^= SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+	res->set_config = sf_set_config(fd, &c);
+	res->set_fence = ioctl(fd, SNOWFLAKE_IOC_SET_FENCE, &fe) ? -errno : 0;
+	res->sysfs_worker = write_file(SF_SYSFS "/worker_id", "9");
+	close(fd);
+	_exit(0);
+}
+
+FIXTURE(ctr) {
+	int unused;
+};
+
+FIXTURE_SETUP(ctr)
+{
+	ASSERT_EQ(0, sf_reload("datacenter_id=1 worker_id=2"));
+}
+
+FIXTURE_TEARDOWN(ctr)
+{
+}
+
+TEST_F(ctr, root_in_a_user_namespace_reads_but_cannot_configure)
+{
+	struct snowflake_config before, after;
+	struct result *res = sf_shared_alloc(sizeof(*res));
+	uint64_t floor0, host_id, fences0;
+	struct sf_id f;
+	int fd, rc, i;
+	pid_t pid;
+
+	ASSERT_NE(NULL, res);
+	ASSERT_EQ(0, sf_get_config_dev(&before));
+	floor0 = sf_sysfs_u64("floor_ms");
+	fences0 = sf_sysfs_u64("statistics/fences");
+	fd = sf_open(O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, sf_read1(fd, &host_id));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		container(res);
+	rc = sf_wait_child(pid);
+	ASSERT_EQ(0, rc) TH_LOG("the container child failed (see its message above)");
+
+	/* Root inside... */
+	EXPECT_EQ(0, res->uid);
+	/* ...reads the host's IDs: after the host's, increasing, its ids. */
+	ASSERT_EQ((int)SF_ARRAY_SIZE(res->ids), res->n);
+	for (i = 0; i < res->n; i++) {
+		EXPECT_LT(i ? res->ids[i - 1] : host_id, res->ids[i]);
+		f = sf_decode(&before, res->ids[i]);
+		EXPECT_EQ(1, f.dc);
+		EXPECT_EQ(2, f.worker);
+	}
+	/* ...and the host reads on after them. */
+	ASSERT_EQ(0, sf_read1(fd, &host_id));
+	EXPECT_LT(res->ids[res->n - 1], host_id);
+	close(fd);
+
+	/* It may change nothing. */
+	EXPECT_EQ(-EPERM, res->set_ids);
+	EXPECT_EQ(-EPERM, res->set_floor);
+	EXPECT_EQ(-EPERM, res->set_config);
+	EXPECT_EQ(-EPERM, res->set_fence);
+	EXPECT_TRUE(res->sysfs_worker == -EPERM || res->sysfs_worker == -EACCES)
+		TH_LOG("sysfs write: %d", res->sysfs_worker);
+	ASSERT_EQ(0, sf_get_config_dev(&after));
+	EXPECT_TRUE(sf_config_eq(&before, &after));
+	EXPECT_EQ(floor0, sf_sysfs_u64("floor_ms"));
+	EXPECT_EQ(fences0, sf_sysfs_u64("statistics/fences"));
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
+}
+
+TEST_HARNESS_MAIN
