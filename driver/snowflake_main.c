@@ -35,6 +35,7 @@
 #include <linux/snowflake.h>
 
 #include "snowflake_core.h"
+#include "snowflake_dev.h"
 
 /* IDs formatted on the stack per copy_to_iter() call (512 bytes). */
 #define SF_CHUNK		64
@@ -838,6 +839,38 @@ static const struct attribute_group *sf_groups[] = {
 	NULL,
 };
 
+/* ---- Shared with /dev/uuidv7 (snowflake_uuid.c), see snowflake_dev.h ---- */
+
+/**
+ * sf_gen_lock() - the generator's spinlock
+ *
+ * Return: the lock that serialises the generator and /dev/uuidv7's state.
+ */
+spinlock_t *sf_gen_lock(void)
+{
+	return &sf_dev.lock;
+}
+
+/**
+ * sf_gen_clock_ms() - the generator's clock, as /dev/snowflake uses it
+ *
+ * The raw clock plus the forward-only offset (catch-up, floor jumps), and
+ * never below the floor.  The caller holds sf_gen_lock().
+ *
+ * Return: Unix ms.
+ */
+u64 sf_gen_clock_ms(void)
+{
+	const struct sf_core *c = &sf_dev.core;
+	u64 clock;
+
+	lockdep_assert_held(&sf_dev.lock);
+	clock = sf_now_ms(&sf_dev) + c->offset_ms;
+	return max(clock, c->floor_ms);
+}
+
+/* ---- End of what is shared with /dev/uuidv7 ---- */
+
 /* Build the generator from the module parameters; says which one is wrong. */
 static int __init sf_setup(struct snowflake_dev *sf)
 {
@@ -939,6 +972,11 @@ static int __init snowflake_init(void)
 		return ret;
 	}
 
+	/* /dev/uuidv7: the same lock and clock (snowflake_uuid.c). */
+	ret = sf_uuid_register();
+	if (ret)
+		goto err_deregister;
+
 	queue_delayed_work(system_power_efficient_wq, &sf->catchup_work, HZ);
 	pr_info("ready: layout %u/%u/%u/%u, epoch %llu, unit %u ms, datacenter %u, worker %u%s\n",
 		sf->core.cfg.timestamp_bits, sf->core.cfg.datacenter_bits,
@@ -947,6 +985,10 @@ static int __init snowflake_init(void)
 		sf->core.cfg.datacenter_id, sf->core.cfg.worker_id,
 		sf->core.refusing ? ", strict: reads refused until a worker id is set" : "");
 	return 0;
+
+err_deregister:
+	misc_deregister(&sf->misc);
+	return ret;
 }
 
 static void __exit snowflake_exit(void)
@@ -954,6 +996,7 @@ static void __exit snowflake_exit(void)
 	struct snowflake_dev *sf = &sf_dev;
 
 	cancel_delayed_work_sync(&sf->catchup_work);
+	sf_uuid_deregister();
 	misc_deregister(&sf->misc);
 	hrtimer_cancel(&sf->tick_timer);
 }

@@ -10,12 +10,12 @@
  *
  * A UUID, 16 bytes, big-endian:
  *
- *   bits 127..80  unix_ts_ms (48)
- *   bits  79..76  version, 0b0111
- *   bits  75..64  rand_a: the counter's top 12 bits
- *   bits  63..62  variant, 0b10
- *   bits  61..32  rand_b: the counter's low 30 bits
- *   bits  31..0   rand_b: 32 fresh random bits per UUID
+ *   127..80  unix_ts_ms (48 bits)
+ *    79..76  version, 0b0111
+ *    75..64  rand_a: the counter's top 12 bits
+ *    63..62  variant, 0b10
+ *    61..32  rand_b: the counter's low 30 bits
+ *    31..0   rand_b: 32 fresh random bits per UUID
  *
  * The 42-bit counter starts each millisecond at a random value below 2^41
  * (41 random bits, 2^41 values of headroom) and counts up by one per UUID.
