@@ -12,6 +12,7 @@
  * UUID fields are decoded here from the RFC, independently of the module.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
@@ -771,6 +772,105 @@ TEST_F(uu, strict_and_fence_do_not_apply)
 	EXPECT_GT(0, memcmp(prev, u, UU));
 	EXPECT_EQ(2, uu_stat("issued"));
 	close(sfd);
+}
+
+/* ------------------------------------------------------------------ */
+/* The CLI (/usr/bin/snowflake, $SNOWFLAKE_CLI)                        */
+/* ------------------------------------------------------------------ */
+
+static const char *cli_path(void)
+{
+	const char *p = getenv("SNOWFLAKE_CLI");
+
+	return p && *p ? p : "/usr/bin/snowflake";
+}
+
+/* Run "CLI @args" through the shell: its exit code; stdout into @out. */
+static int run_cli(const char *args, char *out, size_t len)
+{
+	char cmd[512];
+	size_t got = 0;
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>/dev/null", cli_path(), args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (got + 1 < len && !feof(f)) {
+		size_t n = fread(out + got, 1, len - 1 - got, f);
+
+		if (!n)
+			break;
+		got += n;
+	}
+	out[got] = '\0';
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The canonical text form into 16 bytes, written from RFC 9562 section 4. */
+static bool parse_text(const char *s, uint8_t *u)
+{
+	int i, o = 0;
+
+	for (i = 0; i < 36; i++) {
+		unsigned int v;
+
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return false;
+			continue;
+		}
+		if (sscanf(s + i, "%2x", &v) != 1 || !isxdigit((unsigned char)s[i + 1]))
+			return false;
+		u[o++] = (uint8_t)v;
+		i++;
+	}
+	return o == 16 && (s[36] == '\n' || s[36] == '\0');
+}
+
+/*
+ * `snowflake uuid -n 1000`: 1000 canonical lines, each a UUIDv7 above the
+ * one before and above one read from the node just before; `snowflake
+ * decode` gives each one's time; usage errors exit 2.
+ */
+TEST_F(uu, cli_uuid_and_decode)
+{
+	static char out[64 * 1024];
+	uint8_t prev[UU], u[UU];
+	char args[128], want[64];
+	uint64_t before, after;
+	const char *line;
+	const char *why;
+	int n = 0;
+
+	ASSERT_EQ(UU, read(self->fd, prev, UU));
+	before = sf_real_ms();
+	ASSERT_EQ(0, run_cli("uuid -n 1000", out, sizeof(out)));
+	after = sf_real_ms();
+	for (line = out; *line; line = strchr(line, '\n') + 1) {
+		ASSERT_TRUE(parse_text(line, u)) TH_LOG("line %d: '%.40s'", n, line);
+		why = uu_check(u, 1, prev, before - NEAR_MS, after);
+		ASSERT_EQ(NULL, why) TH_LOG("line %d: %s", n, why);
+		memcpy(prev, u, UU);
+		n++;
+	}
+	EXPECT_EQ(1000, n);
+	ASSERT_EQ(UU, read(self->fd, u, UU));
+	EXPECT_GT(0, memcmp(prev, u, UU));
+
+	/* decode: the time of the last one. */
+	snprintf(args, sizeof(args), "decode %.36s", line - 37);
+	ASSERT_EQ(0, run_cli(args, out, sizeof(out)));
+	snprintf(want, sizeof(want), "unix_ms=%" PRIu64 "\n", uu_ms(prev));
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("decode said '%s', wanted %s", out, want);
+	EXPECT_EQ(0, strncmp(out, "uuid=", 5));
+
+	EXPECT_EQ(2, run_cli("uuid -n 0", out, sizeof(out)));
+	EXPECT_EQ(2, run_cli("uuid extra", out, sizeof(out)));
+	EXPECT_EQ(2, run_cli("decode 017f22e2-79b0-4cc3-98c4-dc0c0c07398f", out, sizeof(out)));
+	EXPECT_EQ(1, run_cli("uuid --device /nonexistent", out, sizeof(out)));
 }
 
 SF_TEST_MAIN_HOOKS(save_clock, restore_clock)
