@@ -155,7 +155,6 @@ void sf_uuid_fill(u8 *out, const struct sf_uuid_block *b, u32 start, u32 n,
 {
 	u32 i;
 
-	for (i = 0; i < n; i++)
-		sf_uuid_format(out + i * SF_UUID_BYTES, b->ms,
-			       b->first + start + i, rnd[i]);
+	for (i = 0; i < n; i++, out += SF_UUID_BYTES)
+		sf_uuid_format(out, b->ms, b->first + start + i, rnd[i]);
 }

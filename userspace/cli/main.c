@@ -220,17 +220,18 @@ static int cmd_next(const struct sf_cli *cli)
 static int cmd_uuid(const struct sf_cli *cli)
 {
 	static uint8_t uuids[SNOWFLAKE_UUID_MAX_PER_READ][SNOWFLAKE_UUID_SIZE];
+	const char *path = cli->device, *env = getenv(SNOWFLAKE_UUID_PATH_ENV);
 	char buf[SNOWFLAKE_UUID_STR_MAX], what[512];
 	uint64_t left = cli->count;
 	struct snowflake *sf;
 	int ret;
 
-	ret = snowflake_uuid_open(&sf, cli->device, 0);
+	/* --device, else $SNOWFLAKE_UUID_DEVICE, else /dev/uuidv7. */
+	if (!path)
+		path = env && *env ? env : SNOWFLAKE_UUID_DEFAULT_PATH;
+	ret = snowflake_uuid_open(&sf, path, 0);
 	if (ret) {
-		snprintf(what, sizeof(what), "cannot open %s",
-			 cli->device ? cli->device : getenv(SNOWFLAKE_UUID_PATH_ENV) &&
-			 *getenv(SNOWFLAKE_UUID_PATH_ENV) ? getenv(SNOWFLAKE_UUID_PATH_ENV) :
-			 SNOWFLAKE_UUID_DEFAULT_PATH);
+		snprintf(what, sizeof(what), "cannot open %s", path);
 		return dev_err(what, ret);
 	}
 	while (left) {
