@@ -774,6 +774,45 @@ TEST_F(uu, strict_and_fence_do_not_apply)
 	close(sfd);
 }
 
+/*
+ * A floor past what 48 bits of milliseconds hold (a layout wide enough to
+ * take it): /dev/uuidv7 refuses with EOVERFLOW, and poll says so at once
+ * (POLLERR with POLLIN: a read does not block); /dev/snowflake goes on.
+ */
+TEST_F(uu, overflow_past_48_bits)
+{
+	uint64_t floor = 1ULL << 48, id;
+	struct snowflake_config cfg;
+	uint8_t u[UU];
+	int sfd, r;
+
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, sf_reload("epoch_ms=0 timestamp_bits=50 datacenter_bits=0 worker_bits=0"));
+	self->fd = uu_open(O_RDONLY);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(UU, read(self->fd, u, UU));
+	/* A minute below: still served, from there. */
+	ASSERT_EQ(0, sf_sysfs_write_u64("floor_ms", floor - 60000));
+	ASSERT_EQ(UU, read(self->fd, u, UU));
+	EXPECT_LE(floor - 60000, uu_ms(u));
+	EXPECT_GT(floor - 60000 + NEAR_MS, uu_ms(u));
+	ASSERT_EQ(0, sf_sysfs_write_u64("floor_ms", floor));
+	EXPECT_ERRNO(EOVERFLOW, read(self->fd, u, UU));
+	ASSERT_EQ(0, sf_set_nonblock(self->fd, true));
+	EXPECT_ERRNO(EOVERFLOW, read(self->fd, u, UU));
+	r = sf_poll_in(self->fd, 0);
+	EXPECT_EQ(POLLIN | POLLERR, r & (POLLIN | POLLERR)) TH_LOG("poll: %#x", r);
+	EXPECT_EQ(2, uu_stat("issued"));
+
+	sfd = sf_open(O_RDONLY);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, sf_get_config(sfd, &cfg));
+	ASSERT_EQ(0, sf_read1(sfd, &id));
+	EXPECT_LE(floor, sf_decode(&cfg, id).ms);
+	close(sfd);
+}
+
 /* ------------------------------------------------------------------ */
 /* The CLI (/usr/bin/snowflake, $SNOWFLAKE_CLI)                        */
 /* ------------------------------------------------------------------ */
