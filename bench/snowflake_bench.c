@@ -15,9 +15,11 @@
  *   P3  1, 2, 4, 8 reader processes: aggregate IDs/s, p50/p99 per call
  *   P4  peers: a pthread-mutex Twitter generator, getrandom(8 bytes),
  *       /proc/sys/kernel/random/uuid
+ *   P6  /dev/uuidv7: one UUID per read and 4096 per read, CPU per byte
+ *       against /dev/snowflake's 4096-ID reads, getrandom(16 bytes)
  *
  * Options: -d DEVICE (default /dev/snowflake), -s SECONDS per throughput
- * point (default 1.0), -r ROUNDS (default 3): P1-P4 are run ROUNDS times,
+ * point (default 1.0), -r ROUNDS (default 3): P1-P4 and P6 are run ROUNDS times,
  * one after the other, each round starting with "BENCH round i=N"; the
  * report takes the median of the rounds.
  */
@@ -25,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +44,7 @@
 #define CAP_IDS_PER_S 4096000.0	/* 12 sequence bits, 1 ms ticks */
 
 static const char *device = "/dev/snowflake";
+static const char *uuid_device = "/dev/uuidv7";
 static double point_s = 1.0;
 static int rounds = 3;
 
@@ -474,6 +478,82 @@ static void bench_p4(void)
 		printf("#\n");
 }
 
+/*
+ * P6: /dev/uuidv7.  Wall-clock ns per UUID for one UUID per read and for
+ * reads of 4096; thread CPU ns per byte delivered for those batch reads and
+ * for reads of 4096 IDs of /dev/snowflake (CPU time: a snowflake read that
+ * sleeps for the next tick costs nothing, so the cap does not count); and
+ * getrandom() of 16 bytes.  (/proc/sys/kernel/random/uuid is in P4.)
+ */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads of @size bytes (whole records of @rec bytes) for point_s. */
+static void bench_p6_reads(const char *name, int fd, size_t size, size_t rec)
+{
+	static uint8_t buf[MAX_BATCH * 16], last[16];
+	uint64_t t0 = now_ns(), c0 = cpu_ns(), t, n = 0, bytes = 0;
+	uint64_t end = t0 + (uint64_t)(point_s * 1e9);
+	bool have_last = false;
+
+	do {
+		ssize_t r = read(fd, buf, size);
+
+		if (r < (ssize_t)rec || r % (ssize_t)rec)
+			die("read");
+		/* Strictly increasing as bytes (UUIDs) or as integers (IDs). */
+		if (have_last && (rec == 16 ? memcmp(last, buf, 16) >= 0 :
+				  *(uint64_t *)(void *)last >= *(uint64_t *)(void *)buf)) {
+			errno = EPROTO;
+			die("not increasing");
+		}
+		memcpy(last, buf + r - rec, rec);
+		have_last = true;
+		n += (uint64_t)r / rec;
+		bytes += (uint64_t)r;
+		t = now_ns();
+	} while (t < end);
+	printf("BENCH p6 %s records=%llu bytes=%llu ns_per_record=%.1f cpu_ns_per_byte=%.3f records_per_s=%.0f\n",
+	       name, (unsigned long long)n, (unsigned long long)bytes,
+	       (double)(t - t0) / (double)n, (double)(cpu_ns() - c0) / (double)bytes,
+	       (double)n * 1e9 / (double)(t - t0));
+}
+
+static void bench_p6(void)
+{
+	int ufd = open_or_die(uuid_device), sfd = open_or_die(device);
+	uint64_t t0, t, n = 0, sink = 0;
+	uint8_t r16[16];
+
+	bench_p6_reads("uuid_single", ufd, 16, 16);
+	bench_p6_reads("uuid_batch4096", ufd, (size_t)MAX_BATCH * 16, 16);
+	bench_p6_reads("snowflake_batch4096", sfd, (size_t)MAX_BATCH * 8, 8);
+	t0 = now_ns();
+	do {
+		int i;
+
+		for (i = 0; i < 256; i++) {
+			if (getrandom(r16, sizeof(r16), 0) != (ssize_t)sizeof(r16))
+				die("getrandom");
+			sink ^= r16[0];
+		}
+		n += 256;
+		t = now_ns();
+	} while (t < t0 + (uint64_t)(point_s * 1e9));
+	printf("BENCH p6 getrandom16 records=%llu ns_per_record=%.1f records_per_s=%.0f\n",
+	       (unsigned long long)n, (double)(t - t0) / (double)n,
+	       (double)n * 1e9 / (double)(t - t0));
+	close(ufd);
+	close(sfd);
+	if (sink == 4242)
+		printf("#\n");
+}
+
 int main(int argc, char **argv)
 {
 	struct utsname u;
@@ -509,6 +589,7 @@ int main(int argc, char **argv)
 		bench_p2();
 		bench_p3();
 		bench_p4();
+		bench_p6();
 	}
 	printf("BENCH done\n");
 	return 0;

@@ -37,6 +37,7 @@
 
 #include "snowflake_compat.h"
 #include "snowflake_core.h"
+#include "snowflake_dev.h"
 
 /* IDs formatted on the stack per copy_to_iter() call (512 bytes). */
 #define SF_CHUNK		64
@@ -1088,6 +1089,48 @@ static const struct attribute_group *sf_groups[] = {
 	NULL,
 };
 
+/* ---- Shared with /dev/uuidv7 (snowflake_uuid.c), see snowflake_dev.h ---- */
+
+/**
+ * sf_gen_lock() - the generator's spinlock
+ *
+ * Return: the lock that serialises the generator and /dev/uuidv7's state.
+ */
+spinlock_t *sf_gen_lock(void)
+{
+	return &sf_dev.lock;
+}
+
+/**
+ * sf_gen_lock_clock() - take the generator's lock and read its clock
+ *
+ * The clock as /dev/snowflake uses it: the raw clock, read before the lock
+ * (sf_lock_now(): never under it, and not more than two jiffies old once
+ * the lock is held), plus the forward-only offset (catch-up, floor jumps),
+ * never below the floor.  Release with sf_gen_unlock().
+ *
+ * Return: Unix ms.
+ */
+u64 sf_gen_lock_clock(void)
+	__acquires(&sf_dev.lock)
+{
+	const struct sf_core *c = &sf_dev.core;
+	u64 clock = sf_lock_now(&sf_dev) + c->offset_ms;
+
+	return max(clock, c->floor_ms);
+}
+
+/**
+ * sf_gen_unlock() - release what sf_gen_lock_clock() took
+ */
+void sf_gen_unlock(void)
+	__releases(&sf_dev.lock)
+{
+	spin_unlock(&sf_dev.lock);
+}
+
+/* ---- End of what is shared with /dev/uuidv7 ---- */
+
 /* Build the generator from the module parameters; says which one is wrong. */
 static int __init sf_setup(struct snowflake_dev *sf)
 {
@@ -1200,6 +1243,11 @@ static int __init snowflake_init(void)
 		goto err_vmfork;
 	}
 
+	/* /dev/uuidv7: the same lock and clock (snowflake_uuid.c). */
+	ret = sf_uuid_register();
+	if (ret)
+		goto err_deregister;
+
 	if (sf->catchup_ms)
 		queue_delayed_work(system_power_efficient_wq,
 				   &sf->catchup_work, HZ);
@@ -1211,6 +1259,8 @@ static int __init snowflake_init(void)
 		sf->core.refusing ? ", strict: reads refused until a worker id is set" : "");
 	return 0;
 
+err_deregister:
+	misc_deregister(&sf->misc);
 err_vmfork:
 	unregister_random_vmfork_notifier(&sf->vmfork_nb);
 	cancel_work_sync(&sf->vmfork_work);
@@ -1222,6 +1272,7 @@ static void __exit snowflake_exit(void)
 	struct snowflake_dev *sf = &sf_dev;
 
 	cancel_delayed_work_sync(&sf->catchup_work);
+	sf_uuid_deregister();
 	misc_deregister(&sf->misc);
 	unregister_random_vmfork_notifier(&sf->vmfork_nb);
 	cancel_work_sync(&sf->vmfork_work);

@@ -56,6 +56,26 @@ for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/snowflake/||p' "$abi")
 	fi
 done
 
+# /dev/uuidv7 (driver/snowflake_uuid.c): its statistics files, both ways.
+uuid_drv=driver/snowflake_uuid.c
+uuid_files=$(sed -n 's/^static DEVICE_ATTR_RO(\([a-z_]*\));/\1/p' "$uuid_drv")
+for name in $uuid_files; do
+	if grep -q "^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/$name\$" "$abi"; then
+		ok "sysfs uuidv7/statistics/$name in ABI"
+	else
+		bad "sysfs uuidv7/statistics/$name not in $abi"
+	fi
+	if grep -q "\`$name\`" "$readme"; then ok "sysfs uuidv7 $name in README"; else bad "sysfs uuidv7 $name not in $readme"; fi
+done
+for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/||p' "$abi"); do
+	if grep -qx "$path" <<<"$uuid_files"; then
+		ok "ABI entry uuidv7/statistics/$path exists"
+	else
+		bad "ABI entry uuidv7/statistics/$path has no attribute in $uuid_drv"
+	fi
+done
+[ -n "$uuid_files" ] || bad "could not read the /dev/uuidv7 files from $uuid_drv"
+
 [ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
 	bad "could not read the names from the sources"
 

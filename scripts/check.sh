@@ -112,10 +112,12 @@ lane_figures() {
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
 			/^==== restart [^ ]+ ====/ { k = $3 }
 			function say(lane, what) { printf "  %-14s %-28s %s\n", lane, k ? k : "host", what }
-			/^fuzz (core|ioctl): [0-9]+ execs/ { say("libfuzzer", $0) }
+			/^fuzz (core|ioctl|uuid): [0-9]+ execs/ { say("libfuzzer", $0) }
 			/^# fuzz: [0-9]+ calls \(/ { sub(/^# /, ""); say("guest fuzz", $0) }
 			/torture_8x1M_clock_steps:[0-9]+ IDs in/ { sub(/.*torture_8x1M_clock_steps:/, ""); sub(/: unique.*/, ""); say("torture", $0) }
 			/torture_8x1M_clock_steps:[0-9]+ wall clock steps/ { sub(/.*torture_8x1M_clock_steps:/, ""); say("torture", $0) }
+			/uuid_test\.c:[0-9]+:eight_processes_4M:[0-9]+ reads, / { sub(/.*eight_processes_4M:/, ""); say("uuidv7", $0) }
+			/uuid_test\.c:[0-9]+:wall_clock_steps:[0-9]+ (wall clock steps|reads, )/ { sub(/.*wall_clock_steps:/, ""); say("uuidv7 steps", $0) }
 			/^# load\/unload: / { sub(/^# /, ""); say("load/unload", $0) }
 			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }

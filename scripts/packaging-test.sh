@@ -8,8 +8,8 @@
 #     and snowflake-agent.service);
 #   - the udev rule run by udevadm test in a private mount namespace (a
 #     fake node on a tmpfs /dev, our rules only), on a misc device of this
-#     host standing in for snowflake: the node gets mode 0440, group
-#     snowflake; a broken copy of the rule must be reported (the check can
+#     host standing in for snowflake (and then for uuidv7): the node gets
+#     mode 0440, group snowflake; a broken copy of the rule must be reported (the check can
 #     fail);
 #   - systemd-sysusers --root creates the group;
 #   - every example "options" line of the modprobe.d file parses
@@ -146,6 +146,17 @@ elif res=$(udev_check "$rules") && [ "$res" = "440 snowflake" ]; then
 	ok "udev rule: udevadm test gives the node mode 0440, group snowflake"
 else
 	notok "udev rule: udevadm test gave '${res:-nothing}', want '440 snowflake'"
+	indent <"$OUT/udev/test.log" 2>/dev/null || true
+fi
+# The rule of /dev/uuidv7: the same stand-in node under that name.
+sed 's/KERNEL=="snowflake"/KERNEL=="snowflake-unused"/; s/KERNEL=="uuidv7"/KERNEL=="snowflake"/' \
+	"$rules" >"$OUT/uuidv7.rules"
+if ! command -v unshare >/dev/null || ! unshare -m true 2>/dev/null; then
+	notok "udev rule of uuidv7: cannot make a private mount namespace here (unshare -m)"
+elif res=$(udev_check "$OUT/uuidv7.rules") && [ "$res" = "440 snowflake" ]; then
+	ok "udev rule: udevadm test gives /dev/uuidv7 mode 0440, group snowflake"
+else
+	notok "udev rule of uuidv7: udevadm test gave '${res:-nothing}', want '440 snowflake'"
 	indent <"$OUT/udev/test.log" 2>/dev/null || true
 fi
 # The same check on a broken rule must fail.

@@ -180,6 +180,108 @@ else
 	done
 fi
 
+# /dev/uuidv7: a stream made by the module's own UUIDv7 code
+# (driver/uuid_core.c, built natively) read by the README's Python and PHP
+# examples; then an independent implementation, Python's uuid module, must
+# see version 7 and the RFC variant in every UUID, and the time in its top
+# 48 bits must be what the CLI's `snowflake decode` prints.
+cat >"$work/record_uuid.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <snowflake.h>
+#include "uuid_core.h"
+
+int main(int argc, char **argv)
+{
+	struct sf_uuid_core u;
+	struct sf_uuid_block b;
+	char text[SNOWFLAKE_UUID_STR_MAX];
+	unsigned char out[16];
+	struct timespec now;
+	FILE *bin, *txt;
+	uint64_t ms;
+	int i;
+
+	if (argc != 3 || !(bin = fopen(argv[1], "wb")) || !(txt = fopen(argv[2], "w")))
+		return 2;
+	clock_gettime(CLOCK_REALTIME, &now);
+	srandom((unsigned int)now.tv_nsec);
+	ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	sf_uuid_core_init(&u, SF_UUID_COUNTER_BITS);
+	for (i = 0; i < 100; i++) {
+		uint64_t seed = (uint64_t)random() << 31 ^ (uint64_t)random();
+
+		if (i % 40 == 39)
+			ms++;
+		if (sf_uuid_core_reserve(&u, ms, 1, seed, &b) != 1)
+			return 1;
+		sf_uuid_format(out, b.ms, b.first, (uint32_t)random());
+		if (snowflake_uuid_format(out, text, sizeof(text)) != 36)
+			return 1;
+		fwrite(out, 16, 1, bin);
+		fprintf(txt, "%s\n", text);
+	}
+	return fclose(bin) || fclose(txt);
+}
+EOF
+if cc "${CFLAGS[@]}" -I"$ROOT/driver" -o "$work/record_uuid" "$work/record_uuid.c" \
+	"$ROOT/driver/uuid_core.c" "$lib_out/libsnowflake.a" &&
+	"$work/record_uuid" "$work/uuids.bin" "$work/uuids.txt"; then
+	ok "recorded 100 UUIDv7s with driver/uuid_core.c"
+	head -n 64 "$work/uuids.txt" >"$work/uwant64"
+	head -n 1 "$work/uuids.txt" >"$work/uwant1"
+	heading="## Reading UUIDv7s"
+	src=$(block "$heading" python)
+	if [ -z "$src" ] || [ -z "$py" ]; then
+		bad "README: no \`\`\`python block in $heading (or no python3)"
+	else
+		printf '%s\n%s\n' "$(sed "s|/dev/uuidv7|$work/uuids.bin|g" <<<"$src")" \
+			'print("\n".join(str(u) for u in uuids))' >"$work/uexample.py"
+		check "UUIDv7 Python example, regular file" "$work/uwant64" "$py" "$work/uexample.py"
+	fi
+	src=$(block "$heading" php)
+	if [ -z "$src" ]; then
+		bad "README: no \`\`\`php block in $heading"
+	elif [ -z "$php" ]; then
+		skip "UUIDv7 PHP example: php is not installed"
+	else
+		printf '%s\n%s\n' "$(sed "s|/dev/uuidv7|$work/uuids.bin|g" <<<"$src")" \
+			'echo $uuid, "\n";' >"$work/uexample.php"
+		check "UUIDv7 PHP example, regular file" "$work/uwant1" "$php" "$work/uexample.php"
+	fi
+	# Python's uuid module against the CLI's decode, UUID by UUID.
+	if make -s -C "$ROOT/userspace" OUT="$lib_out" "$lib_out/snowflake" >"$work/make.log" 2>&1 &&
+		xargs "$lib_out/snowflake" decode <"$work/uuids.txt" >"$work/udecode.txt"; then
+		cat >"$work/ucheck.py" <<'EOF'
+import sys, uuid
+data = open(sys.argv[1], "rb").read()
+lines = open(sys.argv[2]).read().split("\n")
+n = 0
+for i in range(0, len(data), 16):
+    u = uuid.UUID(bytes=data[i:i + 16])
+    fields = dict(f.split("=", 1) for f in lines[i // 16].split())
+    assert u.version == 7, (u, u.version)
+    assert u.variant == uuid.RFC_4122, (u, u.variant)
+    assert fields["uuid"] == str(u), (fields, u)
+    assert int(fields["unix_ms"]) == u.int >> 80, (fields, u.int >> 80)
+    n += 1
+print(n)
+EOF
+		if [ "$("$py" "$work/ucheck.py" "$work/uuids.bin" "$work/udecode.txt" 2>"$work/stderr")" = 100 ]; then
+			ok "Python's uuid: 100 UUIDs of version 7, RFC variant, time = snowflake decode's unix_ms"
+		else
+			bad "Python's uuid disagrees with the UUIDs or with snowflake decode"
+			sed 's/^/    | /' "$work/stderr"
+		fi
+	else
+		bad "snowflake decode of the recorded UUIDv7s"
+		sed 's/^/    | /' "$work/make.log"
+	fi
+else
+	bad "recording UUIDv7s with driver/uuid_core.c"
+fi
+
 # The C fragment of "The library": compiles inside a function with an open handle.
 src=$(block "## The library" c)
 if [ -z "$src" ]; then

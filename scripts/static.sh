@@ -25,7 +25,7 @@ run() {
 	fi
 }
 
-srcs=(userspace/lib/*.c userspace/cli/*.c userspace/floord/*.c userspace/agent/*.c bench/*.c driver/snowflake_core.c)
+srcs=(userspace/lib/*.c userspace/cli/*.c userspace/floord/*.c userspace/agent/*.c bench/*.c driver/snowflake_core.c driver/uuid_core.c)
 incs=(-I userspace/include -I userspace/lib -I uapi -I driver)
 
 # variableScope: kernel style declares variables at the top of a block.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Fault injection: when any slab allocation made while loading the module
- * fails, the load fails cleanly (no /dev/snowflake, no sysfs directory of
- * the device or of the module, not in /proc/modules) and the next load
+ * fails, the load fails cleanly (no /dev/snowflake nor /dev/uuidv7, no sysfs
+ * directory of the devices or of the module, not in /proc/modules) and the next load
  * works; kmemleak (debug kernel) then finds nothing of ours.
  *
  * failslab with the per-task fail-nth of the loading thread: the Nth slab
@@ -27,6 +27,10 @@
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
 #include "snowflake_util.h"
+
+/* /dev/uuidv7, from the same module (driver/snowflake_uuid.c). */
+#define UU_DEV		"/dev/" SNOWFLAKE_UUID_DEVICE_NAME
+#define UU_SYSFS	"/sys/class/misc/" SNOWFLAKE_UUID_DEVICE_NAME
 
 #define FAILSLAB	"/sys/kernel/debug/failslab"
 #define FAIL_NTH	"/proc/thread-self/fail-nth"
@@ -236,6 +240,9 @@ TEST_F_TIMEOUT(load, failslab_every_allocation, 1800)
 			EXPECT_FALSE(sf_path_exists(SF_DEV)) TH_LOG("allocation %u", n);
 			EXPECT_FALSE(sf_path_exists(SF_SYSFS)) TH_LOG("allocation %u", n);
 			EXPECT_FALSE(sf_path_exists(SF_MODSYSFS)) TH_LOG("allocation %u", n);
+			/* Nor of /dev/uuidv7, registered after /dev/snowflake. */
+			EXPECT_FALSE(sf_path_exists(UU_DEV)) TH_LOG("allocation %u", n);
+			EXPECT_FALSE(sf_path_exists(UU_SYSFS)) TH_LOG("allocation %u", n);
 			EXPECT_FALSE(in_proc_modules()) TH_LOG("allocation %u", n);
 			/* Out of memory is the one honest answer. */
 			EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %u: load failed with %s",
@@ -249,11 +256,14 @@ TEST_F_TIMEOUT(load, failslab_every_allocation, 1800)
 		}
 		/* Loaded: it must work and unload. */
 		EXPECT_TRUE(sf_path_exists(SF_DEV)) TH_LOG("allocation %u", n);
+		EXPECT_TRUE(sf_path_exists(UU_DEV)) TH_LOG("allocation %u", n);
 		ret = works();
 		EXPECT_EQ(0, ret) TH_LOG("allocation %u: %s", n, strerror(-ret));
 		ASSERT_EQ(0, sf_unload()) TH_LOG("allocation %u", n);
 		EXPECT_FALSE(sf_path_exists(SF_DEV)) TH_LOG("allocation %u", n);
 		EXPECT_FALSE(sf_path_exists(SF_SYSFS)) TH_LOG("allocation %u", n);
+		EXPECT_FALSE(sf_path_exists(UU_DEV)) TH_LOG("allocation %u", n);
+		EXPECT_FALSE(sf_path_exists(UU_SYSFS)) TH_LOG("allocation %u", n);
 		if (_metadata->exit_code)
 			break;
 	}

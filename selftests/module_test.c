@@ -49,6 +49,9 @@ static void expect_gone(struct __test_metadata *_metadata)
 	EXPECT_FALSE(sf_path_exists(SF_DEV));
 	EXPECT_FALSE(sf_path_exists(SF_SYSFS));
 	EXPECT_FALSE(sf_path_exists(SF_MODSYSFS));
+	/* /dev/uuidv7 goes with it (driver/snowflake_uuid.c). */
+	EXPECT_FALSE(sf_path_exists("/dev/" SNOWFLAKE_UUID_DEVICE_NAME));
+	EXPECT_FALSE(sf_path_exists("/sys/class/misc/" SNOWFLAKE_UUID_DEVICE_NAME));
 }
 
 /* MODULE_VERSION comes from the top-level VERSION file (Kbuild). */

@@ -2,8 +2,8 @@
 /*
  * The README's shell examples, as written there, in the guest: the README is
  * copied into the initramfs by scripts/vmtest.sh ($SNOWFLAKE_README
- * overrides the path); the first ```sh block of "## Reading IDs" and the
- * first one of "## The command line" are run line by line with sh -c
+ * overrides the path); the first ```sh block of "## Reading IDs", of
+ * "## Reading UUIDv7s" and of "## The command line" are run line by line with sh -c
  * (busybox) against the real device, and their output checked.
  *
  * (The Python, PHP and C examples cannot run in the busybox guest:
@@ -169,6 +169,68 @@ TEST_F(readme, cli_example_block)
 	/* The README's config line gives worker 3 in datacenter 1. */
 	EXPECT_EQ(3, sf_sysfs_u64("worker_id"));
 	EXPECT_EQ(1, sf_sysfs_u64("datacenter_id"));
+}
+
+/* The bytes of a UUID from hex digits in @s, skipping '-' and blanks. */
+static int hex_uuid(const char *s, uint8_t *u)
+{
+	int n = 0, hi = -1;
+
+	for (; *s && n < 16; s++) {
+		int v;
+
+		if (*s == '-' || *s == ' ' || *s == '\t' || *s == '\n')
+			continue;
+		if (*s >= '0' && *s <= '9')
+			v = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			v = *s - 'a' + 10;
+		else
+			return -1;
+		if (hi < 0) {
+			hi = v;
+		} else {
+			u[n++] = (uint8_t)(hi << 4 | v);
+			hi = -1;
+		}
+	}
+	return n;
+}
+
+/*
+ * "## Reading UUIDv7s": the CLI line prints one canonical UUIDv7, the od
+ * line 16 bytes of one; both are version 7 with the RFC variant, from now,
+ * the second above the first; two UUIDs were issued in all.
+ */
+TEST_F(readme, reading_uuids_shell_example)
+{
+	char lines[MAX_LINES][512], out[256];
+	uint8_t u[2][16];
+	uint64_t t0, t1, ms;
+	int n, i, j;
+
+	n = sh_block("## Reading UUIDv7s", lines, MAX_LINES);
+	ASSERT_EQ(2, n) TH_LOG("want two commands in the ```sh block of ## Reading UUIDv7s");
+	ASSERT_STREQ("snowflake uuid", lines[0]);
+	ASSERT_NE(NULL, strstr(lines[1], "/dev/uuidv7")) TH_LOG("'%s'", lines[1]);
+	for (i = 0; i < 2; i++) {
+		TH_LOG("running: %s", lines[i]);
+		t0 = sf_real_ms();
+		ASSERT_EQ(0, run_sh(lines[i], out, sizeof(out))) TH_LOG("'%s'", lines[i]);
+		t1 = sf_real_ms();
+		ASSERT_EQ(16, hex_uuid(out, u[i])) TH_LOG("output '%s'", out);
+		if (i == 0)
+			EXPECT_EQ(37, strlen(out)) TH_LOG("output '%s'", out);
+		EXPECT_EQ(7, u[i][6] >> 4) TH_LOG("output '%s'", out);
+		EXPECT_EQ(2, u[i][8] >> 6) TH_LOG("output '%s'", out);
+		for (ms = 0, j = 0; j < 6; j++)
+			ms = ms << 8 | u[i][j];
+		EXPECT_LE(t0, ms + SLACK_MS);
+		EXPECT_GE(t1, ms);
+	}
+	EXPECT_GT(0, memcmp(u[0], u[1], 16));
+	ASSERT_EQ(0, sf_read_path("/sys/class/misc/uuidv7/statistics/issued", out, sizeof(out)) < 0);
+	EXPECT_STREQ("2\n", out);
 }
 
 SF_TEST_MAIN()

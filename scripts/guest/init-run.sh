@@ -87,6 +87,21 @@ for f in worker_id datacenter_id floor_ms random_sequence epoch_ms time_unit_ms 
 	fi
 done
 
+say "3 UUIDv7s from one read of 48 bytes of /dev/uuidv7, and their time"
+if [ -r /dev/uuidv7 ]; then
+	dd if=/dev/uuidv7 bs=48 count=1 2>/dev/null | od -An -v -tx1 -w16 | tr -d ' ' |
+		while read -r h; do
+			ms=$((0x$(echo "$h" | cut -c1-12)))
+			printf '    %s-%s-%s-%s-%s  %s.%03d UTC\n' "$(echo "$h" | cut -c1-8)" \
+				"$(echo "$h" | cut -c9-12)" "$(echo "$h" | cut -c13-16)" \
+				"$(echo "$h" | cut -c17-20)" "$(echo "$h" | cut -c21-32)" \
+				"$(date -u -d @$((ms / 1000)) '+%Y-%m-%d %H:%M:%S')" $((ms % 1000))
+		done
+	printf '    %-20s %s\n' issued "$(cat /sys/class/misc/uuidv7/statistics/issued)"
+else
+	echo "    /dev/uuidv7 is missing"
+fi
+
 say "Kernel log since loading"
 dmesg -c | sed 's/^/    /'
 

@@ -249,4 +249,16 @@ struct snowflake_fence {
 #define SNOWFLAKE_IOC_SET_FENCE		_IOW(SNOWFLAKE_IOC_MAGIC, 0x06, struct snowflake_fence)
 #define SNOWFLAKE_IOC_GET_FENCE		_IOR(SNOWFLAKE_IOC_MAGIC, 0x07, struct snowflake_fence)
 
+/*
+ * /dev/uuidv7, from the same module and clock: every read(2) returns whole
+ * 16-byte RFC 9562 UUIDv7s in binary form (big-endian), strictly increasing
+ * as bytes (memcmp) across the host.  Bits: 48 unix_ts_ms, version 7, a
+ * 42-bit counter (rand_a and the top 30 bits of rand_b) seeded at random
+ * below 2^41 each millisecond, variant 0b10, 32 fresh random bits.
+ */
+#define SNOWFLAKE_UUID_DEVICE_NAME	"uuidv7"
+#define SNOWFLAKE_UUID_SIZE		16
+/* One read(2) of /dev/uuidv7 returns at most this many UUIDs (64 KiB). */
+#define SNOWFLAKE_UUID_MAX_PER_READ	4096
+
 #endif /* _UAPI_LINUX_SNOWFLAKE_H */

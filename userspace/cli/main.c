@@ -33,9 +33,11 @@ static const char usage_main[] =
 "\n"
 "Commands:\n"
 "  next      print new IDs\n"
-"  decode    split IDs into time, datacenter, worker and sequence\n"
+"  decode    split IDs into time, datacenter, worker and sequence; UUIDv7s\n"
+"            into their time\n"
 "  config    show the configuration, or set the ids, random sequence, floor\n"
 "  stats     show the counters and clock (also in Prometheus format)\n"
+"  uuid      print new UUIDv7s from /dev/uuidv7\n"
 "  help [COMMAND]  show the help of a command\n"
 "\n"
 "Options:\n"
@@ -57,6 +59,16 @@ static const char usage_next[] =
 "  --device PATH      the device\n"
 "  -h, --help         show this help\n";
 
+static const char usage_uuid[] =
+"Usage: snowflake uuid [-n N] [--device PATH]\n"
+"\n"
+"Print N new UUIDv7s (default 1) from /dev/uuidv7, in increasing order, one\n"
+"per line, in the canonical form (017f22e2-79b0-7cc3-98c4-dc0c0c07398f).\n"
+"\n"
+"  -n, --count N      how many UUIDs, 1..4294967295 (default 1)\n"
+"  --device PATH      the node (default: $SNOWFLAKE_UUID_DEVICE, else /dev/uuidv7)\n"
+"  -h, --help         show this help\n";
+
 static const char usage_decode[] =
 "Usage: snowflake decode [--json] [--layout-from-device] [--device PATH] ID...\n"
 "       snowflake decode [--json] [--epoch MS] [--unit MS] [--bits T/D/W/S] ID...\n"
@@ -64,7 +76,8 @@ static const char usage_decode[] =
 "Split each ID (decimal or 0x-hex) into its UTC time, datacenter, worker and\n"
 "sequence.  The layout is read from the device, unless --epoch, --unit or\n"
 "--bits is given: then the default layout with those values changed is used,\n"
-"and the device is not opened.\n"
+"and the device is not opened.  A UUIDv7 in the canonical form is decoded\n"
+"into its time (no layout, no device).\n"
 "\n"
 "  --json                 one JSON object per line (the ID as a string)\n"
 "  --layout-from-device   read the layout from the device, fail without one\n"
@@ -123,6 +136,8 @@ static const char *usage_of(enum sf_cmd cmd)
 		return usage_config;
 	case SF_CMD_STATS:
 		return usage_stats;
+	case SF_CMD_UUID:
+		return usage_uuid;
 	default:
 		return usage_main;
 	}
@@ -252,6 +267,64 @@ static int decode_layout(const struct sf_cli *cli, struct snowflake_config *layo
 	return 0;
 }
 
+static int cmd_uuid(const struct sf_cli *cli)
+{
+	static uint8_t uuids[SNOWFLAKE_UUID_MAX_PER_READ][SNOWFLAKE_UUID_SIZE];
+	const char *path = cli->device, *env = secure_getenv(SNOWFLAKE_UUID_PATH_ENV);
+	char buf[SNOWFLAKE_UUID_STR_MAX], what[512];
+	uint64_t left = cli->count;
+	struct snowflake *sf;
+	int ret;
+
+	/* --device, else $SNOWFLAKE_UUID_DEVICE, else /dev/uuidv7. */
+	if (!path)
+		path = env && *env ? env : SNOWFLAKE_UUID_DEFAULT_PATH;
+	ret = snowflake_uuid_open(&sf, path, 0);
+	if (ret) {
+		snprintf(what, sizeof(what), "cannot open %s", path);
+		return dev_err(what, ret);
+	}
+	while (left) {
+		size_t want = left < SNOWFLAKE_UUID_MAX_PER_READ ? (size_t)left :
+			      SNOWFLAKE_UUID_MAX_PER_READ;
+		long n = snowflake_uuid_next_n(sf, uuids, want);
+		long i;
+
+		if (n < 0) {
+			fflush(stdout);
+			snowflake_close(sf);
+			return dev_err("uuid: reading UUIDs", (int)n);
+		}
+		for (i = 0; i < n; i++) {
+			snowflake_uuid_format(uuids[i], buf, sizeof(buf));
+			printf("%s\n", buf);
+		}
+		left -= (uint64_t)n;
+	}
+	snowflake_close(sf);
+	return finish_output();
+}
+
+/* One UUIDv7 argument of decode: its time. */
+static void decode_uuid(const struct sf_cli *cli, const uint8_t *u)
+{
+	char text[SNOWFLAKE_UUID_STR_MAX], when[40];
+	uint64_t ms = 0;
+	bool has_time;
+
+	snowflake_uuid_format(u, text, sizeof(text));
+	snowflake_uuid_time(u, &ms);
+	has_time = sf_format_time(ms, when, sizeof(when)) > 0;
+	if (cli->json)
+		printf("{\"uuid\":\"%s\",\"version\":7,\"time\":%s%s%s,\"unix_ms\":%llu}\n",
+		       text, has_time ? "\"" : "", has_time ? when : "null",
+		       has_time ? "\"" : "", (unsigned long long)ms);
+	else
+		printf("uuid=%s version=7 time=%s unix_ms=%llu\n", text,
+		       has_time ? when : "-", (unsigned long long)ms);
+}
+
+
 static int cmd_decode(const struct sf_cli *cli)
 {
 	struct snowflake_config layout = cli->layout;
@@ -260,7 +333,7 @@ static int cmd_decode(const struct sf_cli *cli)
 	size_t i;
 	int ret;
 
-	if (cli->from_device) {
+	if (cli->from_device && cli->nsnowflakes) {
 		ret = decode_layout(cli, &layout, &fallback);
 		if (ret)
 			return ret;
@@ -268,6 +341,8 @@ static int cmd_decode(const struct sf_cli *cli)
 		for (i = 0; i < cli->nids; i++) {
 			struct snowflake_parts p;
 
+			if (cli->is_uuid[i])
+				continue;
 			if (snowflake_decode(&layout, cli->ids[i], &p)) {
 				msg("decode: %llu (0x%llx) has bits set above the %s %u/%u/%u/%u layout",
 				    (unsigned long long)cli->ids[i],
@@ -284,6 +359,10 @@ static int cmd_decode(const struct sf_cli *cli)
 		struct snowflake_parts p;
 		bool has_time;
 
+		if (cli->is_uuid[i]) {
+			decode_uuid(cli, cli->uuids[i]);
+			continue;
+		}
 		snowflake_decode(&layout, cli->ids[i], &p);
 		has_time = sf_format_time(p.unix_ms, when, sizeof(when)) > 0;
 		if (cli->json)
@@ -690,6 +769,9 @@ int main(int argc, char **argv)
 		break;
 	case SF_CMD_STATS:
 		ret = cmd_stats(&cli);
+		break;
+	case SF_CMD_UUID:
+		ret = cmd_uuid(&cli);
 		break;
 	default:
 		ret = SF_EXIT_USAGE;

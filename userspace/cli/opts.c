@@ -21,6 +21,7 @@ static const char * const cmd_names[] = {
 	[SF_CMD_DECODE] = "decode",
 	[SF_CMD_CONFIG] = "config",
 	[SF_CMD_STATS] = "stats",
+	[SF_CMD_UUID] = "uuid",
 };
 
 const char *sf_cmd_name(enum sf_cmd cmd)
@@ -139,6 +140,8 @@ const char *sf_cli_device(const struct sf_cli *cli)
 void sf_cli_free(struct sf_cli *cli)
 {
 	free(cli->ids);
+	free(cli->is_uuid);
+	free(cli->uuids);
 	cli->ids = NULL;
 	cli->nids = 0;
 }
@@ -215,6 +218,13 @@ static const struct option config_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static const struct option uuid_opts[] = {
+	{ "count", required_argument, NULL, 'n' },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 static const struct option stats_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
@@ -267,11 +277,24 @@ static int parse_ids(struct sf_cli *cli, int argc, char **argv, int first,
 		return usage_err(err, errlen, "decode: no ID given");
 	cli->nids = (size_t)(argc - first);
 	cli->ids = calloc(cli->nids, sizeof(*cli->ids));
-	if (!cli->ids)
+	cli->is_uuid = calloc(cli->nids, sizeof(*cli->is_uuid));
+	cli->uuids = calloc(cli->nids, sizeof(*cli->uuids));
+	if (!cli->ids || !cli->is_uuid || !cli->uuids)
 		return usage_err(err, errlen, "decode: out of memory");
 	for (i = first; i < argc; i++) {
 		struct snowflake_parts parts;
+		uint64_t ms;
 
+		/* A UUID in the canonical form: only a UUIDv7 has a time. */
+		if (!snowflake_uuid_parse(argv[i], cli->uuids[i - first])) {
+			if (snowflake_uuid_time(cli->uuids[i - first], &ms))
+				return usage_err(err, errlen,
+						 "decode: '%s' is not a UUIDv7 (version 7, RFC 9562 variant)",
+						 argv[i]);
+			cli->is_uuid[i - first] = true;
+			continue;
+		}
+		cli->nsnowflakes++;
 		ret = snowflake_parse(argv[i], &cli->ids[i - first]);
 		if (ret == -ERANGE)
 			return usage_err(err, errlen, "decode: '%s' does not fit 64 bits",
@@ -333,12 +356,14 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 		[SF_CMD_DECODE] = ":h",
 		[SF_CMD_CONFIG] = ":h",
 		[SF_CMD_STATS] = ":h",
+		[SF_CMD_UUID] = ":n:h",
 	};
 	static const struct option * const longopts[] = {
 		[SF_CMD_NEXT] = next_opts,
 		[SF_CMD_DECODE] = decode_opts,
 		[SF_CMD_CONFIG] = config_opts,
 		[SF_CMD_STATS] = stats_opts,
+		[SF_CMD_UUID] = uuid_opts,
 	};
 	const char *name = sf_cmd_name(cli->cmd);
 	bool offline = false;
@@ -360,7 +385,8 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 			cli->device = optarg;
 			break;
 		case 'n':
-			ret = num_opt("next: -n", optarg, 1, SF_CLI_MAX_COUNT, &cli->count,
+			ret = num_opt(cli->cmd == SF_CMD_UUID ? "uuid: -n" : "next: -n",
+				      optarg, 1, SF_CLI_MAX_COUNT, &cli->count,
 				      err, errlen);
 			if (ret)
 				return ret;

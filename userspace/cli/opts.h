@@ -24,6 +24,7 @@ enum sf_cmd {
 	SF_CMD_DECODE,
 	SF_CMD_CONFIG,
 	SF_CMD_STATS,
+	SF_CMD_UUID,		/* /dev/uuidv7 */
 };
 
 /* Largest -n of `snowflake next`. */
@@ -46,6 +47,10 @@ struct sf_cli {
 	struct snowflake_config layout;	/* offline layout (from_device false) */
 	size_t nids;
 	uint64_t *ids;			/* nids IDs, allocated; sf_cli_free() */
+	/* decode: UUIDv7s among the arguments (ids[i] is then 0), allocated */
+	bool *is_uuid;
+	uint8_t (*uuids)[SNOWFLAKE_UUID_SIZE];
+	size_t nsnowflakes;		/* arguments that are Snowflake IDs */
 
 	/* config */
 	bool set_worker, set_datacenter, set_random, set_floor, set_fence;

@@ -113,6 +113,31 @@ int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t w
  */
 int snowflake_get_vm_forks(struct snowflake *sf, uint32_t *vm_forks);
 
+/*
+ * Since LIBSNOWFLAKE_1.2: /dev/uuidv7, RFC 9562 UUIDv7s (16 bytes,
+ * big-endian), strictly increasing across the host; see snowflake(4).
+ *
+ * snowflake_uuid_open() opens @path (NULL: $SNOWFLAKE_UUID_DEVICE, else
+ * /dev/uuidv7) like snowflake_open(); close the handle with
+ * snowflake_close().  snowflake_uuid_next_n() reads @n UUIDs with the same
+ * rules as snowflake_next_n() (short reads, EINTR, -EAGAIN, -ENODATA).
+ */
+#define SNOWFLAKE_UUID_DEFAULT_PATH	"/dev/" SNOWFLAKE_UUID_DEVICE_NAME
+#define SNOWFLAKE_UUID_PATH_ENV		"SNOWFLAKE_UUID_DEVICE"
+/* The canonical text form, 8-4-4-4-12 lowercase hex, with the NUL: 37. */
+#define SNOWFLAKE_UUID_STR_MAX		37
+
+int snowflake_uuid_open(struct snowflake **sf, const char *path, int flags);
+int snowflake_uuid_next(struct snowflake *sf, uint8_t uuid[SNOWFLAKE_UUID_SIZE]);
+long snowflake_uuid_next_n(struct snowflake *sf,
+			   uint8_t (*uuids)[SNOWFLAKE_UUID_SIZE], size_t n);
+/* Format @uuid into @buf (at least SNOWFLAKE_UUID_STR_MAX bytes): 36, or -ENOSPC / -EINVAL. */
+int snowflake_uuid_format(const uint8_t uuid[SNOWFLAKE_UUID_SIZE], char *buf, size_t len);
+/* Parse the canonical form (any case, optionally in double quotes): 0 or -EINVAL. */
+int snowflake_uuid_parse(const char *s, uint8_t uuid[SNOWFLAKE_UUID_SIZE]);
+/* The unix_ts_ms of a UUIDv7: 0, or -EINVAL when not version 7 / RFC variant. */
+int snowflake_uuid_time(const uint8_t uuid[SNOWFLAKE_UUID_SIZE], uint64_t *unix_ms);
+
 /* The default layout: 41/5/5/12, 1 ms, Twitter epoch, ids 0. */
 void snowflake_default_layout(struct snowflake_config *layout);
 /*

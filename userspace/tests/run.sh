@@ -54,5 +54,12 @@ else
 	notok "fence functions not versioned LIBSNOWFLAKE_1.1"
 fi
 
+if nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_uuid_next_n@@LIBSNOWFLAKE_1.2$' &&
+	nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_uuid_format@@LIBSNOWFLAKE_1.2$'; then
+	ok "UUIDv7 functions versioned LIBSNOWFLAKE_1.2"
+else
+	notok "UUIDv7 functions not versioned LIBSNOWFLAKE_1.2"
+fi
+
 echo "userspace: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
