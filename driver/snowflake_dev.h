@@ -11,8 +11,9 @@
 
 /* snowflake_main.c */
 spinlock_t *sf_gen_lock(void);
-u64 sf_gen_lock_clock(void) __acquires(sf_gen_lock());
-void sf_gen_unlock(void) __releases(sf_gen_lock());
+/* Takes the lock (sparse: __acquires), release with sf_gen_unlock(). */
+u64 sf_gen_lock_clock(void);
+void sf_gen_unlock(void);
 
 /* snowflake_uuid.c */
 int sf_uuid_register(void);
