@@ -82,6 +82,16 @@ int snowflake_set_floor(struct snowflake *sf, uint64_t floor_ms);
 int snowflake_set_fence(struct snowflake *sf, int on);
 int snowflake_get_fence(struct snowflake *sf, int *on, uint64_t *fences);
 
+/*
+ * Since LIBSNOWFLAKE_1.2: assign this host's ids (SNOWFLAKE_IOC_SET_IDS with
+ * SNOWFLAKE_IDS_ASSIGN_WORKER), the call that ends strict mode's refusal;
+ * snowflake_set_ids() only changes the ids.  On a module older than the
+ * flag (-EINVAL for it) the call is made again without it, which there
+ * means the same.  Needs CAP_SYS_ADMIN (-EPERM); -EINVAL when the ids do
+ * not fit the layout.
+ */
+int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id);
+
 /* The default layout: 41/5/5/12, 1 ms, Twitter epoch, ids 0. */
 void snowflake_default_layout(struct snowflake_config *layout);
 /*

@@ -171,6 +171,27 @@ SF_EXPORT int snowflake_set_ids(struct snowflake *sf, uint32_t datacenter_id, ui
 	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
 }
 
+SF_EXPORT int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id)
+{
+	struct snowflake_ids ids = {
+		.datacenter_id = datacenter_id,
+		.worker_id = worker_id,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER,
+	};
+	int err = sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+
+	/*
+	 * A module older than the flag refuses it with -EINVAL; there every
+	 * SET_IDS assigns the worker id, so the same call without it means
+	 * the same.  (Ids that do not fit are -EINVAL both times.)
+	 */
+	if (err == -EINVAL) {
+		ids.flags = 0;
+		err = sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+	}
+	return err;
+}
+
 SF_EXPORT int snowflake_get_stats(struct snowflake *sf, struct snowflake_stats *st)
 {
 	return sf_ioctl(sf, SNOWFLAKE_IOC_GET_STATS, st);
