@@ -449,14 +449,14 @@ echo "==== an agent stopped past its TTL (SIGSTOP) ===="
 "$AGENT" "${flags[@]}" --cluster stall --datacenter-ids 0 --worker-ids 0 --state-file '' \
 	2>>"$tmp/agent.97.log" &
 agent_pids[97]=$!
-wait_one 97 "event=claimed" 10 0 || bad "stall: A never claimed"
+wait_one 97 "event=unfenced" 10 0 || bad "stall: A never served its pair"
 "$AGENT" "${flags[@]}" --cluster stall --datacenter-ids 0 --worker-ids 0 --state-file '' \
 	2>>"$tmp/agent.98.log" &
 agent_pids[98]=$!
 wait_one 98 "event=pool_full" 10 0 || bad "stall: B never saw the pool full"
 kill -STOP "${agent_pids[97]}"
 sleep "$(awk "BEGIN { print $TTL * 2.5 / 1000 }")"
-if wait_one 98 "event=claimed" 10 0; then ok "stall: B claimed the pair while A was stopped"; else bad "stall: B never claimed"; fi
+if wait_one 98 "event=unfenced" 15 0; then ok "stall: B claimed and served the pair while A was stopped"; else bad "stall: B never served"; fi
 kill -CONT "${agent_pids[97]}"
 if wait_one 97 "event=fence_latency" 10 0; then ok "stall: A fenced once it ran again"; else bad "stall: A never fenced"; fi
 oA=$(owner_of 97) oB=$(owner_of 98)
@@ -478,9 +478,9 @@ EOF2
 unshare -mn bash -c '
 	ip link set lo up
 	mount --bind "$1/resolv.conf" /etc/resolv.conf
-	python3 -c "import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((\"127.0.0.1\", 53)); time.sleep(30)" &
+	python3 -c "import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((\"127.0.0.1\", 53)); open(\"$1/dns.ready\", \"w\").close(); time.sleep(30)" &
 	dns=$!
-	sleep 0.3
+	for _ in $(seq 100); do [ -e "$1/dns.ready" ] && break; sleep 0.05; done
 	"$2" --config /dev/null --redis-host no-such-host.invalid --redis-timeout-ms 300 --dry-run \
 		--state-file "" --log-level debug 2>"$1/dns.log" &
 	agent=$!

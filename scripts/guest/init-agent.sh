@@ -17,6 +17,19 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
 echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
+# Without strict=1 the device issues IDs with its own ids before any lease:
+# the agent refuses to start (exit 6), and fences the device on its way out.
+insmod /snowflake.ko
+snowflake-agent --config /dev/null --state-file '' --datacenter-ids 1 2>/tmp/agent-nonstrict.log
+rc=$?
+if [ "$rc" = 6 ] && grep -q "event=not_strict" /tmp/agent-nonstrict.log; then
+	ok "a device without strict=1: the agent refuses to start (exit 6)"
+else
+	bad "a device without strict=1: agent exit $rc"
+	cat /tmp/agent-nonstrict.log
+fi
+[ "$(cat /sys/class/misc/snowflake/fenced)" = 1 ] && ok "and left it fenced" || bad "the non-strict device was left unfenced"
+rmmod snowflake
 insmod /snowflake.ko strict=1
 echo "SNOWFLAKE-INSMOD rc=$?"
 

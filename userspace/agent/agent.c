@@ -448,6 +448,7 @@ static void lease_lost(struct agent *a, const char *why)
 {
 	(void)fence_now(a, why);
 	a->held = false;
+	a->serving = false;
 	a->next_acquire = boot_ns();
 	notify("STATUS=fenced: no lease");
 }
@@ -457,6 +458,8 @@ static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t sent)
 	const struct ag_conf *c = a->c;
 
 	a->held = true;
+	a->serving = false;
+	a->settle_until = 0;
 	a->dc = dc;
 	a->w = w;
 	key_of(a, dc, w, a->key, sizeof(a->key));
@@ -493,6 +496,7 @@ static int acquire(struct agent *a)
 	if (a->ever_held) {
 		ret = a->st->readopt(a, a->dc, a->w, &sent);
 		if (ret == TRY_TAKEN) {
+			/* Our own lease all along: nobody else can have used the pair. */
 			lease_taken(a, a->dc, a->w, sent);
 			return ret;
 		}
@@ -506,8 +510,10 @@ static int acquire(struct agent *a)
 	}
 	if (a->have_pref) {
 		ret = a->st->claim(a, a->pref_dc, a->pref_w, &sent);
-		if (ret == TRY_TAKEN)
+		if (ret == TRY_TAKEN) {
 			lease_taken(a, a->pref_dc, a->pref_w, sent);
+			a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
+		}
 		if (ret != TRY_HELD)
 			return ret;
 		logm(AG_INFO, "event=preferred_busy datacenter=%u worker=%u", a->pref_dc, a->pref_w);
@@ -521,8 +527,10 @@ static int acquire(struct agent *a)
 		if (a->have_pref && dc == a->pref_dc && w == a->pref_w)
 			continue;
 		ret = a->st->claim(a, dc, w, &sent);
-		if (ret == TRY_TAKEN)
+		if (ret == TRY_TAKEN) {
 			lease_taken(a, dc, w, sent);
+			a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
+		}
 		if (ret != TRY_HELD)
 			return ret;
 	}
@@ -536,6 +544,7 @@ static int serve(struct agent *a)
 
 	if (ret)
 		return ret;
+	a->serving = true;
 	a->ever_held = true;
 	state_save(a);
 	if (!a->ready_sent) {
@@ -558,7 +567,7 @@ static int renew(struct agent *a)
 	if (ret <= 0)
 		return ret;
 	until = sent + (int64_t)(c->ttl_ms - c->margin_ms) * NS_PER_MS;
-	if (program_pair(a, false, until))
+	if (a->serving && program_pair(a, false, until))
 		return -1;
 	a->sent_ns = sent;
 	a->fence_at = until;
@@ -651,6 +660,20 @@ static int run(struct agent *a)
 			     c->ttl_ms, c->margin_ms);
 			continue;
 		}
+		if (a->held && !a->serving && now >= a->settle_until) {
+			ret = serve(a);
+			if (ret == -ETIME) {
+				lease_lost(a, "reply-too-late");
+				continue;
+			}
+			if (ret) {
+				(void)fence_now(a, "device-failed");
+				a->st->release(a);
+				a->held = false;
+				return AG_EXIT_RUNTIME;
+			}
+			continue;
+		}
 		if (a->held && now >= a->next_renew) {
 			ret = renew(a);
 			if (ret == 0) {
@@ -669,19 +692,12 @@ static int run(struct agent *a)
 		if (!a->held && now >= a->next_acquire) {
 			ret = acquire(a);
 			if (ret == TRY_TAKEN) {
+				/* Served by the settle step above, at once or after settle-ms. */
 				a->full_backoff_ns = 0;
 				a->full_logged = false;
-				ret = serve(a);
-				if (ret == -ETIME) {
-					lease_lost(a, "reply-too-late");
-					continue;
-				}
-				if (ret) {
-					(void)fence_now(a, "device-failed");
-					a->st->release(a);
-					a->held = false;
-					return AG_EXIT_RUNTIME;
-				}
+				if (a->settle_until > boot_ns())
+					logm(AG_INFO, "event=settling datacenter=%u worker=%u settle_ms=%d",
+					     a->dc, a->w, c->settle_ms);
 				continue;
 			}
 			if (ret == TRY_HELD) {
@@ -705,6 +721,8 @@ static int run(struct agent *a)
 		}
 		wake = a->held ? (a->next_renew < a->fence_at ? a->next_renew : a->fence_at)
 			       : a->next_acquire;
+		if (a->held && !a->serving && a->settle_until < wake)
+			wake = a->settle_until;
 		sleep_until(a, wake);
 	}
 

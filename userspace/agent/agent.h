@@ -75,6 +75,8 @@ struct agent {
 	uint64_t pool;			/* number of pairs */
 
 	bool held;			/* a lease is held (valid until fence_at) */
+	bool serving;			/* ... and given to the device */
+	int64_t settle_until;		/* a new claim: not served before this */
 	bool ever_held;
 	uint32_t dc, w;			/* the pair held, or last held by this run */
 	char key[512];			/* its key */

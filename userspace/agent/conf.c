@@ -49,6 +49,8 @@ const char ag_usage[] =
 "  --renew-ms MS             renew every MS (default ttl/3)\n"
 "  --margin-ms MS            fence MS before the lease could expire (default\n"
 "                            ttl/5)\n"
+"  --settle-ms MS            serve a newly claimed pair only after holding it\n"
+"                            this long (default: ttl; 0: at once)\n"
 "  --redis-min-uptime-ms MS  claim only from a Redis that has been up this\n"
 "                            long (default: ttl; 0: off, for a Redis that\n"
 "                            persists every write)\n"
@@ -77,7 +79,7 @@ enum {
 	O_CLUSTER, O_DCS, O_WORKERS, O_TTL, O_RENEW, O_MARGIN, O_DEVICE,
 	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_BACKEND,
 	O_ETCD_EP, O_ETCD_USER, O_ETCD_PW, O_ETCD_CA, O_ETCD_CERT, O_ETCD_KEY,
-	O_ETCD_TIMEOUT, O_HISTORY, O_PRINT,
+	O_ETCD_TIMEOUT, O_HISTORY, O_SETTLE, O_PRINT,
 };
 
 static const struct option opts[] = {
@@ -91,6 +93,7 @@ static const struct option opts[] = {
 	{ "etcd-key", required_argument, NULL, O_ETCD_KEY },
 	{ "etcd-timeout-ms", required_argument, NULL, O_ETCD_TIMEOUT },
 	{ "history", required_argument, NULL, O_HISTORY },
+	{ "settle-ms", required_argument, NULL, O_SETTLE },
 	{ "redis-host", required_argument, NULL, O_HOST },
 	{ "redis-port", required_argument, NULL, O_PORT },
 	{ "redis-password", required_argument, NULL, O_PASSWORD },
@@ -233,6 +236,11 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		if (parse_uint(v, 600000, &n) || n < 10)
 			goto bad;
 		c->etcd_timeout_ms = (unsigned int)n;
+		return 0;
+	case O_SETTLE:
+		if (parse_uint(v, 86400000, &n))
+			goto bad;
+		c->settle_ms = (int)n;
 		return 0;
 	case O_HISTORY:
 		set_str(&c->history, v);
@@ -408,6 +416,7 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	set_str(&c->cluster, "default");
 	c->ttl_ms = 10000;
 	c->min_uptime_ms = -1;
+	c->settle_ms = -1;
 	set_str(&c->state_file, AG_DEFAULT_STATE);
 	c->dry_run_bits[0] = 5;
 	c->dry_run_bits[1] = 5;
@@ -468,6 +477,8 @@ int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 		c->margin_ms = c->ttl_ms / 5;
 	if (c->min_uptime_ms < 0)
 		c->min_uptime_ms = (int)c->ttl_ms;
+	if (c->settle_ms < 0)
+		c->settle_ms = (int)c->ttl_ms;
 	if (c->margin_ms >= c->ttl_ms)
 		return fail(err, errlen, "margin-ms %u must be below ttl-ms %u",
 			    c->margin_ms, c->ttl_ms);
@@ -516,6 +527,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "ttl-ms = %u\n", c->ttl_ms);
 	fprintf(f, "renew-ms = %u\n", c->renew_ms);
 	fprintf(f, "margin-ms = %u\n", c->margin_ms);
+	fprintf(f, "settle-ms = %d\n", c->settle_ms);
 	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
 	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
 	fprintf(f, "state-file = %s\n", c->state_file);

@@ -56,6 +56,7 @@ struct ag_conf {
 	unsigned int ttl_ms;
 	unsigned int renew_ms;		/* 0: ttl / 3 */
 	unsigned int margin_ms;		/* 0: ttl / 5 */
+	int settle_ms;			/* a new claim is served after this; -1: ttl */
 	int min_uptime_ms;		/* claim only from a Redis up this long; -1: ttl */
 
 	char *device;			/* NULL: libsnowflake's default */
