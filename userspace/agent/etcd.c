@@ -225,6 +225,7 @@ static struct json_object *call(struct agent *a, int64_t deadline, const char *p
 {
 	struct json_object *j;
 
+	*code = -1;
 	if (a->c->etcd_user && !E(a)->auth[0] && !authenticate(a, deadline))
 		return NULL;
 	j = post(a, deadline, path, body, code);
@@ -241,17 +242,19 @@ static struct json_object *call(struct agent *a, int64_t deadline, const char *p
 static int e_init(struct agent *a)
 {
 	struct estore *e;
-	char *list, *tok, *save = NULL;
+	char *list = NULL, *tok, *save = NULL;
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		logm(AG_ERR, "curl_global_init failed");
 		return AG_EXIT_RUNTIME;
 	}
 	e = calloc(1, sizeof(*e));
-	list = strdup(a->c->etcd_endpoints);
-	if (!e || !list)
+	if (!e)
 		goto oom;
-	a->store = e;
+	a->store = e;		/* freed by e_fini(), also on an error here */
+	list = strdup(a->c->etcd_endpoints);
+	if (!list)
+		goto oom;
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char **n = realloc(e->eps, sizeof(*n) * (size_t)(e->n_eps + 1));
 		size_t l;

@@ -173,7 +173,7 @@ static bool check_redis(struct agent *a, int64_t deadline)
 	}
 	ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	     r->element[1]->type == REDIS_REPLY_STRING;
-	if (!ok || strcmp(r->element[1]->str, "noeviction")) {
+	if (!ok || strcmp(r->element[1]->str, "noeviction") != 0) {
 		redis_fatal(a, AG_EXIT_UNSAFE_STORE,
 			    "maxmemory-policy is %s, not noeviction: Redis may evict a lease under memory pressure and give its pair to a second host; set maxmemory-policy noeviction",
 			    ok ? r->element[1]->str : "unknown");
