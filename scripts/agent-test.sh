@@ -18,6 +18,8 @@
 #     at sent + TTL - margin, before the next holder's starts
 #   - name resolution is bounded by redis-timeout-ms (a DNS server that
 #     never answers, in a private network and mount namespace)
+#   - etcd (one member): claim past a dead first endpoint, renew, revoke on
+#     SIGTERM, expiry after kill -9, authentication (exit 4 when refused)
 #   - every agent's history, judged by scripts/lease-check.py: no two owners
 #     ever held one pair at once
 #   - Redis stopped (SIGSTOP): every agent fences before its lease could
@@ -50,7 +52,7 @@ finish() {
 	exit
 }
 
-for cmd in redis-server redis-cli python3 unshare ip; do
+for cmd in redis-server redis-cli python3 unshare ip etcd etcdctl; do
 	command -v "$cmd" >/dev/null || { bad "$cmd is missing (scripts/deps.sh)"; finish; }
 done
 
@@ -64,6 +66,7 @@ AGENT=$BUILD/userspace/snowflake-agent
 tmp=$(mktemp -d "$BUILD/agent-test.XXXXXX")
 redis_pid=
 redis2_pid=
+etcd_pid=
 agent_pids=()
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
@@ -71,7 +74,7 @@ cleanup() {
 	for p in "${agent_pids[@]}"; do
 		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null
 	done
-	for p in "$redis_pid" "$redis2_pid"; do
+	for p in "$redis_pid" "$redis2_pid" "$etcd_pid"; do
 		[ -n "$p" ] || continue
 		kill -CONT "$p" 2>/dev/null
 		kill -KILL "$p" 2>/dev/null
@@ -516,6 +519,74 @@ fence_latencies() {
 	done
 	return $rc
 }
+
+echo "==== etcd: one member (the fault-injection proof with three is the lease stage) ===="
+ecport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+epport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+deadport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+etcd --name t0 --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$ecport" \
+	--advertise-client-urls "http://127.0.0.1:$ecport" --listen-peer-urls "http://127.0.0.1:$epport" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$epport" \
+	--initial-cluster "t0=http://127.0.0.1:$epport" >"$tmp/etcd.log" 2>&1 &
+etcd_pid=$!
+ectl() { ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$ecport" "$@"; }
+for _ in $(seq 100); do ectl endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
+check "etcd $(etcd --version | sed -n 's/^etcd Version: //p') started" ectl endpoint health
+eflags=("${flags[@]}" --backend etcd --etcd-timeout-ms 300 --cluster etcd --datacenter-ids 0
+	--worker-ids 0-1 --state-file '' --etcd-endpoints "http://127.0.0.1:$deadport,http://127.0.0.1:$ecport")
+: >"$tmp/agent.80.log"
+"$AGENT" "${eflags[@]}" 2>>"$tmp/agent.80.log" &
+agent_pids[80]=$!
+if wait_one 80 "event=unfenced" 15 0; then
+	ok "etcd: claimed and served, past a dead first endpoint ($(claimed_pair 80))"
+else
+	bad "etcd: never served"
+fi
+p80=$(claimed_pair 80)
+ekey="$PREFIX:etcd:worker:${p80%:*}:${p80#*:}"
+check "etcd: the key $ekey holds the agent's owner" test "$(ectl get --print-value-only "$ekey")" = "$(owner_of 80)"
+check "etcd: the key is bound to a lease" bash -c 'ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$1" get "$2" -w json | grep -q "\"lease\":[1-9]"' _ "$ecport" "$ekey"
+sleep "$(awk "BEGIN { print $TTL * 1.5 / 1000 }")"
+check "etcd: renewed, the key outlives its TTL" test "$(ectl get --print-value-only "$ekey")" = "$(owner_of 80)"
+kill -TERM "${agent_pids[80]}"
+wait "${agent_pids[80]}"
+rc=$?
+agent_pids[80]=
+check "etcd: SIGTERM: exit 0, the lease revoked and the key gone at once ($rc)" \
+	bash -c '[ "$1" = 0 ] && [ -z "$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$2" get --print-value-only "$3")" ]' _ "$rc" "$ecport" "$ekey"
+"$AGENT" "${eflags[@]}" 2>"$tmp/agent.81.log" &
+agent_pids[81]=$!
+wait_one 81 "event=claimed" 10 0 || bad "etcd: agent 81 never claimed"
+p81=$(claimed_pair 81)
+ekey="$PREFIX:etcd:worker:${p81%:*}:${p81#*:}"
+kill -KILL "${agent_pids[81]}"
+wait "${agent_pids[81]}" 2>/dev/null
+agent_pids[81]=
+t_kill=$(ms)
+check "etcd: kill -9: the key stays while the lease lives" test -n "$(ectl get --print-value-only "$ekey")"
+while [ -n "$(ectl get --print-value-only "$ekey")" ] && [ "$(($(ms) - t_kill))" -lt $((TTL * 4)) ]; do sleep 0.1; done
+check "etcd: kill -9: the key is gone once the lease expired ($(($(ms) - t_kill)) ms, TTL $TTL)" \
+	test -z "$(ectl get --print-value-only "$ekey")"
+ectl user add root:r00tpw >/dev/null 2>&1
+ectl auth enable >/dev/null 2>&1
+rc=$(run_bounded 5 "$tmp/eauth.log" "$AGENT" "${eflags[@]}" --etcd-user root --etcd-password wrong)
+check "etcd: a wrong password: exit 4 ($rc: $(grep -o 'event=etcd_auth_failed.*' "$tmp/eauth.log" | head -n1 | head -c 100))" \
+	bash -c '[ "$1" = 4 ] && grep -q "event=etcd_auth_failed" "$2"' _ "$rc" "$tmp/eauth.log"
+rc=$(run_bounded 5 "$tmp/eauth2.log" "$AGENT" "${eflags[@]}")
+check "etcd: no user where authentication is on: exit 4 ($rc: $(grep -o 'event=etcd_auth_failed.*' "$tmp/eauth2.log" | head -n1 | head -c 100))" \
+	bash -c '[ "$1" = 4 ] && grep -q "event=etcd_auth_failed" "$2"' _ "$rc" "$tmp/eauth2.log"
+: >"$tmp/agent.82.log"
+"$AGENT" "${eflags[@]}" --etcd-user root --etcd-password r00tpw 2>>"$tmp/agent.82.log" &
+agent_pids[82]=$!
+if wait_one 82 "event=claimed" 10 0; then ok "etcd: the right password: claimed"; else bad "etcd: the right password: never claimed"; fi
+kill -TERM "${agent_pids[82]}"
+wait "${agent_pids[82]}"
+check "etcd: with authentication: exit 0 on SIGTERM, released" \
+	bash -c '[ "$1" = 0 ] && grep -q "event=released" "$2"' _ $? "$tmp/agent.82.log"
+agent_pids[82]=
+kill -KILL "$etcd_pid"
+wait "$etcd_pid" 2>/dev/null
+etcd_pid=
 
 echo "==== Redis stopped (SIGSTOP) ===="
 mapfile -t off < <(offsets)

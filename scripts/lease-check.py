@@ -23,7 +23,8 @@ An owner issues with pair D:W from `from` to the earlier of `until` and its
 next fence on D:W.  Two different owners' such spans on one pair must never
 overlap.  Figures: intervals checked, faults, and the longest time a live
 (started, not stopped, not ended) agent went without a pair while some pair
-of the pool was free.
+of the pool was free, and the longest time one pair was served by nobody
+while a live agent waited (how long a lost pair takes to be served again).
 
 Prints "lease-check: ..." lines; exits 1 on an overlap or unreadable input.
 """
@@ -119,6 +120,7 @@ def main():
     pid_owner = {s["pid"]: s["owner"] for s in ev["start"]}
     times = [s["at"] for s in ev["start"]] + [iv["until"] for iv in ev["interval"]]
     gap_ns, gap_owner = 0, None
+    vac_ns, vac_pair = 0, None
     if starts and times:
         t0, t1 = min(times), max(times + [e["at"] for e in ev["exit"]])
         ends = {e["owner"]: e["at"] for e in ev["exit"]}
@@ -146,19 +148,32 @@ def main():
 
         step = args.step_ms * 1000000
         run = {}
+        vrun = {}
         t = t0
         while t <= t1:
-            free = {sp: any(not covered(pair_spans[p], t) for p in ps)
-                    for sp, ps in space_pairs.items()}
+            freep = {p: not covered(pair_spans[p], t) for p in pair_spans}
+            free = {sp: any(freep[p] for p in ps) for sp, ps in space_pairs.items()}
+            waiting = set()
             for owner, s in starts.items():
                 live = s["at"] <= t < ends.get(owner, t1 + 1) and not any(
                     a <= t < b for a, b in stopped.get(owner, ()))
-                if live and free.get(s.get("space", ""), False) and not covered(held.get(owner, []), t):
+                unpaired = live and not covered(held.get(owner, []), t)
+                if unpaired:
+                    waiting.add(s.get("space", ""))
+                if unpaired and free.get(s.get("space", ""), False):
                     run[owner] = run.get(owner, 0) + step
                     if run[owner] > gap_ns:
                         gap_ns, gap_owner = run[owner], owner
                 else:
                     run[owner] = 0
+            # a pair nobody serves while a live agent of its space waits
+            for p, f in freep.items():
+                if f and p.split("/")[0] in waiting:
+                    vrun[p] = vrun.get(p, 0) + step
+                    if vrun[p] > vac_ns:
+                        vac_ns, vac_pair = vrun[p], p
+                else:
+                    vrun[p] = 0
             t += step
 
     nfaults = len(ev["fault"])
@@ -168,6 +183,8 @@ def main():
           + (" (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")" if kinds else ""))
     print(f"lease-check: {label}longest gap {gap_ns // 1000000} ms (a live agent without a pair "
           f"while one was free{', ' + gap_owner if gap_owner else ''})")
+    print(f"lease-check: {label}longest vacancy {vac_ns // 1000000} ms (a pair served by nobody "
+          f"while a live agent waited{', ' + vac_pair if vac_pair else ''})")
     for pair, o1, o2, a, b in overlaps[:10]:
         print(f"lease-check: {label}OVERLAP {pair}: {o1} until {b}, {o2} from {a} "
               f"({(b - a) / 1e6:.1f} ms)")

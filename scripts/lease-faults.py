@@ -318,14 +318,16 @@ class Run:
             self.ok("every one of the %d pairs was held, %d intervals" % (a.pairs, intervals))
         else:
             self.bad("pairs held: %d of %d, intervals %d" % (len(held), a.pairs, intervals))
-        gap = ""
+        gap = vac = ""
         for line in chk.stdout.splitlines():
             if "longest gap" in line:
                 gap = line.split("longest gap ")[1].split(" ms")[0]
+            if "longest vacancy" in line:
+                vac = line.split("longest vacancy ")[1].split(" ms")[0]
         print("figures: lease %s: %s, %d agents, %d pairs, TTL %d ms, %d s: %d intervals, "
-              "%d faults, longest gap %s ms, %s" % (
+              "%d faults, longest gap %s ms (pair vacancy %s ms), %s" % (
                   a.store, "3 etcd members" if a.store == "etcd" else "1 redis-server",
-                  a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults, gap,
+                  a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults, gap, vac,
                   "no overlap" if chk.returncode == 0 else "OVERLAP"), flush=True)
 
 

@@ -163,9 +163,12 @@ static struct json_object *post(struct agent *a, int64_t deadline, const char *p
 				break;
 		}
 		if (j) {
-			struct json_object *err = j, *c;
+			struct json_object *err = NULL, *c;
 
-			json_object_object_get_ex(j, "error", &err);
+			/* {"error": "...", "code": N} or, in a stream, {"error": {"code": N}} */
+			if (!json_object_object_get_ex(j, "error", &err) ||
+			    !json_object_is_type(err, json_type_object))
+				err = j;
 			if (json_object_object_get_ex(err, "code", &c))
 				*grpc_code = json_object_get_int(c);
 		}
@@ -231,7 +234,9 @@ static struct json_object *call(struct agent *a, int64_t deadline, const char *p
 	j = post(a, deadline, path, body, code);
 	if (!j && a->c->etcd_user && *code == 16 && authenticate(a, deadline))
 		j = post(a, deadline, path, body, code);
-	if (!j && *code == 16 && !a->fatal) {
+	/* 16 unauthenticated, 7 permission denied, or no user where one is needed. */
+	if (!j && !a->fatal && (*code == 16 || *code == 7 ||
+				(E(a)->body && strstr(E(a)->body, "user name is empty")))) {
 		logm(AG_ERR, "event=etcd_auth_failed: %s (etcd-user, etcd-password)",
 		     E(a)->body ? E(a)->body : "unauthenticated");
 		a->fatal = AG_EXIT_AUTH;
@@ -350,7 +355,8 @@ static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
 	return ret;
 }
 
-static void revoke(struct agent *a)
+/* LeaseRevoke (which deletes the keys bound to it): true when done. */
+static bool revoke(struct agent *a)
 {
 	struct estore *e = E(a);
 	struct json_object *j;
@@ -358,13 +364,14 @@ static void revoke(struct agent *a)
 	int code;
 
 	if (!e->lease[0])
-		return;
+		return false;
 	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", e->lease);
 	j = call(a, 0, "/v3/lease/revoke", body, &code);
 	if (j)
 		logm(AG_DEBUG, "event=lease_revoked lease=%s", e->lease);
 	json_object_put(j);
 	e->lease[0] = '\0';
+	return j != NULL;
 }
 
 /* A lease young enough to claim with: kept alive, or a new one. */
@@ -462,8 +469,10 @@ static int e_renew(struct agent *a, int64_t deadline, int64_t *sent)
 
 static void e_release(struct agent *a)
 {
-	revoke(a);
-	logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
+	if (revoke(a))
+		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
+	else
+		logm(AG_WARN, "event=release_failed key=%s: etcd failed; it expires by itself", a->key);
 }
 
 const struct store_ops ag_etcd_ops = {
