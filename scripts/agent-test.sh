@@ -19,7 +19,8 @@
 #   - name resolution is bounded by redis-timeout-ms (a DNS server that
 #     never answers, in a private network and mount namespace)
 #   - etcd (one member): claim past a dead first endpoint, renew, revoke on
-#     SIGTERM, expiry after kill -9, authentication (exit 4 when refused)
+#     SIGTERM, expiry after kill -9, authentication (exit 4 when refused);
+#     over TLS with a CA made here (an unknown CA is refused)
 #   - every agent's history, judged by scripts/lease-check.py: no two owners
 #     ever held one pair at once
 #   - Redis stopped (SIGSTOP): every agent fences before its lease could
@@ -52,7 +53,7 @@ finish() {
 	exit
 }
 
-for cmd in redis-server redis-cli python3 unshare ip etcd etcdctl; do
+for cmd in redis-server redis-cli python3 unshare ip etcd etcdctl openssl; do
 	command -v "$cmd" >/dev/null || { bad "$cmd is missing (scripts/deps.sh)"; finish; }
 done
 
@@ -584,6 +585,53 @@ wait "${agent_pids[82]}"
 check "etcd: with authentication: exit 0 on SIGTERM, released" \
 	bash -c '[ "$1" = 0 ] && grep -q "event=released" "$2"' _ $? "$tmp/agent.82.log"
 agent_pids[82]=
+kill -KILL "$etcd_pid"
+wait "$etcd_pid" 2>/dev/null
+etcd_pid=
+
+echo "==== etcd over TLS ===="
+# A CA and a server certificate for 127.0.0.1, made here; the agent trusts
+# the CA with --etcd-cacert, and refuses the server without it.
+mkdir -p "$tmp/tls"
+(cd "$tmp/tls" &&
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=sftest-ca &&
+	openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
+	printf 'subjectAltName=IP:127.0.0.1\n' >ext &&
+	openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
+		-extfile ext) >"$tmp/tls/openssl.log" 2>&1 || bad "openssl: making the test certificates"
+ecport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+epport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+etcd --name tls0 --data-dir "$tmp/etcd-tls" --listen-client-urls "https://127.0.0.1:$ecport" \
+	--advertise-client-urls "https://127.0.0.1:$ecport" --cert-file "$tmp/tls/srv.pem" \
+	--key-file "$tmp/tls/srv.key" --listen-peer-urls "http://127.0.0.1:$epport" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$epport" \
+	--initial-cluster "tls0=http://127.0.0.1:$epport" >"$tmp/etcd-tls.log" 2>&1 &
+etcd_pid=$!
+for _ in $(seq 100); do
+	ETCDCTL_API=3 etcdctl --endpoints "https://127.0.0.1:$ecport" --cacert "$tmp/tls/ca.pem" \
+		endpoint health >/dev/null 2>&1 && break
+	sleep 0.1
+done
+tflags=("${flags[@]}" --backend etcd --etcd-timeout-ms 300 --cluster etcdtls --datacenter-ids 0
+	--worker-ids 0 --state-file '' --settle-ms 0 --etcd-endpoints "https://127.0.0.1:$ecport")
+: >"$tmp/agent.83.log"
+"$AGENT" "${tflags[@]}" --etcd-cacert "$tmp/tls/ca.pem" 2>>"$tmp/agent.83.log" &
+agent_pids[83]=$!
+if wait_one 83 "event=claimed" 10 0; then ok "etcd over TLS, the CA given: claimed"; else bad "etcd over TLS: never claimed"; fi
+kill -TERM "${agent_pids[83]}"
+wait "${agent_pids[83]}"
+check "etcd over TLS: released on SIGTERM (exit $?)" grep -q "event=released" "$tmp/agent.83.log"
+agent_pids[83]=
+: >"$tmp/agent.84.log"
+"$AGENT" "${tflags[@]}" 2>>"$tmp/agent.84.log" &
+agent_pids[84]=$!
+wait_one 84 "event=etcd_down" 10 0
+sleep 0.5
+kill -TERM "${agent_pids[84]}"
+wait "${agent_pids[84]}"
+agent_pids[84]=
+check "etcd over TLS, an unknown CA: refused, nothing claimed ($(grep -o 'error=.*' "$tmp/agent.84.log" | head -n1 | head -c 80))" \
+	bash -c '! grep -q "event=claimed" "$1" && grep -q "event=etcd_down.*certificate" "$1"' _ "$tmp/agent.84.log"
 kill -KILL "$etcd_pid"
 wait "$etcd_pid" 2>/dev/null
 etcd_pid=

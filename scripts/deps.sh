@@ -21,7 +21,7 @@ PKGS=(
 	python3 php-cli
 	gnuplot-nox valgrind
 	dkms systemd udev e2fsprogs util-linux libhiredis-dev redis-server
-	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2
+	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2 openssl
 )
 
 export DEBIAN_FRONTEND=noninteractive
