@@ -181,7 +181,7 @@ class Run:
         else:
             argv += ["--backend", "etcd", "--etcd-timeout-ms", "400", "--etcd-endpoints",
                      ",".join("http://127.0.0.1:%d" % p for p in self.cports)]
-        return argv
+        return argv + a.agent_arg
 
     def start_agent(self, i):
         self.agents[i] = self.spawn(self.agent_argv(i), os.path.join(self.out, "agent.%d.log" % i))
@@ -341,6 +341,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=180)
     ap.add_argument("--ttl-ms", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--agent-arg", action="append", default=[],
+                    help="one more argument for every agent (e.g. --agent-arg=--settle-ms=0)")
     args = ap.parse_args()
     r = Run(args)
     try:
