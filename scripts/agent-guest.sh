@@ -45,10 +45,11 @@ make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowfla
 	finish
 }
 hiredis_a=$(find /usr/lib /usr/lib64 -name libhiredis.a 2>/dev/null | head -n1)
-# Static: the guest has no libc.  hiredis resolves the address with
+# Static: the guest has no libc; without the etcd store (AG_NO_ETCD: no
+# static libcurl), the guest uses Redis.  hiredis resolves the address with
 # getaddrinfo(), which static glibc supports for numeric addresses.
 if [ -z "$hiredis_a" ] ||
-	! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -I"$ROOT/userspace/include" \
+	! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -I"$ROOT/userspace/include" \
 		-I"$ROOT/uapi" -o "$out/snowflake-agent" "$ROOT"/userspace/agent/*.c \
 		"$BUILD/userspace/libsnowflake.a" "$hiredis_a" 2>"$out/agent-build.log"; then
 	cat "$out/agent-build.log"

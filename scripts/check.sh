@@ -1,8 +1,8 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> static -> docs -> clients -> agent -> vmtest
-#   -> vmclone -> restart
+#   -> packaging -> deb -> static -> docs -> clients -> agent -> lease
+#   -> vmtest -> vmclone -> restart
 #   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
 # target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
@@ -20,7 +20,9 @@
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
-# in a 6.12 guest, scripts/agent-test.sh; restart: the crash +
+# in a 6.12 guest, scripts/agent-test.sh; lease: the fault-injection proof
+# of snowflake-agent against a 3-member etcd cluster and one redis-server,
+# ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
 # disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -96,6 +98,7 @@ if want docs && [ -f scripts/check-docs.sh ]; then
 fi
 want clients && run_stage clients scripts/clients-test.sh
 want agent && run_stage agent scripts/agent-test.sh
+want lease && run_stage lease scripts/lease-test.sh
 want vmtest && run_stage vmtest scripts/vmtest.sh
 want vmclone && run_stage vmclone scripts/vmclone-test.sh
 want restart && run_stage restart scripts/restart-test.sh
@@ -106,7 +109,7 @@ want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,restart}.log; do
+	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,lease,restart}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
@@ -121,6 +124,7 @@ lane_figures() {
 			/^# load\/unload: / { sub(/^# /, ""); say("load/unload", $0) }
 			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
+			/^figures: lease / { say("lease", substr($0, 16)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 			/^==== vmclone [^ ]+ ====/ { k = $3 }

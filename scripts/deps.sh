@@ -24,6 +24,7 @@ PKGS=(
 	qemu-utils
 	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
 	nodejs openjdk-17-jdk-headless golang-go
+	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2 openssl
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -104,6 +104,21 @@ else
 	notok "snowflake-floor.service lacks: ${bad[*]}"
 fi
 
+# snowflake-agent.service: a stop that is not the agent's own (SIGKILL, a
+# crash) still fences; only the exits that need a human stop the restarts.
+unit=$dest/etc/systemd/system/snowflake-agent.service
+if grep -qx 'ExecStopPost=/usr/local/bin/snowflake config --fence 1' "$unit" &&
+	[ -x "$dest/usr/local/bin/snowflake" ]; then
+	ok "snowflake-agent.service: ExecStopPost= fences the device (snowflake config --fence 1)"
+else
+	notok "snowflake-agent.service: no ExecStopPost= fence with the installed CLI"
+fi
+if grep -qx 'RestartPreventExitStatus=2 4 5 6' "$unit"; then
+	ok "snowflake-agent.service: RestartPreventExitStatus=2 4 5 6 (a full pool is retried by the agent)"
+else
+	notok "snowflake-agent.service: RestartPreventExitStatus is not '2 4 5 6': $(grep '^RestartPreventExitStatus=' "$unit")"
+fi
+
 # udev: udevadm test on a stand-in misc device, in a private mount namespace.
 udev_check() { # RULES_FILE: prints the node's "mode group" after the event
 	local rules=$1 dev name node major minor ns=$OUT/udev

@@ -17,6 +17,19 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
 echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
+# Without strict=1 the device issues IDs with its own ids before any lease:
+# the agent refuses to start (exit 6), and fences the device on its way out.
+insmod /snowflake.ko
+snowflake-agent --config /dev/null --state-file '' --datacenter-ids 1 2>/tmp/agent-nonstrict.log
+rc=$?
+if [ "$rc" = 6 ] && grep -q "event=not_strict" /tmp/agent-nonstrict.log; then
+	ok "a device without strict=1: the agent refuses to start (exit 6)"
+else
+	bad "a device without strict=1: agent exit $rc"
+	cat /tmp/agent-nonstrict.log
+fi
+[ "$(cat /sys/class/misc/snowflake/fenced)" = 1 ] && ok "and left it fenced" || bad "the non-strict device was left unfenced"
+rmmod snowflake
 insmod /snowflake.ko strict=1
 echo "SNOWFLAKE-INSMOD rc=$?"
 
@@ -159,6 +172,33 @@ if [ -z "$(redis-cli get "snowflake:default:worker:${pair% *}:${pair#* }")" ]; t
 else
 	bad "stopped agent: the lease key is still there"
 fi
+# An agent blocked in a log write (a full pipe, like a stalled journald):
+# its CLOCK_BOOTTIME watchdog still fences the device at the lease's
+# deadline, from a signal handler.
+mkfifo /tmp/logfifo
+cat /tmp/logfifo >/tmp/agent2.log &
+cat_pid=$!
+snowflake-agent --config /dev/null --ttl-ms "$TTL" --redis-timeout-ms 300 --state-file '' \
+	--datacenter-ids 1 --log-level debug 2>/tmp/logfifo &
+agent_pid=$!
+if wait_reads ok 30; then ok "watchdog: a second agent serves"; else bad "watchdog: the second agent never served"; fi
+kill -STOP "$cat_pid"
+dd if=/dev/zero of=/tmp/logfifo bs=4096 count=32 2>/dev/null &
+dd_pid=$!
+t_block=$(ms)
+if wait_reads fail $((TTL * 3 / 1000)); then
+	ok "watchdog: the agent blocked in a log write, the device fenced all the same ($(($(ms) - t_block)) ms)"
+else
+	bad "watchdog: the agent blocked in a log write and the device kept serving"
+fi
+kill -CONT "$cat_pid"
+if wait_reads ok 30; then ok "watchdog: unblocked, the agent serves again"; else bad "watchdog: never served again"; fi
+kill -TERM "$agent_pid"
+wait "$agent_pid"
+rc=$?
+[ "$rc" = 0 ] && ok "watchdog: the second agent exited 0 on SIGTERM" || bad "watchdog: exit $rc"
+wait "$dd_pid" 2>/dev/null
+kill "$cat_pid" 2>/dev/null
 echo "AGENT-FIGURE ids $id1 $id2 $id3"
 echo "---- agent log ----"
 grep -v 'event=renewed\|redis still down' /tmp/agent.log

@@ -1,102 +1,89 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * snowflake-agent(8): hold a unique (datacenter, worker) id pair for this
- * host as a lease in Redis, set it on /dev/snowflake, and fence the device
- * whenever the lease could have expired.
- *
- * The lease is the key PREFIX:CLUSTER:worker:DC:W with this agent's owner
- * string as its value, created with SET NX PX ttl and renewed (PEXPIRE) or
- * released (DEL) only by a Lua script that first checks the value.
+ * host as a lease in a store (etcd: etcd.c, Redis: redis.c), set it on
+ * /dev/snowflake, and fence the device whenever the lease could have
+ * expired.
  *
  * Safety argument: a lease is taken as valid from the moment *before* the
- * SET (or the renewing EVAL) was sent, for ttl - margin ms of our monotonic
- * clock.  Redis starts its own ttl when the command arrives, which is later,
- * so as long as the two clocks run at nearly the same rate (the margin
- * covers the drift) our validity ends before Redis can expire the key and
- * give the id to another host.  Every Redis call gets a timeout that ends
- * no later than the fence time, so a dead or stopped Redis cannot hold the
- * fence back.
+ * request that created or renewed it was sent, for ttl - margin of
+ * CLOCK_BOOTTIME (which, unlike CLOCK_MONOTONIC, runs on in suspend).  The
+ * store starts its own ttl when the request arrives, which is later, so as
+ * long as the two clocks run at nearly the same rate (the margin covers the
+ * drift) our validity ends before the store can give the pair to another
+ * host.  Every store call ends no later than the fence time, and a
+ * CLOCK_BOOTTIME timer fences the device from a signal handler at the fence
+ * time whatever the main loop is blocked in (a log write, a name lookup, a
+ * slow store).  Only a stopped process escapes that timer: the deadline
+ * given to the device with the pair (program_pair()) is what covers it.
+ *
+ * The owner written into the store is a label (the host name, or --owner)
+ * and 128 random bits drawn at every start: two agents never share one,
+ * even with one configuration (a templated file, a cloned VM image), and
+ * the agent takes back only a key that holds the owner of this very run.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-#include <snowflake.h>
+#include "agent.h"
 
-#include "conf.h"
-
-#define PROG	"snowflake-agent"
-#ifndef SNOWFLAKE_VERSION
-#define SNOWFLAKE_VERSION	"unknown"
-#endif
-
-static const char renew_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
-	"return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
-static const char release_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
-	"return redis.call('DEL', KEYS[1]) else return 0 end";
+/* The signals that stop the agent (fence, release, exit 0). */
+static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+#define SIG_WATCHDOG	(SIGRTMIN + 1)
 
 static volatile sig_atomic_t stop_signal;
 static enum ag_level log_level = AG_INFO;
 static bool log_journal;
 
-struct agent {
-	struct ag_conf *c;
-	char owner[256];
-	redisContext *rc;
-	bool redis_down;		/* logged already */
-	bool redis_young;		/* logged already */
-	char renew_sha[41], release_sha[41];
+/*
+ * The watchdog: a CLOCK_BOOTTIME timer armed at the fence time; its signal
+ * handler fences the device with one ioctl (async-signal-safe), so that
+ * nothing the main loop blocks in can hold the fence back.
+ */
+static int wd_dev_fd = -1;		/* the device, -1 in dry-run */
+static volatile sig_atomic_t wd_fired;
+static timer_t wd_timer;
+static bool wd_ok;
 
-	struct snowflake *sf;		/* NULL in dry-run */
-	bool fenced;
-
-	uint32_t dc_lo, dc_hi, w_lo, w_hi;
-	uint64_t pool;			/* number of pairs */
-
-	bool held;			/* we hold a lease (valid until fence_at) */
-	bool ever_held;
-	uint32_t dc, w;			/* the pair held, or last held */
-	bool have_pref;
-	uint32_t pref_dc, pref_w;
-	char key[512];
-	int64_t lease_start;		/* mono ms, before the last SET/renew was sent */
-	int64_t fence_at;
-	int64_t next_renew;
-	int64_t next_acquire;
-	int64_t young_wait;		/* Redis restarted: wait this long */
-	bool ready_sent;
-
-	/* For --metrics-file: counted since the start. */
-	uint64_t m_claims, m_renewals, m_fences, m_store_errors;
-	int64_t m_renew_ms_sum;		/* the renewals' round trips */
-	bool m_write_failed;		/* logged already */
-};
-
-static int64_t mono_ms(void)
+int64_t boot_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void __attribute__((format(printf, 2, 3))) logm(enum ag_level l, const char *fmt, ...)
+int64_t ms_left(int64_t deadline, int64_t timeout_ms)
+{
+	int64_t left;
+
+	if (!deadline)
+		return timeout_ms;
+	left = (deadline - boot_ns()) / NS_PER_MS;
+	if (left < timeout_ms)
+		return left > 0 ? left : 0;
+	return timeout_ms;
+}
+
+void logm(enum ag_level l, const char *fmt, ...)
 {
 	static const int prio[] = { 3, 4, 6, 7 };
 	char buf[1024];
@@ -111,6 +98,11 @@ static void __attribute__((format(printf, 2, 3))) logm(enum ag_level l, const ch
 		fprintf(stderr, "<%d>%s\n", prio[l], buf);
 	else
 		fprintf(stderr, PROG "[%d]: %s: %s\n", (int)getpid(), ag_level_name(l), buf);
+}
+
+void key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%s:worker:%u:%u", a->c->prefix, a->c->cluster, dc, w);
 }
 
 /* sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET. */
@@ -142,42 +134,171 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+static void on_watchdog(int sig)
+{
+	struct snowflake_fence f = { .flags = SNOWFLAKE_FENCE_ON };
+	int saved = errno;
+
+	(void)sig;
+	if (wd_dev_fd >= 0)
+		(void)ioctl(wd_dev_fd, SNOWFLAKE_IOC_SET_FENCE, &f);
+	wd_fired = 1;
+	errno = saved;
+}
+
+/* Arm the watchdog at @at (boottime ns), or disarm it (0). */
+static void wd_arm(int64_t at)
+{
+	struct itimerspec its;
+
+	if (!wd_ok)
+		return;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = at / 1000000000LL;
+	its.it_value.tv_nsec = at % 1000000000LL;
+	timer_settime(wd_timer, at ? TIMER_ABSTIME : 0, &its, NULL);
+}
+
+static void wd_block(sigset_t *old)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIG_WATCHDOG);
+	sigprocmask(SIG_BLOCK, &s, old);
+}
+
+/* ---------------------------------------------------------------- */
+/* The history: one line per validity interval given to the device    */
+/* ---------------------------------------------------------------- */
+
+/*
+ * One write(2) per line on an O_APPEND file: agents may share one file.
+ * Written only after the device was programmed or fenced: it never delays
+ * a fence.
+ */
+static void __attribute__((format(printf, 2, 3))) hist(struct agent *a, const char *fmt, ...)
+{
+	char buf[768];
+	va_list ap;
+	int n;
+
+	if (a->hist_fd < 0)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(a->hist_fd, buf, (size_t)n) != n)
+		logm(AG_DEBUG, "history: %s", strerror(errno));
+}
+
 /* ---------------------------------------------------------------- */
 /* The device                                                        */
 /* ---------------------------------------------------------------- */
 
-/* Fence (or lift the fence).  Returns 0 or -errno; dry-run only logs. */
-static int dev_fence(struct agent *a, bool on, const char *why)
+/*
+ * Fence now: the watchdog off, the ioctl, then (only then) the history
+ * and the log.  0 or -errno.
+ */
+static int fence_now(struct agent *a, const char *why)
 {
+	bool was = a->fenced;
 	int ret = 0;
+	int64_t at;
 
+	wd_arm(0);
 	if (a->sf)
-		ret = snowflake_set_fence(a->sf, on);
+		ret = snowflake_set_fence(a->sf, 1);
+	at = boot_ns();
 	if (ret) {
-		logm(AG_ERR, "event=%s_failed error=\"%s\"", on ? "fence" : "unfence",
-		     snowflake_strerror(ret));
+		logm(AG_ERR, "event=fence_failed error=\"%s\"", snowflake_strerror(ret));
 		return ret;
 	}
-	if (a->fenced != on)
-		logm(on ? AG_WARN : AG_INFO, "event=%s%s datacenter=%u worker=%u reason=%s",
-		     on ? "fenced" : "unfenced", a->sf ? "" : " dry_run=1", a->dc, a->w, why);
-	if (on && !a->fenced)
+	a->fenced = true;
+	wd_fired = 0;
+	if (!was)
 		a->m_fences++;
-	a->fenced = on;
+	if (a->ever_held)
+		hist(a, "fence pair=%u:%u space=%s:%s owner=%s at=%lld", a->dc, a->w,
+		     a->c->prefix, a->c->cluster, a->owner, (long long)at);
+	if (!was)
+		logm(AG_WARN, "event=fenced%s datacenter=%u worker=%u reason=%s",
+		     a->sf ? "" : " dry_run=1", a->dc, a->w, why);
 	return 0;
 }
 
-static int dev_set_ids(struct agent *a)
+/*
+ * Every programming of the device goes through here: the pair (assigned
+ * when @assign: a new claim), valid until @until (boottime ns: the sent
+ * time of the request that gave the lease + ttl - margin), then the fence
+ * lifted.  The watchdog is armed at @until.  -ETIME when @until has
+ * passed already (a reply that came too late): nothing is changed.
+ *
+ * The device gets @until as the lease's deadline with the pair, at every
+ * claim and every renewal (snowflake_set_lease(): SNOWFLAKE_IDS_DEADLINE):
+ * from then on the kernel refuses reads by itself, so a stalled or killed
+ * agent can never extend its host's right to issue IDs; the watchdog only
+ * makes the fence visible sooner.  The call carries the VM forks the
+ * device had seen when this identity was made: -ESTALE when the VM was
+ * cloned or restored since (the caller drops the identity: vm_forked()).
+ */
+static int program_pair(struct agent *a, bool assign, int64_t until)
 {
-	int ret;
+	bool lift, was_fenced;
+	sigset_t old;
+	int64_t from;
+	int ret = 0;
 
-	if (!a->sf)
-		return 0;
-	ret = snowflake_assign_ids(a->sf, a->dc, a->w);
-	if (ret)
-		logm(AG_ERR, "event=set_ids_failed datacenter=%u worker=%u error=\"%s\"",
-		     a->dc, a->w, snowflake_strerror(ret));
-	return ret;
+	wd_block(&old);
+	if (wd_fired) {		/* the watchdog fenced the device */
+		wd_fired = 0;
+		a->fenced = true;
+	}
+	was_fenced = a->fenced;
+	from = boot_ns();
+	if (from >= until) {
+		ret = -ETIME;
+		goto out;
+	}
+	if (a->sf) {
+		ret = snowflake_set_lease(a->sf, a->dc, a->w, (uint64_t)until, a->vm_forks);
+		if (ret)
+			goto out;
+	}
+	wd_arm(until);
+	lift = a->fenced;
+	if (lift && a->sf)
+		ret = snowflake_set_fence(a->sf, 0);
+	if (ret) {
+		wd_arm(0);
+		goto out;
+	}
+	a->fenced = false;
+out:
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (ret == -ETIME) {
+		logm(AG_WARN, "event=reply_too_late datacenter=%u worker=%u late_ms=%lld",
+		     a->dc, a->w, (long long)((from - until) / NS_PER_MS));
+		return ret;
+	}
+	if (ret == -ESTALE)
+		return ret;	/* a VM fork: vm_forked() logs it */
+	if (ret) {
+		logm(AG_ERR, "event=%s_failed datacenter=%u worker=%u error=\"%s\"",
+		     assign ? "set_lease" : "renew_lease", a->dc, a->w, snowflake_strerror(ret));
+		return ret;
+	}
+	hist(a, "interval pair=%u:%u space=%s:%s owner=%s from=%lld until=%lld", a->dc, a->w,
+	     a->c->prefix, a->c->cluster, a->owner, (long long)from, (long long)until);
+	if (was_fenced)
+		logm(AG_INFO, "event=unfenced%s datacenter=%u worker=%u reason=lease-held",
+		     a->sf ? "" : " dry_run=1", a->dc, a->w);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- */
@@ -210,7 +331,11 @@ static void state_load(struct agent *a)
 	fclose(f);
 }
 
-/* Crash-safe: a temporary file, fsync, rename, fsync of the directory. */
+/*
+ * The pair held becomes the preferred one (also without a state file);
+ * the file is written crash-safe: a temporary file, fsync, rename, fsync
+ * of the directory.
+ */
 static void state_save(struct agent *a)
 {
 	const char *path = a->c->state_file;
@@ -218,7 +343,12 @@ static void state_save(struct agent *a)
 	char buf[64];
 	int fd, n, dfd;
 
-	if (!*path || (a->have_pref && a->pref_dc == a->dc && a->pref_w == a->w))
+	if (a->have_pref && a->pref_dc == a->dc && a->pref_w == a->w)
+		return;
+	a->have_pref = true;
+	a->pref_dc = a->dc;
+	a->pref_w = a->w;
+	if (!*path)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	n = snprintf(buf, sizeof(buf), "datacenter=%u worker=%u\n", a->dc, a->w);
@@ -240,267 +370,114 @@ static void state_save(struct agent *a)
 			close(dfd);
 		}
 	}
-	a->have_pref = true;
-	a->pref_dc = a->dc;
-	a->pref_w = a->w;
 }
 
 /* ---------------------------------------------------------------- */
-/* Redis                                                             */
+/* Name resolution with a deadline                                   */
 /* ---------------------------------------------------------------- */
 
-static struct timeval tv_of(int64_t ms)
+int resolve_bounded(const char *host, int64_t timeout_ms, char *out, size_t len,
+		    char *err, size_t errlen)
 {
-	struct timeval tv;
+	unsigned char addr[sizeof(struct in6_addr)];
+	struct addrinfo *hints;
+	struct gaicb *req, *list[1];
+	struct timespec ts;
+	int64_t end = boot_ns() + timeout_ms * NS_PER_MS, left;
+	int r;
 
-	if (ms < 1)
-		ms = 1;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
-}
-
-static void redis_drop(struct agent *a, const char *why)
-{
-	if (!a->redis_down)
-		logm(AG_WARN, "event=redis_down host=%s port=%d error=\"%s\"",
-		     a->c->redis_host, a->c->redis_port, why);
-	else
-		logm(AG_DEBUG, "redis still down: %s", why);
-	a->redis_down = true;
-	a->m_store_errors++;
-	if (a->rc) {
-		redisFree(a->rc);
-		a->rc = NULL;
+	if (inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1) {
+		snprintf(out, len, "%s", host);
+		return 0;
 	}
-}
-
-/*
- * The timeout of the next call: redis-timeout-ms, cut to end by @deadline
- * (monotonic ms; 0: none).  0 when the deadline has passed.
- */
-static int64_t call_timeout(const struct agent *a, int64_t deadline)
-{
-	int64_t t = a->c->redis_timeout_ms;
-
-	if (deadline) {
-		int64_t left = deadline - mono_ms();
-
-		if (left < t)
-			t = left > 0 ? left : 0;
+	/* getaddrinfo_a(3): a thread resolves, we wait at most timeout_ms. */
+	req = calloc(1, sizeof(*req));
+	hints = calloc(1, sizeof(*hints));
+	if (!req || !hints) {
+		free(req);
+		free(hints);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	return t;
-}
-
-/*
- * Run a command that ends by @deadline (0: within redis-timeout-ms); NULL
- * when the deadline has passed, or the connection failed (it is dropped).
- */
-static redisReply *cmd(struct agent *a, int64_t deadline, int argc, const char **argv)
-{
-	int64_t t = call_timeout(a, deadline);
-	redisReply *r;
-
-	if (!t) {
-		logm(AG_DEBUG, "%s: no time left before the fence", argv[0]);
-		return NULL;
+	hints->ai_socktype = SOCK_STREAM;
+	req->ar_name = strdup(host);
+	req->ar_request = hints;
+	list[0] = req;
+	if (!req->ar_name || getaddrinfo_a(GAI_NOWAIT, list, 1, NULL)) {
+		free((char *)req->ar_name);
+		free(hints);
+		free(req);
+		snprintf(err, errlen, "cannot start resolving %s", host);
+		return -ENOENT;
 	}
-	if (!a->rc || redisSetTimeout(a->rc, tv_of(t)) != REDIS_OK) {
-		redis_drop(a, "no connection");
-		return NULL;
+	for (;;) {
+		left = end - boot_ns();
+		if (left <= 0 || gai_error(req) != EAI_INPROGRESS)
+			break;
+		ts.tv_sec = left / 1000000000LL;
+		ts.tv_nsec = left % 1000000000LL;
+		gai_suspend((const struct gaicb *const *)list, 1, &ts);
 	}
-	r = redisCommandArgv(a->rc, argc, argv, NULL);
-	if (!r) {
-		redis_drop(a, a->rc->errstr[0] ? a->rc->errstr : "no reply");
-		return NULL;
+	r = gai_error(req);
+	if (r == EAI_INPROGRESS) {
+		/* Still running: it owns req until it ends (leaked if never cancelled). */
+		if (gai_cancel(req) == EAI_CANCELED) {
+			free((char *)req->ar_name);
+			free(hints);
+			free(req);
+		}
+		snprintf(err, errlen, "resolving %s took longer than %lld ms", host,
+			 (long long)timeout_ms);
+		return -ETIMEDOUT;
 	}
-	return r;
-}
-
-static bool load_script(struct agent *a, int64_t deadline, const char *lua, char *sha)
-{
-	const char *argv[] = { "SCRIPT", "LOAD", lua };
-	redisReply *r = cmd(a, deadline, 3, argv);
-	bool ok = r && r->type == REDIS_REPLY_STRING && r->len == 40;
-
-	if (ok)
-		memcpy(sha, r->str, 41);
-	else if (r)
-		logm(AG_WARN, "SCRIPT LOAD: %s", r->type == REDIS_REPLY_ERROR ? r->str : "odd reply");
-	freeReplyObject(r);
-	return ok;
-}
-
-/*
- * A two-word command of the connection's setup (AUTH, SELECT): true when it
- * succeeded; an error reply drops the connection with Redis' message.
- */
-static bool setup_cmd(struct agent *a, int64_t deadline, const char *argv[2])
-{
-	redisReply *r = cmd(a, deadline, 2, argv);
-	bool ok;
-
-	if (!r)
-		return false;
-	ok = r->type != REDIS_REPLY_ERROR;
-	if (!ok)
-		redis_drop(a, r->str);
-	freeReplyObject(r);
-	return ok;
-}
-
-/*
- * Connect (AUTH, SELECT, scripts), all of it by @deadline (0: each step
- * within redis-timeout-ms); true when connected.
- */
-static bool redis_connect(struct agent *a, int64_t deadline)
-{
-	const struct ag_conf *c = a->c;
-	int64_t t = call_timeout(a, deadline);
-	char db[16];
-
-	if (a->rc)
-		return true;
-	if (!t)
-		return false;
-	a->rc = redisConnectWithTimeout(c->redis_host, c->redis_port, tv_of(t));
-	if (!a->rc || a->rc->err) {
-		redis_drop(a, a->rc ? a->rc->errstr : "out of memory");
-		return false;
+	if (r == 0 && req->ar_result &&
+	    getnameinfo(req->ar_result->ai_addr, req->ar_result->ai_addrlen, out, (socklen_t)len,
+			NULL, 0, NI_NUMERICHOST) == 0)
+		r = 0;
+	else if (r == 0)
+		r = EAI_FAIL;
+	if (req->ar_result)
+		freeaddrinfo(req->ar_result);
+	free((char *)req->ar_name);
+	free(hints);
+	free(req);
+	if (r) {
+		snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(r));
+		return -ENOENT;
 	}
-	if (c->redis_password) {
-		const char *argv[] = { "AUTH", c->redis_password };
-
-		if (!setup_cmd(a, deadline, argv))
-			return false;
-	}
-	if (c->redis_db) {
-		const char *argv[] = { "SELECT", db };
-
-		snprintf(db, sizeof(db), "%d", c->redis_db);
-		if (!setup_cmd(a, deadline, argv))
-			return false;
-	}
-	if (!load_script(a, deadline, renew_lua, a->renew_sha) ||
-	    !load_script(a, deadline, release_lua, a->release_sha)) {
-		redis_drop(a, "SCRIPT LOAD failed");
-		return false;
-	}
-	if (a->redis_down)
-		logm(AG_INFO, "event=redis_up host=%s port=%d", c->redis_host, c->redis_port);
-	a->redis_down = false;
-	return true;
-}
-
-/*
- * EVALSHA of a compare-and-act script on @key with the owner; EVAL again
- * when the script cache was flushed.  Returns the integer reply, or -1 on a
- * connection error or timeout.
- */
-static long long eval_owned(struct agent *a, int64_t deadline, const char *sha,
-			    const char *lua, const char *key, const char *arg2)
-{
-	const char *argv[] = { "EVALSHA", sha, "1", key, a->owner, arg2 };
-	int argc = arg2 ? 6 : 5;
-	redisReply *r;
-	long long v = -1;
-
-	r = cmd(a, deadline, argc, argv);
-	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
-		freeReplyObject(r);
-		argv[0] = "EVAL";
-		argv[1] = lua;
-		r = cmd(a, deadline, argc, argv);
-	}
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_INTEGER)
-		v = r->integer;
-	else
-		logm(AG_WARN, "%s: %s", argv[0], r->type == REDIS_REPLY_ERROR ? r->str : "odd reply");
-	freeReplyObject(r);
-	return v;
-}
-
-static void key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s:%s:worker:%u:%u", a->c->prefix, a->c->cluster, dc, w);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- */
 /* The lease                                                         */
 /* ---------------------------------------------------------------- */
 
+/* The lease is gone or may be: fence first, then everything else. */
 static void lease_lost(struct agent *a, const char *why)
 {
+	(void)fence_now(a, why);
 	a->held = false;
-	a->next_acquire = mono_ms();
+	a->serving = false;
+	a->next_acquire = boot_ns();
 	notify("STATUS=fenced: no lease");
-	(void)dev_fence(a, true, why);
 }
 
-static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t t0)
+static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t sent)
 {
+	const struct ag_conf *c = a->c;
+
 	a->held = true;
+	a->serving = false;
+	a->settle_until = 0;
 	a->dc = dc;
 	a->w = w;
 	key_of(a, dc, w, a->key, sizeof(a->key));
-	a->lease_start = t0;
-	a->fence_at = t0 + a->c->ttl_ms - a->c->margin_ms;
-	a->next_renew = t0 + a->c->renew_ms;
+	a->sent_ns = sent;
+	a->fence_at = sent + (int64_t)(c->ttl_ms - c->margin_ms) * NS_PER_MS;
+	a->next_renew = sent + (int64_t)c->renew_ms * NS_PER_MS;
 	a->m_claims++;
 	logm(AG_INFO, "event=claimed datacenter=%u worker=%u key=%s ttl_ms=%u owner=%s",
-	     dc, w, a->key, a->c->ttl_ms, a->owner);
-}
-
-enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1 };
-
-/* SET key owner NX PX ttl: 1 taken, 0 held by someone, -1 Redis failed. */
-static int try_pair(struct agent *a, uint32_t dc, uint32_t w)
-{
-	char key[512], ttl[16];
-	const char *argv[] = { "SET", key, a->owner, "NX", "PX", ttl };
-	int64_t t0 = mono_ms();
-	redisReply *r;
-	int ret;
-
-	key_of(a, dc, w, key, sizeof(key));
-	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	r = cmd(a, 0, 6, argv);
-	if (!r)
-		return TRY_ERROR;
-	if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK")) {
-		ret = TRY_TAKEN;
-		lease_taken(a, dc, w, t0);
-	} else if (r->type == REDIS_REPLY_NIL) {
-		ret = TRY_HELD;
-	} else {
-		logm(AG_WARN, "SET %s: %s", key, r->type == REDIS_REPLY_ERROR ? r->str : "odd reply");
-		ret = TRY_ERROR;
-	}
-	freeReplyObject(r);
-	return ret;
-}
-
-/*
- * The key still holds our owner (a renewal whose reply was lost, after we
- * fenced): take it back with the compare-and-renew script.
- */
-static int readopt(struct agent *a, uint32_t dc, uint32_t w)
-{
-	char key[512], ttl[16];
-	int64_t t0 = mono_ms();
-	long long v;
-
-	key_of(a, dc, w, key, sizeof(key));
-	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	v = eval_owned(a, 0, a->renew_sha, renew_lua, key, ttl);
-	if (v < 0)
-		return TRY_ERROR;
-	if (v == 0)
-		return TRY_HELD;
-	lease_taken(a, dc, w, t0);
-	return TRY_TAKEN;
+	     dc, w, a->key, c->ttl_ms, a->owner);
 }
 
 static uint64_t rnd64(void)
@@ -508,78 +485,45 @@ static uint64_t rnd64(void)
 	uint64_t v = 0;
 
 	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = (uint64_t)mono_ms() * 6364136223846793005ULL + (uint64_t)getpid();
+		v = (uint64_t)boot_ns() * 6364136223846793005ULL + (uint64_t)getpid();
 	return v;
 }
 
 /*
- * A Redis that restarted without persistence has forgotten every lease,
- * while their holders still use them until their next renewal fails.  Claim
- * nothing until it has been up for min_uptime_ms (by default one TTL): by
- * then every holder of a forgotten lease has fenced.  0 when Redis is old
- * enough, else how many ms to wait; -1 on a Redis error.
- */
-static int64_t redis_too_young(struct agent *a)
-{
-	const char *argv[] = { "INFO", "server" };
-	long long up_s = -1, need_s;
-	redisReply *r;
-	const char *p;
-
-	if (!a->c->min_uptime_ms)
-		return 0;
-	r = cmd(a, 0, 2, argv);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
-		p = strstr(r->str, "uptime_in_seconds:");
-		if (p)
-			up_s = strtoll(p + strlen("uptime_in_seconds:"), NULL, 10);
-	}
-	freeReplyObject(r);
-	if (up_s < 0) {
-		logm(AG_WARN, "INFO server: no uptime_in_seconds: not checking for a restart");
-		return 0;
-	}
-	/* uptime_in_seconds is rounded down. */
-	need_s = (a->c->min_uptime_ms + 999) / 1000;
-	if (up_s >= need_s)
-		return 0;
-	logm(a->redis_young ? AG_DEBUG : AG_INFO,
-	     "event=redis_young uptime_s=%lld need_s=%lld: waiting before claiming (a restart forgets leases)",
-	     up_s, need_s);
-	a->redis_young = true;
-	return (need_s - up_s) * 1000;
-}
-
-/*
- * Claim a pair: the preferred one (the last held, else the state file's),
- * then every pair of the pool from a random start.  Returns TRY_TAKEN,
- * TRY_HELD (the whole pool is held) or TRY_ERROR.
+ * Claim a pair: first the pair this run held last, only if its key still
+ * holds this run's owner; then the preferred pair (the state file's, or
+ * the last held) if free, then every pair of the pool from a random
+ * start.  Returns TRY_TAKEN, TRY_HELD (the whole pool is held) or
+ * TRY_ERROR.
  */
 static int acquire(struct agent *a)
 {
 	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
 	uint64_t i, start;
-	int64_t wait;
+	int64_t wait, sent;
 	int ret;
 
-	if (!redis_connect(a, 0))
-		return TRY_ERROR;
-	if (a->have_pref) {
-		/* Our own key, still there: no restart can have lost it. */
-		ret = readopt(a, a->pref_dc, a->pref_w);
+	if (a->ever_held) {
+		ret = a->st->readopt(a, a->dc, a->w, &sent);
+		if (ret == TRY_TAKEN) {
+			/* Our own lease all along: nobody else can have used the pair. */
+			lease_taken(a, a->dc, a->w, sent);
+			return ret;
+		}
 		if (ret != TRY_HELD)
 			return ret;
 	}
-	wait = redis_too_young(a);
+	wait = a->st->claim_wait(a);
 	if (wait) {
-		a->young_wait = wait;
+		a->claim_wait_ns = wait;
 		return TRY_ERROR;
 	}
-	a->redis_young = false;
 	if (a->have_pref) {
-		ret = try_pair(a, a->pref_dc, a->pref_w);
+		ret = a->st->claim(a, a->pref_dc, a->pref_w, &sent);
+		if (ret == TRY_TAKEN) {
+			lease_taken(a, a->pref_dc, a->pref_w, sent);
+			a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
+		}
 		if (ret != TRY_HELD)
 			return ret;
 		logm(AG_INFO, "event=preferred_busy datacenter=%u worker=%u", a->pref_dc, a->pref_w);
@@ -592,95 +536,69 @@ static int acquire(struct agent *a)
 
 		if (a->have_pref && dc == a->pref_dc && w == a->pref_w)
 			continue;
-		ret = try_pair(a, dc, w);
+		ret = a->st->claim(a, dc, w, &sent);
+		if (ret == TRY_TAKEN) {
+			lease_taken(a, dc, w, sent);
+			a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
+		}
 		if (ret != TRY_HELD)
 			return ret;
 	}
 	return stop_signal ? TRY_ERROR : TRY_HELD;
 }
 
-/* After a claim: ids on the device, the fence lifted.  0 or -errno. */
+/* After a claim: the pair on the device, the fence lifted.  0 or -errno. */
 static int serve(struct agent *a)
 {
-	int ret;
+	int ret = program_pair(a, true, a->fence_at);
 
-	ret = dev_set_ids(a);
-	if (!ret)
-		ret = dev_fence(a, false, "lease-held");
 	if (ret)
 		return ret;
+	a->serving = true;
+	a->ever_held = true;
 	state_save(a);
 	if (!a->ready_sent) {
 		notify("READY=1");
 		a->ready_sent = true;
 	}
 	notify("STATUS=serving");
-	a->ever_held = true;
 	return 0;
 }
 
-/* Renew: 1 renewed, 0 lost (the key is gone or someone else's), -1 failed. */
-static int renew(struct agent *a)
-{
-	int64_t t0;
-	char ttl[16];
-	long long v;
-
-	/* Nothing may run past the fence time. */
-	if (!redis_connect(a, a->fence_at))
-		return -1;
-	t0 = mono_ms();
-	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	v = eval_owned(a, a->fence_at, a->renew_sha, renew_lua, a->key, ttl);
-	if (v < 0)
-		return -1;
-	if (v == 0)
-		return 0;
-	a->lease_start = t0;
-	a->fence_at = t0 + a->c->ttl_ms - a->c->margin_ms;
-	a->next_renew = t0 + a->c->renew_ms;
-	a->m_renewals++;
-	a->m_renew_ms_sum += mono_ms() - t0;
-	logm(AG_DEBUG, "event=renewed key=%s", a->key);
-	return 1;
-}
-
-static void release(struct agent *a)
-{
-	long long v;
-
-	if (!a->held)
-		return;
-	if (!redis_connect(a, 0)) {
-		logm(AG_WARN, "event=release_failed key=%s: it expires by itself", a->key);
-		return;
-	}
-	v = eval_owned(a, 0, a->release_sha, release_lua, a->key, NULL);
-	if (v == 1)
-		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
-	else
-		logm(AG_WARN, "event=release_failed key=%s: %s", a->key,
-		     v == 0 ? "not ours any more" : "Redis failed; it expires by itself");
-	a->held = false;
-}
+static int make_owner(struct agent *a);
 
 /*
- * Sleep until @until (mono ms) or SIGTERM/SIGINT.  Those are blocked
- * everywhere else and let in only here, atomically, so one that arrives
- * while the agent works is not missed: it ends this sleep at once.
+ * The device refused the pair with ESTALE: the VM was cloned or restored
+ * from a snapshot since this identity was made.  This process may be the
+ * clone of an agent that runs on in the parent, with the same owner and
+ * the same lease: drop all of it without a word to the store (no renewal,
+ * no release: the lease is the parent's), start the store afresh, draw a
+ * new owner (getrandom(2) is reseeded after a VM fork) and claim a new
+ * pair.  The device refuses reads meanwhile (vm_forked).  0 or an exit code.
  */
-static void sleep_until(int64_t until)
+static int vm_forked(struct agent *a)
 {
-	int64_t d = until - mono_ms();
-	struct timespec ts;
-	sigset_t none;
+	uint32_t was = a->vm_forks, n = was;
+	int ret;
 
-	if (d <= 0 || stop_signal)
-		return;
-	ts.tv_sec = d / 1000;
-	ts.tv_nsec = (d % 1000) * 1000000;
-	sigemptyset(&none);
-	ppoll(NULL, 0, &ts, &none);
+	(void)fence_now(a, "vm-fork");
+	ret = snowflake_get_vm_forks(a->sf, &n);
+	logm(AG_WARN, "event=vm_fork vm_forks=%u was=%u datacenter=%u worker=%u old_owner=%s: the lease is the parent's; a new owner claims a new pair%s%s",
+	     n, was, a->dc, a->w, a->owner, ret ? " error=" : "", ret ? snowflake_strerror(ret) : "");
+	a->held = false;
+	a->serving = false;
+	a->ever_held = false;
+	a->have_pref = false;
+	a->st->fini(a);
+	ret = a->st->init(a);
+	if (!ret)
+		ret = make_owner(a);
+	if (ret)
+		return ret;
+	a->vm_forks = n;
+	a->next_acquire = boot_ns();
+	notify("STATUS=fenced: VM fork, claiming a new pair");
+	return 0;
 }
 
 /* A Prometheus label value: backslash, quote and newline escaped. */
@@ -710,7 +628,7 @@ static void put_metric(FILE *f, const char *name, const char *type, const char *
 static void metrics_write(struct agent *a)
 {
 	const char *path = a->c->metrics_file;
-	int64_t left = a->held ? a->fence_at - mono_ms() : 0;
+	int64_t left = a->held ? (a->fence_at - boot_ns()) / NS_PER_MS : 0;
 	char tmp[PATH_MAX];
 	FILE *f;
 	int err;
@@ -741,7 +659,8 @@ static void metrics_write(struct agent *a)
 		(unsigned long long)a->m_renewals);
 	put_metric(f, "fences_total", "counter", "Times the agent fenced the device.");
 	fprintf(f, "snowflake_agent_fences_total %llu\n", (unsigned long long)a->m_fences);
-	put_metric(f, "store_errors_total", "counter", "Failed connections to and commands of Redis.");
+	put_metric(f, "store_errors_total", "counter",
+		   "Failed claims and renewals (the store unreachable or failing).");
 	fprintf(f, "snowflake_agent_store_errors_total %llu\n",
 		(unsigned long long)a->m_store_errors);
 	if (a->ever_held || a->held) {
@@ -760,6 +679,57 @@ fail:
 		logm(AG_WARN, "event=metrics_write_failed path=%s error=\"%s\"", path, strerror(errno));
 	a->m_write_failed = true;
 	unlink(tmp);
+}
+
+/* Renew: 1 renewed, 0 lost (the key is gone or someone else's), -1 failed. */
+static int renew(struct agent *a)
+{
+	const struct ag_conf *c = a->c;
+	int64_t sent, until;
+	int ret;
+
+	/* Nothing may run past the fence time. */
+	ret = a->st->renew(a, a->fence_at, &sent);
+	if (ret <= 0)
+		return ret;
+	until = sent + (int64_t)(c->ttl_ms - c->margin_ms) * NS_PER_MS;
+	a->m_renewals++;
+	a->m_renew_ms_sum += (boot_ns() - sent) / NS_PER_MS;
+	if (a->serving) {
+		ret = program_pair(a, false, until);
+		if (ret)
+			return ret == -ESTALE ? -ESTALE : -1;
+	}
+	a->sent_ns = sent;
+	a->fence_at = until;
+	a->next_renew = sent + (int64_t)c->renew_ms * NS_PER_MS;
+	logm(AG_DEBUG, "event=renewed key=%s", a->key);
+	return 1;
+}
+
+/*
+ * Sleep until @until (boottime ns) or a stop signal.  Those are blocked
+ * everywhere else and let in only here, atomically, so one that arrives
+ * while the agent works is not missed: it ends this sleep at once.  The
+ * timer is a CLOCK_BOOTTIME timerfd: a suspend does not stretch it.
+ */
+static void sleep_until(struct agent *a, int64_t until)
+{
+	struct itimerspec its;
+	struct pollfd p = { .fd = a->tfd, .events = POLLIN };
+	sigset_t none;
+	uint64_t n;
+
+	if (until <= boot_ns() || stop_signal)
+		return;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = until / 1000000000LL;
+	its.it_value.tv_nsec = until % 1000000000LL;
+	if (timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL))
+		return;
+	sigemptyset(&none);
+	if (ppoll(&p, 1, NULL, &none) > 0)
+		(void)!read(a->tfd, &n, sizeof(n));
 }
 
 static uint32_t mask_of(unsigned int bits)
@@ -786,6 +756,20 @@ static int setup_pool(struct agent *a, unsigned int dc_bits, unsigned int w_bits
 	return 0;
 }
 
+/* A full pool: try again after a backoff that doubles up to max(ttl, 1 s), jittered. */
+static int64_t full_backoff(struct agent *a)
+{
+	int64_t cap = (int64_t)(a->c->ttl_ms > 1000 ? a->c->ttl_ms : 1000) * NS_PER_MS;
+	int64_t b = a->full_backoff_ns;
+
+	b = b ? b * 2 : (int64_t)(a->c->renew_ms < 1000 ? a->c->renew_ms : 1000) * NS_PER_MS;
+	if (b > cap)
+		b = cap;
+	a->full_backoff_ns = b;
+	/* 75% .. 125% */
+	return b * 3 / 4 + (int64_t)(rnd64() % (uint64_t)(b / 2 + 1));
+}
+
 static int run(struct agent *a)
 {
 	const struct ag_conf *c = a->c;
@@ -793,83 +777,219 @@ static int run(struct agent *a)
 	int ret;
 
 	for (;;) {
-		if (stop_signal)
+		if (stop_signal || a->fatal)
 			break;
-		now = mono_ms();
+		now = boot_ns();
 
-		if (a->held && now >= a->fence_at) {
-			logm(AG_WARN, "event=lease_expiring datacenter=%u worker=%u since_renew_ms=%lld ttl_ms=%u margin_ms=%u",
-			     a->dc, a->w, (long long)(now - a->lease_start), c->ttl_ms, c->margin_ms);
+		if (a->held && (now >= a->fence_at || wd_fired)) {
 			lease_lost(a, "lease-not-renewed");
 			if (!a->fenced)
 				return AG_EXIT_RUNTIME;
 			/* How long after the last renewal was sent the fence was up. */
-			logm(AG_WARN, "event=fence_latency datacenter=%u worker=%u since_renew_ms=%lld ttl_ms=%u",
-			     a->dc, a->w, (long long)(mono_ms() - a->lease_start), c->ttl_ms);
+			logm(AG_WARN, "event=fence_latency datacenter=%u worker=%u since_renew_ms=%lld ttl_ms=%u margin_ms=%u",
+			     a->dc, a->w, (long long)((boot_ns() - a->sent_ns) / NS_PER_MS),
+			     c->ttl_ms, c->margin_ms);
+			continue;
+		}
+		if (a->held && !a->serving && now >= a->settle_until) {
+			ret = serve(a);
+			if (ret == -ESTALE) {
+				a->fatal = vm_forked(a);
+				continue;
+			}
+			if (ret == -ETIME) {
+				lease_lost(a, "reply-too-late");
+				continue;
+			}
+			if (ret) {
+				(void)fence_now(a, "device-failed");
+				a->st->release(a);
+				a->held = false;
+				return AG_EXIT_RUNTIME;
+			}
 			continue;
 		}
 		if (a->held && now >= a->next_renew) {
 			ret = renew(a);
 			if (ret == 0) {
+				lease_lost(a, "lease-lost");
 				logm(AG_WARN, "event=lease_lost datacenter=%u worker=%u key=%s",
 				     a->dc, a->w, a->key);
-				lease_lost(a, "lease-lost");
 				if (!a->fenced)
 					return AG_EXIT_RUNTIME;
+			} else if (ret == -ESTALE) {
+				a->fatal = vm_forked(a);
 			} else if (ret < 0) {
+				a->m_store_errors++;
 				/* Try again soon, but never past the fence. */
-				a->next_renew = mono_ms() + (c->renew_ms / 5 > 50 ? c->renew_ms / 5 : 50);
+				a->next_renew = boot_ns() +
+					(int64_t)(c->renew_ms / 5 > 50 ? c->renew_ms / 5 : 50) * NS_PER_MS;
 			}
 			continue;
 		}
 		if (!a->held && now >= a->next_acquire) {
 			ret = acquire(a);
 			if (ret == TRY_TAKEN) {
-				if (serve(a)) {
-					release(a);
-					(void)dev_fence(a, true, "device-failed");
-					return AG_EXIT_RUNTIME;
-				}
+				/* Served by the settle step above, at once or after settle-ms. */
+				a->full_backoff_ns = 0;
+				a->full_logged = false;
+				if (a->settle_until > boot_ns())
+					logm(AG_INFO, "event=settling datacenter=%u worker=%u settle_ms=%d",
+					     a->dc, a->w, c->settle_ms);
 				continue;
 			}
 			if (ret == TRY_HELD) {
-				logm(AG_ERR, "event=pool_full datacenters=%u-%u workers=%u-%u pairs=%llu prefix=%s cluster=%s: every id is held by another owner",
+				logm(a->full_logged ? AG_DEBUG : AG_WARN,
+				     "event=pool_full datacenters=%u-%u workers=%u-%u pairs=%llu prefix=%s cluster=%s: every id is held by another owner; trying again",
 				     a->dc_lo, a->dc_hi, a->w_lo, a->w_hi,
 				     (unsigned long long)a->pool, c->prefix, c->cluster);
-				if (!a->ever_held)
-					return AG_EXIT_POOL_FULL;
+				a->full_logged = true;
+				a->next_acquire = boot_ns() + full_backoff(a);
+				continue;
 			}
-			a->next_acquire = mono_ms() + (c->renew_ms < 1000 ? c->renew_ms : 1000);
-			if (a->young_wait > 0) {
-				a->next_acquire = mono_ms() + (a->young_wait < 1000 ? a->young_wait : 1000);
-				a->young_wait = 0;
+			a->next_acquire = boot_ns() +
+				(int64_t)(c->renew_ms < 1000 ? c->renew_ms : 1000) * NS_PER_MS;
+			if (a->claim_wait_ns <= 0)
+				a->m_store_errors++;
+			if (a->claim_wait_ns > 0) {
+				a->next_acquire = boot_ns() +
+					(a->claim_wait_ns < 1000 * NS_PER_MS ? a->claim_wait_ns
+									     : 1000 * NS_PER_MS);
+				a->claim_wait_ns = 0;
 			}
 			continue;
 		}
 		wake = a->held ? (a->next_renew < a->fence_at ? a->next_renew : a->fence_at)
 			       : a->next_acquire;
+		if (a->held && !a->serving && a->settle_until < wake)
+			wake = a->settle_until;
 		metrics_write(a);
-		sleep_until(wake);
+		sleep_until(a, wake);
 	}
 
+	/* Fence first: the id must not be used once it may be someone else's. */
+	(void)fence_now(a, a->fatal ? "store-unusable" : "agent-stopped");
 	logm(AG_INFO, "event=stopping signal=%d", (int)stop_signal);
 	notify("STOPPING=1");
-	/* Fence first: the id must not be used once it may be someone else's. */
-	(void)dev_fence(a, true, "agent-stopped");
-	release(a);
+	if (a->held) {
+		a->st->release(a);
+		a->held = false;
+	}
 	metrics_write(a);
-	return AG_EXIT_OK;
+	return a->fatal ? a->fatal : AG_EXIT_OK;
+}
+
+/* The device: open, layout, strict mode, fenced.  0 or an exit code. */
+static int setup_device(struct agent *a)
+{
+	const struct ag_conf *c = a->c;
+	struct snowflake_config layout;
+	struct snowflake_stats st;
+	int ret;
+
+	ret = snowflake_open(&a->sf, c->device, 0);
+	if (!ret)
+		ret = snowflake_get_config(a->sf, &layout);
+	if (!ret)
+		ret = snowflake_get_stats(a->sf, &st);
+	if (ret) {
+		logm(AG_ERR, "cannot use %s: %s", c->device ? c->device : "the device",
+		     snowflake_strerror(ret));
+		return AG_EXIT_RUNTIME;
+	}
+	wd_dev_fd = snowflake_fd(a->sf);
+	/* The identity made now belongs to this VM's current fork count. */
+	ret = snowflake_get_vm_forks(a->sf, &a->vm_forks);
+	if (ret) {
+		logm(AG_ERR, "cannot read the device's VM forks (statistics/vm_forks): %s; the module is older than this agent (it needs the lease deadline and VM-fork fencing of snowflake 1.2)",
+		     snowflake_strerror(ret));
+		return AG_EXIT_RUNTIME;
+	}
+	/* Nothing is served until a lease is held. */
+	if (fence_now(a, "no-lease-yet"))
+		return AG_EXIT_RUNTIME;
+	if (!(st.state & SNOWFLAKE_STATE_STRICT)) {
+		logm(AG_ERR, "event=not_strict device=%s: the module is not in strict mode, so it issues IDs with its own ids before any lease is held (and after a reload); load it with strict=1 (modprobe snowflake strict=1, /etc/modprobe.d/snowflake.conf)",
+		     c->device ? c->device : "(default)");
+		return AG_EXIT_NOT_STRICT;
+	}
+	return setup_pool(a, layout.datacenter_bits, layout.worker_bits);
+}
+
+static int setup_signals(struct agent *a)
+{
+	struct sigaction sa;
+	struct sigevent sev;
+	sigset_t block;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&block);
+	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++) {
+		sigaction(stop_signals[i], &sa, NULL);
+		sigaddset(&block, stop_signals[i]);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+
+	/* The watchdog: never blocked but around its own re-arming. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_watchdog;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	sigaction(SIG_WATCHDOG, &sa, NULL);
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = SIG_WATCHDOG;
+	if (timer_create(CLOCK_BOOTTIME, &sev, &wd_timer)) {
+		logm(AG_ERR, "timer_create(CLOCK_BOOTTIME): %s", strerror(errno));
+		return AG_EXIT_RUNTIME;
+	}
+	wd_ok = true;
+	a->tfd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC);
+	if (a->tfd < 0) {
+		logm(AG_ERR, "timerfd_create(CLOCK_BOOTTIME): %s", strerror(errno));
+		return AG_EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+/* label:32 hex digits from getrandom(2): a new owner at every start. */
+static int make_owner(struct agent *a)
+{
+	const char *label = a->c->owner;
+	unsigned char r[16];
+	char host[128], hex[33];
+	size_t i;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		logm(AG_ERR, "getrandom: %s", strerror(errno));
+		return AG_EXIT_RUNTIME;
+	}
+	for (i = 0; i < sizeof(r); i++)
+		snprintf(hex + 2 * i, 3, "%02x", r[i]);
+	if (!label) {
+		if (gethostname(host, sizeof(host)))
+			strcpy(host, "unknown");
+		host[sizeof(host) - 1] = '\0';
+		label = host;
+	}
+	snprintf(a->owner, sizeof(a->owner), "%s:%s", label, hex);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct ag_conf conf;
 	struct agent a;
-	struct sigaction sa;
-	char err[1024], host[128];
+	char err[1024], where[512];
 	int ret;
 
 	memset(&a, 0, sizeof(a));
+	a.hist_fd = -1;
+	a.tfd = -1;
 	ret = ag_conf_load(&conf, argc, argv, err, sizeof(err));
 	if (!ret && !conf.help && !conf.version)
 		ret = ag_conf_finish(&conf, err, sizeof(err));
@@ -894,67 +1014,56 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	a.c = &conf;
+	a.st = conf.backend == AG_ETCD ? &ag_etcd_ops : &ag_redis_ops;
 	log_level = conf.level;
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);
 
-	if (conf.owner) {
-		snprintf(a.owner, sizeof(a.owner), "%s", conf.owner);
-	} else {
-		if (gethostname(host, sizeof(host)))
-			strcpy(host, "unknown");
-		host[sizeof(host) - 1] = '\0';
-		snprintf(a.owner, sizeof(a.owner), "%s:%d:%016llx", host, (int)getpid(),
-			 (unsigned long long)rnd64());
-	}
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sa.sa_mask);
-	sigaddset(&sa.sa_mask, SIGTERM);
-	sigaddset(&sa.sa_mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &sa.sa_mask, NULL);
-
-	if (conf.dry_run) {
-		ret = setup_pool(&a, conf.dry_run_bits[0], conf.dry_run_bits[1]);
-		a.fenced = true;
-	} else {
-		struct snowflake_config layout;
-
-		ret = snowflake_open(&a.sf, conf.device, 0);
-		if (!ret)
-			ret = snowflake_get_config(a.sf, &layout);
-		if (ret) {
-			logm(AG_ERR, "cannot use %s: %s", conf.device ? conf.device : "the device",
-			     snowflake_strerror(ret));
-			ag_conf_free(&conf);
-			return AG_EXIT_RUNTIME;
-		}
-		ret = setup_pool(&a, layout.datacenter_bits, layout.worker_bits);
-		/* Nothing is served until a lease is held. */
-		if (!ret && dev_fence(&a, true, "no-lease-yet"))
+	ret = setup_signals(&a);
+	if (!ret)
+		ret = make_owner(&a);
+	if (!ret && *conf.history) {
+		a.hist_fd = open(conf.history, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (a.hist_fd < 0) {
+			logm(AG_ERR, "cannot open the history %s: %s", conf.history, strerror(errno));
 			ret = AG_EXIT_RUNTIME;
+		}
 	}
+	if (!ret) {
+		if (conf.dry_run) {
+			ret = setup_pool(&a, conf.dry_run_bits[0], conf.dry_run_bits[1]);
+			a.fenced = true;
+		} else {
+			ret = setup_device(&a);
+		}
+	}
+	if (!ret)
+		ret = a.st->init(&a);
 	if (ret) {
+		if (a.st && a.store)
+			a.st->fini(&a);
 		snowflake_close(a.sf);
 		ag_conf_free(&conf);
 		return ret;
 	}
-	logm(AG_INFO, "event=start owner=%s redis=%s:%d prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u ttl_ms=%u renew_ms=%u margin_ms=%u%s",
-	     a.owner, conf.redis_host, conf.redis_port, conf.prefix, conf.cluster,
+	a.st->describe(&a, where, sizeof(where));
+	logm(AG_INFO, "event=start owner=%s backend=%s %s prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u ttl_ms=%u renew_ms=%u margin_ms=%u%s",
+	     a.owner, a.st->name, where, conf.prefix, conf.cluster,
 	     a.dc_lo, a.dc_hi, a.w_lo, a.w_hi, conf.ttl_ms, conf.renew_ms, conf.margin_ms,
 	     conf.dry_run ? " dry_run=1" : "");
+	hist(&a, "start owner=%s space=%s:%s pid=%d at=%lld", a.owner, conf.prefix, conf.cluster,
+	     (int)getpid(), (long long)boot_ns());
 	state_load(&a);
-	a.next_acquire = mono_ms();
+	a.next_acquire = boot_ns();
 
 	ret = run(&a);
 
-	if (a.rc)
-		redisFree(a.rc);
+	hist(&a, "exit owner=%s code=%d at=%lld", a.owner, ret, (long long)boot_ns());
+	a.st->fini(&a);
+	if (a.hist_fd >= 0)
+		close(a.hist_fd);
+	if (a.tfd >= 0)
+		close(a.tfd);
 	snowflake_close(a.sf);
 	ag_conf_free(&conf);
 	return ret;

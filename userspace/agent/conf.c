@@ -19,16 +19,27 @@
 const char ag_usage[] =
 "Usage: snowflake-agent [OPTIONS]\n"
 "\n"
-"Claim a unique (datacenter, worker) id pair for this host from Redis, set it\n"
-"on /dev/snowflake and keep it; fence the device when the lease could expire.\n"
+"Claim a unique (datacenter, worker) id pair for this host from etcd or Redis,\n"
+"set it on /dev/snowflake and keep it; fence the device when the lease could\n"
+"expire.\n"
 "\n"
 "  --config FILE             key=value file (default " AG_DEFAULT_CONFIG ",\n"
 "                            when it exists); the command line wins\n"
+"  --backend etcd|redis      the lease store (default redis)\n"
+"  --etcd-endpoints URLS     comma-separated, tried in turn (default\n"
+"                            http://127.0.0.1:2379)\n"
+"  --etcd-user USER          authenticate as USER (default: no authentication)\n"
+"  --etcd-password PASS      USER's password\n"
+"  --etcd-cacert FILE        CA certificates for https endpoints\n"
+"  --etcd-cert FILE          client certificate (with --etcd-key)\n"
+"  --etcd-key FILE           client key\n"
+"  --etcd-timeout-ms MS      every request, connecting included (default 500)\n"
 "  --redis-host HOST         Redis address, numeric or a name (default 127.0.0.1)\n"
 "  --redis-port PORT         (default 6379)\n"
 "  --redis-password PASS     AUTH with it (default: none)\n"
 "  --redis-db N              SELECT N (default 0)\n"
-"  --redis-timeout-ms MS     connect and command timeout (default 500)\n"
+"  --redis-timeout-ms MS     name lookup, connect and command timeout\n"
+"                            (default 500)\n"
 "  --prefix P                keys are P:CLUSTER:worker:DC:W (default snowflake)\n"
 "  --cluster NAME            (default default)\n"
 "  --datacenter-ids LO[-HI]  datacenter ids to claim from (default: all the\n"
@@ -38,6 +49,8 @@ const char ag_usage[] =
 "  --renew-ms MS             renew every MS (default ttl/3)\n"
 "  --margin-ms MS            fence MS before the lease could expire (default\n"
 "                            ttl/5)\n"
+"  --settle-ms MS            serve a newly claimed pair only after holding it\n"
+"                            this long (default: ttl; 0: at once)\n"
 "  --redis-min-uptime-ms MS  claim only from a Redis that has been up this\n"
 "                            long (default: ttl; 0: off, for a Redis that\n"
 "                            persists every write)\n"
@@ -45,7 +58,10 @@ const char ag_usage[] =
 "                            /dev/snowflake)\n"
 "  --state-file PATH         remembers the last id, to claim it again (default\n"
 "                            " AG_DEFAULT_STATE "; empty: none)\n"
-"  --owner STRING            lease value (default HOSTNAME:PID:RANDOM)\n"
+"  --owner LABEL             label of the lease value (default: the host name);\n"
+"                            a new random id is added at every start\n"
+"  --history FILE            append one line per validity interval given to\n"
+"                            the device (CLOCK_BOOTTIME ns; default: none)\n"
 "  --metrics-file PATH       keep the agent's Prometheus metrics in PATH (for\n"
 "                            node_exporter's textfile collector; default: none)\n"
 "  --dry-run                 no device: log the claims and fences only\n"
@@ -55,18 +71,32 @@ const char ag_usage[] =
 "  -h, --help                this help\n"
 "  --version                 print the version and exit\n"
 "\n"
-"Exit status: 0 stopped by SIGTERM/SIGINT (lease released, device fenced);\n"
-"1 the device failed; 2 bad command line or configuration; 3 every id of the\n"
-"pool is held by another owner.  See snowflake-agent(8).\n";
+"Exit status: 0 stopped by SIGTERM, SIGINT, SIGHUP or SIGQUIT (device fenced,\n"
+"lease released); 1 the device failed; 2 bad command line or configuration;\n"
+"4 the store refused the password; 5 the store may lose leases (Redis without\n"
+"maxmemory-policy noeviction, Redis Cluster); 6 the device is not in strict\n"
+"mode.  See snowflake-agent(8).\n";
 
 enum {
 	O_CONFIG = 256, O_HOST, O_PORT, O_PASSWORD, O_DB, O_TIMEOUT, O_PREFIX,
 	O_CLUSTER, O_DCS, O_WORKERS, O_TTL, O_RENEW, O_MARGIN, O_DEVICE,
-	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_PRINT, O_VERSION, O_METRICS,
+	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_BACKEND,
+	O_ETCD_EP, O_ETCD_USER, O_ETCD_PW, O_ETCD_CA, O_ETCD_CERT, O_ETCD_KEY,
+	O_ETCD_TIMEOUT, O_HISTORY, O_SETTLE, O_PRINT, O_VERSION, O_METRICS,
 };
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, O_CONFIG },
+	{ "backend", required_argument, NULL, O_BACKEND },
+	{ "etcd-endpoints", required_argument, NULL, O_ETCD_EP },
+	{ "etcd-user", required_argument, NULL, O_ETCD_USER },
+	{ "etcd-password", required_argument, NULL, O_ETCD_PW },
+	{ "etcd-cacert", required_argument, NULL, O_ETCD_CA },
+	{ "etcd-cert", required_argument, NULL, O_ETCD_CERT },
+	{ "etcd-key", required_argument, NULL, O_ETCD_KEY },
+	{ "etcd-timeout-ms", required_argument, NULL, O_ETCD_TIMEOUT },
+	{ "history", required_argument, NULL, O_HISTORY },
+	{ "settle-ms", required_argument, NULL, O_SETTLE },
 	{ "redis-host", required_argument, NULL, O_HOST },
 	{ "redis-port", required_argument, NULL, O_PORT },
 	{ "redis-password", required_argument, NULL, O_PASSWORD },
@@ -179,6 +209,47 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 	char extra;
 
 	switch (key) {
+	case O_BACKEND:
+		if (!strcmp(v, "redis"))
+			c->backend = AG_REDIS;
+		else if (!strcmp(v, "etcd"))
+			c->backend = AG_ETCD;
+		else
+			goto bad;
+		return 0;
+	case O_ETCD_EP:
+		if (!*v || strpbrk(v, " \t\r\n"))
+			goto bad;
+		set_str(&c->etcd_endpoints, v);
+		return 0;
+	case O_ETCD_USER:
+	case O_ETCD_PW:
+	case O_ETCD_CA:
+	case O_ETCD_CERT:
+	case O_ETCD_KEY: {
+		char **dst = key == O_ETCD_USER ? &c->etcd_user : key == O_ETCD_PW ? &c->etcd_password :
+			     key == O_ETCD_CA ? &c->etcd_cacert : key == O_ETCD_CERT ? &c->etcd_cert :
+			     &c->etcd_key;
+
+		free(*dst);
+		*dst = NULL;
+		if (*v)
+			set_str(dst, v);
+		return 0;
+	}
+	case O_ETCD_TIMEOUT:
+		if (parse_uint(v, 600000, &n) || n < 10)
+			goto bad;
+		c->etcd_timeout_ms = (unsigned int)n;
+		return 0;
+	case O_SETTLE:
+		if (parse_uint(v, 86400000, &n))
+			goto bad;
+		c->settle_ms = (int)n;
+		return 0;
+	case O_HISTORY:
+		set_str(&c->history, v);
+		return 0;
 	case O_HOST:
 		if (!*v)
 			goto bad;
@@ -344,6 +415,9 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	int o, ret;
 
 	memset(c, 0, sizeof(*c));
+	set_str(&c->etcd_endpoints, "http://127.0.0.1:2379");
+	c->etcd_timeout_ms = 500;
+	set_str(&c->history, "");
 	set_str(&c->redis_host, "127.0.0.1");
 	c->redis_port = 6379;
 	c->redis_timeout_ms = 500;
@@ -351,6 +425,7 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	set_str(&c->cluster, "default");
 	c->ttl_ms = 10000;
 	c->min_uptime_ms = -1;
+	c->settle_ms = -1;
 	set_str(&c->state_file, AG_DEFAULT_STATE);
 	c->dry_run_bits[0] = 5;
 	c->dry_run_bits[1] = 5;
@@ -413,22 +488,35 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	return 0;
 }
 
+unsigned int ag_conf_timeout_ms(const struct ag_conf *c)
+{
+	return c->backend == AG_ETCD ? c->etcd_timeout_ms : c->redis_timeout_ms;
+}
+
 int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 {
+	const char *tname = c->backend == AG_ETCD ? "etcd-timeout-ms" : "redis-timeout-ms";
+
 	if (!c->renew_ms)
 		c->renew_ms = c->ttl_ms / 3;
 	if (!c->margin_ms)
 		c->margin_ms = c->ttl_ms / 5;
 	if (c->min_uptime_ms < 0)
 		c->min_uptime_ms = (int)c->ttl_ms;
+	if (c->settle_ms < 0)
+		c->settle_ms = (int)c->ttl_ms;
 	if (c->margin_ms >= c->ttl_ms)
 		return fail(err, errlen, "margin-ms %u must be below ttl-ms %u",
 			    c->margin_ms, c->ttl_ms);
 	/* A renewal must be able to start and finish before the fence. */
-	if (c->renew_ms + c->redis_timeout_ms >= c->ttl_ms - c->margin_ms)
+	if (c->renew_ms + ag_conf_timeout_ms(c) >= c->ttl_ms - c->margin_ms)
 		return fail(err, errlen,
-			    "renew-ms %u + redis-timeout-ms %u must be below ttl-ms %u - margin-ms %u",
-			    c->renew_ms, c->redis_timeout_ms, c->ttl_ms, c->margin_ms);
+			    "renew-ms %u + %s %u must be below ttl-ms %u - margin-ms %u",
+			    c->renew_ms, tname, ag_conf_timeout_ms(c), c->ttl_ms, c->margin_ms);
+	if (c->etcd_user && !c->etcd_password)
+		return fail(err, errlen, "etcd-user needs etcd-password");
+	if (!!c->etcd_cert != !!c->etcd_key)
+		return fail(err, errlen, "etcd-cert and etcd-key go together");
 	return 0;
 }
 
@@ -445,6 +533,14 @@ static void print_range(FILE *f, const char *name, const struct ag_range *r)
 void ag_conf_print(const struct ag_conf *c, FILE *f)
 {
 	fprintf(f, "# config file: %s\n", c->config ? c->config : "(none)");
+	fprintf(f, "backend = %s\n", c->backend == AG_ETCD ? "etcd" : "redis");
+	fprintf(f, "etcd-endpoints = %s\n", c->etcd_endpoints);
+	fprintf(f, "etcd-user = %s\n", c->etcd_user ? c->etcd_user : "");
+	fprintf(f, "etcd-password = %s\n", c->etcd_password ? "(set)" : "");
+	fprintf(f, "etcd-cacert = %s\n", c->etcd_cacert ? c->etcd_cacert : "");
+	fprintf(f, "etcd-cert = %s\n", c->etcd_cert ? c->etcd_cert : "");
+	fprintf(f, "etcd-key = %s\n", c->etcd_key ? c->etcd_key : "");
+	fprintf(f, "etcd-timeout-ms = %u\n", c->etcd_timeout_ms);
 	fprintf(f, "redis-host = %s\n", c->redis_host);
 	fprintf(f, "redis-port = %d\n", c->redis_port);
 	fprintf(f, "redis-password = %s\n", c->redis_password ? "(set)" : "");
@@ -457,11 +553,13 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "ttl-ms = %u\n", c->ttl_ms);
 	fprintf(f, "renew-ms = %u\n", c->renew_ms);
 	fprintf(f, "margin-ms = %u\n", c->margin_ms);
+	fprintf(f, "settle-ms = %d\n", c->settle_ms);
 	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
 	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
 	fprintf(f, "state-file = %s\n", c->state_file);
 	fprintf(f, "metrics-file = %s\n", c->metrics_file ? c->metrics_file : "");
-	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(hostname:pid:random)");
+	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(the host name)");
+	fprintf(f, "history = %s\n", c->history);
 	fprintf(f, "dry-run = %d\n", c->dry_run);
 	fprintf(f, "dry-run-bits = %u/%u\n", c->dry_run_bits[0], c->dry_run_bits[1]);
 	fprintf(f, "log-level = %s\n", ag_level_name(c->level));
@@ -469,6 +567,13 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 
 void ag_conf_free(struct ag_conf *c)
 {
+	free(c->etcd_endpoints);
+	free(c->etcd_user);
+	free(c->etcd_password);
+	free(c->etcd_cacert);
+	free(c->etcd_cert);
+	free(c->etcd_key);
+	free(c->history);
 	free(c->redis_host);
 	free(c->redis_password);
 	free(c->prefix);

@@ -12,10 +12,13 @@
 #include <stdio.h>
 
 /* Exit codes (snowflake-agent(8), README). */
-#define AG_EXIT_OK		0	/* stopped by SIGTERM/SIGINT: lease released */
+#define AG_EXIT_OK		0	/* stopped by a signal: fenced, lease released */
 #define AG_EXIT_RUNTIME		1	/* the device failed (open, set ids, fence) */
 #define AG_EXIT_USAGE		2	/* bad command line or configuration file */
-#define AG_EXIT_POOL_FULL	3	/* every id of the pool is held by another owner */
+/* 3 (a full pool) is no longer used: a full pool is retried with backoff. */
+#define AG_EXIT_AUTH		4	/* the store refused the password */
+#define AG_EXIT_UNSAFE_STORE	5	/* the store may lose leases (Redis eviction, Cluster) */
+#define AG_EXIT_NOT_STRICT	6	/* the device is not in strict mode */
 
 #define AG_DEFAULT_CONFIG	"/etc/snowflake/agent.conf"
 #define AG_DEFAULT_STATE	"/var/lib/snowflake/agent.state"
@@ -32,11 +35,18 @@ struct ag_conf {
 	const char *config;		/* the file read (NULL: none) */
 	bool config_given;		/* --config: a missing file is an error */
 
+	enum { AG_REDIS, AG_ETCD } backend;
 	char *redis_host;
 	int redis_port;
 	char *redis_password;		/* NULL: no AUTH */
 	int redis_db;
 	unsigned int redis_timeout_ms;	/* connect and every command */
+
+	char *etcd_endpoints;		/* comma-separated URLs */
+	char *etcd_user;		/* NULL: no authentication */
+	char *etcd_password;
+	char *etcd_cacert, *etcd_cert, *etcd_key;	/* TLS; NULL: defaults */
+	unsigned int etcd_timeout_ms;	/* every request, connection included */
 
 	char *prefix;
 	char *cluster;
@@ -46,12 +56,14 @@ struct ag_conf {
 	unsigned int ttl_ms;
 	unsigned int renew_ms;		/* 0: ttl / 3 */
 	unsigned int margin_ms;		/* 0: ttl / 5 */
+	int settle_ms;			/* a new claim is served after this; -1: ttl */
 	int min_uptime_ms;		/* claim only from a Redis up this long; -1: ttl */
 
 	char *device;			/* NULL: libsnowflake's default */
 	char *state_file;		/* "" : none */
 	char *metrics_file;		/* NULL or "": none */
-	char *owner;			/* NULL: hostname:pid:random */
+	char *owner;			/* a label (NULL: the host name); a random id is added */
+	char *history;			/* "": none */
 	bool dry_run;
 	unsigned int dry_run_bits[2];	/* datacenter, worker widths without a device */
 	enum ag_level level;
@@ -68,6 +80,8 @@ struct ag_conf {
 int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t errlen);
 /* Fill the derived defaults (renew, margin) and check the timings. */
 int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen);
+/* The store's timeout for one call (redis-timeout-ms or etcd-timeout-ms). */
+unsigned int ag_conf_timeout_ms(const struct ag_conf *c);
 void ag_conf_print(const struct ag_conf *c, FILE *f);
 void ag_conf_free(struct ag_conf *c);
 const char *ag_level_name(enum ag_level l);

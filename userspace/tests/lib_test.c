@@ -670,6 +670,8 @@ TEST(ioctl_on_non_device)
 	EXPECT_EQ(-ENOTTY, snowflake_get_config(sf, &cfg));
 	EXPECT_EQ(-ENOTTY, snowflake_set_config(sf, &cfg));
 	EXPECT_EQ(-ENOTTY, snowflake_set_ids(sf, 1, 2));
+	EXPECT_EQ(-ENOTTY, snowflake_assign_ids(sf, 1, 2));
+	EXPECT_EQ(-EINVAL, snowflake_assign_ids(NULL, 1, 2));
 	EXPECT_EQ(-ENOTTY, snowflake_get_stats(sf, &st));
 	EXPECT_EQ(-ENOTTY, snowflake_get_floor(sf, &f, &l));
 	EXPECT_EQ(1ULL, f);	/* untouched on error */

@@ -53,6 +53,11 @@ if nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_set_fence@@LIBSNOWFLAK
 else
 	notok "fence functions not versioned LIBSNOWFLAKE_1.1"
 fi
+if nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_assign_ids@@LIBSNOWFLAKE_1.2$'; then
+	ok "snowflake_assign_ids versioned LIBSNOWFLAKE_1.2"
+else
+	notok "snowflake_assign_ids not versioned LIBSNOWFLAKE_1.2"
+fi
 
 if nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_uuid_next_n@@LIBSNOWFLAKE_1.2$' &&
 	nm -D "$OUT/libsnowflake.so.1" | grep -q ' T snowflake_uuid_format@@LIBSNOWFLAKE_1.2$'; then

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Judge snowflake-agent histories (--history): no two owners ever held one
+(datacenter, worker) pair at the same instant.
+
+Input: history files (agents may share one; lines in any order), and
+optionally the fault log of a harness.  All times are CLOCK_BOOTTIME ns of
+one host, so the agents' lines compare directly.
+
+  start owner=O space=S pid=P at=T      an agent started, claiming in space S
+                                        (PREFIX:CLUSTER: pairs of different
+                                        spaces are different ids)
+  interval pair=D:W space=S owner=O from=T until=U
+                                        the device was given pair D:W from T
+                                        on, valid until U (the kernel deadline)
+  fence pair=D:W space=S owner=O at=T   the device was fenced at T
+  exit owner=O code=C at=T              the agent ended
+  fault kind=K pid=P at=T [until=T2]    (harness) K = sigstop (the agent did
+                                        not run from T to T2), kill (SIGKILL
+                                        at T), or a fault on the store
+
+An owner issues with pair D:W from `from` to the earlier of `until` and its
+next fence on D:W.  Two different owners' such spans on one pair must never
+overlap.  Figures: intervals checked, faults, and the longest time a live
+(started, not stopped, not ended) agent went without a pair while some pair
+of the pool was free, and the longest time one pair was served by nobody
+while a live agent waited (how long a lost pair takes to be served again).
+
+Prints "lease-check: ..." lines; exits 1 on an overlap or unreadable input.
+"""
+import argparse
+import bisect
+import collections
+import sys
+
+
+def parse(paths):
+    ev = collections.defaultdict(list)
+    bad = 0
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                words = line.split()
+                if not words:
+                    continue
+                kv = {}
+                for w in words[1:]:
+                    k, _, v = w.partition("=")
+                    kv[k] = v
+                try:
+                    for k in ("at", "from", "until", "pid", "code"):
+                        if k in kv:
+                            kv[k] = int(kv[k])
+                except ValueError:
+                    bad += 1
+                    continue
+                ev[words[0]].append(kv)
+    return ev, bad
+
+
+def merge(spans):
+    out = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("history", nargs="+")
+    ap.add_argument("--faults", help="the harness's fault log")
+    ap.add_argument("--label", default="", help="name of the run in the output")
+    ap.add_argument("--step-ms", type=int, default=10, help="resolution of the gap figure")
+    args = ap.parse_args()
+
+    ev, bad = parse(args.history + ([args.faults] if args.faults else []))
+    label = (args.label + ": ") if args.label else ""
+    if bad:
+        print(f"lease-check: {label}{bad} unreadable lines")
+        return 1
+
+    fences = collections.defaultdict(list)  # (owner, pair) -> sorted fence times
+    for f in ev["fence"]:
+        fences[(f["owner"], f.get("space", "") + "/" + f["pair"])].append(f["at"])
+    for v in fences.values():
+        v.sort()
+
+    # What each owner issued with, per pair: [from, min(until, next fence)].
+    spans = collections.defaultdict(list)  # (pair, owner) -> [(a, b)]
+    for iv in ev["interval"]:
+        iv["pair"] = iv.get("space", "") + "/" + iv["pair"]
+        key = (iv["owner"], iv["pair"])
+        end = iv["until"]
+        fl = fences.get(key, [])
+        i = bisect.bisect_left(fl, iv["from"])
+        if i < len(fl):
+            end = min(end, fl[i])
+        if end > iv["from"]:
+            spans[(iv["pair"], iv["owner"])].append((iv["from"], end))
+
+    overlaps = []
+    by_pair = collections.defaultdict(list)
+    for (pair, owner), s in spans.items():
+        for a, b in merge(s):
+            by_pair[pair].append((a, b, owner))
+    for pair, lst in by_pair.items():
+        lst.sort()
+        max_end, max_owner = None, None
+        for a, b, owner in lst:
+            if max_end is not None and a < max_end and owner != max_owner:
+                overlaps.append((pair, max_owner, owner, a, max_end))
+            if max_end is None or b > max_end:
+                max_end, max_owner = b, owner
+
+    # The longest gap: a live agent without a pair while a pair was free.
+    starts = {s["owner"]: s for s in ev["start"]}
+    pid_owner = {s["pid"]: s["owner"] for s in ev["start"]}
+    times = [s["at"] for s in ev["start"]] + [iv["until"] for iv in ev["interval"]]
+    gap_ns, gap_owner = 0, None
+    vac_ns, vac_pair = 0, None
+    if starts and times:
+        t0, t1 = min(times), max(times + [e["at"] for e in ev["exit"]])
+        ends = {e["owner"]: e["at"] for e in ev["exit"]}
+        stopped = collections.defaultdict(list)
+        for f in ev["fault"]:
+            owner = pid_owner.get(f.get("pid"))
+            if owner is None:
+                continue
+            if f.get("kind") == "kill":
+                ends[owner] = min(ends.get(owner, f["at"]), f["at"])
+            elif f.get("kind") == "sigstop":
+                stopped[owner].append((f["at"], f.get("until", t1)))
+        held = {}  # owner -> merged spans over all pairs
+        for (pair, owner), s in spans.items():
+            held.setdefault(owner, []).extend(s)
+        held = {o: merge(s) for o, s in held.items()}
+        pair_spans = {p: merge([(a, b) for a, b, _ in by_pair[p]]) for p in by_pair}
+        space_pairs = collections.defaultdict(list)
+        for p in by_pair:
+            space_pairs[p.split("/")[0]].append(p)
+
+        def covered(lst, t):
+            i = bisect.bisect_right(lst, [t, float("inf")]) - 1
+            return i >= 0 and lst[i][0] <= t < lst[i][1]
+
+        step = args.step_ms * 1000000
+        run = {}
+        vrun = {}
+        t = t0
+        while t <= t1:
+            freep = {p: not covered(pair_spans[p], t) for p in pair_spans}
+            free = {sp: any(freep[p] for p in ps) for sp, ps in space_pairs.items()}
+            waiting = set()
+            for owner, s in starts.items():
+                live = s["at"] <= t < ends.get(owner, t1 + 1) and not any(
+                    a <= t < b for a, b in stopped.get(owner, ()))
+                unpaired = live and not covered(held.get(owner, []), t)
+                if unpaired:
+                    waiting.add(s.get("space", ""))
+                if unpaired and free.get(s.get("space", ""), False):
+                    run[owner] = run.get(owner, 0) + step
+                    if run[owner] > gap_ns:
+                        gap_ns, gap_owner = run[owner], owner
+                else:
+                    run[owner] = 0
+            # a pair nobody serves while a live agent of its space waits
+            for p, f in freep.items():
+                if f and p.split("/")[0] in waiting:
+                    vrun[p] = vrun.get(p, 0) + step
+                    if vrun[p] > vac_ns:
+                        vac_ns, vac_pair = vrun[p], p
+                else:
+                    vrun[p] = 0
+            t += step
+
+    nfaults = len(ev["fault"])
+    kinds = collections.Counter(f.get("kind", "?") for f in ev["fault"])
+    print(f"lease-check: {label}{len(ev['interval'])} intervals of {len(starts)} agent runs on "
+          f"{len(by_pair)} pairs, {len(ev['fence'])} fences; faults {nfaults}"
+          + (" (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")" if kinds else ""))
+    print(f"lease-check: {label}longest gap {gap_ns // 1000000} ms (a live agent without a pair "
+          f"while one was free{', ' + gap_owner if gap_owner else ''})")
+    print(f"lease-check: {label}longest vacancy {vac_ns // 1000000} ms (a pair served by nobody "
+          f"while a live agent waited{', ' + vac_pair if vac_pair else ''})")
+    for pair, o1, o2, a, b in overlaps[:10]:
+        print(f"lease-check: {label}OVERLAP {pair}: {o1} until {b}, {o2} from {a} "
+              f"({(b - a) / 1e6:.1f} ms)")
+    print(f"lease-check: {label}{len(overlaps)} overlaps")
+    return 1 if overlaps else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Fault injection against snowflake-agent and a real lease store on
+127.0.0.1, judged by scripts/lease-check.py.
+
+  lease-faults.py --store etcd|redis --agent PATH --out DIR [--seconds 180]
+
+etcd: a 3-member cluster (distinct ports).  redis: one redis-server (no
+persistence).  --agents agents (--dry-run, one shared --history) contend
+for --pairs pairs, fewer than the agents.  For --seconds, one fault at a
+time on the agents and one at a time on the store, at random:
+
+  agents: SIGSTOP for 1.2..2.5 TTL then SIGCONT; kill -9 and a restart
+  store:  kill -9 of the leader or of a follower (redis: the server) and a
+          restart; SIGSTOP of a member (redis: the server), then SIGCONT
+
+Every fault is written to DIR/faults (CLOCK_BOOTTIME ns, like the
+histories).  Then every agent is stopped (SIGTERM), the store too, and the
+checker judges DIR/history.  Prints ok/FAIL lines, the checker's figures
+and "lease-faults STORE: N passed, M failed"; every process it starts is
+stopped by its pid, whatever happens.
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def now_ns():
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Run:
+    def __init__(self, args):
+        self.a = args
+        self.out = args.out
+        os.makedirs(self.out, exist_ok=True)
+        self.hist = os.path.join(self.out, "history")
+        self.faults_path = os.path.join(self.out, "faults")
+        for p in (self.hist, self.faults_path):
+            open(p, "w").close()
+        self.procs = []          # every Popen, to stop at the end
+        self.passed = 0
+        self.failed = 0
+        self.counts = {}
+        self.rng = random.Random(args.seed)
+
+    # ---- bookkeeping
+    def ok(self, what):
+        self.passed += 1
+        print("ok   " + what, flush=True)
+
+    def bad(self, what):
+        self.failed += 1
+        print("FAIL " + what, flush=True)
+
+    def fault(self, kind, **kv):
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        line = "fault kind=%s %s\n" % (kind, " ".join("%s=%s" % i for i in kv.items()))
+        with open(self.faults_path, "a") as f:
+            f.write(line)
+
+    def spawn(self, argv, log):
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
+                             stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def stop_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    p.kill()
+                except ProcessLookupError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    # ---- the store
+    def start_store(self):
+        a = self.a
+        if a.store == "redis":
+            self.rport = free_port()
+            self.members = [None]
+            self.start_member(0)
+            for _ in range(100):
+                if self.redis_ping():
+                    return True
+                time.sleep(0.05)
+            return False
+        self.cports = [free_port() for _ in range(3)]
+        self.pports = [free_port() for _ in range(3)]
+        self.members = [None, None, None]
+        for i in range(3):
+            self.start_member(i)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.etcd_leader() is not None:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def start_member(self, i):
+        a = self.a
+        if a.store == "redis":
+            argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.rport),
+                    "--save", "", "--appendonly", "no", "--dir", self.out,
+                    "--maxmemory-policy", "noeviction", "--daemonize", "no"]
+            self.members[0] = self.spawn(argv, os.path.join(self.out, "redis.log"))
+            return
+        cluster = ",".join("n%d=http://127.0.0.1:%d" % (j, self.pports[j]) for j in range(3))
+        argv = ["etcd", "--name", "n%d" % i, "--data-dir", os.path.join(self.out, "n%d" % i),
+                "--listen-client-urls", "http://127.0.0.1:%d" % self.cports[i],
+                "--advertise-client-urls", "http://127.0.0.1:%d" % self.cports[i],
+                "--listen-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
+                "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
+                "--initial-cluster", cluster, "--initial-cluster-token", "sf-lease-faults",
+                "--initial-cluster-state", "new",
+                "--heartbeat-interval", "100", "--election-timeout", "1000"]
+        self.members[i] = self.spawn(argv, os.path.join(self.out, "etcd-n%d.log" % i))
+
+    def redis_ping(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.rport), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def etcd_status(self, i):
+        req = urllib.request.Request("http://127.0.0.1:%d/v3/maintenance/status" % self.cports[i],
+                                     data=b"{}", headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=0.5) as r:
+                return json.loads(r.read())
+        except (OSError, ValueError):
+            return None
+
+    def etcd_leader(self):
+        """The index of the leader, or None."""
+        for i in range(3):
+            if self.members[i] is None or self.members[i].poll() is not None:
+                continue
+            st = self.etcd_status(i)
+            if not st or not st.get("leader"):
+                continue
+            if st["header"]["member_id"] == st["leader"]:
+                return i
+        return None
+
+    # ---- the agents
+    def agent_argv(self, i):
+        a = self.a
+        argv = [a.agent, "--config", "/dev/null", "--dry-run", "--history", self.hist,
+                "--ttl-ms", str(a.ttl_ms), "--prefix", "sffaults", "--cluster", a.store,
+                "--datacenter-ids", "0", "--worker-ids", "0-%d" % (a.pairs - 1),
+                "--state-file", os.path.join(self.out, "state.%d" % i), "--log-level", "info"]
+        if a.store == "redis":
+            argv += ["--backend", "redis", "--redis-port", str(self.rport),
+                     "--redis-timeout-ms", "300"]
+        else:
+            argv += ["--backend", "etcd", "--etcd-timeout-ms", "400", "--etcd-endpoints",
+                     ",".join("http://127.0.0.1:%d" % p for p in self.cports)]
+        return argv + a.agent_arg
+
+    def start_agent(self, i):
+        self.agents[i] = self.spawn(self.agent_argv(i), os.path.join(self.out, "agent.%d.log" % i))
+
+    # ---- the run
+    def main(self):
+        a = self.a
+        try:
+            return self.run()
+        finally:
+            self.stop_all()
+
+    def run(self):
+        a = self.a
+        ttl = a.ttl_ms / 1000.0
+        if not self.start_store():
+            self.bad("the %s store did not start (logs in %s)" % (a.store, self.out))
+            return
+        self.ok("%s started (%s)" % (a.store, "3 members" if a.store == "etcd" else "one server"))
+        self.agents = [None] * a.agents
+        for i in range(a.agents):
+            self.start_agent(i)
+        t_end = time.monotonic() + a.seconds
+        agent_busy = None        # (kind, index, resume_at, start_ns)
+        store_busy = None        # (kind, member, resume_at, start_ns)
+        next_agent = time.monotonic() + 2
+        next_store = time.monotonic() + 4
+        while time.monotonic() < t_end:
+            t = time.monotonic()
+            # end the faults whose time has come
+            if agent_busy and t >= agent_busy[2]:
+                kind, i, _, t0 = agent_busy
+                if kind == "sigstop":
+                    os.kill(self.agents[i].pid, signal.SIGCONT)
+                    self.fault("sigstop", pid=self.agents[i].pid, at=t0, until=now_ns())
+                else:
+                    self.start_agent(i)
+                agent_busy = None
+                next_agent = t + self.rng.uniform(0.5, 2.0)
+            if store_busy and t >= store_busy[2]:
+                kind, m, _, t0 = store_busy
+                if kind == "store-stop":
+                    os.kill(self.members[m].pid, signal.SIGCONT)
+                    self.fault("store-stop", member=m, at=t0, until=now_ns())
+                else:
+                    self.start_member(m)
+                store_busy = None
+                next_store = t + self.rng.uniform(1.0, 4.0)
+            # start new ones
+            if not agent_busy and t >= next_agent:
+                i = self.rng.randrange(a.agents)
+                p = self.agents[i]
+                if self.rng.random() < 0.5:
+                    os.kill(p.pid, signal.SIGSTOP)
+                    agent_busy = ("sigstop", i, t + ttl * self.rng.uniform(1.2, 2.5), now_ns())
+                else:
+                    p.kill()
+                    p.wait()
+                    self.fault("kill", pid=p.pid, at=now_ns())
+                    agent_busy = ("kill", i, t + self.rng.uniform(0.2, 2.0), now_ns())
+            if not store_busy and t >= next_store:
+                if a.store == "etcd":
+                    leader = self.etcd_leader()
+                    if leader is None or self.rng.random() < 0.4:
+                        m = self.rng.randrange(3)
+                    else:
+                        m = leader
+                    role = "leader" if m == leader else "follower"
+                else:
+                    m, role = 0, "server"
+                if self.rng.random() < 0.5:
+                    self.members[m].kill()
+                    self.members[m].wait()
+                    self.fault("store-kill", member=m, role=role, at=now_ns())
+                    store_busy = ("store-kill", m, t + self.rng.uniform(0.5, 3.0), now_ns())
+                else:
+                    os.kill(self.members[m].pid, signal.SIGSTOP)
+                    store_busy = ("store-stop", m, t + self.rng.uniform(0.5, 2 * ttl), now_ns())
+                    self.counts["store-stop(" + role + ")"] = \
+                        self.counts.get("store-stop(" + role + ")", 0) + 1
+            time.sleep(0.05)
+        # end the faults still running, let the agents settle, stop them
+        if agent_busy:
+            kind, i, _, t0 = agent_busy
+            if kind == "sigstop":
+                os.kill(self.agents[i].pid, signal.SIGCONT)
+                self.fault("sigstop", pid=self.agents[i].pid, at=t0, until=now_ns())
+            else:
+                self.start_agent(i)
+        if store_busy:
+            kind, m, _, t0 = store_busy
+            if kind == "store-stop":
+                os.kill(self.members[m].pid, signal.SIGCONT)
+                self.fault("store-stop", member=m, at=t0, until=now_ns())
+            else:
+                self.start_member(m)
+        time.sleep(2 * ttl)
+        rcs = []
+        for p in self.agents:
+            p.send_signal(signal.SIGTERM)
+        for p in self.agents:
+            try:
+                rcs.append(p.wait(timeout=10))
+            except subprocess.TimeoutExpired:
+                rcs.append("hung")
+        bad = [r for r in rcs if r != 0]
+        if bad:
+            self.bad("%d agents did not exit 0 on SIGTERM: %s" % (len(bad), bad[:5]))
+        else:
+            self.ok("all %d agents exited 0 on SIGTERM" % len(rcs))
+        nfaults = sum(1 for _ in open(self.faults_path))
+        if nfaults >= a.seconds // 5:
+            self.ok("%d faults injected in %d s (%s)" % (nfaults, a.seconds, ", ".join(
+                "%s %d" % kv for kv in sorted(self.counts.items()))))
+        else:
+            self.bad("only %d faults injected in %d s" % (nfaults, a.seconds))
+        chk = subprocess.run([sys.executable, os.path.join(HERE, "lease-check.py"),
+                              "--label", a.store, "--faults", self.faults_path, self.hist],
+                             capture_output=True, text=True, timeout=600)
+        sys.stdout.write(chk.stdout + chk.stderr)
+        intervals = 0
+        for line in chk.stdout.splitlines():
+            if " intervals of " in line:
+                intervals = int(line.split(": ")[-1].split()[0])
+        if chk.returncode == 0:
+            self.ok("lease-check: no two owners ever held one pair at once (%d intervals)" % intervals)
+        else:
+            self.bad("lease-check: overlapping intervals (above)")
+        held = set()
+        for line in open(self.hist):
+            if line.startswith("interval "):
+                held.add(line.split()[1])
+        if len(held) == a.pairs and intervals >= a.seconds:
+            self.ok("every one of the %d pairs was held, %d intervals" % (a.pairs, intervals))
+        else:
+            self.bad("pairs held: %d of %d, intervals %d" % (len(held), a.pairs, intervals))
+        gap = vac = ""
+        for line in chk.stdout.splitlines():
+            if "longest gap" in line:
+                gap = line.split("longest gap ")[1].split(" ms")[0]
+            if "longest vacancy" in line:
+                vac = line.split("longest vacancy ")[1].split(" ms")[0]
+        print("figures: lease %s: %s, %d agents, %d pairs, TTL %d ms, %d s: %d intervals, "
+              "%d faults, longest gap %s ms (pair vacancy %s ms), %s" % (
+                  a.store, "3 etcd members" if a.store == "etcd" else "1 redis-server",
+                  a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults, gap, vac,
+                  "no overlap" if chk.returncode == 0 else "OVERLAP"), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--store", choices=("etcd", "redis"), required=True)
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--agents", type=int, default=16)
+    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--seconds", type=int, default=180)
+    ap.add_argument("--ttl-ms", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--agent-arg", action="append", default=[],
+                    help="one more argument for every agent (e.g. --agent-arg=--settle-ms=0)")
+    args = ap.parse_args()
+    r = Run(args)
+    try:
+        r.main()
+    except Exception as e:  # a harness error is a failure, never a pass
+        r.bad("harness error: %r" % (e,))
+    print("lease-faults %s: %d passed, %d failed" % (args.store, r.passed, r.failed), flush=True)
+    return 1 if r.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snowflake-agent(8): leases in etcd (v3 API, through the JSON gateway of
+ * etcd 3.4 and later: POST /v3/..., keys and values base64, 64-bit
+ * integers as strings), with libcurl and json-c.
+ *
+ * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
+ * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
+ * bound to the lease:
+ *
+ *   Txn If(CreateRevision(key) == 0) Then(Put(key, owner, lease))
+ *
+ * kept with LeaseKeepAlive and revoked (LeaseRevoke, which deletes the
+ * key) on stop.  The lease's clock starts on the leader when it handles
+ * the request, after we sent it, so the agent's rule holds: valid from
+ * before the grant or keep-alive was sent, for ttl - margin.  A leader
+ * change never shortens a lease (the new leader gives every lease a full
+ * TTL).  Several endpoints: a call that fails moves to the next one; every
+ * call, connecting and name lookup included, ends by the fence time
+ * (CURLOPT_TIMEOUT_MS; libcurl resolves in a thread).
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#ifdef AG_NO_ETCD
+/* A build without libcurl and json-c (the static agent of the guest test). */
+static int e_init(struct agent *a)
+{
+	(void)a;
+	logm(AG_ERR, "backend etcd: this snowflake-agent was built without it");
+	return AG_EXIT_USAGE;
+}
+
+const struct store_ops ag_etcd_ops = { .name = "etcd", .init = e_init };
+#else
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+
+struct estore {
+	CURL *h;
+	char **eps;			/* endpoints */
+	int n_eps, cur;
+	char lease[24];			/* decimal lease id, "" none */
+	int64_t lease_sent;		/* before its grant or last keep-alive */
+	char auth[600];			/* "Authorization: token", "" none */
+	bool down;			/* logged already */
+	char *body;			/* the response */
+	size_t len;
+};
+
+static struct estore *E(const struct agent *a)
+{
+	return a->store;
+}
+
+static size_t on_data(char *p, size_t sz, size_t n, void *arg)
+{
+	struct estore *e = arg;
+	size_t add = sz * n;
+	char *nb;
+
+	if (e->len + add > (1 << 20))
+		return 0;
+	nb = realloc(e->body, e->len + add + 1);
+	if (!nb)
+		return 0;
+	memcpy(nb + e->len, p, add);
+	e->body = nb;
+	e->len += add;
+	e->body[e->len] = '\0';
+	return add;
+}
+
+static void b64(const char *in, char *out, size_t outlen)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *s = (const unsigned char *)in;
+	size_t n = strlen(in), i, o = 0;
+
+	for (i = 0; i < n && o + 5 < outlen; i += 3) {
+		unsigned int v = s[i] << 16 | (i + 1 < n ? s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
+
+		out[o++] = t[v >> 18 & 63];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
+		out[o++] = i + 2 < n ? t[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+static const char *jstr(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
+}
+
+static void etcd_down(struct agent *a, const char *ep, const char *why)
+{
+	struct estore *e = E(a);
+
+	if (!e->down)
+		logm(AG_WARN, "event=etcd_down endpoint=%s error=\"%s\"", ep, why);
+	else
+		logm(AG_DEBUG, "etcd still down: %s: %s", ep, why);
+	e->down = true;
+}
+
+/*
+ * POST @body to @path, trying the endpoints in turn, all of it by
+ * @deadline (0: each try within etcd-timeout-ms).  The parsed reply
+ * (caller puts it), or NULL: no endpoint answered, or the reply was an
+ * error (logged; @grpc_code set when it said which).
+ */
+static struct json_object *post(struct agent *a, int64_t deadline, const char *path,
+				const char *body, int *grpc_code)
+{
+	struct estore *e = E(a);
+	struct curl_slist *hdrs = NULL;
+	struct json_object *j = NULL;
+	char url[1024];
+	long http = 0;
+	int tries;
+
+	*grpc_code = -1;
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	if (e->auth[0])
+		hdrs = curl_slist_append(hdrs, e->auth);
+	for (tries = 0; tries < e->n_eps; tries++) {
+		const char *ep = e->eps[e->cur];
+		int64_t t = ms_left(deadline, a->c->etcd_timeout_ms);
+		CURLcode rc;
+
+		if (!t)
+			break;
+		snprintf(url, sizeof(url), "%s%s", ep, path);
+		e->len = 0;
+		if (e->body)
+			e->body[0] = '\0';
+		curl_easy_setopt(e->h, CURLOPT_URL, url);
+		curl_easy_setopt(e->h, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(e->h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)t);
+		curl_easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS, (long)t);
+		rc = curl_easy_perform(e->h);
+		if (rc != CURLE_OK) {
+			etcd_down(a, ep, curl_easy_strerror(rc));
+			e->cur = (e->cur + 1) % e->n_eps;
+			continue;
+		}
+		curl_easy_getinfo(e->h, CURLINFO_RESPONSE_CODE, &http);
+		j = e->body ? json_tokener_parse(e->body) : NULL;
+		if (http == 200 && j) {
+			struct json_object *err;
+
+			/* A stream (keep-alive) reports errors in its body. */
+			if (!json_object_object_get_ex(j, "error", &err))
+				break;
+		}
+		if (j) {
+			struct json_object *err = NULL, *c;
+
+			/* {"error": "...", "code": N} or, in a stream, {"error": {"code": N}} */
+			if (!json_object_object_get_ex(j, "error", &err) ||
+			    !json_object_is_type(err, json_type_object))
+				err = j;
+			if (json_object_object_get_ex(err, "code", &c))
+				*grpc_code = json_object_get_int(c);
+		}
+		logm(AG_DEBUG, "etcd %s%s: HTTP %ld: %.300s", ep, path, http, e->body ? e->body : "");
+		/* 14 unavailable (no leader), HTTP 5xx: try another member. */
+		if (*grpc_code == 14 || (http >= 500 && *grpc_code < 0)) {
+			etcd_down(a, ep, e->body ? e->body : "error");
+			json_object_put(j);
+			j = NULL;
+			e->cur = (e->cur + 1) % e->n_eps;
+			continue;
+		}
+		json_object_put(j);
+		j = NULL;
+		break;
+	}
+	curl_slist_free_all(hdrs);
+	if (j && e->down) {
+		logm(AG_INFO, "event=etcd_up endpoint=%s", e->eps[e->cur]);
+		e->down = false;
+	}
+	return j;
+}
+
+/* Authenticate (etcd-user): the token in e->auth.  false on failure (a->fatal on a refusal). */
+static bool authenticate(struct agent *a, int64_t deadline)
+{
+	struct estore *e = E(a);
+	struct json_object *req, *j;
+	const char *tok;
+	int code;
+
+	e->auth[0] = '\0';
+	req = json_object_new_object();
+	json_object_object_add(req, "name", json_object_new_string(a->c->etcd_user));
+	json_object_object_add(req, "password", json_object_new_string(a->c->etcd_password));
+	j = post(a, deadline, "/v3/auth/authenticate", json_object_to_json_string(req), &code);
+	json_object_put(req);
+	if (!j) {
+		if (code == 3 || code == 9 || code == 16) {
+			logm(AG_ERR, "event=etcd_auth_failed user=%s: %s (etcd-user, etcd-password)",
+			     a->c->etcd_user, E(a)->body ? E(a)->body : "refused");
+			a->fatal = AG_EXIT_AUTH;
+		}
+		return false;
+	}
+	tok = jstr(j, "token");
+	if (tok)
+		snprintf(e->auth, sizeof(e->auth), "Authorization: %s", tok);
+	json_object_put(j);
+	return tok != NULL;
+}
+
+/* post() with a token: authenticate first, and again once when it expired. */
+static struct json_object *call(struct agent *a, int64_t deadline, const char *path,
+				const char *body, int *code)
+{
+	struct json_object *j;
+
+	*code = -1;
+	if (a->c->etcd_user && !E(a)->auth[0] && !authenticate(a, deadline))
+		return NULL;
+	j = post(a, deadline, path, body, code);
+	if (!j && a->c->etcd_user && *code == 16 && authenticate(a, deadline))
+		j = post(a, deadline, path, body, code);
+	/* 16 unauthenticated, 7 permission denied, or no user where one is needed. */
+	if (!j && !a->fatal && (*code == 16 || *code == 7 ||
+				(E(a)->body && strstr(E(a)->body, "user name is empty")))) {
+		logm(AG_ERR, "event=etcd_auth_failed: %s (etcd-user, etcd-password)",
+		     E(a)->body ? E(a)->body : "unauthenticated");
+		a->fatal = AG_EXIT_AUTH;
+	}
+	return j;
+}
+
+static int e_init(struct agent *a)
+{
+	struct estore *e;
+	char *list = NULL, *tok, *save = NULL;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		logm(AG_ERR, "curl_global_init failed");
+		return AG_EXIT_RUNTIME;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		goto oom;
+	a->store = e;		/* freed by e_fini(), also on an error here */
+	list = strdup(a->c->etcd_endpoints);
+	if (!list)
+		goto oom;
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char **n = realloc(e->eps, sizeof(*n) * (size_t)(e->n_eps + 1));
+		size_t l;
+
+		if (!n)
+			goto oom;
+		e->eps = n;
+		e->eps[e->n_eps] = strdup(tok);
+		if (!e->eps[e->n_eps])
+			goto oom;
+		l = strlen(e->eps[e->n_eps]);
+		while (l && e->eps[e->n_eps][l - 1] == '/')
+			e->eps[e->n_eps][--l] = '\0';
+		e->n_eps++;
+	}
+	free(list);
+	list = NULL;
+	if (!e->n_eps) {
+		logm(AG_ERR, "etcd-endpoints: no endpoint");
+		return AG_EXIT_USAGE;
+	}
+	e->cur = (int)(boot_ns() % e->n_eps);
+	e->h = curl_easy_init();
+	if (!e->h)
+		goto oom;
+	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (a->c->etcd_cacert)
+		curl_easy_setopt(e->h, CURLOPT_CAINFO, a->c->etcd_cacert);
+	if (a->c->etcd_cert) {
+		curl_easy_setopt(e->h, CURLOPT_SSLCERT, a->c->etcd_cert);
+		curl_easy_setopt(e->h, CURLOPT_SSLKEY, a->c->etcd_key);
+	}
+	return 0;
+oom:
+	free(list);
+	logm(AG_ERR, "out of memory");
+	return AG_EXIT_RUNTIME;
+}
+
+static void e_fini(struct agent *a)
+{
+	struct estore *e = E(a);
+	int i;
+
+	if (!e)
+		return;
+	if (e->h)
+		curl_easy_cleanup(e->h);
+	for (i = 0; i < e->n_eps; i++)
+		free(e->eps[i]);
+	free(e->eps);
+	free(e->body);
+	free(e);
+	a->store = NULL;
+	curl_global_cleanup();
+}
+
+static void e_describe(const struct agent *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "etcd=%s", a->c->etcd_endpoints);
+}
+
+static int64_t e_claim_wait(struct agent *a)
+{
+	(void)a;
+	return 0;	/* etcd keeps its leases across restarts (its raft log) */
+}
+
+/* LeaseKeepAlive of our lease: 1 alive (lease_sent updated), 0 gone, -1 failed. */
+static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
+{
+	struct estore *e = E(a);
+	struct json_object *j, *res;
+	char body[64];
+	const char *ttl;
+	int code, ret;
+
+	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", e->lease);
+	*sent = boot_ns();
+	j = call(a, deadline, "/v3/lease/keepalive", body, &code);
+	if (!j)
+		return code == 5 ? 0 : -1;	/* 5: not found */
+	ttl = json_object_object_get_ex(j, "result", &res) ? jstr(res, "TTL") : NULL;
+	ret = ttl && atoll(ttl) > 0;
+	json_object_put(j);
+	if (ret)
+		e->lease_sent = *sent;
+	else
+		e->lease[0] = '\0';
+	return ret;
+}
+
+/* LeaseRevoke (which deletes the keys bound to it): true when done. */
+static bool revoke(struct agent *a)
+{
+	struct estore *e = E(a);
+	struct json_object *j;
+	char body[64];
+	int code;
+
+	if (!e->lease[0])
+		return false;
+	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", e->lease);
+	j = call(a, 0, "/v3/lease/revoke", body, &code);
+	if (j)
+		logm(AG_DEBUG, "event=lease_revoked lease=%s", e->lease);
+	json_object_put(j);
+	e->lease[0] = '\0';
+	return j != NULL;
+}
+
+/* A lease young enough to claim with: kept alive, or a new one. */
+static bool have_lease(struct agent *a)
+{
+	struct estore *e = E(a);
+	struct json_object *j;
+	char body[64];
+	const char *id;
+	int64_t sent;
+	int code;
+
+	if (e->lease[0] && boot_ns() - e->lease_sent < (int64_t)a->c->renew_ms * NS_PER_MS)
+		return true;
+	if (e->lease[0] && keepalive(a, 0, &sent) == 1)
+		return true;
+	snprintf(body, sizeof(body), "{\"TTL\":\"%u\"}", (a->c->ttl_ms + 999) / 1000);
+	sent = boot_ns();
+	j = call(a, 0, "/v3/lease/grant", body, &code);
+	if (!j)
+		return false;
+	id = jstr(j, "ID");
+	if (id && strlen(id) < sizeof(e->lease)) {
+		snprintf(e->lease, sizeof(e->lease), "%s", id);
+		e->lease_sent = sent;
+	}
+	json_object_put(j);
+	return e->lease[0];
+}
+
+static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent)
+{
+	struct estore *e = E(a);
+	struct json_object *j, *ok;
+	char key[512], k64[700], v64[440], *body;
+	int code, ret;
+
+	if (!have_lease(a))
+		return TRY_ERROR;
+	key_of(a, dc, w, key, sizeof(key));
+	b64(key, k64, sizeof(k64));
+	b64(a->owner, v64, sizeof(v64));
+	if (asprintf(&body,
+		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
+		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}}]}",
+		     k64, k64, v64, e->lease) < 0)
+		return TRY_ERROR;
+	j = call(a, 0, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j) {
+		if (code == 5)	/* the lease expired meanwhile */
+			e->lease[0] = '\0';
+		return TRY_ERROR;
+	}
+	ret = json_object_object_get_ex(j, "succeeded", &ok) && json_object_get_boolean(ok) ?
+	      TRY_TAKEN : TRY_HELD;
+	json_object_put(j);
+	*sent = e->lease_sent;
+	return ret;
+}
+
+/* Our lease still alive, and the key still bound to it: ours again. */
+static int e_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent)
+{
+	struct estore *e = E(a);
+	struct json_object *j, *kvs;
+	char key[512], k64[700], body[800];
+	const char *lease = NULL;
+	int code, ret;
+
+	if (!e->lease[0])
+		return TRY_HELD;
+	ret = keepalive(a, 0, sent);
+	if (ret <= 0)
+		return ret < 0 ? TRY_ERROR : TRY_HELD;
+	key_of(a, dc, w, key, sizeof(key));
+	b64(key, k64, sizeof(k64));
+	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", k64);
+	j = call(a, 0, "/v3/kv/range", body, &code);
+	if (!j)
+		return TRY_ERROR;
+	if (json_object_object_get_ex(j, "kvs", &kvs) && json_object_array_length(kvs) == 1)
+		lease = jstr(json_object_array_get_idx(kvs, 0), "lease");
+	ret = lease && !strcmp(lease, e->lease) ? TRY_TAKEN : TRY_HELD;
+	json_object_put(j);
+	return ret;
+}
+
+static int e_renew(struct agent *a, int64_t deadline, int64_t *sent)
+{
+	if (!E(a)->lease[0])
+		return 0;
+	return keepalive(a, deadline, sent);
+}
+
+static void e_release(struct agent *a)
+{
+	if (revoke(a))
+		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
+	else
+		logm(AG_WARN, "event=release_failed key=%s: etcd failed; it expires by itself", a->key);
+}
+
+const struct store_ops ag_etcd_ops = {
+	.name = "etcd",
+	.init = e_init,
+	.fini = e_fini,
+	.describe = e_describe,
+	.claim_wait = e_claim_wait,
+	.claim = e_claim,
+	.readopt = e_readopt,
+	.renew = e_renew,
+	.release = e_release,
+};
+#endif /* AG_NO_ETCD */
