@@ -199,6 +199,52 @@ rc=$?
 [ "$rc" = 0 ] && ok "watchdog: the second agent exited 0 on SIGTERM" || bad "watchdog: exit $rc"
 wait "$dd_pid" 2>/dev/null
 kill "$cat_pid" 2>/dev/null
+# The agent itself stopped (SIGSTOP): neither its loop nor its watchdog's
+# signal handler runs.  The device stops issuing at the lease's deadline all
+# by itself (the kernel's deadline, SNOWFLAKE_IDS_DEADLINE, set with the pair
+# at every renewal), not fenced by anyone; once the agent runs again it has
+# a lease again and the device serves, with larger IDs.
+S=/sys/class/misc/snowflake
+snowflake-agent --config /dev/null --ttl-ms "$TTL" --redis-timeout-ms 300 --state-file '' \
+	--datacenter-ids 1 --log-level debug 2>/tmp/agent3.log &
+agent_pid=$!
+if wait_reads ok 30; then ok "deadline: a third agent serves"; else bad "deadline: the third agent never served"; fi
+id_before=$last_id
+expiries0=$(cat $S/statistics/lease_expiries)
+kill -STOP "$agent_pid"
+t_stop=$(ms)
+if wait_reads fail $((TTL * 3 / 1000)); then
+	t_refused=$(ms)
+	deadline_ms=$(($(cat $S/lease_deadline_ns) / 1000000))
+	ok "deadline: the agent stopped, reads refused with nothing done by it ($((t_refused - t_stop)) ms after SIGSTOP)"
+	echo "AGENT-FIGURE deadline_to_refused_ms=$((t_refused - deadline_ms)) stop_to_refused_ms=$((t_refused - t_stop))"
+	state="fenced=$(cat $S/fenced) lease_expired=$(cat $S/lease_expired) refusing=$(cat $S/refusing) lease_expiries=$(cat $S/statistics/lease_expiries)"
+	if [ "$state" = "fenced=0 lease_expired=1 refusing=1 lease_expiries=$((expiries0 + 1))" ]; then
+		ok "deadline: the kernel refused, not a fence ($state)"
+	else
+		bad "deadline: unexpected state: $state"
+	fi
+	# /proc/uptime is CLOCK_BOOTTIME in 10 ms steps.
+	if [ "$t_refused" -ge $((deadline_ms - 10)) ]; then
+		ok "deadline: not refused before the deadline"
+	else
+		bad "deadline: refused $((deadline_ms - t_refused)) ms before the deadline"
+	fi
+else
+	bad "deadline: the agent stopped and the device kept serving"
+fi
+kill -CONT "$agent_pid"
+t_cont=$(ms)
+if wait_reads ok 30; then
+	ok "deadline: the agent runs again and the device serves ($(($(ms) - t_cont)) ms after SIGCONT)"
+else
+	bad "deadline: never served again after SIGCONT"
+fi
+if [ "$last_id" -gt "$id_before" ]; then ok "deadline: IDs after it are above the earlier ones"; else bad "deadline: ID $last_id not above $id_before"; fi
+kill -TERM "$agent_pid"
+wait "$agent_pid"
+rc=$?
+[ "$rc" = 0 ] && ok "deadline: the third agent exited 0 on SIGTERM" || bad "deadline: exit $rc"
 echo "AGENT-FIGURE ids $id1 $id2 $id3"
 echo "---- agent log ----"
 grep -v 'event=renewed\|redis still down' /tmp/agent.log
