@@ -299,7 +299,7 @@ def main():
         L.append("The first getrandom() of the boot waited %.1f ms for the CRNG (not counted above)."
                  % (p4r["getrandom_first_call_ns"] / 1e6))
     L.append("")
-    L.append("P5, sf_core_reserve() natively under callgrind (`--toggle-collect=sf_core_reserve`):")
+    L.append("P5, sf_core_reserve() natively under callgrind (`--toggle-collect=bench_reserve`, its out-of-line copy):")
     L.append("")
     L.append("| mode | calls | IDs | instructions | per call | per ID |")
     L.append("| --- | ---: | ---: | ---: | ---: | ---: |")
