@@ -40,22 +40,6 @@ if ! (build_module "$kver" "$moddir") >"$out/module.log" 2>&1; then
 	bad "building snowflake.ko for $kver"
 	finish
 fi
-make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowflake.a" || {
-	bad "building libsnowflake.a"
-	finish
-}
-hiredis_a=$(find /usr/lib /usr/lib64 -name libhiredis.a 2>/dev/null | head -n1)
-# Static: the guest has no libc; without the etcd store (AG_NO_ETCD: no
-# static libcurl), the guest uses Redis.  hiredis resolves the address with
-# getaddrinfo(), which static glibc supports for numeric addresses.
-if [ -z "$hiredis_a" ] ||
-	! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -I"$ROOT/userspace/include" \
-		-I"$ROOT/uapi" -o "$out/snowflake-agent" "$ROOT"/userspace/agent/*.c \
-		"$BUILD/userspace/libsnowflake.a" "$hiredis_a" 2>"$out/agent-build.log"; then
-	cat "$out/agent-build.log"
-	bad "building a static snowflake-agent (libhiredis.a: ${hiredis_a:-missing})"
-	finish
-fi
 make -s -C "$ROOT/selftests" OUT="$BUILD/selftests" KSFT_DIR="$BUILD/ksrc/$KSFT_SUBDIR" \
 	"$BUILD/selftests/snowflake" >/dev/null || {
 	bad "building the static CLI"
@@ -64,20 +48,11 @@ make -s -C "$ROOT/selftests" OUT="$BUILD/selftests" KSFT_DIR="$BUILD/ksrc/$KSFT_
 
 vm_stage "$stage" "$ROOT/scripts/guest/init-agent.sh"
 cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
-install -m 0755 "$out/snowflake-agent" "$stage/usr/sbin/snowflake-agent"
 install -m 0755 "$BUILD/selftests/snowflake" "$stage/usr/bin/snowflake"
-# redis-server (Debian: a link to redis-check-rdb, which acts on its name)
-# and redis-cli, with their shared libraries and the dynamic loader.
-for b in redis-server redis-cli; do
-	install -m 0755 "$(readlink -f "$(command -v "$b")")" "$stage/usr/bin/$b"
-	ldd "$(command -v "$b")" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'
-done | sort -u | while read -r lib; do
-	mkdir -p "$stage$(dirname "$lib")"
-	cp -L "$lib" "$stage$lib"
-done
-# /lib64/ld-linux-x86-64.so.2 and /lib -> usr/lib as on Debian
-[ -e "$stage/lib64" ] || mkdir -p "$stage/lib64"
-cp -L /lib64/ld-linux-x86-64.so.2 "$stage/lib64/"
+if ! vm_add_agent "$stage" "$out"; then
+	bad "staging the static snowflake-agent and redis-server"
+	finish
+fi
 vm_pack "$stage" "$initrd"
 echo "initramfs: $(du -h "$initrd" | cut -f1)"
 

@@ -111,3 +111,39 @@ vm_kmemleak() {
 	fi
 	return 0
 }
+
+# vm_add_agent STAGE OUT: a static snowflake-agent (the Redis store only: no
+# static libcurl for etcd) and Debian's redis-server and redis-cli with the
+# shared libraries ldd names, into the initramfs tree STAGE (the static
+# library comes from userspace/; OUT holds the build log).  Returns 1, with
+# the log printed, when something could not be built.
+vm_add_agent() {
+	local stage=$1 out=$2 hiredis_a b lib
+	mkdir -p "$out"
+	make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowflake.a" ||
+		return 1
+	hiredis_a=$(find /usr/lib /usr/lib64 -name libhiredis.a 2>/dev/null | head -n1)
+	# hiredis resolves the address with getaddrinfo(), which static glibc
+	# supports for numeric addresses.
+	if [ -z "$hiredis_a" ] ||
+		! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD \
+			-I"$ROOT/userspace/include" -I"$ROOT/uapi" -o "$out/snowflake-agent" \
+			"$ROOT"/userspace/agent/*.c "$BUILD/userspace/libsnowflake.a" "$hiredis_a" \
+			2>"$out/agent-build.log"; then
+		cat "$out/agent-build.log"
+		echo "building a static snowflake-agent failed (libhiredis.a: ${hiredis_a:-missing})"
+		return 1
+	fi
+	install -m 0755 "$out/snowflake-agent" "$stage/usr/sbin/snowflake-agent"
+	# redis-server (Debian: a link to redis-check-rdb, which acts on its
+	# name) and redis-cli, with their shared libraries and the loader.
+	for b in redis-server redis-cli; do
+		install -m 0755 "$(readlink -f "$(command -v "$b")")" "$stage/usr/bin/$b"
+		ldd "$(command -v "$b")" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'
+	done | sort -u | while read -r lib; do
+		mkdir -p "$stage$(dirname "$lib")"
+		cp -L "$lib" "$stage$lib"
+	done
+	mkdir -p "$stage/lib64"
+	cp -L /lib64/ld-linux-x86-64.so.2 "$stage/lib64/"
+}

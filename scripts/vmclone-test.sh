@@ -141,11 +141,16 @@ worker_is() {
 }
 
 # lines LOG KEY: the rest of every "VMCLONE-KEY ..." console line.
-lines() { tr -d '\r' <"$1" | sed -n "s/^VMCLONE-$2 //p"; }
+lines() { tr -d '\r' <"$1" | sed -n "s/^.*VMCLONE-$2 //p"; }
 
-test_kernel() {
-	local kver=$1 dir=$OUT/$1 stage initrd disk sock plog clog t0
-	local pids cids dups forks
+# clone_run KVER NAME INIT [agent]: the initramfs with INIT (and the agent
+# and Redis with "agent"), the parent booted, saved with savevm when it says
+# VMCLONE-SNAPSHOT-NOW and left to run to its end, then the clone from that
+# snapshot with another vmgenid GUID.  Sets $dir, $plog and $clog; returns
+# 1 (counted) when a step failed.
+clone_run() {
+	local kver=$1 name=$2 init=$3 with=${4:-} stage initrd disk sock t0
+	dir=$OUT/$kver/$name
 	stage=$dir/initramfs
 	initrd=$dir/initramfs.cpio.gz
 	disk=$dir/disk.qcow2
@@ -154,19 +159,22 @@ test_kernel() {
 	clog=$dir/clone.log
 	t0=$(now)
 	echo
-	echo "==== vmclone $kver ===="
+	echo "==== vmclone $kver $name ===="
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	TAP_PREFIX="$kver: "
 	if ! (build_module "$kver" "$dir/mod") >"$dir/build.log" 2>&1; then
 		tail -n 20 "$dir/build.log"
 		notok "building snowflake.ko"
-		return 0
+		return 1
 	fi
-	vm_stage "$stage" "$ROOT/scripts/guest/init-vmclone.sh"
+	vm_stage "$stage" "$init"
 	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
 	install -m 0755 "$OUT/snowflake" "$stage/usr/bin/snowflake"
 	install -m 0755 "$OUT/vmclone-stale" "$stage/usr/bin/vmclone-stale"
+	if [ "$with" = agent ] && ! vm_add_agent "$stage" "$dir"; then
+		notok "staging the agent and redis-server"
+		return 1
+	fi
 	vm_pack "$stage" "$initrd"
 	# savevm keeps the RAM in a qcow2 image: a blank one, not used otherwise.
 	qemu-img create -q -f qcow2 "$disk" 64M
@@ -177,14 +185,15 @@ test_kernel() {
 		stop_qemu "$sock"
 		tail -n 30 "$plog" | indent
 		notok "the parent reached the snapshot point"
-		return 0
+		return 1
 	fi
 	monitor "$sock" "savevm clone" >"$dir/savevm.log" 2>&1 || true
-	if ! monitor "$sock" "info snapshots" | grep -q ' clone '; then
+	monitor "$sock" "info snapshots" >"$dir/snapshots.log" 2>&1 || true
+	if ! grep -q ' clone ' "$dir/snapshots.log"; then
 		stop_qemu "$sock"
 		indent <"$dir/savevm.log"
 		notok "savevm"
-		return 0
+		return 1
 	fi
 	wait_for "$plog" '^VMCLONE-DONE' "$TIMEOUT" || true
 	stop_qemu "$sock"
@@ -194,9 +203,15 @@ test_kernel() {
 	wait_for "$clog" '^VMCLONE-DONE' "$TIMEOUT" || true
 	stop_qemu "$sock"
 	echo "# parent and clone in $(($(now) - t0)) s; consoles in ${dir#"$ROOT"/}"
-
 	check "the parent ran to its end" grep -q '^VMCLONE-DONE' <(tr -d '\r' <"$plog")
 	check "the clone ran to its end" grep -q '^VMCLONE-DONE' <(tr -d '\r' <"$clog")
+}
+
+# Static ids: the clone refuses until an administrator's re-arm.
+test_static() {
+	local kver=$1 pids cids dups forks
+	TAP_PREFIX="$kver static: "
+	clone_run "$kver" static "$ROOT/scripts/guest/init-vmclone.sh" || { TAP_PREFIX=; return 0; }
 	check "the parent saw no VM fork and went on issuing IDs" \
 		test "$(lines "$plog" FORKS)" = "0 vm_forked=0 refusing=0" -a \
 		"$(lines "$plog" NEXT | tr '\n' ' ')" = "before ok after ok "
@@ -220,11 +235,52 @@ test_kernel() {
 	TAP_PREFIX=
 }
 
+# An agent holding a lease: the clone's copy of it must drop the parent's
+# identity, take a new pair, and the device refuse reads until then.
+test_agent() {
+	local kver=$1 ppoll cpoll k pafter cafter dups before cw
+	TAP_PREFIX="$kver agent: "
+	clone_run "$kver" agent "$ROOT/scripts/guest/init-vmclone-agent.sh" agent ||
+		{ TAP_PREFIX=; return 0; }
+	before=$(lines "$plog" PAIR | sed -n 's/^before //p')
+	check "the parent saw no VM fork and kept its pair ($before)" \
+		test "$(lines "$plog" FORKS) $(lines "$plog" PAIR | sed -n 's/^after //p')" = "0 $before"
+	check "the clone's kernel reported one VM fork" test "$(lines "$clog" FORKS)" = 1
+	check "the clone's agent dropped the parent's identity (event=vm_fork)" \
+		grep -q 'event=vm_fork ' <(lines "$clog" AGENT)
+	cafter=$(lines "$clog" PAIR | sed -n 's/^after //p')
+	check "the clone's agent holds a new pair ($cafter, the parent's $before)" \
+		test -n "$cafter" -a "$cafter" != "$before"
+	# The two poll logs are the same up to the snapshot; after it each VM
+	# read on its own.
+	ppoll=$(lines "$plog" POLL)
+	cpoll=$(lines "$clog" POLL)
+	k=$(paste -d'|' <(printf '%s\n' "$ppoll") <(printf '%s\n' "$cpoll") |
+		awk -F'|' '$1 != $2 { print NR - 1; exit } END { if (!NR) print 0 }')
+	k=${k:-0}
+	pafter=$(printf '%s\n' "$ppoll" | tail -n +$((k + 1)))
+	cafter=$(printf '%s\n' "$cpoll" | tail -n +$((k + 1)))
+	echo "# poll: $k reads before the snapshot; after it the parent read $(grep -c '^ok' <<<"$pafter") IDs, the clone $(grep -c '^ok' <<<"$cafter") IDs and $(grep -c '^refused' <<<"$cafter") refusals"
+	check "the clone's reads were refused until its agent had a new pair" \
+		grep -q '^refused' <<<"$cafter"
+	cw=$(lines "$clog" PAIR | sed -n 's/^after [0-9]* //p')
+	check "the clone's last IDs carry its new worker id ($cw)" \
+		worker_is "$cw" "$(grep '^ok' <<<"$cafter" | tail -n 5 | awk '{ print $2 }')"
+	dups=$(comm -12 <(grep '^ok' <<<"$pafter" | awk '{ print $2 }' | sort) \
+		<(grep '^ok' <<<"$cafter" | awk '{ print $2 }' | sort) | grep -c . || true)
+	check "no ID of the clone equals one of the parent's ($dups in both)" test "$dups" -eq 0
+	TAP_PREFIX=
+}
+
 for kver in "${kvers[@]}"; do
 	if [ -n "$(debug_tree_of "$kver")" ]; then
 		echo "vmclone: $kver is the debug kernel (no vmgenid driver): skipped"
 		continue
 	fi
-	test_kernel "$kver"
+	test_static "$kver"
+	# The agent in a clone: on Debian's 6.12 (as the agent-guest stage).
+	if [[ $kver == 6.12.* && $kver != *-rt-* ]]; then
+		test_agent "$kver"
+	fi
 done
 finish

@@ -601,6 +601,14 @@ static int vm_forked(struct agent *a)
 	return 0;
 }
 
+/* Has the device seen another VM fork count than this identity's? */
+static bool vm_fork_reported(struct agent *a)
+{
+	uint32_t n;
+
+	return !snowflake_get_vm_forks(a->sf, &n) && n != a->vm_forks;
+}
+
 /* A Prometheus label value: backslash, quote and newline escaped. */
 static void put_label(FILE *f, const char *s)
 {
@@ -779,6 +787,16 @@ static int run(struct agent *a)
 	for (;;) {
 		if (stop_signal || a->fatal)
 			break;
+		/*
+		 * A VM fork the kernel has reported: drop the identity before
+		 * anything else talks to the store, so that a clone never
+		 * renews (nor releases) its parent's lease.  What the kernel
+		 * has not reported yet, set_lease's ESTALE catches.
+		 */
+		if (a->sf && vm_fork_reported(a)) {
+			a->fatal = vm_forked(a);
+			continue;
+		}
 		now = boot_ns();
 
 		if (a->held && (now >= a->fence_at || wd_fired)) {
