@@ -137,24 +137,29 @@ static int wait_readable(int fd)
 	}
 }
 
-SF_EXPORT long snowflake_next_n(struct snowflake *sf, uint64_t *ids, size_t n)
+/*
+ * @n records of @size bytes into @buf: one read(2) asks for at most @max
+ * records (what the device returns in one call); loops over short reads,
+ * retries EINTR, never returns a torn record.  The rules of
+ * snowflake_next_n() and snowflake_uuid_next_n().
+ */
+long sf_read_records(struct snowflake *sf, void *buf, size_t n, size_t size, size_t max)
 {
-	const size_t want = n * sizeof(*ids);
-	char *buf = (char *)ids;
-	size_t got = 0;
+	char *p = buf;
+	size_t got = 0, want;
 
-	if (!sf || (!ids && n))
+	if (!sf || (!buf && n))
 		return -EINVAL;
-	if (n > LONG_MAX / sizeof(*ids))
+	if (n > LONG_MAX / size)
 		return -EINVAL;
+	want = n * size;
 	while (got < want) {
-		/* One read returns at most 4096 IDs: never ask for more. */
 		size_t ask = want - got;
 		ssize_t r;
 
-		if (ask > SNOWFLAKE_MAX_IDS_PER_READ * sizeof(*ids))
-			ask = SNOWFLAKE_MAX_IDS_PER_READ * sizeof(*ids);
-		r = read(sf->fd, buf + got, ask);
+		if (ask > max * size)
+			ask = max * size;
+		r = read(sf->fd, p + got, ask);
 		if (r > 0) {
 			got += (size_t)r;
 			continue;
@@ -166,24 +171,29 @@ SF_EXPORT long snowflake_next_n(struct snowflake *sf, uint64_t *ids, size_t n)
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
 			int err;
 
-			if (got % sizeof(*ids) == 0) {
+			if (got % size == 0) {
 				if (got)
 					break;
 				return -EAGAIN;
 			}
-			/* Never return a torn ID: wait for its other bytes. */
+			/* Never return a torn record: wait for its other bytes. */
 			err = wait_readable(sf->fd);
 			if (err)
 				return err;
 			continue;
 		}
-		if (got >= sizeof(*ids))
+		if (got >= size)
 			break;
 		return -errno;
 	}
-	if (got < sizeof(*ids) && n)
+	if (got < size && n)
 		return -ENODATA;
-	return (long)(got / sizeof(*ids));
+	return (long)(got / size);
+}
+
+SF_EXPORT long snowflake_next_n(struct snowflake *sf, uint64_t *ids, size_t n)
+{
+	return sf_read_records(sf, ids, n, sizeof(*ids), SNOWFLAKE_MAX_IDS_PER_READ);
 }
 
 SF_EXPORT int snowflake_next(struct snowflake *sf, uint64_t *id)

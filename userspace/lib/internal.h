@@ -12,6 +12,9 @@ struct snowflake {
 	int fd;
 };
 
+/* device.c: the reading loop of snowflake_next_n() and snowflake_uuid_next_n(). */
+long sf_read_records(struct snowflake *sf, void *buf, size_t n, size_t size, size_t max);
+
 #ifdef SF_TESTING
 #include <stdbool.h>
 /* tests/lib_test.c: accept any file in snowflake_open() (FIFOs stand in). */

@@ -25,70 +25,10 @@ SF_EXPORT int snowflake_uuid_open(struct snowflake **sf, const char *path, int f
 	return snowflake_open(sf, path, flags);
 }
 
-/* Wait until @fd is readable (a torn UUID from a pipe standing in for it). */
-static int wait_readable(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	for (;;) {
-		int r = poll(&p, 1, -1);
-
-		if (r > 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
 SF_EXPORT long snowflake_uuid_next_n(struct snowflake *sf,
 				     uint8_t (*uuids)[SNOWFLAKE_UUID_SIZE], size_t n)
 {
-	const size_t sz = SNOWFLAKE_UUID_SIZE;
-	char *buf = (char *)uuids;
-	size_t got = 0, want;
-
-	if (!sf || (!uuids && n))
-		return -EINVAL;
-	if (n > LONG_MAX / sz)
-		return -EINVAL;
-	want = n * sz;
-	while (got < want) {
-		/* One read returns at most SNOWFLAKE_UUID_MAX_PER_READ. */
-		size_t ask = want - got;
-		ssize_t r;
-
-		if (ask > SNOWFLAKE_UUID_MAX_PER_READ * sz)
-			ask = SNOWFLAKE_UUID_MAX_PER_READ * sz;
-		r = read(sf->fd, buf + got, ask);
-		if (r > 0) {
-			got += (size_t)r;
-			continue;
-		}
-		if (r == 0)	/* end of file: a regular file, not the device */
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			int err;
-
-			if (got % sz == 0) {
-				if (got)
-					break;
-				return -EAGAIN;
-			}
-			/* Never return a torn UUID: wait for its other bytes. */
-			err = wait_readable(sf->fd);
-			if (err)
-				return err;
-			continue;
-		}
-		if (got >= sz)
-			break;
-		return -errno;
-	}
-	if (got < sz && n)
-		return -ENODATA;
-	return (long)(got / sz);
+	return sf_read_records(sf, uuids, n, SNOWFLAKE_UUID_SIZE, SNOWFLAKE_UUID_MAX_PER_READ);
 }
 
 SF_EXPORT int snowflake_uuid_next(struct snowflake *sf, uint8_t uuid[SNOWFLAKE_UUID_SIZE])
