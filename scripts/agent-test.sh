@@ -508,7 +508,11 @@ echo "==== --metrics-file ===="
 	--metrics-file "$tmp/agent.prom" 2>"$tmp/m.log" &
 mpid=$!
 agent_pids[92]=$mpid
-for _ in $(seq 200); do grep -q "event=renewed" "$tmp/m.log" && break; sleep 0.05; done
+# Serving (after settle-ms) and renewed since: a lease held and given to the device.
+for _ in $(seq 400); do
+	sed -n '/event=unfenced/,$p' "$tmp/m.log" | grep -q "event=renewed" && break
+	sleep 0.05
+done
 sleep 0.2
 cp "$tmp/agent.prom" "$tmp/held.prom" 2>/dev/null
 kill -TERM "$mpid"
