@@ -222,6 +222,23 @@ test_kernel() {
 			fail=$((fail + 1))
 		fi
 	fi
+	# The device's UUIDv7s, read by Python's uuid module: version 7, the
+	# RFC variant, and the top 48 bits equal to the CLI's decode.
+	if [ -x "$TESTS_OUT/snowflake" ]; then
+		if tr -d '\r' <"$log" | sed -n '/^SNOWFLAKE-UUIDS-BEGIN$/,/^SNOWFLAKE-UUIDS-END$/p' |
+			sed '1d;$d' | python3 -c '
+import sys, uuid
+rows = [l.split() for l in sys.stdin if l.strip()]
+bad = [r for r in rows if len(r) != 2 or uuid.UUID(hex=r[0]).version != 7
+       or uuid.UUID(hex=r[0]).variant != uuid.RFC_4122 or int(r[0][:12], 16) != int(r[1])]
+ordered = all(rows[i][0] < rows[i + 1][0] for i in range(len(rows) - 1))
+print("  python3 uuid: %d UUIDv7s from /dev/uuidv7: %d wrong, in order: %s" % (len(rows), len(bad), ordered))
+sys.exit(0 if rows and len(rows) == 32 and not bad and ordered else 1)'; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+		fi
+	fi
 	if ! vm_problems "$log"; then
 		note="; kernel problems, see above"
 		fail=$((fail + 1))

@@ -73,6 +73,18 @@ if [ -x /usr/bin/snowflake ]; then
 	chmod 0444 /dev/snowflake
 fi
 
+# UUIDv7s from the device as raw bytes, each with the time the CLI decodes
+# from its canonical form: the host reads them with an independent
+# implementation, Python's uuid module (scripts/vmtest.sh).
+if [ -x /usr/bin/snowflake ] && [ -e /dev/uuidv7 ]; then
+	echo "SNOWFLAKE-UUIDS-BEGIN"
+	{ od -An -tx1 -v -N 512 /dev/uuidv7 | tr -d ' \n' | fold -w 32; echo; } | while read -r h; do
+		u=$(echo "$h" | sed 's/^\(.\{8\}\)\(.\{4\}\)\(.\{4\}\)\(.\{4\}\)/\1-\2-\3-\4-/')
+		echo "$h $(snowflake decode "$u" | sed -n 's/.*unix_ms=\([0-9]*\).*/\1/p')"
+	done
+	echo "SNOWFLAKE-UUIDS-END"
+fi
+
 lsmod
 # While loaded, the module's frames in the suspects' backtraces have names.
 kmemleak_report loaded
