@@ -98,6 +98,23 @@ static void container(struct result *res)
 	_exit(0);
 }
 
+/*
+ * Does this kernel have the namespaces a container uses?  The debug kernel
+ * (a tinyconfig) has none: unshare() fails with EINVAL there.  Any other
+ * outcome is left to the test itself.
+ */
+static bool namespaces_missing(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(unshare(NS_FLAGS) && errno == EINVAL ? 3 : 0);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 3;
+}
+
 FIXTURE(ctr) {
 	int unused;
 };
@@ -121,6 +138,8 @@ TEST_F(ctr, root_in_a_user_namespace_reads_but_cannot_configure)
 	pid_t pid;
 
 	ASSERT_NE(NULL, res);
+	if (namespaces_missing())
+		SKIP(return, "this kernel has no user, mount, UTS, IPC or network namespaces (unshare: EINVAL)");
 	ASSERT_EQ(0, sf_get_config_dev(&before));
 	floor0 = sf_sysfs_u64("floor_ms");
 	fences0 = sf_sysfs_u64("statistics/fences");
