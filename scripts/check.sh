@@ -127,8 +127,9 @@ lane_figures() {
 			/^figures: lease / { say("lease", substr($0, 16)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
-			/^==== vmclone [^ ]+ ====/ { k = $3 }
+			/^==== vmclone [^ ]+ [a-z]+ ====/ { k = $3 }
 			/^# parent: [0-9]+ IDs; clone/ { sub(/^# /, ""); say("vm clone", $0) }
+			/^# poll: [0-9]+ reads before the snapshot/ { sub(/^# /, ""); say("vm clone agent", $0) }
 		'
 	done
 }
