@@ -140,7 +140,7 @@ wait_all() {
 		missing=()
 		for i in "${!off[@]}"; do
 			[ -n "${agent_pids[i]:-}" ] || continue
-			tail -c +"$((off[i] + 1))" "$tmp/agent.$i.log" | grep -q -- "$pat" || missing+=("$i")
+			grep -q -- "$pat" <(tail -c +"$((off[i] + 1))" "$tmp/agent.$i.log") || missing+=("$i")
 		done
 		[ "${#missing[@]}" -eq 0 ] && return 0
 		[ "$(ms)" -ge "$deadline" ] && { echo "  never '$pat': agents ${missing[*]}"; return 1; }
@@ -151,7 +151,7 @@ wait_all() {
 # wait_one I PATTERN SECONDS OFFSET
 wait_one() {
 	local deadline=$(($(ms) + $3 * 1000))
-	until tail -c +"$(($4 + 1))" "$tmp/agent.$1.log" | grep -q -- "$2"; do
+	until grep -q -- "$2" <(tail -c +"$(($4 + 1))" "$tmp/agent.$1.log"); do
 		[ "$(ms)" -ge "$deadline" ] && return 1
 		sleep 0.05
 	done
@@ -510,7 +510,7 @@ mpid=$!
 agent_pids[92]=$mpid
 # Serving (after settle-ms) and renewed since: a lease held and given to the device.
 for _ in $(seq 400); do
-	sed -n '/event=unfenced/,$p' "$tmp/m.log" | grep -q "event=renewed" && break
+	grep -q "event=renewed" <(sed -n '/event=unfenced/,$p' "$tmp/m.log") && break
 	sleep 0.05
 done
 sleep 0.2
@@ -548,7 +548,7 @@ fence_latencies() {
 	for i in "${!off[@]}"; do
 		[ -n "${agent_pids[i]:-}" ] || continue
 		v=$(tail -c +"$((off[i] + 1))" "$tmp/agent.$i.log" |
-			sed -n 's/.*event=fence_latency .*since_renew_ms=\([0-9]*\).*/\1/p' | head -n1)
+			sed -n 's/.*event=fence_latency .*since_renew_ms=\([0-9]*\).*/\1/p;T;q')
 		if [ -z "$v" ]; then echo "  agent $i: no fence_latency"; rc=1; continue; fi
 		[ "$v" -gt "$max_latency" ] && max_latency=$v
 		if [ "$v" -ge "$TTL" ]; then
@@ -741,7 +741,7 @@ check "restarted Redis: distinct pairs, keys hold their owners" distinct_and_in_
 young=0
 for i in "${!off[@]}"; do
 	[ -n "${agent_pids[i]:-}" ] || continue
-	tail -c +"$((off[i] + 1))" "$tmp/agent.$i.log" | grep -q "event=redis_young" && young=$((young + 1))
+	grep -q "event=redis_young" <(tail -c +"$((off[i] + 1))" "$tmp/agent.$i.log") && young=$((young + 1))
 done
 check "restarted Redis: no agent claimed before Redis was up for one TTL (redis_young: $young of $total)" \
 	test "$young" -eq "$total"

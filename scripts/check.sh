@@ -41,6 +41,7 @@ mkdir -p "$BUILD"
 total_pass=0
 total_fail=0
 table=()
+failed_stages=()
 t0=$(now)
 
 # run_stage NAME CMD...: run CMD, streaming its output; take its counts from
@@ -73,7 +74,24 @@ run_stage() {
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
 	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss' "$name" "$p" "$f" "$secs")")
+	[ "$f" -eq 0 ] || failed_stages+=("$name")
 	return 0
+}
+
+# failures: what failed, from the logs of the stages that counted a
+# failure (their "not ok" and "FAIL" lines and the harness' own messages,
+# at most 10 a stage; else the stage's last lines), printed just above the
+# closing line so that a CI log cut to its end still says what failed.
+failures() {
+	local name log lines
+	for name in "${failed_stages[@]}"; do
+		log=$BUILD/check-stage-$name.log
+		lines=$(tr -d '\r' <"$log" | grep -E '^(not ok [0-9]|FAIL )|^  [^ ].*( failed| missing|never | differ)' |
+			grep -vE '# *(SKIP|TODO)| 0 failed' | cut -c1-160 | head -n 10) || true
+		[ -n "$lines" ] || lines=$(tr -d '\r' <"$log" | tail -n 4 | cut -c1-160)
+		printf '  %s:\n' "$name"
+		printf '%s\n' "$lines" | sed 's/^/    /'
+	done
 }
 
 want() {
@@ -140,6 +158,10 @@ lane_figures || true
 echo
 echo "======== summary ($(($(now) - t0))s) ========"
 printf '%s\n' "${table[@]}"
+if [ "${#failed_stages[@]}" -gt 0 ]; then
+	echo "failed:"
+	failures || true
+fi
 echo "$total_pass passed, $total_fail failed"
 if [ "$total_fail" -ne 0 ]; then
 	exit 1

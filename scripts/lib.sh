@@ -50,6 +50,13 @@ check() {
 }
 indent() { sed 's/^/#   /'; }
 
+# log_has LOG ERE: LOG (a guest console: \r stripped) has a line matching
+# ERE.  grep reads the whole of its input: with pipefail, `tr | grep -q`
+# may kill tr with SIGPIPE once grep has found the line and exited, and the
+# pipeline then fails although the line is there (or, under `!`, passes
+# although it is).  scripts/lib-test.sh shows it.
+log_has() { tr -d '\r' <"$1" | grep -E -- "$2" >/dev/null; }
+
 # Run a command as root: directly when root, through sudo when it is there
 # and usable, otherwise fail.
 as_root() {

@@ -43,7 +43,8 @@ vm_pack "$stage" "$initrd"
 # Show the guest from its first "###" section on, without the markers.
 show_guest() {
 	awk '{ gsub(/\r/, "") }
-	     /^SNOWFLAKE-VM-DONE/ { exit }
+	     /^SNOWFLAKE-VM-DONE/ { done = 1 }
+	     done { next }
 	     /^### / { on = 1 }
 	     on { print; fflush() }'
 }
@@ -55,7 +56,7 @@ vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_guest || rc=$?
 secs=$(($(now) - start))
 
 failed=0
-if ! tr -d '\r' <"$log" | grep -q '^SNOWFLAKE-VM-DONE'; then
+if ! log_has "$log" '^SNOWFLAKE-VM-DONE'; then
 	echo
 	echo "The guest did not finish (qemu exit $rc); the end of its console:"
 	tail -n 40 "$log" | tr -d '\r' | sed 's/^/  | /'

@@ -3,7 +3,8 @@
 # Static analysis of the userspace C: cppcheck and clang-tidy (the clang
 # static analyzer and bugprone checks) on the library, the CLI, the agent, the
 # benchmarks and the pure generator core (which also builds natively).
-# Kernel code has its own stages (checkpatch, sparse, W=1).
+# Kernel code has its own stages (checkpatch, sparse, W=1).  Also the tests
+# of the scripts' own helpers, scripts/lib-test.sh.
 # Prints "static: N passed, N failed": one per tool and file set.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -42,6 +43,9 @@ checks+=',-clang-analyzer-security.insecureAPI.*,-clang-analyzer-valist.Uninitia
 run "clang-tidy ${#srcs[@]} files" \
 	clang-tidy -quiet --checks="$checks" --warnings-as-errors='*' "${srcs[@]}" \
 	-- -std=gnu11 -D_GNU_SOURCE "${incs[@]}"
+
+# The scripts' own helpers (scripts/lib.sh) that the other stages rely on.
+run "lib-test (scripts/lib.sh)" bash scripts/lib-test.sh
 
 echo "static: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -70,7 +70,7 @@ vm_boot() {
 # returns 0 when there is none.
 vm_problems() {
 	local log=$1
-	if ! tr -d '\r' <"$log" | grep -qE "$KERNEL_PROBLEMS"; then
+	if ! log_has "$log" "$KERNEL_PROBLEMS"; then
 		return 0
 	fi
 	echo "---- kernel problems in ${log#"$ROOT"/} ----"

@@ -83,13 +83,13 @@ qemu() {
 wait_for() {
 	local log=$1 pat=$2 secs=$3 i
 	for ((i = 0; i < secs * 10; i++)); do
-		if tr -d '\r' <"$log" | grep -qE "$pat"; then
+		if log_has "$log" "$pat"; then
 			return 0
 		fi
 		kill -0 "$qpid" 2>/dev/null || break
 		sleep 0.1
 	done
-	tr -d '\r' <"$log" | grep -qE "$pat"
+	log_has "$log" "$pat"
 }
 
 # monitor SOCK CMD: one human-monitor command; prints its output once the
@@ -256,7 +256,7 @@ test_agent() {
 	ppoll=$(lines "$plog" POLL)
 	cpoll=$(lines "$clog" POLL)
 	k=$(paste -d'|' <(printf '%s\n' "$ppoll") <(printf '%s\n' "$cpoll") |
-		awk -F'|' '$1 != $2 { print NR - 1; exit } END { if (!NR) print 0 }')
+		awk -F'|' '$1 != $2 && !k { k = NR } END { print k ? k - 1 : NR }')
 	k=${k:-0}
 	pafter=$(printf '%s\n' "$ppoll" | tail -n +$((k + 1)))
 	cafter=$(printf '%s\n' "$cpoll" | tail -n +$((k + 1)))

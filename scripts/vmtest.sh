@@ -199,7 +199,7 @@ test_kernel() {
 			prom=$BUILD/vm-$tag.$src.prom
 			tr -d '\r' <"$log" | sed -n "/^SNOWFLAKE-PROM-BEGIN $src\$/,/^SNOWFLAKE-PROM-END $src/p" |
 				sed '1d;$d' >"$prom"
-			if ! tr -d '\r' <"$log" | grep -q "^SNOWFLAKE-PROM-END $src rc=0"; then
+			if ! log_has "$log" "^SNOWFLAKE-PROM-END $src rc=0"; then
 				echo "  snowflake stats --prometheus ($src) failed in the guest"
 				fail=$((fail + 1))
 			elif ! command -v promtool >/dev/null; then
