@@ -87,11 +87,11 @@ install: module
 	$(Q)$(MAKE) -C "$(KERNELDIR)" M="$(CURDIR)" modules_install
 	$(Q)$(DEPMOD) -a $(KERNELRELEASE)
 
+# Not Kbuild's clean: with M= it deletes every *.o below this directory,
+# the debug kernel's build tree in build/ included (scripts/clean-test.sh).
 clean:
-	$(Q)if [ -f "$(KERNELDIR)/Makefile" ]; then \
-		$(MAKE) -C "$(KERNELDIR)" M="$(CURDIR)" clean; fi
-	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o *.ko *.mod *.mod.c \
-		.*.cmd Module.symvers modules.order
+	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o .module-common.o *.ko \
+		*.mod *.mod.c .*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
 		build/selftests build/core build/fuzz build/userspace build/bench build/vm-*.log build/*.log \
 		build/restart build/dkms build/packaging build/debs

@@ -46,6 +46,8 @@ run "clang-tidy ${#srcs[@]} files" \
 
 # The scripts' own helpers (scripts/lib.sh) that the other stages rely on.
 run "lib-test (scripts/lib.sh)" bash scripts/lib-test.sh
+# `make clean` keeps build/'s caches (scripts/clean-test.sh).
+run "clean-test (make clean)" bash scripts/clean-test.sh
 
 echo "static: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
