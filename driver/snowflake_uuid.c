@@ -26,16 +26,19 @@
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/spinlock.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
+#include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <linux/wait.h>
 
 #include <linux/snowflake.h>
 
+#include "snowflake_compat.h"
 #include "snowflake_dev.h"
 #include "uuid_core.h"
 
-/* UUIDs formatted on the stack per copy_to_iter() call (512 bytes). */
+/* UUIDs formatted on the stack per copy (512 bytes). */
 #define SFU_CHUNK	32
 
 /**
@@ -103,6 +106,71 @@ static int sfu_wait_ms(struct sf_uuid_dev *u)
 }
 
 /*
+ * Store @n UUIDs, formatted at @src, to the user buffer @p: each with two
+ * 8-byte stores, its second half first.  A store that faults writes nothing
+ * (it is one instruction), so a fault leaves no byte of the UUID it stopped
+ * in the buffer: if the second half cannot be stored, nothing of that UUID
+ * was; if the second half was and the first half then faults, the first
+ * half starts on a lower page than the second half, the page the UUID
+ * before it was just stored to; so this happens only to a read's first
+ * UUID, and that read fails with EFAULT.  Returns the UUIDs stored.
+ */
+static size_t sfu_put(u8 __user *p, const u8 *src, size_t n)
+{
+	size_t i = 0;
+
+	if (!user_access_begin(p, n * SF_UUID_BYTES))
+		return 0;
+	for (; i < n; i++) {
+		u64 __user *d = (u64 __user *)(p + i * SF_UUID_BYTES);
+		u64 half[2];
+
+		memcpy(half, src + i * SF_UUID_BYTES, sizeof(half));
+		unsafe_put_user(half[1], d + 1, efault);
+		unsafe_put_user(half[0], d, efault);
+	}
+	user_access_end();
+	return n;
+efault:
+	user_access_end();
+	return i;
+}
+
+/*
+ * Copy @n formatted UUIDs from @src to @to; returns how many were copied
+ * whole.  Into user memory they go through sfu_put(), so no byte of a UUID
+ * the caller does not receive is written.  A UUID that a readv() splits
+ * across two segments goes through copy_to_iter(): only there can a fault
+ * leave part of one behind, which snowflake(4) says.
+ */
+static size_t sfu_copy_out(struct iov_iter *to, const u8 *src, size_t n)
+{
+	size_t done = 0;
+
+	if (unlikely(!user_backed_iter(to)))	/* kernel memory: no faults */
+		return copy_to_iter(src, n * SF_UUID_BYTES, to) / SF_UUID_BYTES;
+	while (done < n) {
+		const u8 *s = src + done * SF_UUID_BYTES;
+		size_t len = min(iter_iov_len(to), iov_iter_count(to));
+		size_t k = min(len / SF_UUID_BYTES, n - done);
+		size_t put;
+
+		if (unlikely(!k)) {
+			if (copy_to_iter(s, SF_UUID_BYTES, to) != SF_UUID_BYTES)
+				break;
+			done++;
+			continue;
+		}
+		put = sfu_put(iter_iov_addr(to), s, k);
+		iov_iter_advance(to, put * SF_UUID_BYTES);
+		done += put;
+		if (put != k)
+			break;
+	}
+	return done;
+}
+
+/*
  * Format and copy @b->count (> 1) UUIDs in chunks on the stack.  Kept out
  * of line: with CONFIG_INIT_STACK_ALL_ZERO the buffers are zeroed on every
  * call, which single-UUID reads skip.
@@ -121,16 +189,15 @@ static noinline ssize_t sfu_copy_chunked(struct iov_iter *to,
 
 		get_random_bytes(rnd, n * sizeof(rnd[0]));
 		sf_uuid_fill(buf, b, start, n, rnd);
-		copied = copy_to_iter(buf, n * SF_UUID_BYTES, to);
+		copied = sfu_copy_out(to, buf, n);
 		done += copied;
-		if (copied != n * SF_UUID_BYTES)
+		if (copied != n)
 			break;
 		start += n;
 		cond_resched();
 	}
 	memzero_explicit(rnd, sizeof(rnd));
-	done = round_down(done, SF_UUID_BYTES);
-	return done ? done : -EFAULT;
+	return done ? done * SF_UUID_BYTES : -EFAULT;
 }
 
 /* Copy the block; bytes of whole UUIDs copied, or -EFAULT when none. */
@@ -141,8 +208,7 @@ static ssize_t sfu_copy(struct iov_iter *to, const struct sf_uuid_block *b)
 	if (b->count > 1)
 		return sfu_copy_chunked(to, b);
 	sf_uuid_format(buf, b->ms, b->first, get_random_u32());
-	return copy_to_iter(buf, sizeof(buf), to) == sizeof(buf) ?
-	       sizeof(buf) : -EFAULT;
+	return sfu_copy_out(to, buf, 1) ? SF_UUID_BYTES : -EFAULT;
 }
 
 static ssize_t sfu_read_iter(struct kiocb *iocb, struct iov_iter *to)

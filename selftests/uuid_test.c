@@ -398,8 +398,8 @@ TEST_F(uu, bad_buffer_efault)
 
 /*
  * The first page is mapped, the second is not: the whole UUIDs that fit
- * are returned and counted, nothing is written before the buffer, and the
- * next UUID is above all that were reserved.
+ * are returned and counted, nothing is written before the buffer nor after
+ * the bytes returned, and the next UUID is above all that were reserved.
  */
 TEST_F(uu, partial_copy_at_unmapped_page)
 {
@@ -433,6 +433,10 @@ TEST_F(uu, partial_copy_at_unmapped_page)
 		why = uu_check(buf, ret / UU, prev, 0, sf_real_ms());
 		ASSERT_EQ(NULL, why) TH_LOG("room %zu: %s", cases[c].room, why);
 		EXPECT_TRUE(sf_all_bytes(map, page - cases[c].room, 0xcc));
+		/* Nothing of the UUID that faulted lands after them. */
+		EXPECT_TRUE(sf_all_bytes(buf + ret, cases[c].room - ret, 0xcc))
+			TH_LOG("room %zu: bytes written past the %zd returned",
+			       cases[c].room, ret);
 		memcpy(prev, buf + ret - UU, UU);
 		issued += ret / UU;
 		ASSERT_EQ(UU, read(self->fd, u, UU));
