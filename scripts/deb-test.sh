@@ -15,6 +15,8 @@
 #      the group, the enabled unit, the conffile.
 #   5. That very snowflake.ko, per kernel, booted in the QEMU guest
 #      (scripts/vmtest.sh with MODULE_KO=, TESTS: module_test read_test).
+#   5b. That root, as it is, booted with systemd as PID 1 on the first
+#      kernel: the units as a host runs them (scripts/deb-systemd-test.sh).
 #   6. apt-get purge of our packages (and of the headers installed after
 #      them): the root is as it was before, but for what Debian keeps on
 #      purpose (the system user and group, dpkg's and apt's own records,
@@ -281,6 +283,23 @@ for kk in "${kos[@]}"; do
 		notok "$k: the DKMS-built snowflake.ko in the guest (log: ${OUT#"$ROOT"/}/vm-$k.log)"
 	fi
 done
+
+# ---- 5b. the units under systemd ------------------------------------------
+# The root booted with systemd as PID 1 on the first kernel: the units as a
+# host runs them (scripts/deb-systemd-test.sh; the root is not changed).
+if [ -n "${kos[0]:-}" ]; then
+	sd_log=$OUT/systemd.log
+	"$ROOT/scripts/deb-systemd-test.sh" "$R" "${kos[0]%%=*}" "$OUT/systemd" 2>&1 | tee "$sd_log" || true
+	sd=$(grep -E '^deb-systemd: [0-9]+ passed, [0-9]+ failed' "$sd_log" | tail -n 1) || true
+	if [ -n "$sd" ]; then
+		read -r _ p _ f _ <<<"$sd"
+		pass=$((pass + p)) fail=$((fail + f)) ntap=$((ntap + p + f))
+	else
+		notok "the units under systemd: scripts/deb-systemd-test.sh printed no summary"
+	fi
+else
+	notok "the units under systemd: no DKMS-built module to boot"
+fi
 
 # ---- 6. purge ---------------------------------------------------------------
 # What the units leave on a running host (no systemd runs in this root): the

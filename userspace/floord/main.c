@@ -240,16 +240,30 @@ static int lock_dir(const char *dir)
 	return fd;
 }
 
-/* No capability left, none to regain (ambient, inheritable, permitted). */
+/*
+ * No capability left, none to regain (ambient, inheritable, permitted).
+ * When none is held there is nothing to drop, and capset(2) is not called:
+ * a unit's system call filter may forbid it (@privileged holds capset, and
+ * snowflake-floor.service filters ~@privileged).  Ambient capabilities are
+ * a subset of permitted and inheritable, so these two tell.
+ */
 static int drop_capabilities(void)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	uint32_t held = 0;
+	size_t i;
 
-	memset(none, 0, sizeof(none));
+	if (syscall(SYS_capget, &h, caps))
+		return -1;
+	for (i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		held |= caps[i].effective | caps[i].permitted | caps[i].inheritable;
+	if (!held)
+		return 0;
+	memset(caps, 0, sizeof(caps));
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
 		return -1;
-	return syscall(SYS_capset, &h, none) ? -1 : 0;
+	return syscall(SYS_capset, &h, caps) ? -1 : 0;
 }
 
 static int do_show(struct floord *d)

@@ -1,0 +1,117 @@
+#!/bin/bash
+# In the Debian 12 root of scripts/deb-test.sh, booted with systemd as PID 1
+# (scripts/deb-systemd-test.sh): the installed packages' units as a host
+# runs them.  Run by sfsd-test.service once the floor unit has started;
+# every result is a console line "SFSD ok|notok WHAT" (details "SFSD # ..."),
+# then "SFSD done" and a poweroff.
+#
+# The module is loaded by snowflake-floor.service with strict=1 (from
+# /etc/modprobe.d/sfsd-test.conf): no IDs until snowflake-agent holds a
+# lease from the Redis started here on 127.0.0.1.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_PAGER='' SYSTEMD_COLORS=0
+
+say() { echo "SFSD $*"; }
+t() {
+	local what=$1
+	shift
+	if "$@" >/tmp/sfsd.out 2>&1; then
+		say "ok $what"
+	else
+		say "notok $what"
+		head -n 20 /tmp/sfsd.out | sed 's/^/SFSD #   /'
+	fi
+}
+info() { "$@" 2>&1 | head -n 20 | sed 's/^/SFSD #   /'; }
+# until_ok SECS CMD...: CMD succeeds within SECS seconds.
+until_ok() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+# as_member / as_other CMD...: CMD as a user in the group snowflake (the
+# daemon user) / as nobody, with no capabilities.
+as_member() { setpriv --reuid=snowflake-daemon --regid=snowflake --init-groups --inh-caps=-all -- "$@"; }
+as_other() { setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- "$@"; }
+# caps_of UNIT: the effective capabilities and the user of its main process.
+caps_of() {
+	local pid
+	pid=$(systemctl show -P MainPID "$1")
+	[ "${pid:-0}" -gt 0 ] || return 1
+	echo "user=$(stat -c %U "/proc/$pid") $(grep -E '^Cap(Eff|Prm|Amb):' "/proc/$pid/status" | tr -s '\t\n' '= ')"
+}
+user_of() { stat -c %U "/proc/$(systemctl show -P MainPID "$1")"; }
+refused() { ! as_member snowflake next; }
+# no_caps UNIT: its main process has no capability, nor can regain one.
+no_caps() {
+	local pid
+	pid=$(systemctl show -P MainPID "$1")
+	grep -E '^Cap(Inh|Prm|Eff|Amb):' "/proc/$pid/status"
+	! grep -E '^Cap(Inh|Prm|Eff|Amb):' "/proc/$pid/status" | grep -qv '0000000000000000$'
+}
+# served_with KEY: a member's read is served, and the device's ids are the
+# pair of the lease KEY (PREFIX:CLUSTER:worker:DC:W).
+served_with() {
+	local ids
+	ids="$(cat /sys/class/misc/snowflake/datacenter_id):$(cat /sys/class/misc/snowflake/worker_id)"
+	echo "device ids $ids, lease $1"
+	as_member snowflake next | grep -qE '^[0-9]+$' && [[ $1 == *":worker:$ids" ]]
+}
+no_lease() { [ -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*')" ]; }
+restart_floor() { systemctl restart snowflake-floor.service && systemctl is-active snowflake-floor.service; }
+
+say "# $(systemctl --version | head -n 1); kernel $(uname -r)"
+info systemctl is-system-running
+t "snowflake-floor.service is active" systemctl is-active snowflake-floor.service
+info systemctl status --no-pager -n 5 snowflake-floor.service
+t "the module was loaded by the floor unit, with strict=1" \
+	test "$(cat /sys/module/snowflake/parameters/strict 2>&1)" = Y
+say "# floord: $(caps_of snowflake-floor.service)"
+t "floord runs as snowflake-daemon" test "$(user_of snowflake-floor.service)" = snowflake-daemon
+t "floord holds no capability once the restore is done" no_caps snowflake-floor.service
+say "# /dev/snowflake: $(stat -c '%A %U:%G' /dev/snowflake) $(getfacl -cp /dev/snowflake 2>/dev/null | grep -v '^#' | tr '\n' ' ')"
+t "udev gave /dev/snowflake to the group snowflake" test "$(stat -c %G /dev/snowflake)" = snowflake
+t "floord saved a floor in its state directory" until_ok 10 test -s /var/lib/snowflake/floor
+t "nobody (not in the group) cannot open the device" eval '! as_other snowflake next'
+t "strict=1 and no lease yet: a member's read is refused" refused
+
+# The metrics timer's service, with node_exporter's textfile directory and
+# user (normally prometheus-node-exporter's).
+useradd --system --no-create-home prometheus 2>/dev/null
+mkdir -p /var/lib/prometheus/node-exporter
+chown prometheus /var/lib/prometheus/node-exporter
+t "snowflake-metrics.timer is active" systemctl is-active snowflake-metrics.timer
+t "snowflake-metrics.service runs" systemctl start snowflake-metrics.service
+t "it wrote the textfile collector's file" \
+	grep -q '^snowflake_' /var/lib/prometheus/node-exporter/snowflake.prom
+info grep -m 3 '^snowflake_' /var/lib/prometheus/node-exporter/snowflake.prom
+
+# Redis on 127.0.0.1 (the host's Debian binary), then the agent.
+systemd-run --quiet --unit=sfsd-redis /usr/local/bin/redis-server --port 6379 \
+	--bind 127.0.0.1 --save '' --appendonly no
+t "redis-server answers on 127.0.0.1:6379" until_ok 20 sh -c 'redis-cli -p 6379 ping | grep -q PONG'
+t "snowflake-agent.service starts (Type=notify: ready once it holds a lease)" \
+	timeout 90 systemctl start snowflake-agent.service
+info systemctl status --no-pager -n 8 snowflake-agent.service
+say "# agent: $(caps_of snowflake-agent.service)"
+key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*' | head -n 1)
+say "# Redis: $key = $(redis-cli -p 6379 get "$key" 2>/dev/null)"
+t "the device serves a member, with the pair of the lease in Redis" served_with "$key"
+t "the agent runs as snowflake-daemon" test "$(user_of snowflake-agent.service)" = snowflake-daemon
+t "systemctl stop snowflake-agent: stopped cleanly" systemctl stop snowflake-agent.service
+t "after the stop the device refuses reads (fenced)" refused
+t "the lease was released in Redis" no_lease
+t "systemctl restart snowflake-floor: active again" restart_floor
+for u in snowflake-floor.service snowflake-agent.service; do
+	say "# systemd-analyze security $u: $(systemd-analyze security --no-pager "$u" 2>/dev/null |
+		sed -n 's/.*Overall exposure level for [^:]*: //p')"
+done
+failed=$(systemctl list-units --failed --no-legend --plain 'snowflake*' 2>&1)
+t "no snowflake unit failed${failed:+ ($failed)}" test -z "$failed"
+info journalctl --no-pager -q -p warning -u snowflake-floor.service -u snowflake-agent.service -u snowflake-metrics.service
+systemctl stop sfsd-redis.service
+say 'done'
+systemctl poweroff --no-block
