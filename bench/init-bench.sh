@@ -69,6 +69,10 @@ if [ -x /usr/local/bin/peers_bench ]; then
 	else
 		echo "BENCH-SKIP node not staged: ${NODE_SKIP:-}"
 	fi
+	# The same round trips with the servers and the client on one vCPU.
+	/usr/local/bin/peers_bench pin 0 "$redis_pid" "$mariadb_pid"
+	# shellcheck disable=SC2086
+	/usr/local/bin/peers_bench pinned ${PEERS_ARGS:-} || echo "BENCH-ERROR peers_bench pinned exit $?"
 	peers_servers_stop
 	rmmod snowflake
 	# 41 timestamp bits, no node bits, 22 sequence bits: 4 M IDs per ms,

@@ -274,6 +274,14 @@ def main():
                 "ratio_per_round": per_round(("snowflake", 1, 8), ("redis_tcp", 1, 8), "ids_per_s"),
                 "goal": ">= 10", "met": v >= 10}
         p7r["met"] = bool(p7r["checks"]) and len(p7r["checks"]) == 3 and all(c["met"] for c in p7r["checks"].values())
+    pin = peer_points("p7pin")
+    if p7r and pin:
+        p7r["one_vcpu"] = {"points": pin, "note": "one client, the client and the servers' threads pinned to CPU 0: no wake-up of an idle vCPU in a round trip"}
+        d, rt, my = find(pin, "snowflake", 1, 1), find(pin, "redis_tcp", 1, 1), find(pin, "mariadb_ticket", 1, 1)
+        if d and rt:
+            p7r["one_vcpu"]["device_vs_redis_tcp_incr"] = round(d["p50_ns"] / rt["p50_ns"], 4)
+        if d and my:
+            p7r["one_vcpu"]["device_vs_ticket_server"] = round(d["p50_ns"] / my["p50_ns"], 4)
     scale = peer_points("scale")
     g6b = grouped("p6", lambda n, kv: kv["ids"])
     p6r = None
@@ -478,6 +486,18 @@ def main():
             L.append("| %s | %d | %d | %s | %d | %d | %.1f | %.1f |"
                      % (PEER_LABELS.get(r["peer"], r["peer"]), r["batch"], r["clients"], fmt_rate(r["ids_per_s"]),
                         r["p50_ns"], r["p99_ns"], r["p50_ns_per_id"], r["p99_ns_per_id"]))
+        if "one_vcpu" in p7r:
+            L.append("")
+            L.append("P7 again with one client, the client and the servers' threads all on vCPU 0 (a round trip "
+                     "is then two context switches on one CPU, never the wake-up of an idle vCPU):")
+            L.append("")
+            L.append("| source | IDs/s | p50 ns/request | p99 ns/request | p50 vs the device |")
+            L.append("| --- | ---: | ---: | ---: | ---: |")
+            d = find(p7r["one_vcpu"]["points"], "snowflake", 1, 1)
+            for r in p7r["one_vcpu"]["points"]:
+                L.append("| %s | %s | %d | %d | %s |" % (PEER_LABELS.get(r["peer"], r["peer"]), fmt_rate(r["ids_per_s"]),
+                                                        r["p50_ns"], r["p99_ns"],
+                                                        "%.1fx" % (r["p50_ns"] / d["p50_ns"]) if d else "-"))
         for k, c in p7r["checks"].items():
             L.append("")
             L.append("%s: ratio %s per round: %s." % (k, c["ratio"], ", ".join(str(x) for x in c["ratio_per_round"])))

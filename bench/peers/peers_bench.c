@@ -16,6 +16,8 @@
  *           in-process generator (one per process, each with its own worker
  *           id).  Then scaling: 1, 2, 4, 8, 16 readers of the device (single
  *           and batches of 4096) and of Redis INCR over TCP.
+ *   pinned  P7 again, one client, the client and the servers on CPU 0
+ *           (after "pin CPU PID..." has pinned the servers' threads).
  *   p6      P6, with the module loaded with an uncapped layout (41 timestamp
  *           bits, no node bits, 22 sequence bits): bytes per second of batch
  *           reads of the device against reads of the same size of /dev/zero,
@@ -30,8 +32,10 @@
  * -R REDIS_UNIX_SOCKET, -M MARIADB_UNIX_SOCKET (empty: skip that peer).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +53,7 @@
 #define MAX_SAMPLES (1 << 19)	/* latency samples kept per client */
 
 static double point_s = 1.0;
+static int pin_cpu = -1;	/* >= 0: every client on that CPU */
 static int rounds = 3;
 static const char *redis_sock = "/run/redis.sock";
 static const char *mariadb_sock = "/run/mysqld/mysqld.sock";
@@ -285,6 +290,14 @@ static bool run_peer(const char *sec, const struct peer *p, int clients)
 			int n;
 
 			memset(&cl, 0, sizeof(cl));
+			if (pin_cpu >= 0) {
+				cpu_set_t set;
+
+				CPU_ZERO(&set);
+				CPU_SET(pin_cpu, &set);
+				if (sched_setaffinity(0, sizeof(set), &set))
+					_exit(6);
+			}
 			close(gate[1]);
 			close(ready[0]);
 			c = p->open(&cl, p, i) ? 'y' : 'n';
@@ -407,6 +420,57 @@ static void mode_peers(void)
 }
 
 /*
+ * P7 on one vCPU: the servers' threads (pinned by "pin PID...") and the one
+ * client all on CPU 0, so that a round trip is two context switches on one
+ * CPU and never a wake-up of an idle vCPU, which on a loaded host waits for
+ * the host's scheduler (milliseconds) and is an artefact of the emulation.
+ */
+static void mode_pinned(void)
+{
+	struct peer peers[] = {
+		{ "snowflake", 1, dev_open, dev_next, "/dev/snowflake" },
+		{ "redis_tcp", 1, redis_open, redis_next, "" },
+		{ "redis_unix", 1, redis_open, redis_next, redis_sock },
+		{ "mariadb_ticket", 1, my_open, my_next, mariadb_sock },
+	};
+	size_t i;
+	int r;
+
+	pin_cpu = 0;
+	for (r = 1; r <= rounds; r++) {
+		printf("BENCH round i=%d\n", r);
+		for (i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
+			run_peer("p7pin", &peers[i], 1);
+	}
+}
+
+/* Every thread of each process of @pids on CPU @cpu. */
+static void mode_pin(int cpu, char **pids, int n)
+{
+	cpu_set_t set;
+	int i, done = 0;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	for (i = 0; i < n; i++) {
+		char path[64];
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%s/task", pids[i]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' &&
+			    !sched_setaffinity(atoi(e->d_name), sizeof(set), &set))
+				done++;
+		closedir(d);
+	}
+	printf("BENCH pin cpu=%d threads=%d\n", cpu, done);
+}
+
+/*
  * P6: bytes per second of reads of @size bytes of the device against the
  * same reads of /dev/zero, in alternating slices of @slice_s.
  */
@@ -479,6 +543,11 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 	int opt;
 
+	if (!strcmp(mode, "pin") && argc > 3) {
+		mode_pin(atoi(argv[2]), argv + 3, argc - 3);
+		return 0;
+	}
+
 	optind = 2;
 	while ((opt = getopt(argc, argv, "s:r:R:M:")) != -1) {
 		switch (opt) {
@@ -505,6 +574,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(mode, "peers"))
 		mode_peers();
+	else if (!strcmp(mode, "pinned"))
+		mode_pinned();
 	else if (!strcmp(mode, "p6"))
 		mode_p6();
 	else
@@ -512,7 +583,7 @@ int main(int argc, char **argv)
 	printf("BENCH %s_done\n", mode);
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s peers|p6 [-s SECONDS] [-r ROUNDS] [-R REDIS_SOCK] [-M MARIADB_SOCK]\n",
+	fprintf(stderr, "usage: %s peers|pinned|p6 [-s SECONDS] [-r ROUNDS] [-R REDIS_SOCK] [-M MARIADB_SOCK]\n",
 		argv[0]);
 	return 2;
 }
