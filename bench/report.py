@@ -282,6 +282,26 @@ def main():
             p7r["one_vcpu"]["device_vs_redis_tcp_incr"] = round(d["p50_ns"] / rt["p50_ns"], 4)
         if d and my:
             p7r["one_vcpu"]["device_vs_ticket_server"] = round(d["p50_ns"] / my["p50_ns"], 4)
+    nat = peer_points("native")
+    if p7r and nat:
+        z1, rt1n, my1n = find(nat, "zero8", 1, 1), find(nat, "redis_tcp", 1, 1), find(nat, "mariadb_ticket", 1, 1)
+        rt8n = find(nat, "redis_tcp", 1, 8)
+        natr = {"points": nat, "note": "on the host, natively, the same client code: servers on a private port and sockets; "
+                "the device cannot be loaded into the host's kernel, so its native cost is estimated as an 8-byte "
+                "read of /dev/zero times P1's ratio (device / /dev/zero, in the guest)"}
+        if z1:
+            est = z1["p50_ns"] * p1r["ratio"]
+            natr["device_single_p50_ns_estimate"] = round(est, 1)
+            if rt1n:
+                natr["device_vs_redis_tcp_incr_estimate"] = round(est / rt1n["p50_ns"], 4)
+            if my1n:
+                natr["device_vs_ticket_server_estimate"] = round(est / my1n["p50_ns"], 4)
+            d1, d8 = find(p7pts, "snowflake", 1, 1), find(p7pts, "snowflake", 1, 8)
+            if rt8n and d1 and d8:
+                agg = 1e9 / est * d8["ids_per_s"] / d1["ids_per_s"]
+                natr["device_8_clients_ids_per_s_estimate"] = round(agg)
+                natr["eight_clients_device_vs_redis_tcp_incr_estimate"] = round(agg / rt8n["ids_per_s"], 2)
+        p7r["native"] = natr
     scale = peer_points("scale")
     g6b = grouped("p6", lambda n, kv: kv["ids"])
     p6r = None
@@ -361,13 +381,6 @@ def main():
                           ("snowflake_single", "snowflake_batch4096", "mutex_generator", "getrandom", "proc_uuid")))
     L.append("| P5 | sf_core_reserve() instructions per ID, batches of 4096 (single) | **%.3f** (%.1f) | <= 15 | %s |"
              % (p5r["batch"]["instructions_per_id"], p5r["single"]["instructions_per_id"], ok(p5r["met"])))
-    if p8r:
-        L.append("| P8 | /dev/uuidv7 batch vs /dev/snowflake batch, CPU ns per byte; ns per UUID: 1 per read / 4096 per read / getrandom(16) / /proc uuid | **%.2fx** (%.3f vs %.3f); %s | <= 2x | %s |"
-                 % (p8r["batch_vs_snowflake_per_byte"], p8r["cpu_ns_per_byte"]["uuid_batch4096"],
-                    p8r["cpu_ns_per_byte"]["snowflake_batch4096"],
-                    " / ".join("%.0f" % p8r["ns_per_uuid"].get(k, float("nan")) for k in
-                               ("uuid_single", "uuid_batch4096", "getrandom16", "proc_uuid")),
-                    ok(p8r["met"])))
     if p6r and p6r["ratio_at_cap"] is not None:
         c = next(r for r in p6r["points"] if r["ids"] == 4096)
         L.append("| P6 | uncapped layout, reads of 4096 IDs (32 KiB, the per-call cap): device vs /dev/zero, bytes/s | %.0f vs %.0f MB/s: **%.0f%%** | >= 50%% | %s |"
@@ -389,6 +402,13 @@ def main():
                          % (fmt_rate(c["device_ids_per_s"]), fmt_rate(c["redis_ids_per_s"]), c["ratio"], ok(c["met"])))
         L.append("| P7 | device against Redis INCR and a MariaDB ticket server | %s | 1/10, 1/30, 10x | %s |"
                  % ("; ".join(parts), ok(p7r["met"])))
+    if p8r:
+        L.append("| P8 | /dev/uuidv7 batch vs /dev/snowflake batch, CPU ns per byte; ns per UUID: 1 per read / 4096 per read / getrandom(16) / /proc uuid | **%.2fx** (%.3f vs %.3f); %s | <= 2x | %s |"
+                 % (p8r["batch_vs_snowflake_per_byte"], p8r["cpu_ns_per_byte"]["uuid_batch4096"],
+                    p8r["cpu_ns_per_byte"]["snowflake_batch4096"],
+                    " / ".join("%.0f" % p8r["ns_per_uuid"].get(k, float("nan")) for k in
+                               ("uuid_single", "uuid_batch4096", "getrandom16", "proc_uuid")),
+                    ok(p8r["met"])))
     if "clock_gettime_syscall_median_ns" in p1r:
         L.append("")
         L.append("P1 detail (median ns per call, samples of 200 calls): getppid() %s, "
@@ -498,6 +518,28 @@ def main():
                 L.append("| %s | %s | %d | %d | %s |" % (PEER_LABELS.get(r["peer"], r["peer"]), fmt_rate(r["ids_per_s"]),
                                                         r["p50_ns"], r["p99_ns"],
                                                         "%.1fx" % (r["p50_ns"] / d["p50_ns"]) if d else "-"))
+        if "native" in p7r:
+            nr = p7r["native"]
+            L.append("")
+            L.append("The same client code natively on the host (no emulation; servers on a private port and "
+                     "sockets, stopped after), to show the scale of a round trip on hardware:")
+            L.append("")
+            L.append("| source | clients | IDs/s | p50 ns/request | p99 ns/request |")
+            L.append("| --- | ---: | ---: | ---: | ---: |")
+            nl = dict(PEER_LABELS, zero8="8-byte read of /dev/zero (the floor of a device read)")
+            for r in nr["points"]:
+                L.append("| %s | %d | %s | %d | %d |" % (nl.get(r["peer"], r["peer"]).replace("INCR/INCRBY", "INCR"),
+                                                        r["clients"], fmt_rate(r["ids_per_s"]), r["p50_ns"], r["p99_ns"]))
+            if "device_single_p50_ns_estimate" in nr:
+                L.append("")
+                L.append("Estimated native device read: %.0f ns (the /dev/zero read times P1's %.2fx); against "
+                         "Redis INCR over TCP 1/%.0f, against the ticket server 1/%.0f; with 8 clients about %s, "
+                         "%.0fx Redis INCR's aggregate (the device's 8-client/1-client ratio of the guest applied)."
+                         % (nr["device_single_p50_ns_estimate"], p1r["ratio"],
+                            1 / nr.get("device_vs_redis_tcp_incr_estimate", float("nan")),
+                            1 / nr.get("device_vs_ticket_server_estimate", float("nan")),
+                            fmt_rate(nr.get("device_8_clients_ids_per_s_estimate", float("nan"))),
+                            nr.get("eight_clients_device_vs_redis_tcp_incr_estimate", float("nan"))))
         for k, c in p7r["checks"].items():
             L.append("")
             L.append("%s: ratio %s per round: %s." % (k, c["ratio"], ", ".join(str(x) for x in c["ratio_per_round"])))

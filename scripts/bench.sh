@@ -110,7 +110,7 @@ peers_prepare() {
 		}
 		mariadbd --no-defaults --bootstrap --user="$(id -un)" --datadir="$mdb/data" \
 			--innodb-log-file-size=4M --innodb-data-file-path=ibdata1:4M:autoextend \
-			--log-error="$mdb/bootstrap.err" <"$ROOT/bench/peers/tickets.sql" || {
+			--log-error="$mdb/bootstrap.err" <"$ROOT/bench/peers/tickets.sql" 2>"$mdb/bootstrap.stderr" || {
 			tail -n 20 "$mdb/bootstrap.err" >&2
 			die "creating the ticket table failed"
 		}
@@ -194,6 +194,44 @@ if ! grep -q '^BENCH done' "$OUT/guest.txt" || grep -q '^BENCH-ERROR' <(tr -d '\
 fi
 vm_problems "$log" || die "kernel problems during the benchmark"
 
+# The peers natively on this host (servers on a private port and sockets,
+# stopped after): the scale of a round trip on hardware, next to an 8-byte
+# read of /dev/zero, the floor of a device read.  Skipped with a line when
+# a server does not start.  BENCH_NATIVE=0 skips it.
+native_peers() {
+	local d=$OUT/native port=$((20000 + $$ % 20000)) rpid mpid i=0
+	rm -rf "$d"
+	mkdir -p "$d"
+	cp -a "$BUILD/bench-mariadb/data" "$d/data"
+	redis-server --bind 127.0.0.1 --port "$port" --unixsocket "$d/redis.sock" --unixsocketperm 700 \
+		--save '' --appendonly no --dir "$d" --logfile "$d/redis.log" --daemonize no &
+	rpid=$!
+	mariadbd --no-defaults --user="$(id -un)" --datadir="$d/data" --socket="$d/mysqld.sock" \
+		--skip-networking --skip-grant-tables --innodb-log-file-size=4M \
+		--innodb-data-file-path=ibdata1:4M:autoextend --innodb-buffer-pool-size=32M \
+		--pid-file="$d/mysqld.pid" --log-error="$d/mariadb.err" 2>"$d/mariadbd.stderr" &
+	mpid=$!
+	while [ $i -lt 300 ] && { [ ! -S "$d/redis.sock" ] || [ ! -S "$d/mysqld.sock" ]; }; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -S "$d/redis.sock" ] && [ -S "$d/mysqld.sock" ]; then
+		"$OUT/peers_bench" native -s "$BENCH_SECONDS" -r "$BENCH_ROUNDS" -P "$port" \
+			-R "$d/redis.sock" -M "$d/mysqld.sock" || echo "BENCH-SKIP native peers_bench failed"
+	else
+		echo "BENCH-SKIP native the servers did not start (${d#"$ROOT"/})"
+	fi
+	kill "$rpid" "$mpid" 2>/dev/null || true
+	wait "$rpid" "$mpid" 2>/dev/null || true
+	rm -rf "$d/data"
+}
+if [ "${BENCH_NATIVE:-1}" = 1 ]; then
+	msg "the peers natively on this host (Redis, MariaDB, /dev/zero)"
+	native_peers | tee "$OUT/native.txt"
+else
+	: >"$OUT/native.txt"
+fi
+
 # P5: instructions of sf_core_reserve() only (--toggle-collect), natively.
 cg() { # MODE CALLS
 	local out=$OUT/callgrind.out.$1 ir ids
@@ -219,6 +257,7 @@ msg "callgrind: sf_core_reserve() natively, $(valgrind --version)"
 {
 	echo "BENCH meta accel=$bench_accel append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
 	cat "$OUT/guest.txt" "$OUT/core.txt"
+	grep -E '^BENCH( |-SKIP )' "$OUT/native.txt" | grep -v '^BENCH round ' || true
 } >"$OUT/raw.txt"
 
 python3 "$ROOT/bench/report.py" "$OUT/raw.txt" "$OUT"

@@ -18,6 +18,8 @@
  *           and batches of 4096) and of Redis INCR over TCP.
  *   pinned  P7 again, one client, the client and the servers on CPU 0
  *           (after "pin CPU PID..." has pinned the servers' threads).
+ *   native  on the host: Redis, MariaDB and an 8-byte read of /dev/zero
+ *           natively, for the scale of a round trip on hardware.
  *   p6      P6, with the module loaded with an uncapped layout (41 timestamp
  *           bits, no node bits, 22 sequence bits): bytes per second of batch
  *           reads of the device against reads of the same size of /dev/zero,
@@ -53,7 +55,8 @@
 #define MAX_SAMPLES (1 << 19)	/* latency samples kept per client */
 
 static double point_s = 1.0;
-static int pin_cpu = -1;	/* >= 0: every client on that CPU */
+static int pin_cpu = -1;
+static int redis_port = 6379;	/* >= 0: every client on that CPU */
 static int rounds = 3;
 static const char *redis_sock = "/run/redis.sock";
 static const char *mariadb_sock = "/run/mysqld/mysqld.sock";
@@ -147,7 +150,7 @@ static bool redis_open(struct client *c, const struct peer *p, int idx)
 	if (strstr(p->name, "unix"))
 		c->rc = redisConnectUnix(p->arg);
 	else
-		c->rc = redisConnect("127.0.0.1", 6379);
+		c->rc = redisConnect("127.0.0.1", redis_port);
 	return c->rc && !c->rc->err;
 }
 
@@ -444,6 +447,33 @@ static void mode_pinned(void)
 	}
 }
 
+/*
+ * On the host, natively (scripts/bench.sh, servers on a private port and
+ * sockets): the scale of a round trip on hardware, and an 8-byte read of
+ * /dev/zero, the floor of a read of the device (which cannot be loaded
+ * into the host's kernel: P1 gives the device's cost against that floor).
+ */
+static void mode_native(void)
+{
+	struct peer peers[] = {
+		{ "zero8", 1, dev_open, dev_next, "/dev/zero" },
+		{ "redis_tcp", 1, redis_open, redis_next, "" },
+		{ "redis_unix", 1, redis_open, redis_next, redis_sock },
+		{ "mariadb_ticket", 1, my_open, my_next, mariadb_sock },
+		{ "textbook", 1, tw_open, tw_next, "" },
+	};
+	size_t i;
+	int r;
+
+	for (r = 1; r <= rounds; r++) {
+		printf("BENCH round i=%d\n", r);
+		for (i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
+			run_peer("native", &peers[i], 1);
+		run_peer("native", &peers[0], 8);
+		run_peer("native", &peers[1], 8);
+	}
+}
+
 /* Every thread of each process of @pids on CPU @cpu. */
 static void mode_pin(int cpu, char **pids, int n)
 {
@@ -549,7 +579,7 @@ int main(int argc, char **argv)
 	}
 
 	optind = 2;
-	while ((opt = getopt(argc, argv, "s:r:R:M:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:r:R:M:P:")) != -1) {
 		switch (opt) {
 		case 's':
 			point_s = atof(optarg);
@@ -567,6 +597,9 @@ int main(int argc, char **argv)
 		case 'M':
 			mariadb_sock = optarg;
 			break;
+		case 'P':
+			redis_port = atoi(optarg);
+			break;
 		default:
 			goto usage;
 		}
@@ -574,6 +607,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(mode, "peers"))
 		mode_peers();
+	else if (!strcmp(mode, "native"))
+		mode_native();
 	else if (!strcmp(mode, "pinned"))
 		mode_pinned();
 	else if (!strcmp(mode, "p6"))
@@ -583,7 +618,7 @@ int main(int argc, char **argv)
 	printf("BENCH %s_done\n", mode);
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s peers|pinned|p6 [-s SECONDS] [-r ROUNDS] [-R REDIS_SOCK] [-M MARIADB_SOCK]\n",
+	fprintf(stderr, "usage: %s peers|pinned|native|p6 [-s SECONDS] [-r ROUNDS] [-R REDIS_SOCK] [-M MARIADB_SOCK] [-P REDIS_PORT]\n",
 		argv[0]);
 	return 2;
 }
