@@ -620,8 +620,8 @@ unset multiplot
         titles = ["/dev/snowflake, 1 ID per read", "/dev/snowflake, 4096 per read",
                   "/dev/snowflake, 4096 per read, uncapped layout", "Redis INCR, loopback TCP"]
         head = ('set terminal svg size 760,440 dynamic font "sans,11" background rgb "white"\n'
-                'set grid\nset key outside bottom center horizontal maxrows 2\nset logscale y 10\n'
-                'set xtics (1, 2, 4, 8, 16)\nset logscale x 2\n'
+                'set grid\nset key below vertical maxrows 2 width -8\nset logscale y 10\n'
+                'set logscale x 2\nset xrange [0.9:18]\nset yrange [*:*]\nset xtics (1, 2, 4, 8, 16)\n'
                 'set xlabel "concurrent client processes (2 vCPUs, QEMU TCG)"\n')
         gp += head + 'set output "%s/scale-throughput.svg"\nset ylabel "aggregate M IDs/s (log)"\n' % out
         gp += 'set title "Throughput against readers (%s, emulated: compare ratios)"\n' % meta.get("kernel", "?")
@@ -638,16 +638,17 @@ unset multiplot
                 ("redis_tcp", 1, "Redis INCR TCP"), ("mariadb_ticket", 1, "ticket server"),
                 ("snowflake", 4096, "/dev/snowflake x4096"), ("redis_tcp", 4096, "Redis INCRBY 4096 TCP")]
         with open(out + "/peers.dat", "w") as f:
-            f.write("# label ids_per_s_M_1client ids_per_s_M_8clients\n")
+            f.write("# label ids_per_s_1client ids_per_s_8clients\n")
             for p_, b, label in rows:
                 a, e = find(p7r["points"], p_, b, 1), find(p7r["points"], p_, b, 8)
                 if a or e:
-                    f.write('"%s" %s %s\n' % (label, "%.5f" % (a["ids_per_s"] / 1e6) if a else "NaN",
-                                               "%.5f" % (e["ids_per_s"] / 1e6) if e else "NaN"))
-        gp += ('set terminal svg size 900,440 dynamic font "sans,11" background rgb "white"\n'
-               'set output "%s/peers.svg"\nunset logscale x\nset logscale y 10\nset xtics auto rotate by -30\n'
+                    f.write('"%s" %s %s\n' % (label, "%.0f" % a["ids_per_s"] if a else "NaN",
+                                               "%.0f" % e["ids_per_s"] if e else "NaN"))
+        gp += ('set terminal svg size 1000,440 dynamic font "sans,11" background rgb "white"\n'
+               'set output "%s/peers.svg"\nunset logscale x\nset xrange [*:*]\nset logscale y 10\nset yrange [100:*]\n'
+               'set format y "10^{%%L}"\nset xtics auto rotate by -30\n'
                'set style data histogram\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n'
-               'set key inside top right vertical\nset xlabel ""\nset ylabel "aggregate M IDs/s (log)"\n'
+               'set key outside right top vertical\nset xlabel ""\nset ylabel "aggregate IDs/s (log)"\n'
                'set title "The device against its peers, same guest boot (QEMU TCG: compare ratios)"\n'
                'plot "%s/peers.dat" using 2:xtic(1) title "1 client", "" using 3 title "8 client processes"\n'
                % (out, out))
