@@ -73,7 +73,9 @@ def parse(path):
 
 
 def fmt_rate(x):
-    return "%.3f M/s" % (x / 1e6)
+    if x >= 1e5:
+        return "%.3f M/s" % (x / 1e6)
+    return "%.0f /s" % x
 
 
 def median(xs):
