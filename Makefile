@@ -93,7 +93,7 @@ clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o .module-common.o *.ko \
 		*.mod *.mod.c .*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
-		build/selftests build/core build/fuzz build/userspace build/bench build/vm-*.log build/*.log \
+		build/selftests build/core build/fuzz build/userspace build/bench build/bench-smoke build/vm-*.log build/*.log \
 		build/restart build/dkms build/packaging build/debs
 
 # Also drops the caches: downloaded guest kernels, extracted kernel source.

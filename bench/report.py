@@ -21,7 +21,19 @@ GOALS = {
     "p3": "aggregate with 4 readers >= 90% of one reader",
     "p4": "none: peers for comparison (ns per ID)",
     "p5": "<= 15 instructions per ID in batches",
-    "p6": "a batch read of /dev/uuidv7 costs <= 2x a 4096-ID batch of /dev/snowflake per byte delivered (CPU time)",
+    "p8": "a batch read of /dev/uuidv7 costs <= 2x a 4096-ID batch of /dev/snowflake per byte delivered (CPU time)",
+    "p6": "batch reads with an uncapped layout (41/0/0/22) deliver >= 50% of /dev/zero's bytes per second at the same read size (4096 IDs, the per-call cap)",
+    "p7": "one ID from the device (one client, p50) <= 1/10 of one Redis INCR over loopback TCP and <= 1/30 of one ticket-server round trip; with 8 client processes the device's aggregate >= 10x Redis INCR's",
+}
+
+PEER_LABELS = {
+    "snowflake": "/dev/snowflake",
+    "uuidv7": "/dev/uuidv7",
+    "redis_tcp": "Redis INCR/INCRBY, loopback TCP",
+    "redis_unix": "Redis INCR/INCRBY, Unix socket",
+    "mariadb_ticket": "MariaDB ticket server (Flickr), Unix socket",
+    "textbook": "textbook in-process generator (one per process)",
+    "snowflake_uncapped": "/dev/snowflake, uncapped layout 41/0/0/22",
 }
 
 TCG_NOTE = ("The guest runs under QEMU TCG (software emulation of the CPU, "
@@ -61,7 +73,9 @@ def parse(path):
 
 
 def fmt_rate(x):
-    return "%.3f M/s" % (x / 1e6)
+    if x >= 1e5:
+        return "%.3f M/s" % (x / 1e6)
+    return "%.0f /s" % x
 
 
 def median(xs):
@@ -192,30 +206,151 @@ def main():
     p5r["met"] = p5r["batch"]["instructions_per_id"] <= 15
     meta["rounds"] = len(rounds)
 
-    # P6: /dev/uuidv7 (absent from runs before it existed).
-    g6 = grouped("p6", lambda n, kv: n)
-    p6r = None
+    # P8 (P6 before issue 14): /dev/uuidv7 (absent from runs before it existed).
+    g6 = grouped("p8", lambda n, kv: n)
+    p8r = None
     if g6:
-        p6 = {n: merge(kvs) for n, kvs in g6.items()}
-        p6r = {"ns_per_uuid": {n: kv["ns_per_record"] for n, kv in p6.items()},
+        p8 = {n: merge(kvs) for n, kvs in g6.items()}
+        p8r = {"ns_per_uuid": {n: kv["ns_per_record"] for n, kv in p8.items()},
                "ns_per_record_per_round": {n: [kv["ns_per_record"] for kv in kvs]
                                            for n, kvs in g6.items()},
-               "cpu_ns_per_byte": {n: kv["cpu_ns_per_byte"] for n, kv in p6.items()
+               "cpu_ns_per_byte": {n: kv["cpu_ns_per_byte"] for n, kv in p8.items()
                                    if "cpu_ns_per_byte" in kv},
-               "goal": GOALS["p6"]}
+               "goal": GOALS["p8"]}
         if "proc_uuid" in p4r["ns_per_id"]:
-            p6r["ns_per_uuid"]["proc_uuid"] = p4r["ns_per_id"]["proc_uuid"]
+            p8r["ns_per_uuid"]["proc_uuid"] = p4r["ns_per_id"]["proc_uuid"]
         per_round = [round(u["cpu_ns_per_byte"] / sf["cpu_ns_per_byte"], 3)
                      for u, sf in zip(g6["uuid_batch4096"], g6["snowflake_batch4096"])]
-        p6r["batch_vs_snowflake_per_byte"] = median(per_round)
-        p6r["batch_vs_snowflake_per_byte_per_round"] = per_round
-        p6r["met"] = p6r["batch_vs_snowflake_per_byte"] <= 2.0
+        p8r["batch_vs_snowflake_per_byte"] = median(per_round)
+        p8r["batch_vs_snowflake_per_byte_per_round"] = per_round
+        p8r["met"] = p8r["batch_vs_snowflake_per_byte"] <= 2.0
+
+    # Issue 14: P6 (bandwidth, uncapped layout), P7 (peers), scaling, Node.
+    def peer_points(sec):
+        g = grouped(sec, lambda n, kv: (kv["peer"], kv["batch"], kv["clients"]))
+        pts = []
+        for (peer, batch, clients), kvs in g.items():
+            m = merge(kvs)
+            m["ids_per_s_per_round"] = [kv["ids_per_s"] for kv in kvs]
+            m["p50_ns_per_round"] = [kv["p50_ns"] for kv in kvs]
+            m["p99_ns_per_round"] = [kv["p99_ns"] for kv in kvs]
+            m["p50_ns_per_id"] = round(m["p50_ns"] / batch, 2)
+            m["p99_ns_per_id"] = round(m["p99_ns"] / batch, 2)
+            pts.append(m)
+        return pts
+
+    def find(pts, peer, batch, clients):
+        return next((r for r in pts if r["peer"] == peer and r["batch"] == batch
+                     and r["clients"] == clients), None)
+
+    p7pts = peer_points("p7")
+    p7r = None
+    if p7pts:
+        p7r = {"points": p7pts, "goal": GOALS["p7"], "checks": {}}
+        dev1, dev8 = find(p7pts, "snowflake", 1, 1), find(p7pts, "snowflake", 1, 8)
+        rt1, rt8 = find(p7pts, "redis_tcp", 1, 1), find(p7pts, "redis_tcp", 1, 8)
+        my1 = find(p7pts, "mariadb_ticket", 1, 1)
+        g7 = grouped("p7", lambda n, kv: (kv["peer"], kv["batch"], kv["clients"]))
+
+        def per_round(a, b, key, inv=False):
+            xs = g7.get(a, [])
+            ys = g7.get(b, [])
+            return [round((y[key] / x[key]) if inv else (x[key] / y[key]), 4) for x, y in zip(xs, ys)]
+        if dev1 and rt1:
+            v = dev1["p50_ns"] / rt1["p50_ns"]
+            p7r["checks"]["device_vs_redis_tcp_incr"] = {
+                "device_p50_ns": dev1["p50_ns"], "redis_p50_ns": rt1["p50_ns"], "ratio": round(v, 4),
+                "ratio_per_round": per_round(("snowflake", 1, 1), ("redis_tcp", 1, 1), "p50_ns"),
+                "goal": "<= 0.1", "met": v <= 0.1}
+        if dev1 and my1:
+            v = dev1["p50_ns"] / my1["p50_ns"]
+            p7r["checks"]["device_vs_ticket_server"] = {
+                "device_p50_ns": dev1["p50_ns"], "ticket_p50_ns": my1["p50_ns"], "ratio": round(v, 4),
+                "ratio_per_round": per_round(("snowflake", 1, 1), ("mariadb_ticket", 1, 1), "p50_ns"),
+                "goal": "<= 1/30 (0.0333)", "met": v <= 1 / 30}
+        if dev8 and rt8:
+            v = dev8["ids_per_s"] / rt8["ids_per_s"]
+            p7r["checks"]["eight_clients_device_vs_redis_tcp_incr"] = {
+                "device_ids_per_s": dev8["ids_per_s"], "redis_ids_per_s": rt8["ids_per_s"],
+                "ratio": round(v, 2),
+                "ratio_per_round": per_round(("snowflake", 1, 8), ("redis_tcp", 1, 8), "ids_per_s"),
+                "goal": ">= 10", "met": v >= 10}
+        p7r["met"] = bool(p7r["checks"]) and len(p7r["checks"]) == 3 and all(c["met"] for c in p7r["checks"].values())
+    pin = peer_points("p7pin")
+    if p7r and pin:
+        p7r["one_vcpu"] = {"points": pin, "note": "one client, the client and the servers' threads pinned to CPU 0: no wake-up of an idle vCPU in a round trip"}
+        d, rt, my = find(pin, "snowflake", 1, 1), find(pin, "redis_tcp", 1, 1), find(pin, "mariadb_ticket", 1, 1)
+        if d and rt:
+            p7r["one_vcpu"]["device_vs_redis_tcp_incr"] = round(d["p50_ns"] / rt["p50_ns"], 4)
+        if d and my:
+            p7r["one_vcpu"]["device_vs_ticket_server"] = round(d["p50_ns"] / my["p50_ns"], 4)
+    nat = peer_points("native")
+    if p7r and nat:
+        z1, rt1n, my1n = find(nat, "zero8", 1, 1), find(nat, "redis_tcp", 1, 1), find(nat, "mariadb_ticket", 1, 1)
+        rt8n = find(nat, "redis_tcp", 1, 8)
+        natr = {"points": nat, "note": "on the host, natively, the same client code: servers on a private port and sockets; "
+                "the device cannot be loaded into the host's kernel, so its native cost is estimated as an 8-byte "
+                "read of /dev/zero times P1's ratio (device / /dev/zero, in the guest)"}
+        if z1:
+            est = z1["p50_ns"] * p1r["ratio"]
+            natr["device_single_p50_ns_estimate"] = round(est, 1)
+            if rt1n:
+                natr["device_vs_redis_tcp_incr_estimate"] = round(est / rt1n["p50_ns"], 4)
+            if my1n:
+                natr["device_vs_ticket_server_estimate"] = round(est / my1n["p50_ns"], 4)
+            d1, d8 = find(p7pts, "snowflake", 1, 1), find(p7pts, "snowflake", 1, 8)
+            if rt8n and d1 and d8:
+                agg = 1e9 / est * d8["ids_per_s"] / d1["ids_per_s"]
+                natr["device_8_clients_ids_per_s_estimate"] = round(agg)
+                natr["eight_clients_device_vs_redis_tcp_incr_estimate"] = round(agg / rt8n["ids_per_s"], 2)
+        p7r["native"] = natr
+    scale = peer_points("scale")
+    g6b = grouped("p6", lambda n, kv: kv["ids"])
+    p6r = None
+    if g6b:
+        pts = []
+        for ids_, kvs in g6b.items():
+            m = merge(kvs)
+            m["ratio_per_round"] = [kv["ratio"] for kv in kvs]
+            m["ratio"] = median(m["ratio_per_round"])
+            pts.append(m)
+        cap = next((r for r in pts if r["ids"] == 4096), None)
+        p6r = {"layout": "timestamp_bits=41 datacenter_bits=0 worker_bits=0 sequence_bits=22",
+               "points": pts, "goal": GOALS["p6"],
+               "ratio_at_cap": cap["ratio"] if cap else None,
+               "met": bool(cap) and cap["ratio"] >= 0.5}
+    gn = grouped("node", lambda n, kv: (kv["peer"], kv["batch"]))
+    noder = None
+    if gn:
+        noder = {"points": []}
+        for (peer, batch), kvs in gn.items():
+            m = merge(kvs)
+            m["ids_per_s_per_round"] = [kv["ids_per_s"] for kv in kvs]
+            noder["points"].append(m)
+        ne = by("node_env")
+        if ne:
+            noder["env"] = ne[0][1]
+    skips = []
+    with open(raw) as f:
+        for line in f:
+            if line.startswith("BENCH-SKIP "):
+                skips.append(line[len("BENCH-SKIP "):].strip())
 
     res = {"note": TCG_NOTE, "meta": meta, "guest_counters": stats,
            "p1_single_id_latency": p1r, "p2_batch_throughput": p2r,
            "p3_contention": p3r, "p4_peers": p4r, "p5_core_instructions": p5r}
+    if p8r:
+        res["p8_uuidv7"] = p8r
     if p6r:
-        res["p6_uuidv7"] = p6r
+        res["p6_bandwidth"] = p6r
+    if p7r:
+        res["p7_peers"] = p7r
+    if scale:
+        res["scaling"] = {"points": scale}
+    if noder:
+        res["node"] = noder
+    if skips:
+        res["skipped"] = skips
     with open(out + "/results.json", "w") as f:
         json.dump(res, f, indent=2, sort_keys=False)
         f.write("\n")
@@ -248,13 +383,34 @@ def main():
                           ("snowflake_single", "snowflake_batch4096", "mutex_generator", "getrandom", "proc_uuid")))
     L.append("| P5 | sf_core_reserve() instructions per ID, batches of 4096 (single) | **%.3f** (%.1f) | <= 15 | %s |"
              % (p5r["batch"]["instructions_per_id"], p5r["single"]["instructions_per_id"], ok(p5r["met"])))
-    if p6r:
-        L.append("| P6 | /dev/uuidv7 batch vs /dev/snowflake batch, CPU ns per byte; ns per UUID: 1 per read / 4096 per read / getrandom(16) / /proc uuid | **%.2fx** (%.3f vs %.3f); %s | <= 2x | %s |"
-                 % (p6r["batch_vs_snowflake_per_byte"], p6r["cpu_ns_per_byte"]["uuid_batch4096"],
-                    p6r["cpu_ns_per_byte"]["snowflake_batch4096"],
-                    " / ".join("%.0f" % p6r["ns_per_uuid"].get(k, float("nan")) for k in
+    if p6r and p6r["ratio_at_cap"] is not None:
+        c = next(r for r in p6r["points"] if r["ids"] == 4096)
+        L.append("| P6 | uncapped layout, reads of 4096 IDs (32 KiB, the per-call cap): device vs /dev/zero, bytes/s | %.0f vs %.0f MB/s: **%.0f%%** | >= 50%% | %s |"
+                 % (c["snowflake_bytes_per_s"] / 1e6, c["zero_bytes_per_s"] / 1e6, 100 * p6r["ratio_at_cap"], ok(p6r["met"])))
+    if p7r:
+        ch = p7r["checks"]
+        parts = []
+        if "device_vs_redis_tcp_incr" in ch:
+            c = ch["device_vs_redis_tcp_incr"]
+            parts.append("one ID, p50: device %d ns vs Redis INCR (TCP) %d ns: **1/%.1f** (goal 1/10: %s)"
+                         % (c["device_p50_ns"], c["redis_p50_ns"], c["redis_p50_ns"] / c["device_p50_ns"], ok(c["met"])))
+        if "device_vs_ticket_server" in ch:
+            c = ch["device_vs_ticket_server"]
+            parts.append("vs the ticket server %d ns: **1/%.1f** (goal 1/30: %s)"
+                         % (c["ticket_p50_ns"], c["ticket_p50_ns"] / c["device_p50_ns"], ok(c["met"])))
+        if "eight_clients_device_vs_redis_tcp_incr" in ch:
+            c = ch["eight_clients_device_vs_redis_tcp_incr"]
+            parts.append("8 clients: %s vs %s: **%.1fx** (goal 10x: %s)"
+                         % (fmt_rate(c["device_ids_per_s"]), fmt_rate(c["redis_ids_per_s"]), c["ratio"], ok(c["met"])))
+        L.append("| P7 | device against Redis INCR and a MariaDB ticket server | %s | 1/10, 1/30, 10x | %s |"
+                 % ("; ".join(parts), ok(p7r["met"])))
+    if p8r:
+        L.append("| P8 | /dev/uuidv7 batch vs /dev/snowflake batch, CPU ns per byte; ns per UUID: 1 per read / 4096 per read / getrandom(16) / /proc uuid | **%.2fx** (%.3f vs %.3f); %s | <= 2x | %s |"
+                 % (p8r["batch_vs_snowflake_per_byte"], p8r["cpu_ns_per_byte"]["uuid_batch4096"],
+                    p8r["cpu_ns_per_byte"]["snowflake_batch4096"],
+                    " / ".join("%.0f" % p8r["ns_per_uuid"].get(k, float("nan")) for k in
                                ("uuid_single", "uuid_batch4096", "getrandom16", "proc_uuid")),
-                    ok(p6r["met"])))
+                    ok(p8r["met"])))
     if "clock_gettime_syscall_median_ns" in p1r:
         L.append("")
         L.append("P1 detail (median ns per call, samples of 200 calls): getppid() %s, "
@@ -307,9 +463,9 @@ def main():
         r = p5r[mode]
         L.append("| %s | %d | %d | %d | %.1f | %.4f |" % (mode, r["calls"], r["ids"], r["instructions"],
                                                       r["instructions_per_call"], r["instructions_per_id"]))
-    if p6r:
+    if p8r:
         L.append("")
-        L.append("P6, /dev/uuidv7 (one thread, in the same guest):")
+        L.append("P8 (P6 before issue 14), /dev/uuidv7 (one thread, in the same guest):")
         L.append("")
         L.append("| source | ns per UUID (wall) | UUIDs/s | CPU ns per byte |")
         L.append("| --- | ---: | ---: | ---: |")
@@ -319,15 +475,106 @@ def main():
                   "getrandom16": "getrandom(16 bytes)",
                   "proc_uuid": "/proc/sys/kernel/random/uuid (open, read, close; P4)"}
         for k, label in labels.items():
-            if k in p6r["ns_per_uuid"]:
-                ns = p6r["ns_per_uuid"][k]
-                cpu = p6r["cpu_ns_per_byte"].get(k)
+            if k in p8r["ns_per_uuid"]:
+                ns = p8r["ns_per_uuid"][k]
+                cpu = p8r["cpu_ns_per_byte"].get(k)
                 L.append("| %s | %.1f | %s | %s |" % (label, ns, fmt_rate(1e9 / ns),
                                                      "%.3f" % cpu if cpu is not None else "-"))
         L.append("")
         L.append("The batch ratio per round: %s. /dev/snowflake's wall time per ID is "
                  "bounded by the layout's cap (4096 per ms); its CPU time is not."
-                 % ", ".join("%.2f" % r for r in p6r["batch_vs_snowflake_per_byte_per_round"]))
+                 % ", ".join("%.2f" % r for r in p8r["batch_vs_snowflake_per_byte_per_round"]))
+    if p6r:
+        L.append("")
+        L.append("P6, the generator's own limit: the module reloaded in the same boot with %s "
+                 "(4 M IDs per ms: a read never waits for a tick), reads of N IDs against reads of "
+                 "the same size of /dev/zero, alternating slices (median of 5 per round):" % p6r["layout"])
+        L.append("")
+        L.append("| IDs per read | bytes | /dev/zero MB/s | /dev/snowflake MB/s | device vs /dev/zero | per round |")
+        L.append("| ---: | ---: | ---: | ---: | ---: | --- |")
+        for r in p6r["points"]:
+            L.append("| %d | %d | %.0f | %.0f | %.1f%% | %s |"
+                     % (r["ids"], r["bytes"], r["zero_bytes_per_s"] / 1e6, r["snowflake_bytes_per_s"] / 1e6,
+                        100 * r["ratio"], ", ".join("%.3f" % x for x in r["ratio_per_round"])))
+    if p7r:
+        L.append("")
+        L.append("P7, what users pick instead (each client a process with its own connection; "
+                 "every request timed; latency per request, and per ID = per request / batch):")
+        L.append("")
+        L.append("| source | IDs per request | clients | aggregate IDs/s | p50 ns/request | p99 ns/request | p50 ns/ID | p99 ns/ID |")
+        L.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in sorted(p7r["points"], key=lambda r: (r["clients"], list(PEER_LABELS).index(r["peer"])
+                                                      if r["peer"] in PEER_LABELS else 99, r["batch"])):
+            L.append("| %s | %d | %d | %s | %d | %d | %.1f | %.1f |"
+                     % (PEER_LABELS.get(r["peer"], r["peer"]), r["batch"], r["clients"], fmt_rate(r["ids_per_s"]),
+                        r["p50_ns"], r["p99_ns"], r["p50_ns_per_id"], r["p99_ns_per_id"]))
+        if "one_vcpu" in p7r:
+            L.append("")
+            L.append("P7 again with one client, the client and the servers' threads all on vCPU 0 (a round trip "
+                     "is then two context switches on one CPU, never the wake-up of an idle vCPU):")
+            L.append("")
+            L.append("| source | IDs/s | p50 ns/request | p99 ns/request | p50 vs the device |")
+            L.append("| --- | ---: | ---: | ---: | ---: |")
+            d = find(p7r["one_vcpu"]["points"], "snowflake", 1, 1)
+            for r in p7r["one_vcpu"]["points"]:
+                L.append("| %s | %s | %d | %d | %s |" % (PEER_LABELS.get(r["peer"], r["peer"]), fmt_rate(r["ids_per_s"]),
+                                                        r["p50_ns"], r["p99_ns"],
+                                                        "%.1fx" % (r["p50_ns"] / d["p50_ns"]) if d else "-"))
+        if "native" in p7r:
+            nr = p7r["native"]
+            L.append("")
+            L.append("The same client code natively on the host (no emulation; servers on a private port and "
+                     "sockets, stopped after), to show the scale of a round trip on hardware:")
+            L.append("")
+            L.append("| source | clients | IDs/s | p50 ns/request | p99 ns/request |")
+            L.append("| --- | ---: | ---: | ---: | ---: |")
+            nl = dict(PEER_LABELS, zero8="8-byte read of /dev/zero (the floor of a device read)")
+            for r in nr["points"]:
+                L.append("| %s | %d | %s | %d | %d |" % (nl.get(r["peer"], r["peer"]).replace("INCR/INCRBY", "INCR"),
+                                                        r["clients"], fmt_rate(r["ids_per_s"]), r["p50_ns"], r["p99_ns"]))
+            if "device_single_p50_ns_estimate" in nr:
+                L.append("")
+                L.append("Estimated native device read: %.0f ns (the /dev/zero read times P1's %.2fx); against "
+                         "Redis INCR over TCP 1/%.0f, against the ticket server 1/%.0f; with 8 clients about %s, "
+                         "%.0fx Redis INCR's aggregate (the device's 8-client/1-client ratio of the guest applied)."
+                         % (nr["device_single_p50_ns_estimate"], p1r["ratio"],
+                            1 / nr.get("device_vs_redis_tcp_incr_estimate", float("nan")),
+                            1 / nr.get("device_vs_ticket_server_estimate", float("nan")),
+                            fmt_rate(nr.get("device_8_clients_ids_per_s_estimate", float("nan"))),
+                            nr.get("eight_clients_device_vs_redis_tcp_incr_estimate", float("nan"))))
+        for k, c in p7r["checks"].items():
+            L.append("")
+            L.append("%s: ratio %s per round: %s." % (k, c["ratio"], ", ".join(str(x) for x in c["ratio_per_round"])))
+    if noder:
+        L.append("")
+        env = noder.get("env", {})
+        L.append("Node.js %s in the guest, one process (@sapphire/snowflake %s; each request timed with "
+                 "process.hrtime.bigint()):" % (env.get("node", "?"), env.get("sapphire", "?")))
+        L.append("")
+        L.append("| source | IDs per request | IDs/s | p50 ns/request | p99 ns/request | not increasing |")
+        L.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+        nl = {"node_dev_readsync": "/dev/snowflake, fs.readSync", "node_sapphire": "@sapphire/snowflake generate()"}
+        for r in noder["points"]:
+            L.append("| %s | %d | %s | %d | %d | %d |" % (nl.get(r["peer"], r["peer"]), r["batch"], fmt_rate(r["ids_per_s"]),
+                                                        r["p50_ns"], r["p99_ns"], r["not_increasing"]))
+    if scale:
+        L.append("")
+        L.append("Scaling (reader processes on 2 vCPUs; p99 per request):")
+        L.append("")
+        series = [("snowflake", 1), ("snowflake", 4096), ("snowflake_uncapped", 4096), ("redis_tcp", 1)]
+        readers = sorted({r["clients"] for r in scale})
+        hdr = "| readers | " + " | ".join("%s x%d IDs/s | p99 ns" % (PEER_LABELS.get(p_, p_), b) for p_, b in series) + " |"
+        L.append(hdr)
+        L.append("| ---: |" + " ---: | ---: |" * len(series))
+        for n in readers:
+            cells = []
+            for p_, b in series:
+                r = find(scale, p_, b, n)
+                cells.append("%s | %d" % (fmt_rate(r["ids_per_s"]), r["p99_ns"]) if r else "- | -")
+            L.append("| %d | %s |" % (n, " | ".join(cells)))
+    if skips:
+        L.append("")
+        L.append("Skipped: " + "; ".join(skips))
     with open(out + "/table.md", "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -361,6 +608,52 @@ plot "{o}/p3.dat" using 1:2 with linespoints lw 2 pt 7 title "p50", \\
      "{o}/p3.dat" using 1:3 with linespoints lw 2 pt 5 title "p99"
 unset multiplot
 """.format(o=out, k=meta.get("kernel", "?"), c=meta.get("cpus", "?"))
+    if scale:
+        series = [("snowflake", 1), ("snowflake", 4096), ("snowflake_uncapped", 4096), ("redis_tcp", 1)]
+        with open(out + "/scale.dat", "w") as f:
+            f.write("# readers then ids_per_s_M p50_us p99_us for: %s\n" % " ".join("%s/%d" % sb for sb in series))
+            for n in sorted({r["clients"] for r in scale}):
+                cols = []
+                for p_, b in series:
+                    r = find(scale, p_, b, n)
+                    cols += ["%.5f %.3f %.3f" % (r["ids_per_s"] / 1e6, r["p50_ns"] / 1e3, r["p99_ns"] / 1e3)
+                             if r else "NaN NaN NaN"]
+                f.write("%d %s\n" % (n, " ".join(cols)))
+        titles = ["/dev/snowflake, 1 ID per read", "/dev/snowflake, 4096 per read",
+                  "/dev/snowflake, 4096 per read, uncapped layout", "Redis INCR, loopback TCP"]
+        head = ('set terminal svg size 760,440 dynamic font "sans,11" background rgb "white"\n'
+                'set grid\nset key below vertical maxrows 2 width -8\nset logscale y 10\n'
+                'set logscale x 2\nset xrange [0.9:18]\nset yrange [*:*]\nset xtics (1, 2, 4, 8, 16)\n'
+                'set xlabel "concurrent client processes (2 vCPUs, QEMU TCG)"\n')
+        gp += head + 'set output "%s/scale-throughput.svg"\nset ylabel "aggregate M IDs/s (log)"\n' % out
+        gp += 'set title "Throughput against readers (%s, emulated: compare ratios)"\n' % meta.get("kernel", "?")
+        gp += "plot " + ", \\\n     ".join('"%s/scale.dat" using 1:%d with linespoints lw 2 title "%s"'
+                                            % (out, 2 + 3 * i, t) for i, t in enumerate(titles)) + "\n"
+        gp += 'set output "%s/scale-latency.svg"\nset ylabel "p99 latency per request, us (log)"\n' % out
+        gp += 'set title "p99 latency per request against readers (dashed: p50)"\n'
+        gp += "plot " + ", \\\n     ".join(
+            '"%s/scale.dat" using 1:%d with linespoints lw 2 lc %d title "%s", "%s/scale.dat" using 1:%d with lines dt 2 lc %d notitle'
+            % (out, 4 + 3 * i, i + 1, t, out, 3 + 3 * i, i + 1) for i, t in enumerate(titles)) + "\n"
+    if p7r:
+        rows = [("snowflake", 1, "/dev/snowflake"), ("uuidv7", 1, "/dev/uuidv7"),
+                ("textbook", 1, "textbook in-process"), ("redis_unix", 1, "Redis INCR unix"),
+                ("redis_tcp", 1, "Redis INCR TCP"), ("mariadb_ticket", 1, "ticket server"),
+                ("snowflake", 4096, "/dev/snowflake x4096"), ("redis_tcp", 4096, "Redis INCRBY 4096 TCP")]
+        with open(out + "/peers.dat", "w") as f:
+            f.write("# label ids_per_s_1client ids_per_s_8clients\n")
+            for p_, b, label in rows:
+                a, e = find(p7r["points"], p_, b, 1), find(p7r["points"], p_, b, 8)
+                if a or e:
+                    f.write('"%s" %s %s\n' % (label, "%.0f" % a["ids_per_s"] if a else "NaN",
+                                               "%.0f" % e["ids_per_s"] if e else "NaN"))
+        gp += ('set terminal svg size 1000,440 dynamic font "sans,11" background rgb "white"\n'
+               'set output "%s/peers.svg"\nunset logscale x\nset xrange [*:*]\nset logscale y 10\nset yrange [100:*]\n'
+               'set format y "10^{%%L}"\nset xtics auto rotate by -30\n'
+               'set style data histogram\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n'
+               'set key outside right top vertical\nset xlabel ""\nset ylabel "aggregate IDs/s (log)"\n'
+               'set title "The device against its peers, same guest boot (QEMU TCG: compare ratios)"\n'
+               'plot "%s/peers.dat" using 2:xtic(1) title "1 client", "" using 3 title "8 client processes"\n'
+               % (out, out))
     with open(out + "/bench.gp", "w") as f:
         f.write(gp)
 

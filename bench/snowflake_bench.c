@@ -518,7 +518,7 @@ static void bench_p6_reads(const char *name, int fd, size_t size, size_t rec)
 		bytes += (uint64_t)r;
 		t = now_ns();
 	} while (t < end);
-	printf("BENCH p6 %s records=%llu bytes=%llu ns_per_record=%.1f cpu_ns_per_byte=%.3f records_per_s=%.0f\n",
+	printf("BENCH p8 %s records=%llu bytes=%llu ns_per_record=%.1f cpu_ns_per_byte=%.3f records_per_s=%.0f\n",
 	       name, (unsigned long long)n, (unsigned long long)bytes,
 	       (double)(t - t0) / (double)n, (double)(cpu_ns() - c0) / (double)bytes,
 	       (double)n * 1e9 / (double)(t - t0));
@@ -545,7 +545,7 @@ static void bench_p6(void)
 		n += 256;
 		t = now_ns();
 	} while (t < t0 + (uint64_t)(point_s * 1e9));
-	printf("BENCH p6 getrandom16 records=%llu ns_per_record=%.1f records_per_s=%.0f\n",
+	printf("BENCH p8 getrandom16 records=%llu ns_per_record=%.1f records_per_s=%.0f\n",
 	       (unsigned long long)n, (double)(t - t0) / (double)n,
 	       (double)n * 1e9 / (double)(t - t0));
 	close(ufd);

@@ -29,10 +29,21 @@ set -euo pipefail
 . "$ROOT/scripts/vm.sh"
 
 VM_TIMEOUT=${VM_TIMEOUT:-600}
-BENCH_SECONDS=${BENCH_SECONDS:-1.0}
-BENCH_ROUNDS=${BENCH_ROUNDS:-3}
 BENCH_APPEND=${BENCH_APPEND-tsc=reliable}
-OUT=$BUILD/bench
+# BENCH_SMOKE=1: every figure once, a few iterations each (0.05 s points, one
+# round), into build/bench-smoke/: proves the programs, the guest staging and
+# the report work; the figures mean nothing.
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+	BENCH_SECONDS=${BENCH_SECONDS:-0.05}
+	BENCH_ROUNDS=${BENCH_ROUNDS:-1}
+	CG_BATCH=200 CG_SINGLE=10000
+	OUT=$BUILD/bench-smoke
+else
+	BENCH_SECONDS=${BENCH_SECONDS:-1.0}
+	BENCH_ROUNDS=${BENCH_ROUNDS:-3}
+	CG_BATCH=20000 CG_SINGLE=1000000
+	OUT=$BUILD/bench
+fi
 mkdir -p "$OUT"
 start_all=$(now)
 
@@ -64,11 +75,107 @@ gcc "${CFLAGS[@]}" -static -pthread -o "$OUT/snowflake_bench" "$ROOT/bench/snowf
 gcc "${CFLAGS[@]}" -I"$ROOT/driver" -I"$ROOT/uapi" -o "$OUT/core_bench" \
 	"$ROOT/bench/core_bench.c" "$ROOT/driver/snowflake_core.c"
 
+# Issue 14's peers: Debian's redis-server and mariadbd, bench/peers/
+# peers_bench (hiredis, libmariadb) and, when there is a Node.js, node with
+# @sapphire/snowflake from npm.  All bench-only: installed here, not by
+# scripts/deps.sh.
+peers_prepare() {
+	local p missing=() mdb=$BUILD/bench-mariadb ver
+	for p in redis-server libhiredis-dev mariadb-server libmariadb-dev; do
+		pkg_installed "$p" || missing+=("$p")
+	done
+	if [ "${#missing[@]}" -gt 0 ]; then
+		msg "installing ${missing[*]} (bench only)"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			"${missing[@]}" >"$OUT/apt-peers.log" 2>&1 || {
+			tail -n 20 "$OUT/apt-peers.log" >&2
+			die "installing ${missing[*]} failed"
+		}
+	fi
+	gcc "${CFLAGS[@]}" -o "$OUT/peers_bench" "$ROOT/bench/peers/peers_bench.c" -lhiredis -lmariadb
+	# The ticket server's datadir, made once per mariadbd version: system
+	# tables (mariadb-install-db) and Flickr's table (mariadbd --bootstrap),
+	# small InnoDB files so that it fits the initramfs.
+	ver=$(mariadbd --version | sed -n 1p)
+	if [ "$(cat "$mdb/version" 2>/dev/null)" != "$ver" ]; then
+		msg "preparing the MariaDB ticket server's datadir"
+		rm -rf "$mdb"
+		mkdir -p "$mdb"
+		mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$mdb/data" \
+			--auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+			--innodb-log-file-size=4M --innodb-data-file-path=ibdata1:4M:autoextend \
+			>"$mdb/install.log" 2>&1 || {
+			tail -n 20 "$mdb/install.log" >&2
+			die "mariadb-install-db failed"
+		}
+		mariadbd --no-defaults --bootstrap --user="$(id -un)" --datadir="$mdb/data" \
+			--innodb-log-file-size=4M --innodb-data-file-path=ibdata1:4M:autoextend \
+			--log-error="$mdb/bootstrap.err" <"$ROOT/bench/peers/tickets.sql" 2>"$mdb/bootstrap.stderr" || {
+			tail -n 20 "$mdb/bootstrap.err" >&2
+			die "creating the ticket table failed"
+		}
+		printf '%s\n' "$ver" >"$mdb/version"
+	fi
+	# Node.js: the machine's node (installed from Debian when missing) and
+	# npm's @sapphire/snowflake, its cache under build/.
+	NODE_SKIP=
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			nodejs npm >"$OUT/apt-node.log" 2>&1 || NODE_SKIP="installing nodejs and npm failed"
+	fi
+	if [ -z "$NODE_SKIP" ] && [ ! -f "$BUILD/bench-node/node_modules/@sapphire/snowflake/package.json" ]; then
+		mkdir -p "$BUILD/bench-node"
+		echo '{"private": true}' >"$BUILD/bench-node/package.json"
+		(cd "$BUILD/bench-node" && timeout 300 npm install --cache "$BUILD/npm-cache" --no-audit \
+			--no-fund @sapphire/snowflake) >"$OUT/npm.log" 2>&1 ||
+			NODE_SKIP="npm install @sapphire/snowflake failed (see ${OUT#"$ROOT"/}/npm.log)"
+	fi
+}
+
+# stage_bin FILE DEST: FILE into the initramfs as DEST, with the shared
+# libraries ldd names and the loader.
+stage_bin() {
+	local lib
+	mkdir -p "$stage$(dirname "$2")"
+	install -m 0755 "$(readlink -f "$1")" "$stage$2"
+	ldd "$1" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }' | while read -r lib; do
+		mkdir -p "$stage$(dirname "$lib")"
+		cp -L "$lib" "$stage$lib"
+	done
+	mkdir -p "$stage/lib64"
+	cp -L /lib64/ld-linux-x86-64.so.2 "$stage/lib64/"
+}
+
+peers_stage() {
+	stage_bin "$OUT/peers_bench" /usr/local/bin/peers_bench
+	stage_bin "$(command -v redis-server)" /usr/bin/redis-server
+	stage_bin "$(command -v mariadbd)" /usr/sbin/mariadbd
+	mkdir -p "$stage/usr/share/mysql" "$stage/var/lib"
+	cp -a /usr/share/mysql/english /usr/share/mysql/charsets "$stage/usr/share/mysql/"
+	cp -a "$BUILD/bench-mariadb/data" "$stage/var/lib/mysql"
+	if [ -z "$NODE_SKIP" ]; then
+		stage_bin "$(command -v node)" /usr/bin/node
+		mkdir -p "$stage/opt/node"
+		cp -a "$BUILD/bench-node/node_modules" "$stage/opt/node/"
+		install -m 0644 "$ROOT/bench/peers/node_bench.js" "$stage/opt/node/node_bench.js"
+	fi
+}
+
+msg "preparing the peers: Redis, MariaDB, Node.js (bench/peers/)"
+peers_prepare
+
 vm_stage "$stage" "$ROOT/bench/init-bench.sh"
 cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
 install -m 0755 "$OUT/snowflake_bench" "$stage/snowflake_bench"
-printf 'BENCH_ARGS="-s %s -r %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS" >"$stage/etc/snowflake-vm.conf"
+peers_stage
+{
+	printf 'BENCH_ARGS="-s %s -r %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS"
+	printf 'PEERS_ARGS="-s %s -r %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS"
+	printf 'NODE_ARGS="%s %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS"
+	printf 'NODE_SKIP="%s"\n' "$NODE_SKIP"
+} >"$stage/etc/snowflake-vm.conf"
 vm_pack "$stage" "$initrd"
+msg "initramfs: $(du -h "$initrd" | cut -f1)"
 
 bench_accel=TCG
 [ "${SNOWFLAKE_KVM:-0}" = 1 ] && bench_accel=KVM
@@ -78,14 +185,52 @@ show_bench() {
 }
 t0=$(now)
 rc=0
-VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_bench || rc=$?
+VM_MEM=${VM_MEM:-2048} VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_bench || rc=$?
 guest_secs=$(($(now) - t0))
-tr -d '\r' <"$log" | grep -E '^BENCH( |-DMESG )' >"$OUT/guest.txt" || true
+tr -d '\r' <"$log" | grep -E '^BENCH( |-DMESG |-SKIP |-LOG )' >"$OUT/guest.txt" || true
 if ! grep -q '^BENCH done' "$OUT/guest.txt" || grep -q '^BENCH-ERROR' <(tr -d '\r' <"$log"); then
 	tail -n 40 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
 	die "the guest benchmark did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
 fi
 vm_problems "$log" || die "kernel problems during the benchmark"
+
+# The peers natively on this host (servers on a private port and sockets,
+# stopped after): the scale of a round trip on hardware, next to an 8-byte
+# read of /dev/zero, the floor of a device read.  Skipped with a line when
+# a server does not start.  BENCH_NATIVE=0 skips it.
+native_peers() {
+	local d=$OUT/native port=$((20000 + $$ % 20000)) rpid mpid i=0
+	rm -rf "$d"
+	mkdir -p "$d"
+	cp -a "$BUILD/bench-mariadb/data" "$d/data"
+	redis-server --bind 127.0.0.1 --port "$port" --unixsocket "$d/redis.sock" --unixsocketperm 700 \
+		--save '' --appendonly no --dir "$d" --logfile "$d/redis.log" --daemonize no &
+	rpid=$!
+	mariadbd --no-defaults --user="$(id -un)" --datadir="$d/data" --socket="$d/mysqld.sock" \
+		--skip-networking --skip-grant-tables --innodb-log-file-size=4M \
+		--innodb-data-file-path=ibdata1:4M:autoextend --innodb-buffer-pool-size=32M \
+		--pid-file="$d/mysqld.pid" --log-error="$d/mariadb.err" 2>"$d/mariadbd.stderr" &
+	mpid=$!
+	while [ $i -lt 300 ] && { [ ! -S "$d/redis.sock" ] || [ ! -S "$d/mysqld.sock" ]; }; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -S "$d/redis.sock" ] && [ -S "$d/mysqld.sock" ]; then
+		"$OUT/peers_bench" native -s "$BENCH_SECONDS" -r "$BENCH_ROUNDS" -P "$port" \
+			-R "$d/redis.sock" -M "$d/mysqld.sock" || echo "BENCH-SKIP native peers_bench failed"
+	else
+		echo "BENCH-SKIP native the servers did not start (${d#"$ROOT"/})"
+	fi
+	kill "$rpid" "$mpid" 2>/dev/null || true
+	wait "$rpid" "$mpid" 2>/dev/null || true
+	rm -rf "$d/data"
+}
+if [ "${BENCH_NATIVE:-1}" = 1 ]; then
+	msg "the peers natively on this host (Redis, MariaDB, /dev/zero)"
+	native_peers | tee "$OUT/native.txt"
+else
+	: >"$OUT/native.txt"
+fi
 
 # P5: instructions of sf_core_reserve() only (--toggle-collect), natively.
 cg() { # MODE CALLS
@@ -105,13 +250,14 @@ cg() { # MODE CALLS
 }
 msg "callgrind: sf_core_reserve() natively, $(valgrind --version)"
 {
-	cg batch 20000
-	cg single 1000000
+	cg batch "$CG_BATCH"
+	cg single "$CG_SINGLE"
 } | tee "$OUT/core.txt"
 
 {
 	echo "BENCH meta accel=$bench_accel append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
 	cat "$OUT/guest.txt" "$OUT/core.txt"
+	grep -E '^BENCH( |-SKIP )' "$OUT/native.txt" | grep -v '^BENCH round ' || true
 } >"$OUT/raw.txt"
 
 python3 "$ROOT/bench/report.py" "$OUT/raw.txt" "$OUT"
