@@ -2,7 +2,7 @@
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
 #   -> packaging -> deb -> static -> docs -> clients -> agent -> lease
-#   -> vmtest -> vmclone -> restart
+#   -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
 # target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
@@ -117,6 +117,9 @@ fi
 want clients && run_stage clients scripts/clients-test.sh
 want agent && run_stage agent scripts/agent-test.sh
 want lease && run_stage lease scripts/lease-test.sh
+# Every part of `make bench` once, a few iterations, nothing timed
+# (scripts/bench.sh, BENCHMARKS.md): the benchmarks keep working.
+want bench-smoke && run_stage bench-smoke env BENCH_SMOKE=1 SNOWFLAKE_SKIP_DEPS=1 scripts/bench.sh
 want vmtest && run_stage vmtest scripts/vmtest.sh
 want vmclone && run_stage vmclone scripts/vmclone-test.sh
 want restart && run_stage restart scripts/restart-test.sh
