@@ -17,7 +17,8 @@
 #     --offline=true (both scores printed); no unit passes a password on a
 #     command line;
 #   - systemd-sysusers --root creates the groups and the daemons' user, a
-#     member of snowflake-admin;
+#     member of snowflake-admin; systemd-tmpfiles --root makes /etc/snowflake
+#     0700 root;
 #   - every example "options" line of the modprobe.d file parses
 #     (modprobe --showconfig) and names parameters the module has;
 #   - uninstall-packaging leaves nothing, and install keeps an edited
@@ -49,6 +50,7 @@ else
 fi
 want=(etc/systemd/system/snowflake-floor.service etc/udev/rules.d/60-snowflake.rules
 	etc/modules-load.d/snowflake.conf etc/modprobe.d/snowflake.conf etc/sysusers.d/snowflake.conf
+	etc/tmpfiles.d/snowflake.conf
 	etc/systemd/system/snowflake-agent.service etc/systemd/system/snowflake-metrics.service
 	etc/systemd/system/snowflake-metrics.timer
 	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8
@@ -250,6 +252,16 @@ else
 	indent <"$OUT/sysusers.log"
 	grep '^snowflake' "$dest/etc/group" | indent || true
 fi
+
+# tmpfiles.d: /etc/snowflake, root's alone (agent.conf holds a password).
+if systemd-tmpfiles --root="$dest" --create snowflake.conf >"$OUT/tmpfiles.log" 2>&1 &&
+	[ "$(stat -c '%a %U %G' "$dest/etc/snowflake" 2>/dev/null)" = "700 root root" ]; then
+	ok "systemd-tmpfiles --root --create makes /etc/snowflake 0700 root:root"
+else
+	notok "systemd-tmpfiles: /etc/snowflake is '$(stat -c '%a %U %G' "$dest/etc/snowflake" 2>&1)', want '700 root root'"
+	indent <"$OUT/tmpfiles.log"
+fi
+rmdir "$dest/etc/snowflake" 2>/dev/null || true
 
 # modprobe.d: each example line, uncommented, parses and names real parameters.
 params=$(sed -n 's/^module_param[a-z_]*(\([a-z_]*\),.*/\1/p' "$ROOT"/driver/*.c | sort -u)
