@@ -15,7 +15,6 @@
  */
 #define _GNU_SOURCE
 #include <grp.h>
-#include <sys/xattr.h>
 #include <linux/capability.h>
 
 #include "kselftest_harness.h"
@@ -201,42 +200,6 @@ TEST_F(cfg, descriptor_opened_for_writing_by_root_configures_after_setresuid)
 	close(rw);
 }
 
-/* The ACL the udev rule sets: 0440 root:readers, group admins rw. */
-struct acl_entry {
-	uint16_t tag, perm;
-	uint32_t id;
-};
-
-static int set_udev_acl(void)
-{
-	struct {
-		uint32_t version;
-		struct acl_entry e[5];
-	} acl = {
-		.version = 2,		/* POSIX_ACL_XATTR_VERSION */
-		.e = {
-			{ 0x01, 4, (uint32_t)-1 },	/* user::r */
-			{ 0x04, 4, (uint32_t)-1 },	/* group::r (readers) */
-			{ 0x08, 6, ADMINS_GID },	/* group:admins:rw */
-			{ 0x10, 6, (uint32_t)-1 },	/* mask::rw */
-			{ 0x20, 0, (uint32_t)-1 },	/* other::- */
-		},
-	};
-
-	if (chown(SF_DEV, 0, READERS_GID) || chmod(SF_DEV, 0440))
-		return -errno;
-	if (setxattr(SF_DEV, "system.posix_acl_access", &acl, sizeof(acl), 0))
-		return -errno;
-	return 0;
-}
-
-static void reset_node(void)
-{
-	removexattr(SF_DEV, "system.posix_acl_access");
-	if (chown(SF_DEV, 0, 0) || chmod(SF_DEV, 0444))
-		perror("restoring " SF_DEV);
-}
-
 /*
  * The node as packaging/udev/60-snowflake.rules leaves it (0440, group
  * snowflake, an ACL giving snowflake-admin read and write): a reader may
@@ -251,9 +214,9 @@ TEST_F(cfg, member_of_the_write_group_opens_for_writing_and_configures)
 	pid_t pid;
 	int ret;
 
-	ret = set_udev_acl();
+	ret = sf_node_set_udev_acl(READERS_GID, ADMINS_GID);
 	if (ret == -EOPNOTSUPP) {
-		reset_node();
+		sf_node_reset();
 		SKIP(return, "no POSIX ACLs on /dev here (devtmpfs without CONFIG_TMPFS_POSIX_ACL)");
 	}
 	ASSERT_EQ(0, ret);
@@ -287,7 +250,7 @@ TEST_F(cfg, member_of_the_write_group_opens_for_writing_and_configures)
 		_exit(0);
 	}
 	EXPECT_EQ(0, sf_wait_child(pid)) TH_LOG("the write group could not configure");
-	reset_node();
+	sf_node_reset();
 	expect_configured(_metadata, &self->before, floor_ms);
 }
 
