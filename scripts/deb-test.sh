@@ -249,7 +249,8 @@ done
 check "sysusers: the group snowflake exists" grep -q '^snowflake:' "$R/etc/group"
 check "sysusers: the group snowflake-admin, with snowflake-daemon in it" \
 	grep -q '^snowflake-admin:x:[0-9]*:snowflake-daemon$' "$R/etc/group"
-# The udev rule's ACL: its RUN program is there (snowflake-dkms depends on acl).
+# The udev rule's ACL entry for the readers: its RUN program is there
+# (snowflake-dkms depends on acl).
 run=$(sed -n 's/.*RUN+="\([^ "]*\) .*/\1/p' "$R/lib/udev/rules.d/60-snowflake.rules")
 check "the udev rule's RUN program is installed: ${run:-none} (the package acl)" \
 	test -n "$run" -a -x "$R$run"

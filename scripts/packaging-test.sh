@@ -9,8 +9,10 @@
 #   - the udev rule run by udevadm test in a private mount namespace (a
 #     fake node on a tmpfs /dev, our rules only), on a misc device of this
 #     host standing in for snowflake (and then for uuidv7): the node gets
-#     mode 0440, group snowflake, and (the RUN udevadm test lists, run
-#     there) an ACL giving snowflake-admin read and write; uuidv7 no ACL;
+#     mode 0460, group snowflake-admin, and (the RUN udevadm test lists,
+#     run there) an ACL entry giving snowflake read; a second event changes
+#     nothing (no window with the ACL's mask reset); uuidv7 0440, group
+#     snowflake, no ACL;
 #     a broken copy of the rule must be reported (the check can fail);
 #   - the units of the daemons have no capability, run in the group
 #     snowflake-admin, and score at most 2.0 in systemd-analyze security
@@ -169,7 +171,7 @@ rm -rf "$dest/usr/lib/systemd"
 rmdir "$dest/usr/lib" 2>/dev/null || true
 
 # udev: udevadm test on a stand-in misc device, in a private mount namespace.
-udev_check() { # RULES_FILE: prints the node's "mode group acl" after the event
+udev_check() { # RULES_FILE: prints the node's "mode group acl" after the add and its RUN, then "|" and the same after a second event's rule, before its RUN
 	local rules=$1 dev name node major minor ns=$OUT/udev
 	for dev in /sys/class/misc/*; do
 		[ -r "$dev/dev" ] && grep -q '^DEVNAME=' "$dev/uevent" 2>/dev/null && break
@@ -199,14 +201,22 @@ udev_check() { # RULES_FILE: prints the node's "mode group acl" after the event
 			mount --bind "$ns/rules" "$d"
 		done
 		mount --bind "$ns/group" /etc/group
+		state() {
+			acl=$(getfacl -c "/dev/$node" 2>/dev/null | grep -v "^$" | grep -E "^group:[^:]|^mask" | tr "\n" " ")
+			acl=${acl% }
+			echo "$(stat -c "%a %G" "/dev/$node") ${acl:--}"
+		}
 		udevadm test --action=add "$dev" >"$ns/test.log" 2>&1
 		# udevadm test only lists the RUN programs: run ours here.
 		sed -n "s/^run: .\(\/usr\/bin\/setfacl .*\).$/\1/p" "$ns/test.log" >"$ns/run"
 		while read -r -a cmd; do
 			"${cmd[@]}" >>"$ns/test.log" 2>&1
 		done <"$ns/run"
-		acl=$(getfacl -c "/dev/$node" 2>/dev/null | grep -v "^$" | grep -E "^group:[^:]|^mask" | tr "\n" " ")
-		echo "$(stat -c "%a %G" "/dev/$node") ${acl:--}"
+		first=$(state)
+		# A later event (udevadm trigger, coldplug): the state right after
+		# udev applied the rule, before any RUN, must already be the final.
+		udevadm test --action=add "$dev" >"$ns/test2.log" 2>&1
+		echo "$first | $(state)"
 	' _ "$ns" "$node" "$major" "$minor" "$dev"
 }
 rules=$dest/etc/udev/rules.d/60-snowflake.rules
@@ -215,10 +225,10 @@ if ! command -v unshare >/dev/null || ! unshare -m true 2>/dev/null; then
 elif ! command -v getfacl >/dev/null; then
 	notok "udev rule: no getfacl here (the package acl; scripts/deps.sh installs it)"
 elif res=$(udev_check "$rules") &&
-	[ "$res" = "460 snowflake group:snowflake-admin:rw- mask::rw- " ]; then
-	ok "udev rule: udevadm test gives the node mode 0440, group snowflake, and its RUN the ACL group:snowflake-admin:rw- ($res)"
+	[ "$res" = "460 snowflake-admin group:snowflake:r-- mask::rw- | 460 snowflake-admin group:snowflake:r-- mask::rw-" ]; then
+	ok "udev rule: udevadm test gives the node mode 0460, group snowflake-admin, its RUN the ACL entry group:snowflake:r--, and a second event the same at every step ($res)"
 else
-	notok "udev rule: udevadm test gave '${res:-nothing}', want '460 snowflake group:snowflake-admin:rw- mask::rw- ' (0440 and the ACL)"
+	notok "udev rule: udevadm test gave '${res:-nothing}', want '460 snowflake-admin group:snowflake:r-- mask::rw-' after the add and after a second event"
 	indent <"$OUT/udev/test.log" 2>/dev/null || true
 fi
 # The rule of /dev/uuidv7: the same stand-in node under that name.
@@ -226,14 +236,14 @@ sed 's/KERNEL=="snowflake"/KERNEL=="snowflake-unused"/; s/KERNEL=="uuidv7"/KERNE
 	"$rules" >"$OUT/uuidv7.rules"
 if ! command -v unshare >/dev/null || ! unshare -m true 2>/dev/null; then
 	notok "udev rule of uuidv7: cannot make a private mount namespace here (unshare -m)"
-elif res=$(udev_check "$OUT/uuidv7.rules") && [ "$res" = "440 snowflake -" ]; then
-	ok "udev rule: udevadm test gives /dev/uuidv7 mode 0440, group snowflake, no ACL"
+elif res=$(udev_check "$OUT/uuidv7.rules") && [ "$res" = "440 snowflake - | 440 snowflake -" ]; then
+	ok "udev rule: udevadm test gives /dev/uuidv7 mode 0440, group snowflake, no ACL ($res)"
 else
-	notok "udev rule of uuidv7: udevadm test gave '${res:-nothing}', want '440 snowflake -'"
+	notok "udev rule of uuidv7: udevadm test gave '${res:-nothing}', want '440 snowflake -' twice"
 	indent <"$OUT/udev/test.log" 2>/dev/null || true
 fi
 # The same check on a broken rule must fail.
-sed 's/MODE="0440"/MODE:"0440"/' "$rules" >"$OUT/broken.rules"
+sed 's/MODE="0460"/MODE:"0460"/' "$rules" >"$OUT/broken.rules"
 res=$(udev_check "$OUT/broken.rules" 2>/dev/null) || true
 if [[ $res != 460* ]] && grep -qi 'invalid\|error' "$OUT/udev/test.log" 2>/dev/null; then
 	ok "udev rule: a broken copy is reported ($(grep -i -m1 'invalid\|error' "$OUT/udev/test.log" | sed 's/^.*rules.d\///'))"

@@ -621,8 +621,8 @@ TEST_F(cli, config_as_nobody_fails_with_eperm_and_changes_nothing)
 }
 
 /*
- * The node as the udev rule leaves it (0440 group snowflake, an ACL giving
- * snowflake-admin rw): a member of snowflake-admin, with no capability,
+ * The node as the udev rule leaves it (0460 group snowflake-admin, an ACL
+ * entry giving snowflake read): a member of snowflake-admin, with no capability,
  * configures (the CLI opens the device for writing); a reader gets EPERM,
  * told that it needs CAP_SYS_ADMIN or snowflake-admin, and changes nothing.
  */

@@ -10,7 +10,8 @@
  * Both meanings of "opened for writing" are tested with a uid that has no
  * capability at all: a descriptor opened by root and kept across setresuid
  * (a deliberate grant, as systemd or a supervisor hands one down), and the
- * uid's own open through the group ACL the udev rule sets.  Root in a user
+ * uid's own open as a member of the node's group (0460 snowflake-admin, the
+ * readers in an ACL entry, as the udev rule leaves it).  Root in a user
  * namespace is container_test.c's.
  */
 #define _GNU_SOURCE
@@ -201,8 +202,8 @@ TEST_F(cfg, descriptor_opened_for_writing_by_root_configures_after_setresuid)
 }
 
 /*
- * The node as packaging/udev/60-snowflake.rules leaves it (0440, group
- * snowflake, an ACL giving snowflake-admin read and write): a reader may
+ * The node as packaging/udev/60-snowflake.rules leaves it (0460, group
+ * snowflake-admin, an ACL entry giving snowflake read): a reader may
  * not open it for writing and configures nothing through its read-only
  * descriptor; a member of snowflake-admin opens it for writing and
  * configures, with no capability.

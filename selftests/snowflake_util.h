@@ -147,11 +147,11 @@ static inline int sf_open(int flags)
 }
 
 /*
- * The node as packaging/udev/60-snowflake.rules leaves it: 0440, group
- * @readers, and an ACL giving the group @admins read and write (what
- * `setfacl -m g:snowflake-admin:rw` makes).  0, or -errno (-EOPNOTSUPP:
- * no POSIX ACLs on this /dev).  sf_node_reset() puts back the module's
- * 0444 root:root.
+ * The node as packaging/udev/60-snowflake.rules leaves it: 0460, group
+ * @admins (snowflake-admin: read and write), and an ACL entry giving the
+ * group @readers (snowflake) read, which `setfacl -m g:snowflake:r` adds.
+ * 0, or -errno (-EOPNOTSUPP: no POSIX ACLs on this /dev).  sf_node_reset()
+ * puts back the module's 0444 root:root.
  */
 struct sf_acl_entry {
 	uint16_t tag, perm;
@@ -167,14 +167,14 @@ static inline int sf_node_set_udev_acl(gid_t readers, gid_t admins)
 		.version = 2,		/* POSIX_ACL_XATTR_VERSION */
 		.e = {
 			{ 0x01, 4, (uint32_t)-1 },	/* user::r */
-			{ 0x04, 4, (uint32_t)-1 },	/* group::r (readers) */
-			{ 0x08, 6, admins },		/* group:admins:rw */
+			{ 0x04, 6, (uint32_t)-1 },	/* group::rw (admins) */
+			{ 0x08, 4, readers },		/* group:readers:r */
 			{ 0x10, 6, (uint32_t)-1 },	/* mask::rw */
 			{ 0x20, 0, (uint32_t)-1 },	/* other::- */
 		},
 	};
 
-	if (chown(SF_DEV, 0, readers) || chmod(SF_DEV, 0440))
+	if (chown(SF_DEV, 0, admins) || chmod(SF_DEV, 0460))
 		return -errno;
 	if (setxattr(SF_DEV, "system.posix_acl_access", &acl, sizeof(acl), 0))
 		return -errno;

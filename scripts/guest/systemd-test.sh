@@ -83,9 +83,15 @@ say "# floord: $(caps_of snowflake-floor.service)"
 t "floord runs as snowflake-daemon" test "$(user_of snowflake-floor.service)" = snowflake-daemon
 t "floord holds no capability once the restore is done" no_caps snowflake-floor.service
 say "# /dev/snowflake: $(stat -c '%A %U:%G' /dev/snowflake) $(getfacl -cp /dev/snowflake 2>/dev/null | grep -v '^#' | tr '\n' ' ')"
-t "udev gave /dev/snowflake to the group snowflake" test "$(stat -c %G /dev/snowflake)" = snowflake
-t "udev's setfacl gave the group snowflake-admin read and write" \
-	sh -c "getfacl -cp /dev/snowflake | grep -qx 'group:snowflake-admin:rw-'"
+t "udev gave /dev/snowflake to the group snowflake-admin, 0460" \
+	test "$(stat -c '%a %G' /dev/snowflake)" = "460 snowflake-admin"
+t "udev's setfacl gave the group snowflake read (mask rw-)" \
+	sh -c "getfacl -cp /dev/snowflake | grep -qx 'group:snowflake:r--' &&
+		getfacl -cp /dev/snowflake | grep -qx 'mask::rw-'"
+t "after udevadm trigger the node's mode and ACL are as before" \
+	sh -c "a=\$(getfacl -cp /dev/snowflake; stat -c %a /dev/snowflake) &&
+		udevadm trigger --settle --action=change /dev/snowflake &&
+		b=\$(getfacl -cp /dev/snowflake; stat -c %a /dev/snowflake) && test \"\$a\" = \"\$b\""
 t "a reader (group snowflake) may not configure (EPERM)" reader_cannot_configure
 t "a member of snowflake-admin, with no capability, configures" \
 	as_admin snowflake config --random-sequence 0
