@@ -67,6 +67,7 @@ UDEVRULESDIR ?= $(SYSCONFDIR)/udev/rules.d
 MODULESLOADDIR ?= $(SYSCONFDIR)/modules-load.d
 MODPROBEDIR ?= $(SYSCONFDIR)/modprobe.d
 SYSUSERSDIR ?= $(SYSCONFDIR)/sysusers.d
+TMPFILESDIR ?= $(SYSCONFDIR)/tmpfiles.d
 DKMS ?= dkms
 DKMS_SRC := /usr/src/snowflake-$(VERSION)
 UNITS := $(notdir $(wildcard packaging/systemd/*.service packaging/systemd/*.timer))
@@ -159,10 +160,11 @@ uninstall-userspace:
 # The files of packaging/ into $(DESTDIR): units with @SBINDIR@, @BINDIR@
 # and @SYSCONFDIR@ filled in; the modprobe.d example only when there is no
 # such file yet (it is the administrator's).  Then, on a live host:
-# systemd-sysusers; udevadm control --reload; systemctl daemon-reload.
+# systemd-sysusers; systemd-tmpfiles --create snowflake.conf;
+# udevadm control --reload; systemctl daemon-reload.
 install-packaging:
 	$(Q)install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(MODULESLOADDIR) \
-		$(DESTDIR)$(MODPROBEDIR) $(DESTDIR)$(SYSUSERSDIR)
+		$(DESTDIR)$(MODPROBEDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
 	$(Q)for u in $(UNITS); do \
 		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
 			-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u.tmp && \
@@ -172,6 +174,7 @@ install-packaging:
 	$(Q)install -m 0644 packaging/udev/60-snowflake.rules $(DESTDIR)$(UDEVRULESDIR)/60-snowflake.rules
 	$(Q)install -m 0644 packaging/modules-load.d/snowflake.conf $(DESTDIR)$(MODULESLOADDIR)/snowflake.conf
 	$(Q)install -m 0644 packaging/sysusers.d/snowflake.conf $(DESTDIR)$(SYSUSERSDIR)/snowflake.conf
+	$(Q)install -m 0644 packaging/tmpfiles.d/snowflake.conf $(DESTDIR)$(TMPFILESDIR)/snowflake.conf
 	$(Q)if [ -e $(DESTDIR)$(MODPROBEDIR)/snowflake.conf ]; then \
 		echo "keeping $(DESTDIR)$(MODPROBEDIR)/snowflake.conf (example: packaging/modprobe.d/snowflake.conf)"; \
 	else \
@@ -183,7 +186,8 @@ install-packaging:
 uninstall-packaging:
 	$(Q)for u in $(UNITS); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
 	$(Q)rm -f $(DESTDIR)$(UDEVRULESDIR)/60-snowflake.rules \
-		$(DESTDIR)$(MODULESLOADDIR)/snowflake.conf $(DESTDIR)$(SYSUSERSDIR)/snowflake.conf
+		$(DESTDIR)$(MODULESLOADDIR)/snowflake.conf $(DESTDIR)$(SYSUSERSDIR)/snowflake.conf \
+		$(DESTDIR)$(TMPFILESDIR)/snowflake.conf
 	$(Q)if cmp -s packaging/modprobe.d/snowflake.conf $(DESTDIR)$(MODPROBEDIR)/snowflake.conf; then \
 		rm -f $(DESTDIR)$(MODPROBEDIR)/snowflake.conf; fi
 

@@ -12,6 +12,7 @@
 
 #include <linux/build_bug.h>
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
@@ -30,6 +31,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
+#include <linux/user_namespace.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
@@ -559,13 +561,46 @@ static int sf_copy_out(void __user *uptr, size_t usize, const void *k,
 }
 
 /*
- * Copy a "set" structure in, for a privileged caller: at least @ver0 bytes,
- * a longer one only with zeros past what we know (-E2BIG).
+ * May this file change the generator (the SET ioctls)?  Yes for a caller
+ * with CAP_SYS_ADMIN in the initial user namespace, as always, and for a
+ * file opened for writing by an opener of the initial user namespace: the
+ * node's mode and ACL then say who may configure (udev gives writing to the
+ * group snowflake-admin), so the daemons need no capability at all.
+ *
+ * The opener's credentials (file->f_cred, taken at open), not current's:
+ * the right is checked when it is acquired, as for any file opened for
+ * writing, and travels with the descriptor.  Handing an O_RDWR descriptor
+ * to a less privileged process (fork after setuid, SCM_RIGHTS, systemd's
+ * socket or fd store) is a deliberate grant by the one who could open it;
+ * a read-only descriptor never grants it, whoever holds it.
+ *
+ * The opener must be in the initial user namespace: root of a user
+ * namespace whose uid 0 maps to the host's root passes the node's DAC
+ * checks (the inode's owner is mapped) and may open it for writing, but it
+ * is a container, which reads and never configures.  write(2) stays
+ * -EINVAL; the sysfs files stay CAP_SYS_ADMIN only (they have no opener to
+ * speak of: they are 0644 root, see docs/ABI).
  */
-static int sf_copy_in(void *k, size_t ksize, const void __user *uptr,
-		      size_t usize, size_t ver0)
+static bool sf_may_configure(const struct file *file)
 {
-	if (!capable(CAP_SYS_ADMIN))
+	/*
+	 * The file first: capable() is audited (an LSM logs a denial), so it
+	 * is asked only when its answer decides.
+	 */
+	if ((file->f_mode & FMODE_WRITE) &&
+	    file->f_cred->user_ns == &init_user_ns)
+		return true;
+	return capable(CAP_SYS_ADMIN);
+}
+
+/*
+ * Copy a "set" structure in, for a caller that may configure: at least
+ * @ver0 bytes, a longer one only with zeros past what we know (-E2BIG).
+ */
+static int sf_copy_in(const struct file *file, void *k, size_t ksize,
+		      const void __user *uptr, size_t usize, size_t ver0)
+{
+	if (!sf_may_configure(file))
 		return -EPERM;
 	if (usize < ver0)
 		return -EINVAL;
@@ -587,7 +622,8 @@ static int sf_ioctl_get_config(struct snowflake_dev *sf, void __user *uptr,
 	return sf_copy_out(uptr, usize, &cfg, sizeof(cfg));
 }
 
-static int sf_ioctl_set_config(struct snowflake_dev *sf, void __user *uptr,
+static int sf_ioctl_set_config(struct snowflake_dev *sf,
+			       const struct file *file, void __user *uptr,
 			       size_t usize)
 {
 	struct snowflake_config cfg;
@@ -595,7 +631,7 @@ static int sf_ioctl_set_config(struct snowflake_dev *sf, void __user *uptr,
 	u64 now;
 	int ret;
 
-	ret = sf_copy_in(&cfg, sizeof(cfg), uptr, usize, SNOWFLAKE_CONFIG_SIZE_VER0);
+	ret = sf_copy_in(file, &cfg, sizeof(cfg), uptr, usize, SNOWFLAKE_CONFIG_SIZE_VER0);
 	if (ret)
 		return ret;
 
@@ -611,14 +647,14 @@ static int sf_ioctl_set_config(struct snowflake_dev *sf, void __user *uptr,
 	return ret;
 }
 
-static int sf_ioctl_set_ids(struct snowflake_dev *sf, void __user *uptr,
-			    size_t usize)
+static int sf_ioctl_set_ids(struct snowflake_dev *sf, const struct file *file,
+			    void __user *uptr, size_t usize)
 {
 	struct snowflake_ids ids;
 	u64 deadline_ms;
 	int ret;
 
-	ret = sf_copy_in(&ids, sizeof(ids), uptr, usize, SNOWFLAKE_IDS_SIZE_VER0);
+	ret = sf_copy_in(file, &ids, sizeof(ids), uptr, usize, SNOWFLAKE_IDS_SIZE_VER0);
 	if (ret)
 		return ret;
 	ret = sf_core_check_ids(&ids);
@@ -699,13 +735,13 @@ static int sf_set_floor(struct snowflake_dev *sf, u64 floor_ms)
 	return ret;
 }
 
-static int sf_ioctl_set_floor(struct snowflake_dev *sf, void __user *uptr,
-			      size_t usize)
+static int sf_ioctl_set_floor(struct snowflake_dev *sf, const struct file *file,
+			      void __user *uptr, size_t usize)
 {
 	struct snowflake_floor fl;
 	int ret;
 
-	ret = sf_copy_in(&fl, sizeof(fl), uptr, usize, SNOWFLAKE_FLOOR_SIZE_VER0);
+	ret = sf_copy_in(file, &fl, sizeof(fl), uptr, usize, SNOWFLAKE_FLOOR_SIZE_VER0);
 	if (ret)
 		return ret;
 	ret = sf_core_check_floor(&fl);
@@ -731,14 +767,14 @@ static int sf_ioctl_get_fence(struct snowflake_dev *sf, void __user *uptr,
 	return sf_copy_out(uptr, usize, &fe, sizeof(fe));
 }
 
-static int sf_ioctl_set_fence(struct snowflake_dev *sf, void __user *uptr,
-			      size_t usize)
+static int sf_ioctl_set_fence(struct snowflake_dev *sf, const struct file *file,
+			      void __user *uptr, size_t usize)
 {
 	struct snowflake_fence fe;
 	bool on, changed;
 	int ret;
 
-	ret = sf_copy_in(&fe, sizeof(fe), uptr, usize, SNOWFLAKE_FENCE_SIZE_VER0);
+	ret = sf_copy_in(file, &fe, sizeof(fe), uptr, usize, SNOWFLAKE_FENCE_SIZE_VER0);
 	if (ret)
 		return ret;
 	ret = sf_core_check_fence(&fe);
@@ -781,11 +817,11 @@ static long sf_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case _IOC_NR(SNOWFLAKE_IOC_SET_CONFIG):
 		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_CONFIG))
 			return -ENOTTY;
-		return sf_ioctl_set_config(sf, uptr, usize);
+		return sf_ioctl_set_config(sf, file, uptr, usize);
 	case _IOC_NR(SNOWFLAKE_IOC_SET_IDS):
 		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_IDS))
 			return -ENOTTY;
-		return sf_ioctl_set_ids(sf, uptr, usize);
+		return sf_ioctl_set_ids(sf, file, uptr, usize);
 	case _IOC_NR(SNOWFLAKE_IOC_GET_STATS):
 		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_GET_STATS))
 			return -ENOTTY;
@@ -797,11 +833,11 @@ static long sf_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case _IOC_NR(SNOWFLAKE_IOC_SET_FLOOR):
 		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_FLOOR))
 			return -ENOTTY;
-		return sf_ioctl_set_floor(sf, uptr, usize);
+		return sf_ioctl_set_floor(sf, file, uptr, usize);
 	case _IOC_NR(SNOWFLAKE_IOC_SET_FENCE):
 		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_SET_FENCE))
 			return -ENOTTY;
-		return sf_ioctl_set_fence(sf, uptr, usize);
+		return sf_ioctl_set_fence(sf, file, uptr, usize);
 	case _IOC_NR(SNOWFLAKE_IOC_GET_FENCE):
 		if (!sf_cmd_is(cmd, SNOWFLAKE_IOC_GET_FENCE))
 			return -ENOTTY;

@@ -12,7 +12,8 @@
 #      apt downloads are kept in build/deb/archives).  In a copy of it, with
 #      apt: our .debs (DKMS builds snowflake.ko in their postinst), then the
 #      headers of the second kernel (DKMS's kernel hook builds it again);
-#      the group, the enabled unit, the conffile.
+#      the groups, the udev rule's setfacl, /etc/snowflake (0700), the
+#      enabled unit, the conffile, the units' exposure scores (at most 2.0).
 #   5. That very snowflake.ko, per kernel, booted in the QEMU guest
 #      (scripts/vmtest.sh with MODULE_KO=, TESTS: module_test read_test).
 #   5b. That root, as it is, booted with systemd as PID 1 on the first
@@ -110,7 +111,8 @@ has libsnowflake-dev /usr/include/snowflake.h /usr/include/linux/snowflake.h \
 has snowflake-tools /usr/bin/snowflake /usr/sbin/snowflake-floord \
 	/lib/systemd/system/snowflake-floor.service /lib/systemd/system/snowflake-metrics.service \
 	/lib/systemd/system/snowflake-metrics.timer /usr/share/bash-completion/completions/snowflake
-has snowflake-agent /usr/sbin/snowflake-agent /lib/systemd/system/snowflake-agent.service
+has snowflake-agent /usr/sbin/snowflake-agent /lib/systemd/system/snowflake-agent.service \
+	/usr/lib/tmpfiles.d/snowflake.conf
 bad_units=$(for p in snowflake-tools snowflake-agent; do
 	dpkg-deb --fsys-tarfile "$OUT/${p}_${VERSION}"_*.deb | tar -xOf - --wildcards './lib/systemd/system/*'
 done | grep -n '@[A-Z]*@' || true)
@@ -245,6 +247,15 @@ for k in "${kvers[@]}"; do
 	fi
 done
 check "sysusers: the group snowflake exists" grep -q '^snowflake:' "$R/etc/group"
+check "sysusers: the group snowflake-admin, with snowflake-daemon in it" \
+	grep -q '^snowflake-admin:x:[0-9]*:snowflake-daemon$' "$R/etc/group"
+# The udev rule's ACL entry for the readers: its RUN program is there
+# (snowflake-dkms depends on acl).
+run=$(sed -n 's/.*RUN+="\([^ "]*\) .*/\1/p' "$R/lib/udev/rules.d/60-snowflake.rules")
+check "the udev rule's RUN program is installed: ${run:-none} (the package acl)" \
+	test -n "$run" -a -x "$R$run"
+check "/etc/snowflake made at installation (tmpfiles.d): $(stat -c '%a %U:%G' "$R/etc/snowflake" 2>&1)" \
+	test "$(stat -c '%a %U:%G' "$R/etc/snowflake" 2>/dev/null)" = "700 root:root"
 check "snowflake-floor.service is enabled (sysinit.target.wants)" \
 	test -L "$R/etc/systemd/system/sysinit.target.wants/snowflake-floor.service"
 check "snowflake-metrics.timer is enabled (timers.target.wants)" \
@@ -266,8 +277,10 @@ for u in snowflake-floor.service snowflake-agent.service snowflake-metrics.servi
 	fi
 done
 for u in snowflake-floor.service snowflake-agent.service snowflake-metrics.service; do
-	echo "# systemd-analyze security $u: $(systemd-analyze security --offline=true --root="$R" \
-		"$u" 2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: //p')"
+	score=$(systemd-analyze security --offline=true --root="$R" "$u" 2>/dev/null |
+		sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+	check "systemd-analyze security --offline=true $u: ${score:-none} (at most 2.0)" \
+		awk -v s="${score:-9}" 'BEGIN { exit !(s <= 2.0) }'
 done
 check "the installed library is in ld.so's cache" \
 	sh -c "chroot '$R' ldconfig -p | grep -q 'libsnowflake.so.1 .*=> .*/$ma/libsnowflake.so.1\$'"

@@ -20,7 +20,7 @@ PKGS=(
 	pkg-config man-db groff-base
 	python3 php-cli
 	gnuplot-nox valgrind
-	dkms systemd udev e2fsprogs util-linux libhiredis-dev redis-server
+	dkms systemd udev acl e2fsprogs util-linux libhiredis-dev redis-server
 	qemu-utils
 	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
 	nodejs openjdk-17-jdk-headless golang-go

@@ -9,9 +9,18 @@
 #   - the udev rule run by udevadm test in a private mount namespace (a
 #     fake node on a tmpfs /dev, our rules only), on a misc device of this
 #     host standing in for snowflake (and then for uuidv7): the node gets
-#     mode 0440, group snowflake; a broken copy of the rule must be reported (the check can
-#     fail);
-#   - systemd-sysusers --root creates the group;
+#     mode 0460, group snowflake-admin, and (the RUN udevadm test lists,
+#     run there) an ACL entry giving snowflake read; a second event changes
+#     nothing (no window with the ACL's mask reset); uuidv7 0440, group
+#     snowflake, no ACL;
+#     a broken copy of the rule must be reported (the check can fail);
+#   - the units of the daemons have no capability, run in the group
+#     snowflake-admin, and score at most 2.0 in systemd-analyze security
+#     --offline=true (both scores printed); no unit passes a password on a
+#     command line;
+#   - systemd-sysusers --root creates the groups and the daemons' user, a
+#     member of snowflake-admin; systemd-tmpfiles --root makes /etc/snowflake
+#     0700 root;
 #   - every example "options" line of the modprobe.d file parses
 #     (modprobe --showconfig) and names parameters the module has;
 #   - uninstall-packaging leaves nothing, and install keeps an edited
@@ -43,6 +52,7 @@ else
 fi
 want=(etc/systemd/system/snowflake-floor.service etc/udev/rules.d/60-snowflake.rules
 	etc/modules-load.d/snowflake.conf etc/modprobe.d/snowflake.conf etc/sysusers.d/snowflake.conf
+	etc/tmpfiles.d/snowflake.conf
 	etc/systemd/system/snowflake-agent.service etc/systemd/system/snowflake-metrics.service
 	etc/systemd/system/snowflake-metrics.timer
 	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8
@@ -119,8 +129,49 @@ else
 	notok "snowflake-agent.service: RestartPreventExitStatus is not '2 4 5 6': $(grep '^RestartPreventExitStatus=' "$unit")"
 fi
 
+# The daemons' privileges: no capability at all (configuration through the
+# descriptor opened for writing that snowflake-admin may open), nothing
+# secret on a command line, and systemd's own exposure score.
+for u in snowflake-floor.service snowflake-agent.service; do
+	unit=$dest/etc/systemd/system/$u
+	bad=()
+	grep -qx 'CapabilityBoundingSet=' "$unit" || bad+=("CapabilityBoundingSet= (empty)")
+	! grep -q '^AmbientCapabilities=' "$unit" || bad+=("no AmbientCapabilities=")
+	grep -qx 'SupplementaryGroups=snowflake-admin' "$unit" || bad+=("SupplementaryGroups=snowflake-admin")
+	grep -qx 'DeviceAllow=/dev/snowflake rw' "$unit" || bad+=("DeviceAllow=/dev/snowflake rw")
+	grep -qx 'User=snowflake-daemon' "$unit" || bad+=("User=snowflake-daemon")
+	! grep -q '^PrivateUsers=yes' "$unit" || bad+=("no PrivateUsers= (a user namespace may not configure)")
+	if [ "${#bad[@]}" -eq 0 ]; then
+		ok "$u: User=snowflake-daemon, SupplementaryGroups=snowflake-admin, no capability"
+	else
+		notok "$u lacks: ${bad[*]}"
+	fi
+done
+if grep -n '^Exec.*password' "$dest"/etc/systemd/system/*.service; then
+	notok "a unit passes a password on a command line"
+else
+	ok "no unit passes a password on a command line (the agent's come from LoadCredential=agent.conf)"
+fi
+# The exposure score, parsed from "Overall exposure level for U: 1.2 OK".
+mkdir -p "$dest/usr/lib/systemd"
+cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/system"
+for u in snowflake-floor.service snowflake-agent.service; do
+	score=$(systemd-analyze security --offline=true --root="$dest" "$u" 2>"$OUT/security.log" |
+		tee "$OUT/security-$u.log" | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+	echo "# systemd-analyze security $u: ${score:-none}"
+	if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+		ok "systemd-analyze security --offline=true $u: $score (at most 2.0)"
+	else
+		notok "systemd-analyze security --offline=true $u: '${score:-no score}', want at most 2.0"
+		grep -E '^[[:space:]]*✗' "$OUT/security-$u.log" | indent || true
+		indent <"$OUT/security.log"
+	fi
+done
+rm -rf "$dest/usr/lib/systemd"
+rmdir "$dest/usr/lib" 2>/dev/null || true
+
 # udev: udevadm test on a stand-in misc device, in a private mount namespace.
-udev_check() { # RULES_FILE: prints the node's "mode group" after the event
+udev_check() { # RULES_FILE: prints the node's "mode group acl" after the add and its RUN, then "|" and the same after a second event's rule, before its RUN
 	local rules=$1 dev name node major minor ns=$OUT/udev
 	for dev in /sys/class/misc/*; do
 		[ -r "$dev/dev" ] && grep -q '^DEVNAME=' "$dev/uevent" 2>/dev/null && break
@@ -134,7 +185,7 @@ udev_check() { # RULES_FILE: prints the node's "mode group" after the event
 	mkdir -p "$ns/rules"
 	sed "s/KERNEL==\"snowflake\"/KERNEL==\"$name\"/" "$rules" >"$ns/rules/60-snowflake.rules"
 	cp /etc/group "$ns/group"
-	echo "snowflake:x:4242:" >>"$ns/group"
+	printf 'snowflake:x:4242:\nsnowflake-admin:x:4243:\n' >>"$ns/group"
 	# shellcheck disable=SC2016 # expanded by the inner bash
 	unshare -m bash -c '
 		set -e
@@ -150,17 +201,34 @@ udev_check() { # RULES_FILE: prints the node's "mode group" after the event
 			mount --bind "$ns/rules" "$d"
 		done
 		mount --bind "$ns/group" /etc/group
+		state() {
+			acl=$(getfacl -c "/dev/$node" 2>/dev/null | grep -v "^$" | grep -E "^group:[^:]|^mask" | tr "\n" " ")
+			acl=${acl% }
+			echo "$(stat -c "%a %G" "/dev/$node") ${acl:--}"
+		}
 		udevadm test --action=add "$dev" >"$ns/test.log" 2>&1
-		stat -c "%a %G" "/dev/$node"
+		# udevadm test only lists the RUN programs: run ours here.
+		sed -n "s/^run: .\(\/usr\/bin\/setfacl .*\).$/\1/p" "$ns/test.log" >"$ns/run"
+		while read -r -a cmd; do
+			"${cmd[@]}" >>"$ns/test.log" 2>&1
+		done <"$ns/run"
+		first=$(state)
+		# A later event (udevadm trigger, coldplug): the state right after
+		# udev applied the rule, before any RUN, must already be the final.
+		udevadm test --action=add "$dev" >"$ns/test2.log" 2>&1
+		echo "$first | $(state)"
 	' _ "$ns" "$node" "$major" "$minor" "$dev"
 }
 rules=$dest/etc/udev/rules.d/60-snowflake.rules
 if ! command -v unshare >/dev/null || ! unshare -m true 2>/dev/null; then
 	notok "udev rule: cannot make a private mount namespace here (unshare -m) to run udevadm test"
-elif res=$(udev_check "$rules") && [ "$res" = "440 snowflake" ]; then
-	ok "udev rule: udevadm test gives the node mode 0440, group snowflake"
+elif ! command -v getfacl >/dev/null; then
+	notok "udev rule: no getfacl here (the package acl; scripts/deps.sh installs it)"
+elif res=$(udev_check "$rules") &&
+	[ "$res" = "460 snowflake-admin group:snowflake:r-- mask::rw- | 460 snowflake-admin group:snowflake:r-- mask::rw-" ]; then
+	ok "udev rule: udevadm test gives the node mode 0460, group snowflake-admin, its RUN the ACL entry group:snowflake:r--, and a second event the same at every step ($res)"
 else
-	notok "udev rule: udevadm test gave '${res:-nothing}', want '440 snowflake'"
+	notok "udev rule: udevadm test gave '${res:-nothing}', want '460 snowflake-admin group:snowflake:r-- mask::rw-' after the add and after a second event"
 	indent <"$OUT/udev/test.log" 2>/dev/null || true
 fi
 # The rule of /dev/uuidv7: the same stand-in node under that name.
@@ -168,29 +236,42 @@ sed 's/KERNEL=="snowflake"/KERNEL=="snowflake-unused"/; s/KERNEL=="uuidv7"/KERNE
 	"$rules" >"$OUT/uuidv7.rules"
 if ! command -v unshare >/dev/null || ! unshare -m true 2>/dev/null; then
 	notok "udev rule of uuidv7: cannot make a private mount namespace here (unshare -m)"
-elif res=$(udev_check "$OUT/uuidv7.rules") && [ "$res" = "440 snowflake" ]; then
-	ok "udev rule: udevadm test gives /dev/uuidv7 mode 0440, group snowflake"
+elif res=$(udev_check "$OUT/uuidv7.rules") && [ "$res" = "440 snowflake - | 440 snowflake -" ]; then
+	ok "udev rule: udevadm test gives /dev/uuidv7 mode 0440, group snowflake, no ACL ($res)"
 else
-	notok "udev rule of uuidv7: udevadm test gave '${res:-nothing}', want '440 snowflake'"
+	notok "udev rule of uuidv7: udevadm test gave '${res:-nothing}', want '440 snowflake -' twice"
 	indent <"$OUT/udev/test.log" 2>/dev/null || true
 fi
 # The same check on a broken rule must fail.
-sed 's/MODE="0440"/MODE:"0440"/' "$rules" >"$OUT/broken.rules"
+sed 's/MODE="0460"/MODE:"0460"/' "$rules" >"$OUT/broken.rules"
 res=$(udev_check "$OUT/broken.rules" 2>/dev/null) || true
-if [ "$res" != "440 snowflake" ] && grep -qi 'invalid\|error' "$OUT/udev/test.log" 2>/dev/null; then
+if [[ $res != 460* ]] && grep -qi 'invalid\|error' "$OUT/udev/test.log" 2>/dev/null; then
 	ok "udev rule: a broken copy is reported ($(grep -i -m1 'invalid\|error' "$OUT/udev/test.log" | sed 's/^.*rules.d\///'))"
 else
 	notok "udev rule: a broken copy was not noticed (the check cannot fail?)"
 fi
 
-# sysusers: the group.
+# sysusers: the groups and the daemons' user, in snowflake-admin.
 if systemd-sysusers --root="$dest" >"$OUT/sysusers.log" 2>&1 &&
-	grep -q '^snowflake:x:[0-9]*:' "$dest/etc/group"; then
-	ok "systemd-sysusers --root creates the group: $(grep '^snowflake:' "$dest/etc/group")"
+	grep -q '^snowflake:x:[0-9]*:' "$dest/etc/group" &&
+	grep -q '^snowflake-admin:x:[0-9]*:snowflake-daemon$' "$dest/etc/group" &&
+	grep -q '^snowflake-daemon:x:[0-9]*:[0-9]*:' "$dest/etc/passwd"; then
+	ok "systemd-sysusers --root creates the groups and the user: $(grep '^snowflake' "$dest/etc/group" | tr '\n' ' ')"
 else
-	notok "systemd-sysusers --root: no group snowflake"
+	notok "systemd-sysusers --root: no group snowflake, or snowflake-admin without snowflake-daemon"
 	indent <"$OUT/sysusers.log"
+	grep '^snowflake' "$dest/etc/group" | indent || true
 fi
+
+# tmpfiles.d: /etc/snowflake, root's alone (agent.conf holds a password).
+if systemd-tmpfiles --root="$dest" --create snowflake.conf >"$OUT/tmpfiles.log" 2>&1 &&
+	[ "$(stat -c '%a %U %G' "$dest/etc/snowflake" 2>/dev/null)" = "700 root root" ]; then
+	ok "systemd-tmpfiles --root --create makes /etc/snowflake 0700 root:root"
+else
+	notok "systemd-tmpfiles: /etc/snowflake is '$(stat -c '%a %U %G' "$dest/etc/snowflake" 2>&1)', want '700 root root'"
+	indent <"$OUT/tmpfiles.log"
+fi
+rmdir "$dest/etc/snowflake" 2>/dev/null || true
 
 # modprobe.d: each example line, uncommented, parses and names real parameters.
 params=$(sed -n 's/^module_param[a-z_]*(\([a-z_]*\),.*/\1/p' "$ROOT"/driver/*.c | sort -u)

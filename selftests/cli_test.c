@@ -40,6 +40,7 @@ struct run {
 /* How the child runs: as whom, and with which $SNOWFLAKE_DEVICE. */
 struct how {
 	bool nobody;
+	gid_t group;	/* with nobody: its one supplementary group (0: none) */
 	const char *env_device;	/* NULL: unset */
 };
 
@@ -84,7 +85,8 @@ static void run_how(struct run *r, const struct how *how, const char *const *arg
 		dup2(out, 1);
 		dup2(err, 2);
 		if (how && how->nobody) {
-			if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			if (setgroups(how->group ? 1 : 0, &how->group) || setgid(NOBODY) ||
+			    setuid(NOBODY))
 				_exit(126);
 		}
 		if (how && how->env_device)
@@ -616,6 +618,60 @@ TEST_F(cli, config_as_nobody_fails_with_eperm_and_changes_nothing)
 	RUN_HOW(&r, &nobody, "stats");
 	EXPECT_EQ(EXIT_OK, r.rc);
 	run_free(&r);
+}
+
+/*
+ * The node as the udev rule leaves it (0460 group snowflake-admin, an ACL
+ * entry giving snowflake read): a member of snowflake-admin, with no capability,
+ * configures (the CLI opens the device for writing); a reader gets EPERM,
+ * told that it needs CAP_SYS_ADMIN or snowflake-admin, and changes nothing.
+ */
+TEST_F(cli, config_as_a_member_of_the_write_group)
+{
+	const struct how reader = { .nobody = true, .group = 4242 };
+	const struct how admin = { .nobody = true, .group = 4243 };
+	struct snap before, after;
+	uint64_t ids[1];
+	struct run r;
+	size_t i;
+	int ret;
+
+	ret = sf_node_set_udev_acl(4242, 4243);
+	if (ret == -EOPNOTSUPP) {
+		sf_node_reset();
+		SKIP(return, "no POSIX ACLs on /dev here (devtmpfs without CONFIG_TMPFS_POSIX_ACL)");
+	}
+	ASSERT_EQ(0, ret);
+	take(&before);
+	RUN_HOW(&r, &reader, "config", "--worker", "5", "--datacenter", "6");
+	EXPECT_EQ(EXIT_RUNTIME, r.rc);
+	EXPECT_NE(NULL, strstr(r.err, "CAP_SYS_ADMIN or membership in snowflake-admin"))
+		TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	RUN_HOW(&r, &reader, "config", "--fence", "1");
+	EXPECT_EQ(EXIT_RUNTIME, r.rc);
+	run_free(&r);
+	take(&after);
+	for (i = 0; i < SF_ARRAY_SIZE(watched); i++)
+		EXPECT_EQ(before.v[i], after.v[i]) TH_LOG("%s", watched[i]);
+	RUN_HOW(&r, &reader, "next");
+	expect_ids(_metadata, &r, 1, 10, ids);
+	run_free(&r);
+
+	RUN_HOW(&r, &admin, "config", "--worker", "5", "--datacenter", "6");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	EXPECT_EQ(5, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(6, sf_sysfs_u64("datacenter_id"));
+	RUN_HOW(&r, &admin, "config", "--fence", "1");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	EXPECT_EQ(1, sf_sysfs_u64("fenced"));
+	RUN_HOW(&r, &admin, "config", "--fence", "0");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
+	sf_node_reset();
 }
 
 TEST_F(cli, usage_errors_exit_2_and_change_nothing)

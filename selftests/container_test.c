@@ -9,9 +9,13 @@
  *
  * It reads IDs (the host's generator: unique with the host's readers,
  * carrying the host's ids) and the configuration and counters, but changes
- * nothing: every configuration ioctl and sysfs write needs CAP_SYS_ADMIN in
- * the initial user namespace, which root in a user namespace does not have
- * (EPERM or EACCES), and the generator is unchanged afterwards.
+ * nothing: a configuration ioctl needs CAP_SYS_ADMIN in the initial user
+ * namespace or a descriptor opened for writing by an opener of the initial
+ * user namespace, and a sysfs write CAP_SYS_ADMIN, none of which root in a
+ * user namespace has (EPERM or EACCES), even when its uid 0 is the host's
+ * and it may open the node for writing; the generator is unchanged
+ * afterwards.  A descriptor opened for writing on the host and handed into
+ * the namespace is the host's grant, and configures there.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -183,4 +187,82 @@ TEST_F(ctr, root_in_a_user_namespace_reads_but_cannot_configure)
 	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
 }
 
-TEST_HARNESS_MAIN
+/* What the second test's child saw: -errno of each call. */
+struct wresult {
+	int open_rw, read, set_ids, set_floor, set_config, set_fence;
+	int handed_set_ids;	/* through the host's O_RDWR descriptor */
+};
+
+/*
+ * Root in a user namespace with uid and gid 0 mapped to the host's root,
+ * and the node in the host's /dev: the inode's owner is mapped, so its
+ * capabilities in the namespace let it open the node for writing; but the
+ * opener is not of the initial user namespace, so the configuration ioctls
+ * fail (EPERM) and only reads work.  The host's own O_RDWR descriptor,
+ * inherited across unshare(), still configures: the right is the opener's.
+ */
+TEST_F(ctr, root_in_a_user_namespace_opens_for_writing_but_cannot_configure)
+{
+	struct wresult *res = sf_shared_alloc(sizeof(*res));
+	struct snowflake_config before, after;
+	uint64_t floor0, fences0;
+	int host_rw, rc;
+	pid_t pid;
+
+	ASSERT_NE(NULL, res);
+	if (namespaces_missing())
+		SKIP(return, "this kernel has no user, mount, UTS, IPC or network namespaces (unshare: EINVAL)");
+	ASSERT_EQ(0, sf_get_config_dev(&before));
+	floor0 = sf_sysfs_u64("floor_ms");
+	fences0 = sf_sysfs_u64("statistics/fences");
+	host_rw = sf_open(O_RDWR);
+	ASSERT_LE(0, host_rw);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct snowflake_fence fe = { .flags = SNOWFLAKE_FENCE_ON };
+		struct snowflake_config c;
+		uint64_t id;
+		int fd;
+
+		become_container_root();
+		CHILD_CHECK(getuid() == 0, "uid %d inside", (int)getuid());
+		fd = sf_open(O_RDWR);
+		res->open_rw = fd < 0 ? fd : 0;
+		CHILD_CHECK(fd >= 0, "open O_RDWR inside: %s", strerror(-fd));
+		res->read = sf_read1(fd, &id);
+		CHILD_CHECK(sf_get_config(fd, &c) == 0, "get_config: %m");
+		res->set_ids = sf_set_ids(fd, 3, 7);
+		res->set_floor = sf_set_floor(fd, sf_real_ms() + 3600 * 1000);
+		c.flags ^= SNOWFLAKE_CONFIG_RANDOM_SEQUENCE;
+		res->set_config = sf_set_config(fd, &c);
+		res->set_fence = ioctl(fd, SNOWFLAKE_IOC_SET_FENCE, &fe) ? -errno : 0;
+		close(fd);
+		res->handed_set_ids = sf_set_ids(host_rw, 4, 8);
+		_exit(0);
+	}
+	rc = sf_wait_child(pid);
+	close(host_rw);
+	ASSERT_EQ(0, rc) TH_LOG("the container child failed (see its message above)");
+
+	EXPECT_EQ(0, res->open_rw);
+	EXPECT_EQ(0, res->read);
+	EXPECT_EQ(-EPERM, res->set_ids);
+	EXPECT_EQ(-EPERM, res->set_floor);
+	EXPECT_EQ(-EPERM, res->set_config);
+	EXPECT_EQ(-EPERM, res->set_fence);
+	EXPECT_EQ(0, res->handed_set_ids);
+	ASSERT_EQ(0, sf_get_config_dev(&after));
+	/* Only the host's descriptor changed something: the ids, to 4/8. */
+	EXPECT_EQ(4, after.datacenter_id);
+	EXPECT_EQ(8, after.worker_id);
+	after.datacenter_id = before.datacenter_id;
+	after.worker_id = before.worker_id;
+	EXPECT_TRUE(sf_config_eq(&before, &after));
+	EXPECT_EQ(floor0, sf_sysfs_u64("floor_ms"));
+	EXPECT_EQ(fences0, sf_sysfs_u64("statistics/fences"));
+	EXPECT_EQ(0, sf_sysfs_u64("fenced"));
+}
+
+SF_TEST_MAIN()

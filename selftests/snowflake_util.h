@@ -35,6 +35,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 
 #include <linux/snowflake.h>
 
@@ -143,6 +144,48 @@ static inline int sf_open(int flags)
 	int fd = open(SF_DEV, flags | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * The node as packaging/udev/60-snowflake.rules leaves it: 0460, group
+ * @admins (snowflake-admin: read and write), and an ACL entry giving the
+ * group @readers (snowflake) read, which `setfacl -m g:snowflake:r` adds.
+ * 0, or -errno (-EOPNOTSUPP: no POSIX ACLs on this /dev).  sf_node_reset()
+ * puts back the module's 0444 root:root.
+ */
+struct sf_acl_entry {
+	uint16_t tag, perm;
+	uint32_t id;
+};
+
+static inline int sf_node_set_udev_acl(gid_t readers, gid_t admins)
+{
+	struct {
+		uint32_t version;
+		struct sf_acl_entry e[5];
+	} acl = {
+		.version = 2,		/* POSIX_ACL_XATTR_VERSION */
+		.e = {
+			{ 0x01, 4, (uint32_t)-1 },	/* user::r */
+			{ 0x04, 6, (uint32_t)-1 },	/* group::rw (admins) */
+			{ 0x08, 4, readers },		/* group:readers:r */
+			{ 0x10, 6, (uint32_t)-1 },	/* mask::rw */
+			{ 0x20, 0, (uint32_t)-1 },	/* other::- */
+		},
+	};
+
+	if (chown(SF_DEV, 0, admins) || chmod(SF_DEV, 0460))
+		return -errno;
+	if (setxattr(SF_DEV, "system.posix_acl_access", &acl, sizeof(acl), 0))
+		return -errno;
+	return 0;
+}
+
+static inline void sf_node_reset(void)
+{
+	removexattr(SF_DEV, "system.posix_acl_access");
+	if (chown(SF_DEV, 0, 0) || chmod(SF_DEV, 0444))
+		perror("restoring " SF_DEV);
 }
 
 /* ------------------------------------------------------------------ */

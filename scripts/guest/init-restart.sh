@@ -101,7 +101,7 @@ snowflake-floord --state-dir "$STATE" --interval 1s --margin 10s -v &
 dpid=$!
 sleep 2
 # The daemon runs without any capability (it drops them: only the restore
-# needs CAP_SYS_ADMIN), even started by root.
+# configures, through the device opened for writing), even started by root.
 say daemon_caps "$(sed -n 's/^CapEff:[[:space:]]*//p' "/proc/$dpid/status") $(sed -n 's/^CapPrm:[[:space:]]*//p' "/proc/$dpid/status")"
 snowflake next -n 4096 >/dev/null
 say before_stop_max "$(snowflake next)"

@@ -36,6 +36,16 @@ until_ok() {
 # daemon user) / as nobody, with no capabilities.
 as_member() { setpriv --reuid=snowflake-daemon --regid=snowflake --init-groups --inh-caps=-all -- "$@"; }
 as_other() { setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- "$@"; }
+# as_reader / as_admin CMD...: as nobody in the group snowflake only / in
+# snowflake-admin only, with no capabilities.
+as_reader() { setpriv --reuid=nobody --regid=snowflake --groups=snowflake --inh-caps=-all -- "$@"; }
+as_admin() { setpriv --reuid=nobody --regid=nogroup --groups=snowflake-admin --inh-caps=-all -- "$@"; }
+# reader_cannot_configure: EPERM, with the message that names the way.
+reader_cannot_configure() {
+	! as_reader snowflake config --random-sequence 0 2>/tmp/sfsd.err
+	cat /tmp/sfsd.err
+	grep -q 'snowflake-admin' /tmp/sfsd.err
+}
 # caps_of UNIT: the effective capabilities and the user of its main process.
 caps_of() {
 	local pid
@@ -73,7 +83,18 @@ say "# floord: $(caps_of snowflake-floor.service)"
 t "floord runs as snowflake-daemon" test "$(user_of snowflake-floor.service)" = snowflake-daemon
 t "floord holds no capability once the restore is done" no_caps snowflake-floor.service
 say "# /dev/snowflake: $(stat -c '%A %U:%G' /dev/snowflake) $(getfacl -cp /dev/snowflake 2>/dev/null | grep -v '^#' | tr '\n' ' ')"
-t "udev gave /dev/snowflake to the group snowflake" test "$(stat -c %G /dev/snowflake)" = snowflake
+t "udev gave /dev/snowflake to the group snowflake-admin, 0460" \
+	test "$(stat -c '%a %G' /dev/snowflake)" = "460 snowflake-admin"
+t "udev's setfacl gave the group snowflake read (mask rw-)" \
+	sh -c "getfacl -cp /dev/snowflake | grep -qx 'group:snowflake:r--' &&
+		getfacl -cp /dev/snowflake | grep -qx 'mask::rw-'"
+t "after udevadm trigger the node's mode and ACL are as before" \
+	sh -c "a=\$(getfacl -cp /dev/snowflake; stat -c %a /dev/snowflake) &&
+		udevadm trigger --settle --action=change /dev/snowflake &&
+		b=\$(getfacl -cp /dev/snowflake; stat -c %a /dev/snowflake) && test \"\$a\" = \"\$b\""
+t "a reader (group snowflake) may not configure (EPERM)" reader_cannot_configure
+t "a member of snowflake-admin, with no capability, configures" \
+	as_admin snowflake config --random-sequence 0
 t "floord saved a floor in its state directory" until_ok 10 test -s /var/lib/snowflake/floor
 t "nobody (not in the group) cannot open the device" eval '! as_other snowflake next'
 t "strict=1 and no lease yet: a member's read is refused" refused
@@ -97,6 +118,8 @@ t "snowflake-agent.service starts (Type=notify: ready once it holds a lease)" \
 	timeout 90 systemctl start snowflake-agent.service
 info systemctl status --no-pager -n 8 snowflake-agent.service
 say "# agent: $(caps_of snowflake-agent.service)"
+t "the agent holds no capability (it configures through the device opened for writing)" \
+	no_caps snowflake-agent.service
 key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*' | head -n 1)
 say "# Redis: $key = $(redis-cli -p 6379 get "$key" 2>/dev/null)"
 t "the device serves a member, with the pair of the lease in Redis" served_with "$key"

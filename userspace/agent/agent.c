@@ -905,7 +905,8 @@ static int setup_device(struct agent *a)
 	struct snowflake_stats st;
 	int ret;
 
-	ret = snowflake_open(&a->sf, c->device, 0);
+	/* For writing: the fence and the lease need the right to configure. */
+	ret = snowflake_open(&a->sf, c->device, SNOWFLAKE_CONFIGURE);
 	if (!ret)
 		ret = snowflake_get_config(a->sf, &layout);
 	if (!ret)

@@ -97,7 +97,8 @@ static const char usage_config[] =
 "                        [--device PATH]\n"
 "\n"
 "Without options, show the configuration, one 'name value' per line (the\n"
-"names of the sysfs files).  With options, change it (needs CAP_SYS_ADMIN):\n"
+"names of the sysfs files).  With options, change it (needs CAP_SYS_ADMIN or\n"
+"the group snowflake-admin: the device is opened for writing then):\n"
 "every value is checked first, and nothing is changed when one is wrong.\n"
 "\n"
 "  --worker N            worker id; assigns it (ends strict mode's refusal)\n"
@@ -159,19 +160,20 @@ static int dev_err(const char *what, int err)
 {
 	msg("%s: %s", what, snowflake_strerror(err));
 	if (err == -EPERM)
-		msg("hint: operation not permitted: changing the configuration needs root (CAP_SYS_ADMIN)");
+		msg("hint: changing the configuration needs CAP_SYS_ADMIN (root) or membership in the group snowflake-admin, which may open the device for writing (see snowflake(4))");
 	else if (err == -ENOTCONN)
 		msg("hint: strict mode and no worker id set yet (snowflake config --worker N), or fenced: see 'snowflake config' and snowflake-agent(8)");
 	return SF_EXIT_RUNTIME;
 }
 
-static int open_dev(const struct sf_cli *cli, struct snowflake **sf)
+/* @flags: 0, or SNOWFLAKE_CONFIGURE to change the configuration. */
+static int open_dev(const struct sf_cli *cli, struct snowflake **sf, int flags)
 {
 	const char *path = sf_cli_device(cli);
 	char what[512];
 	int ret;
 
-	ret = snowflake_open(sf, path, 0);
+	ret = snowflake_open(sf, path, flags);
 	if (ret) {
 		snprintf(what, sizeof(what), "cannot open %s", path);
 		return dev_err(what, ret);
@@ -198,7 +200,7 @@ static int cmd_next(const struct sf_cli *cli)
 	bool first = true;
 	int ret;
 
-	ret = open_dev(cli, &sf);
+	ret = open_dev(cli, &sf, 0);
 	if (ret)
 		return ret;
 	if (cli->format == SNOWFLAKE_FORMAT_JSON)
@@ -545,14 +547,16 @@ static int set_config(struct snowflake *sf, const struct sf_cli *cli)
 
 static int cmd_config(const struct sf_cli *cli)
 {
+	bool set = cli->set_worker || cli->set_datacenter || cli->set_random ||
+		   cli->set_floor || cli->set_fence;
 	struct snowflake *sf;
 	int ret;
 
-	ret = open_dev(cli, &sf);
+	/* A change: open for writing, the kernel's right to configure. */
+	ret = open_dev(cli, &sf, set ? SNOWFLAKE_CONFIGURE : 0);
 	if (ret)
 		return ret;
-	if (cli->set_worker || cli->set_datacenter || cli->set_random || cli->set_floor ||
-	    cli->set_fence)
+	if (set)
 		ret = set_config(sf, cli);
 	else
 		ret = show_config(sf, cli->json);

@@ -213,9 +213,10 @@ static int exit_of_load(int r)
 	return r == -EBADMSG || r == -EPROTONOSUPPORT ? SF_FLOORD_EXIT_CORRUPT : SF_FLOORD_EXIT_FAIL;
 }
 
-static int open_device(struct floord *d)
+/* @flags: SNOWFLAKE_CONFIGURE for the restore, the only change; else 0. */
+static int open_device(struct floord *d, int flags)
 {
-	int r = snowflake_open(&d->sf, d->device, 0);
+	int r = snowflake_open(&d->sf, d->device, flags);
 
 	if (r)
 		logp(LOG_ERR, "%s: %s", d->device, snowflake_strerror(r));
@@ -307,7 +308,7 @@ static int do_restore(struct floord *d)
 		close(lock);
 		return exit_of_load(r);
 	}
-	if (open_device(d)) {
+	if (open_device(d, SNOWFLAKE_CONFIGURE)) {
 		close(lock);
 		return SF_FLOORD_EXIT_FAIL;
 	}
@@ -378,7 +379,7 @@ static int do_save(struct floord *d)
 		return SF_FLOORD_EXIT_FAIL;
 	r = saved_floor(d);
 	if (!r)
-		r = open_device(d) ? SF_FLOORD_EXIT_FAIL : 0;
+		r = open_device(d, 0) ? SF_FLOORD_EXIT_FAIL : 0;
 	if (!r)
 		r = save(d, "--save") ? SF_FLOORD_EXIT_FAIL : 0;
 	close(lock);
@@ -406,7 +407,7 @@ static int do_run(struct floord *d)
 	r = saved_floor(d);
 	if (r)
 		return r;
-	if (open_device(d))
+	if (open_device(d, 0))
 		return SF_FLOORD_EXIT_FAIL;
 	if (save(d, "start")) {
 		logp(LOG_ERR, "cannot save the floor at start: giving up");
@@ -540,10 +541,11 @@ int main(int argc, char **argv)
 	}
 
 	/*
-	 * Only the restore changes the device (SET_FLOOR: CAP_SYS_ADMIN); the
-	 * daemon, --save and --show read it and write the state directory.
-	 * snowflake-floor.service gives the unit CAP_SYS_ADMIN for the
-	 * restore: the others let it go before doing anything.
+	 * Only the restore changes the device (SET_FLOOR), through a
+	 * descriptor opened for writing (the group snowflake-admin of
+	 * snowflake-floor.service) or with CAP_SYS_ADMIN (root by hand); the
+	 * daemon, --save and --show only read it, read-only, and let every
+	 * capability go before doing anything.
 	 */
 	if (mode != MODE_RESTORE && drop_capabilities()) {
 		logp(LOG_ERR, "dropping the capabilities: %s", strerror(errno));

@@ -24,6 +24,15 @@ extern "C" {
 
 /* snowflake_open() flags */
 #define SNOWFLAKE_NONBLOCK	0x1	/* reads fail with -EAGAIN instead of waiting */
+/*
+ * Since libsnowflake 1.3.0 (older ones: -EINVAL): open to configure.  The
+ * kernel lets a descriptor opened for writing change the generator without
+ * CAP_SYS_ADMIN (the udev rule gives writing to the group snowflake-admin),
+ * so the device is opened O_RDWR; when its mode refuses that (-EACCES),
+ * read-only, where CAP_SYS_ADMIN still configures.  Without either, the
+ * set functions fail with -EPERM.  See snowflake(4).
+ */
+#define SNOWFLAKE_CONFIGURE	0x2
 
 struct snowflake;
 
@@ -47,7 +56,8 @@ enum snowflake_format {
 
 /*
  * Open the generator at @path (NULL: $SNOWFLAKE_DEVICE, else /dev/snowflake).
- * @flags: 0 or SNOWFLAKE_NONBLOCK.  Returns 0 and sets *@sf, or -errno.
+ * @flags: 0, or SNOWFLAKE_NONBLOCK and SNOWFLAKE_CONFIGURE ORed.  Returns 0
+ * and sets *@sf, or -errno.
  */
 int snowflake_open(struct snowflake **sf, const char *path, int flags);
 void snowflake_close(struct snowflake *sf);
@@ -65,7 +75,10 @@ int snowflake_next(struct snowflake *sf, uint64_t *id);
  */
 long snowflake_next_n(struct snowflake *sf, uint64_t *ids, size_t n);
 
-/* The uapi ioctls. */
+/*
+ * The uapi ioctls.  The set functions need CAP_SYS_ADMIN or a handle opened
+ * with SNOWFLAKE_CONFIGURE by a member of the device's write group (-EPERM).
+ */
 int snowflake_get_config(struct snowflake *sf, struct snowflake_config *cfg);
 int snowflake_set_config(struct snowflake *sf, const struct snowflake_config *cfg);
 int snowflake_set_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id);
@@ -76,7 +89,7 @@ int snowflake_set_floor(struct snowflake *sf, uint64_t floor_ms);
 /*
  * Since LIBSNOWFLAKE_1.1: the fence (SNOWFLAKE_IOC_SET_FENCE/GET_FENCE).
  * @on nonzero fences the device (reads fail with -ENOTCONN), 0 lifts the
- * fence; needs CAP_SYS_ADMIN (-EPERM).  get_fence sets *@on to 0 or 1 and
+ * fence; needs what the set functions need (-EPERM).  get_fence sets *@on to 0 or 1 and
  * *@fences (when not NULL) to the times the device was fenced since load.
  */
 int snowflake_set_fence(struct snowflake *sf, int on);
@@ -118,7 +131,8 @@ int snowflake_get_vm_forks(struct snowflake *sf, uint32_t *vm_forks);
  * big-endian), strictly increasing across the host; see snowflake(4).
  *
  * snowflake_uuid_open() opens @path (NULL: $SNOWFLAKE_UUID_DEVICE, else
- * /dev/uuidv7) like snowflake_open(); close the handle with
+ * /dev/uuidv7) like snowflake_open() (SNOWFLAKE_NONBLOCK only: it has
+ * nothing to configure); close the handle with
  * snowflake_close().  snowflake_uuid_next_n() reads @n UUIDs with the same
  * rules as snowflake_next_n() (short reads, EINTR, -EAGAIN, -ENODATA).
  */

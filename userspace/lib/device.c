@@ -38,10 +38,11 @@ bool sf_testing_any_file;
  * snowflake device"): a regular file would hand every opener the same
  * numbers.  The open is non-blocking, so that a FIFO is refused instead of
  * waiting for a writer; the caller's blocking mode is set afterwards.
+ * @access: O_RDONLY or O_RDWR.
  */
-static int open_device(const char *path, int flags)
+static int open_mode(const char *path, int flags, int access)
 {
-	int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+	int oflags = access | O_CLOEXEC | O_NOCTTY;
 	struct stat st;
 	int fd, err;
 
@@ -76,6 +77,24 @@ err_close:
 	return err;
 }
 
+/*
+ * SNOWFLAKE_CONFIGURE opens for writing, which the kernel takes as the right
+ * to configure; when the mode (or a device cgroup) refuses it, read-only:
+ * CAP_SYS_ADMIN then still configures, and without it the set ioctls say
+ * -EPERM.
+ */
+static int open_device(const char *path, int flags)
+{
+	int fd;
+
+	if (flags & SNOWFLAKE_CONFIGURE) {
+		fd = open_mode(path, flags, O_RDWR);
+		if (fd != -EACCES && fd != -EPERM && fd != -EROFS)
+			return fd;
+	}
+	return open_mode(path, flags, O_RDONLY);
+}
+
 SF_EXPORT int snowflake_open(struct snowflake **sf, const char *path, int flags)
 {
 	struct snowflake *h;
@@ -84,7 +103,7 @@ SF_EXPORT int snowflake_open(struct snowflake **sf, const char *path, int flags)
 	if (!sf)
 		return -EINVAL;
 	*sf = NULL;
-	if (flags & ~SNOWFLAKE_NONBLOCK)
+	if (flags & ~(SNOWFLAKE_NONBLOCK | SNOWFLAKE_CONFIGURE))
 		return -EINVAL;
 	if (!path) {
 		/* Not from the environment of a set-user-ID program's caller. */

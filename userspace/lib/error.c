@@ -25,7 +25,7 @@ SF_EXPORT const char *snowflake_strerror(int err)
 	case EBUSY:
 		return "layout is fixed once an ID was issued";
 	case EPERM:
-		return "operation needs CAP_SYS_ADMIN";
+		return "not permitted: configuring needs CAP_SYS_ADMIN or membership in snowflake-admin";
 	case EACCES:
 		return "permission denied";
 	case ENOTTY:

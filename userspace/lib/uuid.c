@@ -16,6 +16,12 @@
 
 SF_EXPORT int snowflake_uuid_open(struct snowflake **sf, const char *path, int flags)
 {
+	/* /dev/uuidv7 has nothing to configure. */
+	if (flags & SNOWFLAKE_CONFIGURE) {
+		if (sf)
+			*sf = NULL;
+		return -EINVAL;
+	}
 	if (!path) {
 		/* Not from the environment of a set-user-ID program's caller. */
 		path = secure_getenv(SNOWFLAKE_UUID_PATH_ENV);

@@ -519,7 +519,10 @@ TEST(open_nonexistent)
 	EXPECT_EQ(NULL, sf);
 	EXPECT_EQ(-ENOENT, snowflake_open(&sf, "", 0));
 	EXPECT_EQ(-ENOTDIR, snowflake_open(&sf, "/dev/null/x", 0));
-	EXPECT_EQ(-EINVAL, snowflake_open(&sf, "/dev/null", 0x2));
+	EXPECT_EQ(-EINVAL, snowflake_open(&sf, "/dev/null", 0x4));
+	/* /dev/uuidv7 has nothing to configure. */
+	EXPECT_EQ(-EINVAL, snowflake_uuid_open(&sf, "/dev/null", SNOWFLAKE_CONFIGURE));
+	EXPECT_EQ(NULL, sf);
 	EXPECT_EQ(-EINVAL, snowflake_open(NULL, "/dev/null", 0));
 	/* A NULL path falls back to $SNOWFLAKE_DEVICE. */
 	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, "/nonexistent/env-device", 1));
@@ -599,6 +602,22 @@ TEST(open_flags_and_env)
 	EXPECT_TRUE(fl & O_NONBLOCK);
 	EXPECT_TRUE(fcntl(snowflake_fd(sf), F_GETFD) & FD_CLOEXEC);
 	snowflake_close(sf);
+
+	/* SNOWFLAKE_CONFIGURE: for writing (the kernel's right to configure). */
+	ASSERT_EQ(0, snowflake_open(&sf, b, SNOWFLAKE_CONFIGURE));
+	fl = fcntl(snowflake_fd(sf), F_GETFL);
+	EXPECT_EQ(O_RDWR, fl & O_ACCMODE);
+	EXPECT_FALSE(fl & O_NONBLOCK);
+	snowflake_close(sf);
+	/* ...and read-only where the mode refuses writing (not as root). */
+	if (geteuid() != 0) {
+		ASSERT_EQ(0, chmod(b, 0400));
+		ASSERT_EQ(0, snowflake_open(&sf, b, SNOWFLAKE_CONFIGURE | SNOWFLAKE_NONBLOCK));
+		fl = fcntl(snowflake_fd(sf), F_GETFL);
+		EXPECT_EQ(O_RDONLY, fl & O_ACCMODE);
+		EXPECT_TRUE(fl & O_NONBLOCK);
+		snowflake_close(sf);
+	}
 
 	/* An empty variable means the default path. */
 	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, "", 1));
