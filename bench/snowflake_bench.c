@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define MAX_BATCH 4096
 #define CAP_IDS_PER_S 4096000.0	/* 12 sequence bits, 1 ms ticks */
 
@@ -47,14 +49,6 @@ static const char *device = "/dev/snowflake";
 static const char *uuid_device = "/dev/uuidv7";
 static double point_s = 1.0;
 static int rounds = 3;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what)
 {
@@ -69,28 +63,6 @@ static int open_or_die(const char *path)
 	if (fd < 0)
 		die(path);
 	return fd;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of a sorted array. */
-static uint64_t pct(const uint64_t *v, size_t n, double p)
-{
-	size_t i;
-
-	if (!n)
-		return 0;
-	i = (size_t)(p / 100.0 * (double)n + 0.999999);
-	if (i < 1)
-		i = 1;
-	if (i > n)
-		i = n;
-	return v[i - 1];
 }
 
 /* Read exactly 8 bytes (one ID, or 8 bytes of /dev/zero). */
@@ -339,32 +311,12 @@ struct tw_gen {
 	uint64_t node;
 };
 
-#define TW_EPOCH 1288834974657ULL
-
-static uint64_t tw_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static uint64_t tw_next(struct tw_gen *g)
 {
-	uint64_t ms, id;
+	uint64_t id;
 
 	pthread_mutex_lock(&g->lock);
-	ms = tw_ms();
-	if (ms == g->last_ms) {
-		g->seq = (g->seq + 1) & 4095;
-		if (g->seq == 0)
-			while ((ms = tw_ms()) <= g->last_ms)
-				;
-	} else {
-		g->seq = 0;
-	}
-	g->last_ms = ms;
-	id = ((ms - TW_EPOCH) << 22) | g->node | g->seq;
+	id = tw_step(&g->last_ms, &g->seq, g->node);
 	pthread_mutex_unlock(&g->lock);
 	return id;
 }

@@ -51,6 +51,8 @@
 #include <hiredis/hiredis.h>
 #include <mariadb/mysql.h>
 
+#include "../bench_util.h"
+
 #define BATCH 4096		/* the device's per-call cap */
 #define MAX_SAMPLES (1 << 19)	/* latency samples kept per client */
 
@@ -61,40 +63,11 @@ static int rounds = 3;
 static const char *redis_sock = "/run/redis.sock";
 static const char *mariadb_sock = "/run/mysqld/mysqld.sock";
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "peers_bench: %s: %s\n", what, strerror(errno));
 	printf("BENCH-ERROR %s\n", what);
 	exit(1);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t pct(const uint64_t *v, size_t n, double p)
-{
-	size_t i;
-
-	if (!n)
-		return 0;
-	i = (size_t)(p / 100.0 * (double)n + 0.999999);
-	if (i < 1)
-		i = 1;
-	if (i > n)
-		i = n;
-	return v[i - 1];
 }
 
 /* One client of a peer: its connection or file, and a buffer. */
@@ -222,15 +195,6 @@ static int my_next(struct client *c, const struct peer *p, uint64_t *first)
 }
 
 /* The textbook in-process generator (as bench/snowflake_bench.c's P4). */
-#define TW_EPOCH 1288834974657ULL
-static uint64_t tw_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool tw_open(struct client *c, const struct peer *p, int idx)
 {
 	(void)p;
@@ -240,19 +204,8 @@ static bool tw_open(struct client *c, const struct peer *p, int idx)
 
 static int tw_next(struct client *c, const struct peer *p, uint64_t *first)
 {
-	uint64_t ms = tw_ms();
-
 	(void)p;
-	if (ms == c->tw_last_ms) {
-		c->tw_seq = (c->tw_seq + 1) & 4095;
-		if (c->tw_seq == 0)
-			while ((ms = tw_ms()) <= c->tw_last_ms)
-				;
-	} else {
-		c->tw_seq = 0;
-	}
-	c->tw_last_ms = ms;
-	*first = ((ms - TW_EPOCH) << 22) | c->tw_node | c->tw_seq;
+	*first = tw_step(&c->tw_last_ms, &c->tw_seq, c->tw_node);
 	return 1;
 }
 
