@@ -382,6 +382,8 @@ rc=$(run_bounded 5 "$tmp/pw.log" "$AGENT" "${flags[@]}" --cluster pwtest --redis
 check "--redis-password against a Redis without one: exit 4, not retried ($rc: $(grep -o 'event=redis_auth_failed.*' "$tmp/pw.log" | head -n1 | head -c 110))" \
 	bash -c '[ "$1" = 4 ] && grep -q "event=redis_auth_failed.*AUTH" "$2"' _ "$rc" "$tmp/pw.log"
 check "--redis-password: nothing claimed" test "$(rcli --scan --pattern "$PREFIX:pwtest:*" | wc -l)" = 0
+check "--redis-password on the command line: a warning that every local user can read it" \
+	grep -q 'event=secret_on_command_line option=--redis-password ' "$tmp/pw.log"
 port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$tmp/r2"
 redis-server --bind 127.0.0.1 --port "$port2" --save '' --appendonly no --dir "$tmp/r2" \

@@ -1048,6 +1048,9 @@ int main(int argc, char **argv)
 			ret = AG_EXIT_RUNTIME;
 		}
 	}
+	if (conf.argv_secret)
+		logm(AG_WARN, "event=secret_on_command_line option=%s hint=\"every local user can read a command line (ps, /proc/PID/cmdline): put the password in the configuration file (0600) or hand it over with LoadCredential=\"",
+		     conf.argv_secret);
 	if (!ret) {
 		if (conf.dry_run) {
 			ret = setup_pool(&a, conf.dry_run_bits[0], conf.dry_run_bits[1]);

@@ -482,6 +482,10 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 		ret = apply(c, o, name, optarg, "command line", err, errlen);
 		if (ret)
 			return ret;
+		if (o == O_PASSWORD)
+			c->argv_secret = "--redis-password";
+		else if (o == O_ETCD_PW)
+			c->argv_secret = "--etcd-password";
 	}
 	if (optind < argc)
 		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);

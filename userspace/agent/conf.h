@@ -34,6 +34,7 @@ struct ag_range {
 struct ag_conf {
 	const char *config;		/* the file read (NULL: none) */
 	bool config_given;		/* --config: a missing file is an error */
+	const char *argv_secret;	/* a password option given on the command line */
 
 	enum { AG_REDIS, AG_ETCD } backend;
 	char *redis_host;
