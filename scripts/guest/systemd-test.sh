@@ -46,21 +46,16 @@ reader_cannot_configure() {
 	cat /tmp/sfsd.err
 	grep -q 'snowflake-admin' /tmp/sfsd.err
 }
-# caps_of UNIT: the effective capabilities and the user of its main process.
-caps_of() {
-	local pid
-	pid=$(systemctl show -P MainPID "$1")
-	[ "${pid:-0}" -gt 0 ] || return 1
-	echo "user=$(stat -c %U "/proc/$pid") $(grep -E '^Cap(Eff|Prm|Amb):' "/proc/$pid/status" | tr -s '\t\n' '= ')"
-}
-user_of() { stat -c %U "/proc/$(systemctl show -P MainPID "$1")"; }
+# main_pid UNIT: its main process; user_of UNIT: that process' user;
+# caps_of UNIT: its capability sets, a line each.
+main_pid() { systemctl show -P MainPID "$1"; }
+user_of() { stat -c %U "/proc/$(main_pid "$1")"; }
+caps_of() { grep -E '^Cap(Inh|Prm|Eff|Amb):' "/proc/$(main_pid "$1")/status"; }
 refused() { ! as_member snowflake next; }
 # no_caps UNIT: its main process has no capability, nor can regain one.
 no_caps() {
-	local pid
-	pid=$(systemctl show -P MainPID "$1")
-	grep -E '^Cap(Inh|Prm|Eff|Amb):' "/proc/$pid/status"
-	! grep -E '^Cap(Inh|Prm|Eff|Amb):' "/proc/$pid/status" | grep -qv '0000000000000000$'
+	caps_of "$1"
+	! caps_of "$1" | grep -qv '0000000000000000$'
 }
 # served_with KEY: a member's read is served, and the device's ids are the
 # pair of the lease KEY (PREFIX:CLUSTER:worker:DC:W).
@@ -79,7 +74,7 @@ t "snowflake-floor.service is active" systemctl is-active snowflake-floor.servic
 info systemctl status --no-pager -n 5 snowflake-floor.service
 t "the module was loaded by the floor unit, with strict=1" \
 	test "$(cat /sys/module/snowflake/parameters/strict 2>&1)" = Y
-say "# floord: $(caps_of snowflake-floor.service)"
+say "# floord: user=$(user_of snowflake-floor.service 2>&1) $(caps_of snowflake-floor.service 2>&1 | tr -s '\t\n' '= ')"
 t "floord runs as snowflake-daemon" test "$(user_of snowflake-floor.service)" = snowflake-daemon
 t "floord holds no capability once the restore is done" no_caps snowflake-floor.service
 say "# /dev/snowflake: $(stat -c '%A %U:%G' /dev/snowflake) $(getfacl -cp /dev/snowflake 2>/dev/null | grep -v '^#' | tr '\n' ' ')"
@@ -117,7 +112,7 @@ t "redis-server answers on 127.0.0.1:6379" until_ok 20 sh -c 'redis-cli -p 6379 
 t "snowflake-agent.service starts (Type=notify: ready once it holds a lease)" \
 	timeout 90 systemctl start snowflake-agent.service
 info systemctl status --no-pager -n 8 snowflake-agent.service
-say "# agent: $(caps_of snowflake-agent.service)"
+say "# agent: user=$(user_of snowflake-agent.service 2>&1) $(caps_of snowflake-agent.service 2>&1 | tr -s '\t\n' '= ')"
 t "the agent holds no capability (it configures through the device opened for writing)" \
 	no_caps snowflake-agent.service
 key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*' | head -n 1)
