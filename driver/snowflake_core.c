@@ -11,8 +11,26 @@
  * hands out each sequence number once, so every reservation returns IDs
  * above all earlier ones as long as the node bits do not shrink within a
  * tick; a change of ids therefore retires the current tick.
+ *
+ * The lease's window (sf_core_set_window()): that same tick, the one
+ * actually used, is compared with the ceiling before it is used, so no ID
+ * is stamped above the ceiling; the floor bounds it from below.
  */
 #include "snowflake_core.h"
+
+/*
+ * The first tick whose start is above @ceiling_ms: 0 when even tick 0
+ * (the epoch) is; U64_MAX for no ceiling (no tick reaches it: ticks are
+ * below 2^63).
+ */
+static u64 sf_ceiling_end(const struct snowflake_config *cfg, u64 ceiling_ms)
+{
+	if (ceiling_ms == SNOWFLAKE_NO_CEILING)
+		return U64_MAX;
+	if (ceiling_ms < cfg->epoch_ms)
+		return 0;
+	return div_u64(ceiling_ms - cfg->epoch_ms, cfg->time_unit_ms) + 1;
+}
 
 /* Ticks since the epoch at @ms, rounded up. */
 static u64 sf_tick_up(const struct snowflake_config *cfg, u64 ms)
@@ -106,15 +124,19 @@ int sf_core_check_config(const struct snowflake_config *cfg, const char **why)
 
 /**
  * sf_core_check_ids() - validate a SNOWFLAKE_IOC_SET_IDS argument on its own
- * @ids:	the structure as copied in.
+ * @ids:	the structure as copied in (zero past what the caller gave).
+ * @size:	how many bytes the caller gave (_IOC_SIZE).
  *
- * Whether the ids fit their widths depends on the layout: sf_core_set_ids().
+ * Whether the ids fit their widths and the window fits the layout depends
+ * on the generator: sf_core_set_ids_arg().
  *
  * Return: 0, or -EINVAL for an unknown flag, a nonzero @ids->__reserved,
  * SNOWFLAKE_IDS_DEADLINE without a @ids->deadline_ns (a structure shorter
- * than SNOWFLAKE_IDS_SIZE_VER1 has none) or a @ids->deadline_ns without it.
+ * than SNOWFLAKE_IDS_SIZE_VER1 has none) or a @ids->deadline_ns without it,
+ * SNOWFLAKE_IDS_WINDOW in a structure shorter than SNOWFLAKE_IDS_SIZE_VER2
+ * or with a floor above its ceiling, or a window without that flag.
  */
-int sf_core_check_ids(const struct snowflake_ids *ids)
+int sf_core_check_ids(const struct snowflake_ids *ids, size_t size)
 {
 	bool deadline = ids->flags & SNOWFLAKE_IDS_DEADLINE;
 
@@ -125,6 +147,16 @@ int sf_core_check_ids(const struct snowflake_ids *ids)
 		return -EINVAL;
 	/* A deadline only with its flag, and never 0 (a VER0 structure). */
 	if (deadline != !!ids->deadline_ns)
+		return -EINVAL;
+	/*
+	 * A window only with its flag, and the flag only with the fields:
+	 * a shorter structure's zeros would read as a ceiling at 0.
+	 */
+	if (!(ids->flags & SNOWFLAKE_IDS_WINDOW))
+		return ids->floor_ms || ids->ceiling_ms ? -EINVAL : 0;
+	if (size < SNOWFLAKE_IDS_SIZE_VER2)
+		return -EINVAL;
+	if (ids->floor_ms > ids->ceiling_ms)
 		return -EINVAL;
 	return 0;
 }
@@ -165,6 +197,8 @@ static void sf_apply_layout(struct sf_core *c, const struct snowflake_config *cf
 	c->ts_shift = cfg->datacenter_bits + cfg->worker_bits +
 		      cfg->sequence_bits;
 	c->floor_tick = sf_tick_up(cfg, c->floor_ms);
+	c->ceiling_end = sf_ceiling_end(cfg, c->ceiling_ms);
+	c->ceiling_reached = false;
 	c->last_tick = 0;
 	c->next_seq = 0;
 }
@@ -236,6 +270,7 @@ int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 	c->cfg = *cfg;
 	c->deadline_ms = U64_MAX;
 	c->deadline_ns = SNOWFLAKE_NO_DEADLINE;
+	c->ceiling_ms = SNOWFLAKE_NO_CEILING;
 	sf_apply_layout(c, cfg);
 	sf_apply_ids(c, cfg->datacenter_id, cfg->worker_id, true);
 	return 0;
@@ -349,31 +384,26 @@ bool sf_core_set_fence(struct sf_core *c, bool on)
 	return true;
 }
 
-/**
- * sf_core_set_floor() - raise the floor
- * @c:		the generator.
- * @floor_ms:	no ID may get a timestamp below this (Unix ms).
- * @now_ms:	raw time now.
- *
- * A floor at or below the current one changes nothing.  A floor above the
- * generator's clock moves the clock forward to the start of the floor's tick.
- *
- * Return: 0, or -EOVERFLOW when the floor does not fit the timestamp width
- * or is above SF_MAX_FLOOR_MS.
- */
-int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
+/* Would sf_core_set_floor() take @floor_ms?  0 or -EOVERFLOW. */
+static int sf_check_floor(const struct sf_core *c, u64 floor_ms)
+{
+	if (floor_ms <= c->floor_ms)
+		return 0;
+	if (floor_ms > SF_MAX_FLOOR_MS ||
+	    sf_tick_up(&c->cfg, floor_ms) > c->ts_max)
+		return -EOVERFLOW;
+	return 0;
+}
+
+/* Raise the floor to @floor_ms, which sf_check_floor() accepted. */
+static void sf_raise_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
 {
 	u64 tick, target, clock;
 
 	if (floor_ms <= c->floor_ms)
-		return 0;
-	if (floor_ms > SF_MAX_FLOOR_MS)
-		return -EOVERFLOW;
+		return;
 
 	tick = sf_tick_up(&c->cfg, floor_ms);
-	if (tick > c->ts_max)
-		return -EOVERFLOW;
-
 	c->floor_ms = floor_ms;
 	c->floor_tick = tick;
 
@@ -385,7 +415,29 @@ int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
 		c->offset_ms += target - clock;
 		c->stats.floor_jumps++;
 	}
-	return 0;
+}
+
+/**
+ * sf_core_set_floor() - raise the floor
+ * @c:		the generator.
+ * @floor_ms:	no ID may get a timestamp below this (Unix ms).
+ * @now_ms:	raw time now.
+ *
+ * A floor at or below the current one changes nothing.  A floor above the
+ * generator's clock moves the clock forward to the start of the floor's tick.
+ * A floor above the lease's ceiling is taken too: reads are then refused
+ * (sf_core_past_ceiling()), never stamped above the ceiling.
+ *
+ * Return: 0, or -EOVERFLOW when the floor does not fit the timestamp width
+ * or is above SF_MAX_FLOOR_MS.
+ */
+int sf_core_set_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
+{
+	int ret = sf_check_floor(c, floor_ms);
+
+	if (!ret)
+		sf_raise_floor(c, floor_ms, now_ms);
+	return ret;
 }
 
 /**
@@ -498,6 +550,111 @@ void sf_core_rearm(struct sf_core *c, const struct snowflake_ids *ids)
 }
 
 /**
+ * sf_core_check_window() - would sf_core_set_window() take this window?
+ * @c:		the generator.
+ * @floor_ms:	the window's floor (0: leave the floor as it is).
+ * @ceiling_ms:	the window's ceiling (SNOWFLAKE_NO_CEILING: none).
+ *
+ * A floor above the ceiling is sf_core_check_ids()'s to refuse (it needs
+ * no generator).
+ *
+ * Return: 0; -EINVAL for a ceiling below the epoch (no timestamp is below
+ * the epoch: nothing could ever be issued); -EOVERFLOW for a floor that
+ * sf_core_set_floor() would refuse.
+ */
+int sf_core_check_window(const struct sf_core *c, u64 floor_ms, u64 ceiling_ms)
+{
+	if (ceiling_ms < c->cfg.epoch_ms)
+		return -EINVAL;
+	return sf_check_floor(c, floor_ms);
+}
+
+/**
+ * sf_core_set_window() - the lease's window of timestamps
+ * @c:		the generator.
+ * @floor_ms:	raise the floor to this, as sf_core_set_floor() (0: leave
+ *		it).
+ * @ceiling_ms:	no ID is stamped with a timestamp (its tick's start, Unix
+ *		ms) above this; SNOWFLAKE_NO_CEILING: none.
+ * @now_ms:	raw time now.
+ *
+ * The window was checked by sf_core_check_window().
+ *
+ * Why no ID is ever stamped above the ceiling: every reservation and peek
+ * compares the tick it would actually stamp (sf_core_next_tick(): the
+ * largest of the clock's tick, the floor's tick and the last tick, or the
+ * one after a used-up last tick) with @c->ceiling_end, in the same call
+ * that then uses that tick, under the caller's lock (the driver's
+ * sf->lock), which every change of the clock's offset (catch-up, floor),
+ * of the floor, of the last tick and of the ceiling itself also holds: no
+ * interleaving separates the comparison from the use.  The raw time
+ * passed in may be stale; that only makes the clock's tick older, and the
+ * comparison is with the tick used, whatever the time.  So a catch-up, a
+ * floor above the ceiling or time passing can move the generator's clock
+ * past the ceiling, but then reads are refused (-ENOTCONN, counted in
+ * @c->ceiling_hits once per ceiling set) until a call sets a higher one.
+ *
+ * Setting a ceiling other than the current one ends @c->ceiling_reached
+ * (a renewal with a higher one serves again; a lower one counts again
+ * when it is reached); the same ceiling again changes nothing.
+ */
+void sf_core_set_window(struct sf_core *c, u64 floor_ms, u64 ceiling_ms,
+			u64 now_ms)
+{
+	sf_raise_floor(c, floor_ms, now_ms);
+	if (ceiling_ms == c->ceiling_ms)
+		return;
+	c->ceiling_ms = ceiling_ms;
+	c->ceiling_end = sf_ceiling_end(&c->cfg, ceiling_ms);
+	c->ceiling_reached = false;
+}
+
+/**
+ * sf_core_set_ids_arg() - SNOWFLAKE_IOC_SET_IDS, all or nothing
+ * @c:			the generator.
+ * @ids:		the argument, checked by sf_core_check_ids().
+ * @deadline_ms:	with SNOWFLAKE_IDS_DEADLINE: @ids->deadline_ns on the
+ *			raw clock (see sf_core_set_deadline()).
+ * @now_ms:		raw time now (for a floor the window raises).
+ *
+ * Everything that can fail is checked before anything changes: the VM
+ * fork count, the ids against their widths, the window against the layout.
+ * Then the ids, the deadline, the window and the re-arm take effect
+ * together (the caller holds its lock across the call).
+ *
+ * Return: 0; -ESTALE (sf_core_check_vm_forks()); -EINVAL for an id that
+ * does not fit its width or a ceiling below the epoch; -EOVERFLOW for a
+ * window's floor that does not fit.  On error nothing changed.
+ */
+int sf_core_set_ids_arg(struct sf_core *c, const struct snowflake_ids *ids,
+			u64 deadline_ms, u64 now_ms)
+{
+	bool window = ids->flags & SNOWFLAKE_IDS_WINDOW;
+	int ret;
+
+	ret = sf_core_check_vm_forks(c, ids);
+	if (ret)
+		return ret;
+	if (ids->datacenter_id > sf_mask(c->cfg.datacenter_bits) ||
+	    ids->worker_id > sf_mask(c->cfg.worker_bits))
+		return -EINVAL;
+	if (window) {
+		ret = sf_core_check_window(c, ids->floor_ms, ids->ceiling_ms);
+		if (ret)
+			return ret;
+	}
+
+	sf_apply_ids(c, ids->datacenter_id, ids->worker_id,
+		     ids->flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
+	if (ids->flags & SNOWFLAKE_IDS_DEADLINE)
+		sf_core_set_deadline(c, ids->deadline_ns, deadline_ms);
+	if (window)
+		sf_core_set_window(c, ids->floor_ms, ids->ceiling_ms, now_ms);
+	sf_core_rearm(c, ids);
+	return 0;
+}
+
+/**
  * sf_core_undeliver() - count IDs that were reserved but never delivered
  * @c:		the generator.
  * @count:	how many IDs of the last reservation the caller could not
@@ -550,6 +707,8 @@ void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		s->state |= SNOWFLAKE_STATE_REFUSING;
 	if (now_ms >= c->deadline_ms)
 		s->state |= SNOWFLAKE_STATE_EXPIRED | SNOWFLAKE_STATE_REFUSING;
+	if (sf_core_past_ceiling(c, sf_core_tick(c, now_ms)))
+		s->state |= SNOWFLAKE_STATE_CEILING | SNOWFLAKE_STATE_REFUSING;
 	if (c->issued)
 		s->state |= SNOWFLAKE_STATE_LOCKED;
 	if (c->fenced)

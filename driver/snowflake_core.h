@@ -21,6 +21,7 @@
 #else
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <linux/types.h>
 typedef __u8 u8;
 typedef __u32 u32;
@@ -70,6 +71,13 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
  * @expired:		a read found the deadline passed (and it was not
  *			moved since).
  * @lease_expiries:	times @expired went from false to true.
+ * @ceiling_ms:		the lease's ceiling as set (Unix ms; see
+ *			sf_core_set_window()); SNOWFLAKE_NO_CEILING: none.
+ * @ceiling_end:	the first tick whose start is above @ceiling_ms: no
+ *			reservation uses a tick at or past it; U64_MAX: none.
+ * @ceiling_reached:	a read was refused at the ceiling (and the ceiling
+ *			was not moved since).
+ * @ceiling_hits:	times @ceiling_reached went from false to true.
  * @vm_forks:		VM forks seen (see sf_core_vm_fork()).
  * @vm_forked:		a VM fork refuses reads until a re-arm.
  * @refusing:		SF_REFUSE_* bits; reads fail with -ENOTCONN if any.
@@ -96,6 +104,10 @@ struct sf_core {
 	u64 deadline_ns;
 	bool expired;
 	u64 lease_expiries;
+	u64 ceiling_ms;
+	u64 ceiling_end;
+	bool ceiling_reached;
+	u64 ceiling_hits;
 	u32 vm_forks;
 	bool vm_forked;
 	u32 refusing;
@@ -119,7 +131,7 @@ struct sf_block {
 };
 
 int sf_core_check_config(const struct snowflake_config *cfg, const char **why);
-int sf_core_check_ids(const struct snowflake_ids *ids);
+int sf_core_check_ids(const struct snowflake_ids *ids, size_t size);
 int sf_core_check_floor(const struct snowflake_floor *fl);
 int sf_core_check_fence(const struct snowflake_fence *fe);
 int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
@@ -137,6 +149,11 @@ void sf_core_vm_fork(struct sf_core *c, u32 vm_forks);
 int sf_core_check_vm_forks(const struct sf_core *c,
 			   const struct snowflake_ids *ids);
 void sf_core_rearm(struct sf_core *c, const struct snowflake_ids *ids);
+int sf_core_check_window(const struct sf_core *c, u64 floor_ms, u64 ceiling_ms);
+void sf_core_set_window(struct sf_core *c, u64 floor_ms, u64 ceiling_ms,
+			u64 now_ms);
+int sf_core_set_ids_arg(struct sf_core *c, const struct snowflake_ids *ids,
+			u64 deadline_ms, u64 now_ms);
 void sf_core_undeliver(struct sf_core *c, u32 count, bool none);
 void sf_core_stats(const struct sf_core *c, u64 now_ms,
 		   struct snowflake_stats *s);
@@ -192,6 +209,33 @@ static inline u64 sf_core_tick(const struct sf_core *c, u64 now_ms)
 	return tick < c->floor_tick ? c->floor_tick : tick;
 }
 
+/*
+ * The tick the next reservation would stamp, @tick being sf_core_tick(): a
+ * tick after the last one; else the last one while it has sequence numbers
+ * left; else the one after it, which a blocking reader would wait for.
+ * That is max(clock tick, floor tick, last tick), the tick actually used.
+ */
+static inline u64 sf_core_next_tick(const struct sf_core *c, u64 tick)
+{
+	if (tick > c->last_tick)
+		return tick;
+	return c->next_seq <= c->seq_max ? c->last_tick : c->last_tick + 1;
+}
+
+/*
+ * Would the lease's ceiling refuse the next reservation at clock tick
+ * @tick?  Compared with the tick it would actually stamp, so neither a
+ * stale clock reading (which only makes the tick older) nor a floor or a
+ * catch-up (which only make it newer, and are then compared too) can let
+ * an ID past the ceiling; see sf_core_set_window().  A used-up last tick
+ * whose successor is past the ceiling refuses at once: a blocking reader
+ * must not sleep into a refusal.
+ */
+static inline bool sf_core_past_ceiling(const struct sf_core *c, u64 tick)
+{
+	return sf_core_next_tick(c, tick) >= c->ceiling_end;
+}
+
 /* Raw time at which the tick after @c->last_tick starts. */
 static inline u64 sf_next_tick_raw(const struct sf_core *c)
 {
@@ -218,7 +262,8 @@ static inline u64 sf_next_tick_raw(const struct sf_core *c)
  *
  * Return: the number of IDs reserved (1..@want); -EINVAL when @want is 0;
  * -EAGAIN when the current tick is used up; -ENOTCONN when reads are
- * refused; -EOVERFLOW when the timestamp no longer fits its width.
+ * refused (strict mode, the fence, a VM fork, the lease's deadline or its
+ * ceiling); -EOVERFLOW when the timestamp no longer fits its width.
  */
 static inline int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want,
 				  u32 rnd, struct sf_block *b)
@@ -246,6 +291,16 @@ static inline int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want,
 	}
 
 	tick = sf_core_tick(c, now_ms);
+	/* The lease's ceiling: see sf_core_set_window(). */
+	if (sf_core_past_ceiling(c, tick)) {
+		if (!c->ceiling_reached) {
+			c->ceiling_reached = true;
+			c->ceiling_hits++;
+		}
+		c->stats.refused_reads++;
+		return -ENOTCONN;
+	}
+
 	b->rnd_used = false;
 	if (tick > c->last_tick) {
 		if (tick > c->ts_max) {
@@ -293,6 +348,8 @@ static inline int sf_core_peek(const struct sf_core *c, u64 now_ms,
 		return -ENOTCONN;
 
 	tick = sf_core_tick(c, now_ms);
+	if (sf_core_past_ceiling(c, tick))
+		return -ENOTCONN;
 	if (tick > c->last_tick)
 		return tick > c->ts_max ? -EOVERFLOW : 1;
 	if (c->next_seq <= c->seq_max)

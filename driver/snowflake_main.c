@@ -65,7 +65,8 @@
  *			next tick (@tick_timer for pollers, each reader's own
  *			timeout) and by every change of state that can let a
  *			read succeed sooner or fail (floor, catch-up,
- *			configuration, ids, fence).
+ *			configuration, ids and the lease's deadline and
+ *			window, fence).
  * @tick_timer:		wakes @wq at the start of the next tick; armed by a
  *			poll that found the tick used up.  Does not take @lock.
  * @catchup_work:	compares the wall clock with ours once a second
@@ -647,35 +648,33 @@ static int sf_ioctl_set_config(struct snowflake_dev *sf,
 	return ret;
 }
 
+/*
+ * The ids, the deadline, the window (floor and ceiling) and the re-arm take
+ * effect together, or none of them: sf_core_set_ids_arg() checks all that
+ * can fail before it changes anything, under @sf->lock, which every reader
+ * holds to reserve.  A reader therefore sees the old lease or the new one,
+ * never the new pair with the old ceiling or the old pair with the new one.
+ */
 static int sf_ioctl_set_ids(struct snowflake_dev *sf, const struct file *file,
 			    void __user *uptr, size_t usize)
 {
 	struct snowflake_ids ids;
-	u64 deadline_ms;
+	u64 deadline_ms, now;
 	int ret;
 
 	ret = sf_copy_in(file, &ids, sizeof(ids), uptr, usize, SNOWFLAKE_IDS_SIZE_VER0);
 	if (ret)
 		return ret;
-	ret = sf_core_check_ids(&ids);
+	ret = sf_core_check_ids(&ids, usize);
 	if (ret)
 		return ret;
 	deadline_ms = sf_boottime_to_raw_ms(sf, ids.deadline_ns);
+	/* For the window's floor, as sf_set_floor() (never under the lock). */
+	now = sf_now_ms(sf);
 
-	/* The ids, the deadline and the re-arm together, or none of them. */
 	spin_lock(&sf->lock);
 	sf_sync_vm_forks(sf);
-	ret = sf_core_check_vm_forks(&sf->core, &ids);
-	if (!ret)
-		ret = sf_core_set_ids(&sf->core, ids.datacenter_id,
-				      ids.worker_id,
-				      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
-	if (!ret) {
-		if (ids.flags & SNOWFLAKE_IDS_DEADLINE)
-			sf_core_set_deadline(&sf->core, ids.deadline_ns,
-					     deadline_ms);
-		sf_core_rearm(&sf->core, &ids);
-	}
+	ret = sf_core_set_ids_arg(&sf->core, &ids, deadline_ms, now);
 	spin_unlock(&sf->lock);
 
 	if (!ret)
@@ -1006,6 +1005,9 @@ enum sf_value {
 	SF_LEASE_DEADLINE_NS,
 	SF_LEASE_EXPIRED,
 	SF_LEASE_EXPIRIES,
+	SF_LEASE_CEILING_MS,
+	SF_LEASE_CEILING_REACHED,
+	SF_LEASE_CEILING_HITS,
 	SF_VM_FORKED,
 	SF_VM_FORKS,
 	SF_NR_VALUES
@@ -1045,6 +1047,9 @@ static void sf_values(const struct sf_core *c,
 	v[SF_LEASE_DEADLINE_NS] = c->deadline_ns;
 	v[SF_LEASE_EXPIRED] = !!(st->state & SNOWFLAKE_STATE_EXPIRED);
 	v[SF_LEASE_EXPIRIES] = c->lease_expiries;
+	v[SF_LEASE_CEILING_MS] = c->ceiling_ms;
+	v[SF_LEASE_CEILING_REACHED] = !!(st->state & SNOWFLAKE_STATE_CEILING);
+	v[SF_LEASE_CEILING_HITS] = c->ceiling_hits;
 	v[SF_VM_FORKED] = c->vm_forked;
 	v[SF_VM_FORKS] = c->vm_forks;
 }
@@ -1098,6 +1103,9 @@ SF_VALUE_ATTR(clock_checks, SF_CLOCK_CHECKS);
 SF_VALUE_ATTR(lease_deadline_ns, SF_LEASE_DEADLINE_NS);
 SF_VALUE_ATTR(lease_expired, SF_LEASE_EXPIRED);
 SF_VALUE_ATTR(lease_expiries, SF_LEASE_EXPIRIES);
+SF_VALUE_ATTR(lease_ceiling_ms, SF_LEASE_CEILING_MS);
+SF_VALUE_ATTR(lease_ceiling_reached, SF_LEASE_CEILING_REACHED);
+SF_VALUE_ATTR(lease_ceiling_hits, SF_LEASE_CEILING_HITS);
 SF_VALUE_ATTR(vm_forked, SF_VM_FORKED);
 SF_VALUE_ATTR(vm_forks, SF_VM_FORKS);
 
@@ -1120,6 +1128,8 @@ static struct attribute *sf_attrs[] = {
 	&sf_attr_clock_offset_ms.attr.attr,
 	&sf_attr_lease_deadline_ns.attr.attr,
 	&sf_attr_lease_expired.attr.attr,
+	&sf_attr_lease_ceiling_ms.attr.attr,
+	&sf_attr_lease_ceiling_reached.attr.attr,
 	&sf_attr_vm_forked.attr.attr,
 	NULL,
 };
@@ -1139,6 +1149,7 @@ static struct attribute *sf_stat_attrs[] = {
 	&sf_attr_fences.attr.attr,
 	&sf_attr_clock_checks.attr.attr,
 	&sf_attr_lease_expiries.attr.attr,
+	&sf_attr_lease_ceiling_hits.attr.attr,
 	&sf_attr_vm_forks.attr.attr,
 	NULL,
 };
@@ -1266,7 +1277,7 @@ static int __init snowflake_init(void)
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct snowflake_config) != SNOWFLAKE_CONFIG_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct snowflake_ids) != SNOWFLAKE_IDS_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct snowflake_ids) != SNOWFLAKE_IDS_SIZE_VER2);
 	BUILD_BUG_ON(sizeof(struct snowflake_stats) != SNOWFLAKE_STATS_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct snowflake_floor) != SNOWFLAKE_FLOOR_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct snowflake_fence) != SNOWFLAKE_FENCE_SIZE_VER0);

@@ -247,16 +247,16 @@ TEST(check_ids_and_floor)
 	struct snowflake_ids ids = { .datacenter_id = ~0U, .worker_id = ~0U };
 	struct snowflake_floor fl = { .floor_ms = ~0ULL };
 
-	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	EXPECT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
-	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	EXPECT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.flags = 2;
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.flags = 1U << 31;
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.flags = 0;
 	ids.__reserved = 0x80000000U;
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
 	EXPECT_EQ(0, sf_core_check_floor(&fl));
 	fl.last_timestamp_ms = 1;
 	EXPECT_EQ(-EINVAL, sf_core_check_floor(&fl));
@@ -592,24 +592,333 @@ TEST(check_ids_deadline)
 {
 	struct snowflake_ids ids = { .flags = SNOWFLAKE_IDS_DEADLINE };
 
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.deadline_ns = 1;
-	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	EXPECT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.flags = SNOWFLAKE_IDS_DEADLINE | SNOWFLAKE_IDS_ASSIGN_WORKER;
-	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	EXPECT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
-	ids.flags = 8;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
+	ids.flags = 1U << 4;	/* the first flag that does not exist */
 	ids.deadline_ns = 0;
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
 	/* A VM fork count only with its flag; the second reserved field 0. */
 	ids.flags = 0;
 	ids.vm_forks = 1;
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.flags = SNOWFLAKE_IDS_VM_FORKS;
-	EXPECT_EQ(0, sf_core_check_ids(&ids));
+	EXPECT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
 	ids.__reserved2 = 1;
-	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
+}
+
+/* Every field of two generators is equal (padding is not compared). */
+static bool core_eq(const struct sf_core *a, const struct sf_core *b)
+{
+	return !memcmp(&a->cfg, &b->cfg, sizeof(a->cfg)) &&
+	       a->node == b->node && a->floor_ms == b->floor_ms &&
+	       a->floor_tick == b->floor_tick && a->offset_ms == b->offset_ms &&
+	       a->last_tick == b->last_tick && a->next_seq == b->next_seq &&
+	       a->issued == b->issued && a->strict == b->strict &&
+	       a->worker_set == b->worker_set && a->fenced == b->fenced &&
+	       a->deadline_ms == b->deadline_ms &&
+	       a->deadline_ns == b->deadline_ns && a->expired == b->expired &&
+	       a->ceiling_ms == b->ceiling_ms &&
+	       a->ceiling_end == b->ceiling_end &&
+	       a->ceiling_reached == b->ceiling_reached &&
+	       a->ceiling_hits == b->ceiling_hits &&
+	       a->vm_forks == b->vm_forks && a->vm_forked == b->vm_forked &&
+	       a->refusing == b->refusing &&
+	       !memcmp(&a->stats, &b->stats, sizeof(a->stats));
+}
+
+/* A SET_IDS argument with the lease's window (and nothing else). */
+static struct snowflake_ids window_ids(u32 dc, u32 worker, u64 floor_ms,
+				       u64 ceiling_ms)
+{
+	struct snowflake_ids ids = {
+		.datacenter_id = dc,
+		.worker_id = worker,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_WINDOW,
+		.floor_ms = floor_ms,
+		.ceiling_ms = ceiling_ms,
+	};
+	return ids;
+}
+
+/* Set the window as SNOWFLAKE_IOC_SET_IDS does; the ids as in the fixture. */
+static int set_window(struct sf_core *c, u64 floor_ms, u64 ceiling_ms, u64 now)
+{
+	struct snowflake_ids ids = window_ids(c->cfg.datacenter_id,
+					      c->cfg.worker_id, floor_ms,
+					      ceiling_ms);
+	int ret = sf_core_check_ids(&ids, sizeof(ids));
+
+	return ret ? ret : sf_core_set_ids_arg(c, &ids, 0, now);
+}
+
+TEST(check_ids_window)
+{
+	struct snowflake_ids ids = window_ids(0, 1, 0, SNOWFLAKE_NO_CEILING);
+
+	EXPECT_EQ(0, sf_core_check_ids(&ids, SNOWFLAKE_IDS_SIZE_VER2));
+	EXPECT_EQ(0, sf_core_check_ids(&ids, SNOWFLAKE_IDS_SIZE_VER2 + 8));
+	/* The flag in a shorter structure: its zeros are no window. */
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, SNOWFLAKE_IDS_SIZE_VER1));
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, SNOWFLAKE_IDS_SIZE_VER0));
+	/* A floor up to the ceiling, not above it. */
+	ids.floor_ms = NOW;
+	ids.ceiling_ms = NOW;
+	EXPECT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
+	ids.floor_ms = NOW + 1;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
+	/* Without the flag, both fields zero. */
+	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
+	ids.floor_ms = 0;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
+	ids.ceiling_ms = 0;
+	ids.floor_ms = 1;
+	EXPECT_EQ(-EINVAL, sf_core_check_ids(&ids, sizeof(ids)));
+	ids.floor_ms = 0;
+	EXPECT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
+	EXPECT_EQ(0, sf_core_check_ids(&ids, SNOWFLAKE_IDS_SIZE_VER0));
+}
+
+/* No ceiling at load: nothing a read-only workload could notice. */
+TEST_F(core, no_ceiling_at_load)
+{
+	struct snowflake_stats st;
+
+	EXPECT_EQ(SNOWFLAKE_NO_CEILING, self->c.ceiling_ms);
+	EXPECT_EQ(U64_MAX, self->c.ceiling_end);
+	sf_core_stats(&self->c, NOW, &st);
+	EXPECT_EQ(0, st.state & (SNOWFLAKE_STATE_CEILING | SNOWFLAKE_STATE_REFUSING));
+}
+
+/*
+ * The ceiling: IDs up to its ms, then refused (counted once), the state
+ * and peek agree; every ID issued was at or below it.
+ */
+TEST_F(core, ceiling_refuses_above)
+{
+	struct snowflake_stats st;
+	struct sf_block b;
+	u64 retry, now;
+
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW + 5, NOW));
+	EXPECT_EQ(NOW + 5, self->c.ceiling_ms);
+	for (now = NOW; now <= NOW + 5; now++) {
+		EXPECT_EQ(1, sf_core_peek(&self->c, now, &retry));
+		ASSERT_EQ(1, sf_core_reserve(&self->c, now, 1, 0, &b));
+		EXPECT_EQ(now, ts_ms(&self->cfg, b.first));
+	}
+	sf_core_stats(&self->c, NOW + 5, &st);
+	EXPECT_EQ(0, st.state & SNOWFLAKE_STATE_CEILING);
+	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW + 6, &retry));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 6, 1, 0, &b));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 60000, 1, 0, &b));
+	EXPECT_EQ(1, self->c.ceiling_hits);
+	EXPECT_TRUE(self->c.ceiling_reached);
+	EXPECT_EQ(2, self->c.stats.refused_reads);
+	EXPECT_EQ(6, self->c.stats.ids_issued);
+	EXPECT_EQ(NOW + 5, sf_core_last_timestamp(&self->c));
+	sf_core_stats(&self->c, NOW + 6, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_CEILING | SNOWFLAKE_STATE_REFUSING,
+		  st.state & (SNOWFLAKE_STATE_CEILING | SNOWFLAKE_STATE_REFUSING));
+	EXPECT_EQ(0, st.state & SNOWFLAKE_STATE_EXPIRED);
+	/* A stale reading at the ceiling's ms: that tick still has room. */
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 5, 1, 0, &b));
+	EXPECT_EQ(NOW + 5, ts_ms(&self->cfg, b.first));
+}
+
+/*
+ * The last tick below the ceiling used up: refused at once (a blocking
+ * reader must not sleep into a refusal), not EAGAIN; below a ceiling one
+ * tick later, EAGAIN as always.
+ */
+TEST_F(core, used_up_tick_before_ceiling_refuses_at_once)
+{
+	struct sf_block b;
+	u64 retry = 0;
+
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW + 1, NOW));
+	ASSERT_EQ(4096, sf_core_reserve(&self->c, NOW, 4096, 0, &b));
+	EXPECT_EQ(0, sf_core_peek(&self->c, NOW, &retry));
+	EXPECT_EQ(NOW + 1, retry);
+	EXPECT_EQ(-EAGAIN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(4096, sf_core_reserve(&self->c, NOW + 1, 4096, 0, &b));
+	/* NOW + 1 is the ceiling's tick, used up: no tick left. */
+	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW + 1, &retry));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	EXPECT_EQ(1, self->c.ceiling_hits);
+	EXPECT_EQ(0, self->c.stats.exhausted_waits);
+}
+
+/* A floor above the ceiling is taken, and refuses; so does a catch-up. */
+TEST_F(core, floor_or_catch_up_cannot_pass_ceiling)
+{
+	struct snowflake_stats st;
+	struct sf_block b;
+	u64 retry;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW + 10, NOW));
+	/* The wall clock a minute ahead: the clock moves, no ID follows it. */
+	EXPECT_TRUE(sf_core_catch_up(&self->c, 60000, 1000));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	EXPECT_EQ(-ENOTCONN, sf_core_peek(&self->c, NOW + 1, &retry));
+	EXPECT_EQ(NOW, sf_core_last_timestamp(&self->c));
+
+	/* Another generator: a floor above the ceiling. */
+	ASSERT_EQ(0, sf_core_init(&self->c, &self->cfg, NOW, &self->why));
+	ASSERT_EQ(0, set_window(&self->c, NOW, NOW + 10, NOW));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 10, 1, 0, &b));
+	EXPECT_EQ(0, sf_core_set_floor(&self->c, NOW + 100, NOW + 10));
+	EXPECT_EQ(NOW + 100, self->c.floor_ms);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 10, 1, 0, &b));
+	sf_core_stats(&self->c, NOW + 10, &st);
+	EXPECT_EQ(SNOWFLAKE_STATE_CEILING, st.state & SNOWFLAKE_STATE_CEILING);
+	EXPECT_EQ(NOW + 10, sf_core_last_timestamp(&self->c));
+	/*
+	 * A window whose own floor is above its ceiling is refused; one
+	 * whose ceiling is below the device's floor is taken, and refuses.
+	 */
+	ASSERT_EQ(0, sf_core_init(&self->c, &self->cfg, NOW, &self->why));
+	EXPECT_EQ(-EINVAL, set_window(&self->c, NOW + 50, NOW + 10, NOW));
+	EXPECT_EQ(SNOWFLAKE_NO_CEILING, self->c.ceiling_ms);
+	EXPECT_EQ(0, self->c.floor_ms);
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, NOW + 50, NOW));
+	ASSERT_EQ(0, set_window(&self->c, NOW + 5, NOW + 10, NOW));
+	EXPECT_EQ(NOW + 50, self->c.floor_ms);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(0, self->c.stats.ids_issued);
+}
+
+/*
+ * A renewal with a higher ceiling serves again, above every earlier ID; the
+ * same ceiling again changes nothing; a second hit counts again.
+ */
+TEST_F(core, higher_ceiling_resumes)
+{
+	struct sf_block b, b2;
+
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW + 2, NOW));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 2, 1, 0, &b));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 3, 1, 0, &b2));
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW + 2, NOW + 3));
+	EXPECT_TRUE(self->c.ceiling_reached);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 3, 1, 0, &b2));
+	EXPECT_EQ(1, self->c.ceiling_hits);
+	ASSERT_EQ(0, set_window(&self->c, NOW + 1, NOW + 100, NOW + 3));
+	EXPECT_FALSE(self->c.ceiling_reached);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 3, 1, 0, &b2));
+	EXPECT_LT(b.first, b2.first);
+	EXPECT_EQ(NOW + 3, ts_ms(&self->cfg, b2.first));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 101, 1, 0, &b2));
+	EXPECT_EQ(2, self->c.ceiling_hits);
+	/* None: served whatever the time. */
+	ASSERT_EQ(0, set_window(&self->c, 0, SNOWFLAKE_NO_CEILING, NOW + 101));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 5000, 1, 0, &b2));
+}
+
+/*
+ * SET_IDS is all or nothing: a bad window, an id that does not fit or a
+ * stale VM fork count change nothing; a good one sets the ids, the
+ * deadline, the floor, the ceiling and the re-arm together.
+ */
+TEST_F(core, set_ids_window_all_or_nothing)
+{
+	struct snowflake_ids ids;
+	struct sf_core before;
+	struct sf_block b;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, set_window(&self->c, NOW - 10, NOW + 1000, NOW));
+	sf_core_vm_fork(&self->c, 1);
+	before = self->c;
+
+	/* A ceiling below the epoch. */
+	ids = window_ids(1, 2, 0, TWITTER - 1);
+	ids.flags |= SNOWFLAKE_IDS_DEADLINE | SNOWFLAKE_IDS_VM_FORKS;
+	ids.deadline_ns = 1;
+	ids.vm_forks = 1;
+	ASSERT_EQ(0, sf_core_check_ids(&ids, sizeof(ids)));
+	EXPECT_EQ(-EINVAL, sf_core_set_ids_arg(&self->c, &ids, NOW + 50, NOW));
+	EXPECT_TRUE(core_eq(&before, &self->c));
+	/* A floor that does not fit 41 bits. */
+	ids.floor_ms = TWITTER + (1ULL << 41);
+	ids.ceiling_ms = SNOWFLAKE_NO_CEILING;
+	EXPECT_EQ(-EOVERFLOW, sf_core_set_ids_arg(&self->c, &ids, NOW + 50, NOW));
+	EXPECT_TRUE(core_eq(&before, &self->c));
+	/* A good window with a worker id that does not fit. */
+	ids.floor_ms = NOW + 20;
+	ids.ceiling_ms = NOW + 30;
+	ids.worker_id = 32;
+	EXPECT_EQ(-EINVAL, sf_core_set_ids_arg(&self->c, &ids, NOW + 50, NOW));
+	EXPECT_TRUE(core_eq(&before, &self->c));
+	/* A stale fork count. */
+	ids.worker_id = 2;
+	ids.vm_forks = 0;
+	EXPECT_EQ(-ESTALE, sf_core_set_ids_arg(&self->c, &ids, NOW + 50, NOW));
+	EXPECT_TRUE(core_eq(&before, &self->c));
+
+	/* All of it. */
+	ids.vm_forks = 1;
+	ASSERT_EQ(0, sf_core_set_ids_arg(&self->c, &ids, NOW + 50, NOW));
+	EXPECT_EQ(1, self->c.cfg.datacenter_id);
+	EXPECT_EQ(2, self->c.cfg.worker_id);
+	EXPECT_EQ(NOW + 50, self->c.deadline_ms);
+	EXPECT_EQ(NOW + 20, self->c.floor_ms);
+	EXPECT_EQ(NOW + 30, self->c.ceiling_ms);
+	EXPECT_FALSE(self->c.vm_forked);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(NOW + 20, ts_ms(&self->cfg, b.first));
+	EXPECT_EQ(2, decode(&self->cfg, b.first).worker);
+	/* Without the flag the window stays, whatever else changes. */
+	ids.flags = SNOWFLAKE_IDS_ASSIGN_WORKER;
+	ids.floor_ms = ids.ceiling_ms = ids.vm_forks = 0;
+	ids.deadline_ns = 0;
+	ids.worker_id = 3;
+	ASSERT_EQ(0, sf_core_check_ids(&ids, SNOWFLAKE_IDS_SIZE_VER0));
+	ASSERT_EQ(0, sf_core_set_ids_arg(&self->c, &ids, 0, NOW));
+	EXPECT_EQ(NOW + 30, self->c.ceiling_ms);
+	EXPECT_EQ(NOW + 50, self->c.deadline_ms);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 31, 1, 0, &b));
+}
+
+/*
+ * A layout change before the first ID recomputes the ceiling's tick: the
+ * ceiling is in ms, its tick depends on the epoch and the unit.
+ */
+TEST_F(core, layout_change_recomputes_ceiling)
+{
+	struct snowflake_config cfg = self->cfg;
+	struct sf_block b;
+
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW + 25, NOW));
+	cfg.time_unit_ms = 10;
+	cfg.epoch_ms = NOW - 1000000;	/* NOW starts a tick */
+	ASSERT_EQ(0, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	EXPECT_EQ(NOW + 25, self->c.ceiling_ms);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 29, 1, 0, &b));
+	EXPECT_EQ(NOW + 20, ts_ms(&cfg, b.first));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 30, 1, 0, &b));
+
+	/* An epoch after the ceiling: nothing may be issued. */
+	ASSERT_EQ(0, sf_core_init(&self->c, &self->cfg, NOW, &self->why));
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW - 100, NOW));
+	cfg = self->cfg;
+	cfg.epoch_ms = NOW - 50;
+	ASSERT_EQ(0, sf_core_set_config(&self->c, &cfg, NOW, &self->why));
+	EXPECT_EQ(0, self->c.ceiling_end);
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	/* And a window is checked against the epoch it has now. */
+	EXPECT_EQ(-EINVAL, set_window(&self->c, 0, NOW - 51, NOW));
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW - 50, NOW));
+	ASSERT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, set_window(&self->c, 0, NOW, NOW));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(50, decode(&cfg, b.first).ts);
 }
 
 /*
@@ -779,7 +1088,7 @@ TEST(random_walk_order)
 	struct sf_block b;
 	struct snowflake_stats st;
 	const char *why;
-	u64 now = NOW, prev = 0, issued = 0, max_clock = 0;
+	u64 now = NOW, prev = 0, issued = 0, max_clock = 0, ceilings = 0;
 	unsigned int seed = 12345, i;
 
 	cfg.sequence_bits = 3;
@@ -806,8 +1115,28 @@ TEST(random_walk_order)
 			if (r % 64 == 0)
 				sf_core_catch_up(&c, c.offset_ms + r % 3000, 1000);
 			break;
+		case 7:
+			/* A lease's window near the clock, or none. */
+			if ((r >> 8) % 32 == 0) {
+				sf_core_stats(&c, now, &st);
+				/* The clock has been here (a floor may be it). */
+				if (st.clock_ms > max_clock)
+					max_clock = st.clock_ms;
+				ASSERT_EQ(0, set_window(&c, (r >> 13) % 3 ? 0 : st.clock_ms,
+							(r >> 15) % 5 ? st.clock_ms + (r >> 18) % 200 :
+							SNOWFLAKE_NO_CEILING, now));
+			}
+			break;
 		default:
 			n = sf_core_reserve(&c, now, 1 + r % 9, r, &b);
+			if (n == -ENOTCONN) {
+				/* Only the ceiling refuses here: a renewal. */
+				sf_core_stats(&c, now, &st);
+				ASSERT_TRUE(st.state & SNOWFLAKE_STATE_CEILING);
+				ceilings++;
+				ASSERT_EQ(0, set_window(&c, 0, st.clock_ms + r % 300, now));
+				break;
+			}
 			if (n == -EAGAIN) {
 				ASSERT_GT(b.retry_ms, now);
 				now = b.retry_ms;
@@ -825,11 +1154,15 @@ TEST(random_walk_order)
 			/* Never later than the clock has been; never below the floor. */
 			ASSERT_LE(ts_ms(&c.cfg, b.first), max_clock);
 			ASSERT_GE(ts_ms(&c.cfg, b.first), c.floor_ms);
+			/* Never above the lease's ceiling. */
+			ASSERT_LE(ts_ms(&c.cfg, b.first), c.ceiling_ms);
 			break;
 		}
 	}
 	EXPECT_EQ(issued, c.stats.ids_issued);
-	TH_LOG("%llu IDs in strict order", (unsigned long long)issued);
+	EXPECT_LT(0, ceilings);
+	TH_LOG("%llu IDs in strict order, %llu refusals at a ceiling",
+	       (unsigned long long)issued, (unsigned long long)ceilings);
 }
 
 TEST_HARNESS_MAIN

@@ -112,16 +112,47 @@ struct snowflake_config {
  * parent's ids: only a call with SNOWFLAKE_IDS_ASSIGN_WORKER and this flag,
  * made for the current count, ends that refusal: a new pair from a new
  * lease, or an administrator's deliberate re-arm.
+ *
+ * SNOWFLAKE_IDS_WINDOW: the lease's window of timestamps is given (the
+ * structure is at least SNOWFLAKE_IDS_SIZE_VER2 bytes, else -EINVAL).  An
+ * ID is (pair, timestamp, sequence): successive holders of one pair get
+ * disjoint leases in real time, but their wall clocks may disagree, so the
+ * lease also says which timestamps its holder may stamp.  @floor_ms raises
+ * the floor exactly as SNOWFLAKE_IOC_SET_FLOOR does (it only rises; 0
+ * leaves it): every ID of this lease is stamped at or above it (a lease
+ * holder passes the pair's high-water mark plus 1).  @ceiling_ms is the
+ * lease's ceiling, Unix ms: no ID is issued whose timestamp (the start of
+ * its tick, as in last_timestamp_ms) is above it; SNOWFLAKE_NO_CEILING:
+ * none.  At the ceiling reads fail with ENOTCONN, as at the deadline, with
+ * no action from userspace, until a later call sets a higher ceiling (the
+ * lease_ceiling_reached and statistics/lease_ceiling_hits sysfs files say
+ * why).  Nothing moves an ID's timestamp past the ceiling: not a catch-up
+ * to the wall clock, not a floor (SNOWFLAKE_IOC_SET_FLOOR above the ceiling
+ * is accepted, and reads are refused), not time passing.  A lease holder
+ * raises the pair's mark in its store to the ceiling *before* it gives the
+ * ceiling to the device, so the next holder's floor is above every
+ * timestamp this one may stamp, whatever the two wall clocks say.
+ * -EINVAL: a floor above the ceiling, a ceiling below epoch_ms; -EOVERFLOW:
+ * a floor SNOWFLAKE_IOC_SET_FLOOR would refuse.  Without this flag both
+ * fields must be zero and the ceiling stays as it is (none at load): older
+ * binaries and static ids behave as they always did.
+ *
+ * The ids, the deadline, the window and the re-arm of one call take effect
+ * together under the generator's lock, or none of them.
  */
 #define SNOWFLAKE_IDS_ASSIGN_WORKER	0x1U
 #define SNOWFLAKE_IDS_DEADLINE		0x2U
 #define SNOWFLAKE_IDS_VM_FORKS		0x4U
+#define SNOWFLAKE_IDS_WINDOW		0x8U
 #define SNOWFLAKE_IDS_FLAGS_ALL		(SNOWFLAKE_IDS_ASSIGN_WORKER | \
 					 SNOWFLAKE_IDS_DEADLINE | \
-					 SNOWFLAKE_IDS_VM_FORKS)
+					 SNOWFLAKE_IDS_VM_FORKS | \
+					 SNOWFLAKE_IDS_WINDOW)
 
 /* struct snowflake_ids.deadline_ns: no deadline. */
 #define SNOWFLAKE_NO_DEADLINE		(~0ULL)
+/* struct snowflake_ids.ceiling_ms: no ceiling. */
+#define SNOWFLAKE_NO_CEILING		(~0ULL)
 
 /**
  * struct snowflake_ids - identity of this host in the cluster
@@ -134,6 +165,12 @@ struct snowflake_config {
  * @vm_forks:		since VER1, with SNOWFLAKE_IDS_VM_FORKS: the VM forks
  *			the caller knows of; else must be zero.
  * @__reserved2:	must be zero.
+ * @floor_ms:		since VER2, with SNOWFLAKE_IDS_WINDOW: Unix ms; no ID
+ *			of this lease is stamped below it (0: the floor as
+ *			it is); else must be zero.
+ * @ceiling_ms:		since VER2, with SNOWFLAKE_IDS_WINDOW: Unix ms; no ID
+ *			of this lease is stamped above it
+ *			(SNOWFLAKE_NO_CEILING: none); else must be zero.
  */
 struct snowflake_ids {
 	__u32 datacenter_id;
@@ -143,10 +180,13 @@ struct snowflake_ids {
 	__u64 deadline_ns;
 	__u32 vm_forks;
 	__u32 __reserved2;
+	__u64 floor_ms;
+	__u64 ceiling_ms;
 };
 
 #define SNOWFLAKE_IDS_SIZE_VER0		16
 #define SNOWFLAKE_IDS_SIZE_VER1		32
+#define SNOWFLAKE_IDS_SIZE_VER2		48
 
 /* struct snowflake_stats.state */
 #define SNOWFLAKE_STATE_STRICT		0x1U /* strict mode is on */
@@ -156,6 +196,7 @@ struct snowflake_ids {
 #define SNOWFLAKE_STATE_FENCED		0x10U /* fenced: SNOWFLAKE_IOC_SET_FENCE */
 #define SNOWFLAKE_STATE_EXPIRED		0x20U /* past the lease deadline */
 #define SNOWFLAKE_STATE_VM_FORKED	0x40U /* a VM fork refuses reads */
+#define SNOWFLAKE_STATE_CEILING		0x80U /* the lease's ceiling refuses reads */
 
 /**
  * struct snowflake_stats - counters and clock state
