@@ -26,8 +26,17 @@
 #   - Redis stopped (SIGSTOP): every agent fences before its lease could
 #     expire (fence latency after the last renewal < TTL); Redis continued:
 #     they all claim again, distinct
-#   - Redis killed and restarted empty: every agent fences, then claims its
-#     previous id again
+#   - Redis killed and restarted empty (no persistence here): every agent
+#     fences; the marks are gone, so no pair is claimed (event=mark_missing)
+#     until an operator runs --init-store with a mark above every ID issued;
+#     then every agent claims its previous id again
+#   - the timestamp mark: kept in the store, at or above every ceiling;
+#     --init-store never lowers one; a missing mark is never claimed, or
+#     only after --mark-quarantine-ms; a host whose clock is 5 minutes
+#     behind takes over a pair above the old holder's timestamps
+#   - etcd: every lease key deleted (etcdctl del --prefix) while A holds the
+#     one pair and B waits: A fences at its next renewal (event=key_lost),
+#     B serves after it, in real time and in timestamps
 # Then, unless AGENT_GUEST=0, the end-to-end test in a guest
 # (scripts/agent-guest.sh).  Prints "agent: N passed, M failed".
 set -uo pipefail
@@ -108,6 +117,13 @@ HIST=$tmp/history
 flags=(--config /dev/null --redis-host 127.0.0.1 --redis-port "$port"
 	--redis-timeout-ms "$RTO" --ttl-ms "$TTL" --prefix "$PREFIX" --cluster c1
 	--datacenter-ids 0-1 --worker-ids 0-31 --dry-run --log-level debug --history "$HIST")
+
+# init_space FLAGS...: snowflake-agent --init-store with the agents' flags
+# (the pool's marks created at 0: a new key space).
+init_space() {
+	"$AGENT" "${flags[@]}" "$@" --init-store 2>>"$tmp/init.log" ||
+		bad "--init-store $* failed: $(tail -n1 "$tmp/init.log")"
+}
 
 # start_agent I: agent I in the background, log $tmp/agent.I.log.  Odd
 # agents keep a state file; even ones have none (the last pair held is
@@ -232,6 +248,9 @@ fi
 ok "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') started"
 
 echo "==== $N_AGENTS agents contend for ids (pool: 2 datacenters x 32 workers) ===="
+init_space
+check "--init-store: the 64 marks of the pool ($(grep -o 'created=[0-9]*' "$tmp/init.log" | tail -n1))" \
+	test "$(rcli --scan --pattern "$PREFIX:c1:mark:*" | wc -l)" = 64
 t0=$(ms)
 for i in $(seq 0 $((N_AGENTS - 1))); do
 	: >"$tmp/agent.$i.log"
@@ -318,6 +337,7 @@ for sig in HUP QUIT; do
 done
 
 echo "==== a full pool: the agent keeps trying ===="
+init_space --cluster full --datacenter-ids 0 --worker-ids 0-2
 for w in 0 1 2; do rcli set "$PREFIX:full:worker:0:$w" someone-else PX 60000 >/dev/null; done
 "$AGENT" "${flags[@]}" --cluster full --datacenter-ids 0 --worker-ids 0-2 --state-file '' \
 	2>"$tmp/agent.92.log" &
@@ -343,6 +363,7 @@ agent_pids[92]=
 rcli del "$PREFIX:full:worker:0:0" "$PREFIX:full:worker:0:2" >/dev/null
 
 echo "==== redis-db ===="
+init_space --cluster dbtest --redis-db 5 --datacenter-ids 0 --worker-ids 7
 "$AGENT" "${flags[@]}" --cluster dbtest --redis-db 5 --datacenter-ids 0 --worker-ids 7 \
 	--state-file '' 2>"$tmp/db.log" &
 dbpid=$!
@@ -409,6 +430,7 @@ check "maxmemory-policy volatile-lru: refused, exit 5 ($rc: $(grep -o 'event=red
 	bash -c '[ "$1" = 5 ] && grep -q "event=redis_unsafe.*maxmemory-policy is volatile-lru, not noeviction" "$2"' _ "$rc" "$tmp/evict.log"
 check "maxmemory-policy volatile-lru: nothing claimed" test "$(r2 --scan --pattern "$PREFIX:r2:*" | wc -l)" = 0
 r2 config set maxmemory-policy noeviction >/dev/null
+"$AGENT" "${flags2[@]}" --redis-password s3cret --init-store 2>>"$tmp/init.log" || bad "--init-store on r2"
 "$AGENT" "${flags2[@]}" --redis-password s3cret --redis-min-uptime-ms 0 2>"$tmp/pw4.log" &
 agent_pids[94]=$!
 for _ in $(seq 100); do grep -q "event=claimed" "$tmp/pw4.log" && break; sleep 0.05; done
@@ -425,6 +447,7 @@ wait "$redis2_pid" 2>/dev/null
 redis2_pid=
 
 echo "==== two agents with the same --owner and state file (a cloned image) ===="
+init_space --cluster clone --datacenter-ids 0 --worker-ids 0-1
 for i in 95 96; do
 	echo "datacenter=0 worker=0" >"$tmp/state.clone.$i"
 	: >"$tmp/agent.$i.log"
@@ -450,6 +473,7 @@ echo "==== an agent stopped past its TTL (SIGSTOP) ===="
 # for 2.5 TTL; B takes the pair once Redis expired A's key.  The device of
 # A would issue until the deadline programmed with the pair (sent + TTL -
 # margin), never up to A's resumption: the history says which.
+init_space --cluster stall --datacenter-ids 0 --worker-ids 0
 : >"$tmp/agent.97.log"
 : >"$tmp/agent.98.log"
 "$AGENT" "${flags[@]}" --cluster stall --datacenter-ids 0 --worker-ids 0 --state-file '' \
@@ -506,6 +530,7 @@ check "and SIGTERM still stops it promptly ($(cat "$tmp/dns.rc" 2>/dev/null))" \
 # metric NAME FILE: the value of a metric without labels in an exposition.
 metric() { sed -n "s/^$1 //p" "$2"; }
 echo "==== --metrics-file ===="
+init_space --cluster mtest --datacenter-ids 1 --worker-ids 9
 "$AGENT" "${flags[@]}" --cluster mtest --datacenter-ids 1 --worker-ids 9 --state-file '' \
 	--metrics-file "$tmp/agent.prom" 2>"$tmp/m.log" &
 mpid=$!
@@ -534,6 +559,9 @@ check "--metrics-file while held: lease_held 1, one claim, renewals ($(metric sn
 	"$(metric snowflake_agent_renewals_total "$tmp/held.prom")" -ge 1 -a \
 	"$(metric snowflake_agent_renewal_latency_seconds_count "$tmp/held.prom")" -ge 1 -a \
 	"$(metric snowflake_agent_lease_remaining_seconds "$tmp/held.prom" | tr -d .)" -gt 0
+check "--metrics-file: the mark raised ($(metric snowflake_agent_mark_raises_total "$tmp/held.prom") raises, mark $(metric snowflake_agent_mark_ms "$tmp/held.prom") ms)" \
+	test "$(metric snowflake_agent_mark_raises_total "$tmp/held.prom")" -ge 1 -a \
+	"$(metric snowflake_agent_mark_ms "$tmp/held.prom")" -gt 1000000000000
 check "--metrics-file: the pair as labels" \
 	grep -qx 'snowflake_agent_info{cluster="mtest",datacenter_id="1",worker_id="9"} 1' "$tmp/held.prom"
 check "--metrics-file after SIGTERM: no lease, fenced, counted" \
@@ -561,6 +589,72 @@ fence_latencies() {
 	return $rc
 }
 
+# hist_of OWNER FIELD first|last: a field of the owner's first or last interval.
+hist_of() {
+	awk -v o="$1" -v f="$2" -v w="$3" '$1 == "interval" && index($0, " owner=" o " ") {
+		for (i = 2; i <= NF; i++) if (index($i, f "=") == 1) { v = substr($i, length(f) + 2) }
+		if (w == "first" && !seen) { print v; seen = 1 } last = v
+	} END { if (w == "last") print last }' "$HIST"
+}
+
+echo "==== the timestamp mark ===="
+p4=$(claimed_pair 4)
+mk=$(rcli get "$PREFIX:c1:mark:${p4%:*}:${p4#*:}")
+ceil=$(sed -n 's/.*event=unfenced.*ceiling_ms=\([0-9]*\).*/\1/p' "$tmp/agent.4.log" | tail -n1)
+check "the mark of a held pair is at or above its device's last ceiling (mark $((10#$mk)), ceiling $ceil)" \
+	bash -c '[ -n "$2" ] && [ "$((10#$1))" -ge "$2" ]' _ "$mk" "$ceil"
+before_mk=$(rcli get "$PREFIX:c1:mark:0:0")
+"$AGENT" "${flags[@]}" --init-store --init-mark-ms 5 2>"$tmp/init2.log"
+check "--init-store again: nothing created, nothing lowered ($(grep -o 'created=[0-9]* present=[0-9]*' "$tmp/init2.log"))" \
+	bash -c 'grep -q "created=0 present=64" "$1" && [ "$(redis-cli -p "$2" get "$3")" = "$4" ]' \
+	_ "$tmp/init2.log" "$port" "$PREFIX:c1:mark:0:0" "$before_mk"
+# No mark (a new key space, nobody ran --init-store): never claimed by default.
+"$AGENT" "${flags[@]}" --cluster nomark --datacenter-ids 0 --worker-ids 0-1 --state-file '' \
+	2>"$tmp/nomark.log" &
+agent_pids[70]=$!
+sleep 2
+kill -TERM "${agent_pids[70]}"
+wait "${agent_pids[70]}"
+rc=$?
+agent_pids[70]=
+check "no mark: nothing claimed, a clear message, exit 0 on SIGTERM ($rc: $(grep -o 'event=mark_missing.*' "$tmp/nomark.log" | head -n1 | cut -c1-90))" \
+	bash -c '[ "$1" = 0 ] && grep -q "event=mark_missing .*run snowflake-agent --init-store" "$2" && ! grep -q event=claimed "$2" && [ -z "$(redis-cli -p "$3" --scan --pattern "$4:nomark:*")" ]' \
+	_ "$rc" "$tmp/nomark.log" "$port" "$PREFIX"
+t_q=$(ms)
+"$AGENT" "${flags[@]}" --cluster nomark --datacenter-ids 0 --worker-ids 0-1 --state-file '' \
+	--mark-quarantine-ms 1500 --settle-ms 0 2>"$tmp/nomark2.log" &
+agent_pids[71]=$!
+wait_one 71 "event=unfenced" 10 0 || bad "quarantine: never served"
+check "--mark-quarantine-ms 1500: claimed after the quarantine ($(($(ms) - t_q)) ms), the mark made" \
+	bash -c 'grep -q "event=mark_quarantine_over" "$1" && [ "$(($3 - $2))" -ge 1500 ] && [ -n "$(redis-cli -p "$4" --scan --pattern "$5:nomark:mark:*")" ]' \
+	_ "$tmp/nomark2.log" "$t_q" "$(ms)" "$port" "$PREFIX"
+kill -TERM "${agent_pids[71]}"
+wait "${agent_pids[71]}"
+agent_pids[71]=
+# A host whose wall clock is 5 minutes behind takes over a pair (dry run):
+# its device's floor above the old holder's mark.
+init_space --cluster skew --datacenter-ids 0 --worker-ids 0
+for i in 72 73; do : >"$tmp/agent.$i.log"; done
+"$AGENT" "${flags[@]}" --cluster skew --datacenter-ids 0 --worker-ids 0 --state-file '' \
+	--settle-ms 0 --owner skew-a 2>>"$tmp/agent.72.log" &
+agent_pids[72]=$!
+wait_one 72 "event=unfenced" 10 0 || bad "skew: A never served"
+sleep "$(awk "BEGIN { print $TTL * 1.5 / 1000 }")"
+kill -TERM "${agent_pids[72]}"
+wait "${agent_pids[72]}"
+agent_pids[72]=
+"$AGENT" "${flags[@]}" --cluster skew --datacenter-ids 0 --worker-ids 0 --state-file '' \
+	--settle-ms 0 --owner skew-b --dry-run-clock-offset-ms -300000 2>>"$tmp/agent.73.log" &
+agent_pids[73]=$!
+wait_one 73 "event=unfenced" 10 0 || bad "skew: B never served"
+kill -TERM "${agent_pids[73]}"
+wait "${agent_pids[73]}"
+agent_pids[73]=
+oA=$(owner_of 72) oB=$(owner_of 73)
+a_until=$(hist_of "$oA" ts_until last) b_from=$(hist_of "$oB" ts_from first)
+check "a clock 5 min behind: B's first timestamp is above A's last ceiling (B from $b_from, A until $a_until)" \
+	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$2" -gt "$1" ]' _ "$a_until" "$b_from"
+
 echo "==== etcd: one member (the fault-injection proof with three is the lease stage) ===="
 ecport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 epport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -575,6 +669,8 @@ for _ in $(seq 100); do ectl endpoint health >/dev/null 2>&1 && break; sleep 0.1
 check "etcd $(etcd --version | sed -n 's/^etcd Version: //p') started" ectl endpoint health
 eflags=("${flags[@]}" --backend etcd --etcd-timeout-ms 300 --cluster etcd --datacenter-ids 0
 	--worker-ids 0-1 --state-file '' --etcd-endpoints "http://127.0.0.1:$deadport,http://127.0.0.1:$ecport")
+"$AGENT" "${eflags[@]}" --init-store 2>>"$tmp/init.log" || bad "--init-store on etcd"
+check "etcd: --init-store made the marks" test "$(ectl get --prefix --keys-only "$PREFIX:etcd:mark:" | grep -c .)" = 2
 : >"$tmp/agent.80.log"
 "$AGENT" "${eflags[@]}" 2>>"$tmp/agent.80.log" &
 agent_pids[80]=$!
@@ -608,6 +704,34 @@ check "etcd: kill -9: the key stays while the lease lives" test -n "$(ectl get -
 while [ -n "$(ectl get --print-value-only "$ekey")" ] && [ "$(($(ms) - t_kill))" -lt $((TTL * 4)) ]; do sleep 0.1; done
 check "etcd: kill -9: the key is gone once the lease expired ($(($(ms) - t_kill)) ms, TTL $TTL)" \
 	test -z "$(ectl get --print-value-only "$ekey")"
+echo "==== etcd: every lease key deleted while A holds the pair ===="
+# One pair, A holds it, B waits.  etcdctl del --prefix of the lease keys (an
+# operator cleaning up) leaves A's lease alive: a keep-alive alone would
+# go on renewing it while B claims the pair.  Every renewal proves the key.
+kflags=("${eflags[@]}" --cluster etcdkd --worker-ids 0)
+"$AGENT" "${kflags[@]}" --init-store 2>>"$tmp/init.log" || bad "--init-store on etcdkd"
+for i in 74 75; do : >"$tmp/agent.$i.log"; done
+"$AGENT" "${kflags[@]}" --owner kd-a 2>>"$tmp/agent.74.log" &
+agent_pids[74]=$!
+wait_one 74 "event=unfenced" 15 0 || bad "key deletion: A never served"
+"$AGENT" "${kflags[@]}" --owner kd-b 2>>"$tmp/agent.75.log" &
+agent_pids[75]=$!
+wait_one 75 "event=pool_full" 10 0 || bad "key deletion: B never saw the pair held"
+t_del=$(ms)
+ectl del --prefix "$PREFIX:etcdkd:worker:" >/dev/null
+if wait_one 74 "event=key_lost" $((TTL * 2 / 1000 + 2)) 0 && wait_one 74 "event=fenced" 2 0; then
+	ok "key deletion: A found its key gone at its next renewal and fenced ($(($(ms) - t_del)) ms)"
+else
+	bad "key deletion: A never fenced (it went on renewing a lease without its key)"
+fi
+wait_one 75 "event=unfenced" 15 0 || bad "key deletion: B never served"
+sleep "$(awk "BEGIN { print $TTL / 1000 }")"
+for i in 74 75; do kill -TERM "${agent_pids[i]}"; wait "${agent_pids[i]}"; agent_pids[i]=; done
+oA=$(owner_of 74) oB=$(owner_of 75)
+check "key deletion: A's validity ended before B's began ($(( ($(hist_of "$oB" from first) - $(hist_of "$oA" until last)) / 1000000 )) ms between)" \
+	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]' _ "$(hist_of "$oA" until last)" "$(hist_of "$oB" from first)"
+check "key deletion: B's timestamps are above A's ($(hist_of "$oA" ts_until last) < $(hist_of "$oB" ts_from first))" \
+	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]' _ "$(hist_of "$oA" ts_until last)" "$(hist_of "$oB" ts_from first)"
 ectl user add root:r00tpw >/dev/null 2>&1
 ectl auth enable >/dev/null 2>&1
 rc=$(run_bounded 5 "$tmp/eauth.log" "$AGENT" "${eflags[@]}" --etcd-user root --etcd-password wrong)
@@ -654,6 +778,8 @@ for _ in $(seq 100); do
 done
 tflags=("${flags[@]}" --backend etcd --etcd-timeout-ms 300 --cluster etcdtls --datacenter-ids 0
 	--worker-ids 0 --state-file '' --settle-ms 0 --etcd-endpoints "https://127.0.0.1:$ecport")
+"$AGENT" "${tflags[@]}" --etcd-cacert "$tmp/tls/ca.pem" --init-store 2>>"$tmp/init.log" ||
+	bad "--init-store over TLS"
 : >"$tmp/agent.83.log"
 "$AGENT" "${tflags[@]}" --etcd-cacert "$tmp/tls/ca.pem" 2>>"$tmp/agent.83.log" &
 agent_pids[83]=$!
@@ -732,8 +858,19 @@ if ! start_redis; then
 	finish
 fi
 t_up=$(ms)
+# The restart lost every mark too: nothing may be claimed until an
+# operator sets marks above every ID issued (here: a minute ahead).
+if wait_all "event=mark_missing" $((TTL * 3 / 1000 + 5)) "${off[@]}"; then
+	ok "restarted Redis: the marks are gone, every agent says so and claims nothing"
+else
+	bad "restarted Redis: every agent saw the marks missing"
+fi
+check "restarted Redis: no lease key while the marks are missing" \
+	test "$(rcli --scan --pattern "$PREFIX:c1:worker:*" | wc -l)" = 0
+init_space --init-mark-ms $(($(ms) + 60000))
+t_init=$(ms)
 if wait_all "event=unfenced" 15 "${off[@]}"; then
-	ok "restarted Redis: every agent claimed again ($(($(ms) - t_up)) ms)"
+	ok "--init-store --init-mark-ms (a minute ahead): every agent claimed again ($(($(ms) - t_init)) ms)"
 else
 	bad "restarted Redis: every agent claimed again"
 fi
@@ -773,7 +910,7 @@ echo "==== the history of every agent of this run ===="
 python3 "$ROOT/scripts/lease-check.py" --label agent-test "$HIST" >"$tmp/check.out" 2>&1
 crc=$?
 cat "$tmp/check.out"
-check "lease-check: no two owners ever held one pair at once" test "$crc" -eq 0
+check "lease-check: no two owners ever held one pair at once, nor stamped one timestamp" test "$crc" -eq 0
 longest=$(awk '$1 == "interval" { f = $5; u = $6; sub(/from=/, "", f); sub(/until=/, "", u); if (u - f > m) m = u - f } END { print int(m / 1000000) }' "$HIST")
 check "no interval is longer than TTL - margin ($longest ms <= $((TTL - TTL / 5)))" \
 	test "$longest" -le $((TTL - TTL / 5))

@@ -10,18 +10,30 @@ one host, so the agents' lines compare directly.
   start owner=O space=S pid=P at=T      an agent started, claiming in space S
                                         (PREFIX:CLUSTER: pairs of different
                                         spaces are different ids)
-  interval pair=D:W space=S owner=O from=T until=U
+  interval pair=D:W space=S owner=O from=T until=U [ts_from=A ts_until=B]
                                         the device was given pair D:W from T
-                                        on, valid until U (the kernel deadline)
+                                        on, valid until U (the kernel deadline),
+                                        and could stamp timestamps A..B (Unix
+                                        ms; the floor and ceiling it was given)
+  mark pair=D:W space=S owner=O value=V at=T
+                                        the owner raised the pair's mark to V
   fence pair=D:W space=S owner=O at=T   the device was fenced at T
   exit owner=O code=C at=T              the agent ended
   fault kind=K pid=P at=T [until=T2]    (harness) K = sigstop (the agent did
                                         not run from T to T2), kill (SIGKILL
                                         at T), or a fault on the store
+  clock pid=P offset_ms=N at=T          (harness) the agent of pid P ran with
+                                        its wall clock N ms away from ours
+  clockbase boot_to_wall_ns=X           (harness) CLOCK_REALTIME - CLOCK_BOOTTIME
 
 An owner issues with pair D:W from `from` to the earlier of `until` and its
 next fence on D:W.  Two different owners' such spans on one pair must never
-overlap.  Figures: intervals checked, faults, and the longest time a live
+overlap.  Timestamps: an ID is (pair, timestamp, sequence), so no two
+owners of one pair may ever stamp one timestamp, whatever their clocks:
+their [ts_from, ts_until] windows must not intersect either.  An interval
+without a window (an agent before the window) gets one derived from its
+owner's clock offset (the harness's clock line) over its real-time span.
+Figures: intervals checked, faults, and the longest time a live
 (started, not stopped, not ended) agent went without a pair while some pair
 of the pool was free, and the longest time one pair was served by nobody
 while a live agent waited (how long a lost pair takes to be served again).
@@ -48,7 +60,8 @@ def parse(paths):
                     k, _, v = w.partition("=")
                     kv[k] = v
                 try:
-                    for k in ("at", "from", "until", "pid", "code"):
+                    for k in ("at", "from", "until", "pid", "code", "ts_from", "ts_until",
+                              "offset_ms", "clock_offset_ms", "boot_to_wall_ns", "value"):
                         if k in kv:
                             kv[k] = int(kv[k])
                 except ValueError:
@@ -100,6 +113,51 @@ def main():
             end = min(end, fl[i])
         if end > iv["from"]:
             spans[(iv["pair"], iv["owner"])].append((iv["from"], end))
+
+    # The timestamps each owner could stamp, per pair.
+    base = ev["clockbase"][0]["boot_to_wall_ns"] if ev["clockbase"] else None
+    pid_off = {c["pid"]: c["offset_ms"] for c in ev["clock"]}
+    owner_off = {}
+    for st in ev["start"]:
+        if "clock_offset_ms" in st:
+            owner_off[st["owner"]] = st["clock_offset_ms"]
+        elif st.get("pid") in pid_off:
+            owner_off[st["owner"]] = pid_off[st["pid"]]
+    windows = collections.defaultdict(list)  # pair -> [(a, b, owner)]
+    underived = 0
+    for iv in ev["interval"]:
+        if "ts_from" in iv and "ts_until" in iv:
+            a, b = iv["ts_from"], iv["ts_until"]
+        elif base is not None and iv["owner"] in owner_off:
+            off = owner_off[iv["owner"]]
+            end = iv["until"]
+            fl = fences.get((iv["owner"], iv["pair"]), [])
+            i = bisect.bisect_left(fl, iv["from"])
+            if i < len(fl):
+                end = min(end, fl[i])
+            a = (iv["from"] + base) // 1000000 + off
+            b = (end + base) // 1000000 + off
+        else:
+            underived += 1
+            continue
+        if b >= a:
+            windows[iv["pair"]].append((a, b, iv["owner"]))
+    ts_overlaps = []
+    closest = None
+    for pair, lst in windows.items():
+        per_owner = collections.defaultdict(list)
+        for a, b, o in lst:
+            per_owner[o].append((a, b))
+        merged = sorted((a, b, o) for o, s in per_owner.items() for a, b in merge(s))
+        max_end, max_owner = None, None
+        for a, b, owner in merged:
+            if max_end is not None and owner != max_owner:
+                if a <= max_end:
+                    ts_overlaps.append((pair, max_owner, owner, a, max_end))
+                elif closest is None or a - max_end < closest:
+                    closest = a - max_end
+            if max_end is None or b > max_end:
+                max_end, max_owner = b, owner
 
     overlaps = []
     by_pair = collections.defaultdict(list)
@@ -188,8 +246,19 @@ def main():
     for pair, o1, o2, a, b in overlaps[:10]:
         print(f"lease-check: {label}OVERLAP {pair}: {o1} until {b}, {o2} from {a} "
               f"({(b - a) / 1e6:.1f} ms)")
-    print(f"lease-check: {label}{len(overlaps)} overlaps")
-    return 1 if overlaps else 0
+    for pair, o1, o2, a, b in ts_overlaps[:10]:
+        print(f"lease-check: {label}TIMESTAMP OVERLAP {pair}: {o1} stamped up to {b}, {o2} "
+              f"from {a} ({b - a + 1} ms of timestamps)")
+    if underived:
+        print(f"lease-check: {label}{underived} intervals without a window or a clock offset")
+    print(f"lease-check: {label}{len(overlaps)} overlaps, {len(ts_overlaps)} timestamp overlaps")
+    serving_ns = sum(b - a for lst in by_pair.values() for a, b in merge([(x, y) for x, y, _ in lst]))
+    print(f"lease-check-figures: intervals={len(ev['interval'])} overlaps={len(overlaps)} "
+          f"serving_s={serving_ns / 1e9:.1f} "
+          f"ts_overlaps={len(ts_overlaps)} mark_raises={len(ev['mark'])} "
+          f"gap_ms={gap_ns // 1000000} vacancy_ms={vac_ns // 1000000} "
+          f"closest_ms={closest if closest is not None else '-'} underived={underived}")
+    return 1 if overlaps or ts_overlaps or underived else 0
 
 
 if __name__ == "__main__":

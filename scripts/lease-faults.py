@@ -4,15 +4,33 @@
 127.0.0.1, judged by scripts/lease-check.py.
 
   lease-faults.py --store etcd|redis --agent PATH --out DIR [--seconds 180]
+                  [--legacy]
 
-etcd: a 3-member cluster (distinct ports).  redis: one redis-server (no
-persistence).  --agents agents (--dry-run, one shared --history) contend
-for --pairs pairs, fewer than the agents.  For --seconds, one fault at a
-time on the agents and one at a time on the store, at random:
+etcd: a 3-member cluster (distinct ports).  redis: one redis-server that
+persists every write (appendonly yes, appendfsync always: the marks must
+survive its restarts).  The key space is initialised first
+(snowflake-agent --init-store).  --agents agents (--dry-run, one shared
+--history) contend for --pairs pairs, fewer than the agents.  For
+--seconds, one fault at a time on the agents and one at a time on the
+store, at random:
 
   agents: SIGSTOP for 1.2..2.5 TTL then SIGCONT; kill -9 and a restart
   store:  kill -9 of the leader or of a follower (redis: the server) and a
-          restart; SIGSTOP of a member (redis: the server), then SIGCONT
+          restart; SIGSTOP of a member (redis: the server), then SIGCONT;
+          deletion of every lease key (key-delete: an operator's
+          `etcdctl del --prefix`, a clean-up script), the marks left
+
+Clock domains: every agent start is a new host with its own wall clock,
+--dry-run-clock-offset-ms drawn at random: mostly within +-30 s (about how
+long one owner holds a pair here, so successive holders' clocks collide
+often), sometimes up to +-10 minutes.  The checker judges both real-time
+intervals and the windows of timestamps each owner could stamp.
+
+--legacy: for an agent that has neither --init-store nor
+--dry-run-clock-offset-ms (snowflake before the timestamp window): the
+offsets are drawn and written to the fault log all the same, and the
+checker derives each interval's timestamps from them (the negative control:
+it must find timestamp overlaps there).
 
 Every fault is written to DIR/faults (CLOCK_BOOTTIME ns, like the
 histories).  Then every agent is stopped (SIGTERM), the store too, and the
@@ -21,6 +39,7 @@ and "lease-faults STORE: N passed, M failed"; every process it starts is
 stopped by its pid, whatever happens.
 """
 import argparse
+import base64
 import json
 import os
 import random
@@ -124,7 +143,8 @@ class Run:
         a = self.a
         if a.store == "redis":
             argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.rport),
-                    "--save", "", "--appendonly", "no", "--dir", self.out,
+                    "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+                    "--dir", self.out,
                     "--maxmemory-policy", "noeviction", "--daemonize", "no"]
             self.members[0] = self.spawn(argv, os.path.join(self.out, "redis.log"))
             return
@@ -183,8 +203,63 @@ class Run:
                      ",".join("http://127.0.0.1:%d" % p for p in self.cports)]
         return argv + a.agent_arg
 
+    def draw_offset(self):
+        """A new host's wall clock against ours, ms."""
+        if self.rng.random() < 0.8:
+            return self.rng.randint(-30000, 30000)
+        return self.rng.randint(-600000, 600000)
+
     def start_agent(self, i):
-        self.agents[i] = self.spawn(self.agent_argv(i), os.path.join(self.out, "agent.%d.log" % i))
+        off = self.draw_offset()
+        argv = self.agent_argv(i)
+        if not self.a.legacy:
+            argv += ["--dry-run-clock-offset-ms", str(off)]
+        self.agents[i] = self.spawn(argv, os.path.join(self.out, "agent.%d.log" % i))
+        self.offsets.append(off)
+        # The checker needs it only for --legacy agents (the others write
+        # theirs into their start line); it is written for every run.
+        with open(self.faults_path, "a") as f:
+            f.write("clock pid=%d offset_ms=%d at=%d\n" % (self.agents[i].pid, off, now_ns()))
+
+    def init_store(self):
+        """snowflake-agent --init-store: the marks of the pool (0: a new cluster)."""
+        argv = self.agent_argv(0) + ["--init-store"]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            self.bad("--init-store exited %d: %s" % (r.returncode, r.stderr.strip()[-300:]))
+            return False
+        self.ok("the key space initialised (%s)" % (
+            r.stderr.strip().split("event=store_initialised ")[-1][:120]))
+        return True
+
+    # ---- deleting every lease key (the marks stay)
+    def delete_keys(self):
+        """The number of lease keys deleted, or -1."""
+        prefix = "sffaults:%s:worker:" % self.a.store
+        if self.a.store == "redis":
+            lua = ("local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
+                   "n = n + redis.call('DEL', k) end return n")
+            try:
+                r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.rport),
+                                    "EVAL", lua, "0", prefix + "*"],
+                                   capture_output=True, text=True, timeout=2)
+                return int(r.stdout.strip())
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                return -1
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        body = json.dumps({"key": base64.b64encode(prefix.encode()).decode(),
+                           "range_end": base64.b64encode(end.encode()).decode()}).encode()
+        for i in range(3):
+            if self.members[i] is None or self.members[i].poll() is not None:
+                continue
+            req = urllib.request.Request("http://127.0.0.1:%d/v3/kv/deleterange" % self.cports[i],
+                                         data=body, headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=1) as r:
+                    return int(json.loads(r.read()).get("deleted", 0))
+            except (OSError, ValueError):
+                continue
+        return -1
 
     # ---- the run
     def main(self):
@@ -201,6 +276,12 @@ class Run:
             self.bad("the %s store did not start (logs in %s)" % (a.store, self.out))
             return
         self.ok("%s started (%s)" % (a.store, "3 members" if a.store == "etcd" else "one server"))
+        with open(self.faults_path, "a") as f:
+            f.write("clockbase boot_to_wall_ns=%d\n" % (time.time_ns() - now_ns()))
+        if not a.legacy and not self.init_store():
+            return
+        self.offsets = []
+        self.deleted = 0
         self.agents = [None] * a.agents
         for i in range(a.agents):
             self.start_agent(i)
@@ -242,6 +323,12 @@ class Run:
                     p.wait()
                     self.fault("kill", pid=p.pid, at=now_ns())
                     agent_busy = ("kill", i, t + self.rng.uniform(0.2, 2.0), now_ns())
+            if not store_busy and t >= next_store and self.rng.random() < 0.2:
+                n = self.delete_keys()
+                if n >= 0:
+                    self.deleted += n
+                    self.fault("key-delete", deleted=n, at=now_ns())
+                next_store = t + self.rng.uniform(1.0, 4.0)
             if not store_busy and t >= next_store:
                 if a.store == "etcd":
                     leader = self.etcd_leader()
@@ -292,7 +379,7 @@ class Run:
             self.bad("%d agents did not exit 0 on SIGTERM: %s" % (len(bad), bad[:5]))
         else:
             self.ok("all %d agents exited 0 on SIGTERM" % len(rcs))
-        nfaults = sum(1 for _ in open(self.faults_path))
+        nfaults = sum(1 for ln in open(self.faults_path) if ln.startswith("fault "))
         if nfaults >= a.seconds // 5:
             self.ok("%d faults injected in %d s (%s)" % (nfaults, a.seconds, ", ".join(
                 "%s %d" % kv for kv in sorted(self.counts.items()))))
@@ -302,14 +389,26 @@ class Run:
                               "--label", a.store, "--faults", self.faults_path, self.hist],
                              capture_output=True, text=True, timeout=600)
         sys.stdout.write(chk.stdout + chk.stderr)
-        intervals = 0
+        fig = {}
         for line in chk.stdout.splitlines():
-            if " intervals of " in line:
-                intervals = int(line.split(": ")[-1].split()[0])
-        if chk.returncode == 0:
-            self.ok("lease-check: no two owners ever held one pair at once (%d intervals)" % intervals)
+            if line.startswith("lease-check-figures: "):
+                for w in line.split()[1:]:
+                    k, _, v = w.partition("=")
+                    fig[k] = v
+        intervals = int(fig.get("intervals", 0))
+        rt, ts = int(fig.get("overlaps", -1)), int(fig.get("ts_overlaps", -1))
+        if a.legacy:
+            # The negative control: the checker must see what the old agent does.
+            if ts > 0:
+                self.ok("lease-check sees %d timestamp overlaps of the agent without a window "
+                        "(%d real-time overlaps)" % (ts, rt))
+            else:
+                self.bad("lease-check found no timestamp overlap of the agent without a window")
+        elif chk.returncode == 0 and rt == 0 and ts == 0:
+            self.ok("lease-check: no two owners ever held one pair at once, nor stamped one "
+                    "timestamp (%d intervals)" % intervals)
         else:
-            self.bad("lease-check: overlapping intervals (above)")
+            self.bad("lease-check: %s overlaps, %s timestamp overlaps (above)" % (rt, ts))
         held = set()
         for line in open(self.hist):
             if line.startswith("interval "):
@@ -318,17 +417,25 @@ class Run:
             self.ok("every one of the %d pairs was held, %d intervals" % (a.pairs, intervals))
         else:
             self.bad("pairs held: %d of %d, intervals %d" % (len(held), a.pairs, intervals))
-        gap = vac = ""
-        for line in chk.stdout.splitlines():
-            if "longest gap" in line:
-                gap = line.split("longest gap ")[1].split(" ms")[0]
-            if "longest vacancy" in line:
-                vac = line.split("longest vacancy ")[1].split(" ms")[0]
+        offs = self.offsets
+        far = sum(1 for o in offs if abs(o) > 30000)
+        # Store writes for the marks: one per raise (history "mark" lines),
+        # per agent-second, scaled to 1,000 hosts.
+        raises = int(fig.get("mark_raises", 0))
+        serving_s = float(fig.get("serving_s", 0))
+        per_k = raises / serving_s * 1000 if serving_s else 0
         print("figures: lease %s: %s, %d agents, %d pairs, TTL %d ms, %d s: %d intervals, "
-              "%d faults, longest gap %s ms (pair vacancy %s ms), %s" % (
+              "%d faults (%d key deletions, %d keys), clock offsets %d drawn (%d beyond 30 s, "
+              "%+d..%+d ms), longest gap %s ms (pair vacancy %s ms), mark writes %.1f/s "
+              "(%.0f/s per 1,000 serving hosts), closest handoff %s ms, %s overlaps, %s timestamp "
+              "overlaps%s" % (
                   a.store, "3 etcd members" if a.store == "etcd" else "1 redis-server",
-                  a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults, gap, vac,
-                  "no overlap" if chk.returncode == 0 else "OVERLAP"), flush=True)
+                  a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults,
+                  self.counts.get("key-delete", 0), self.deleted, len(offs), far,
+                  min(offs) if offs else 0, max(offs) if offs else 0,
+                  fig.get("gap_ms", "?"), fig.get("vacancy_ms", "?"), raises / a.seconds,
+                  per_k, fig.get("closest_ms", "?"), rt, ts,
+                  " (legacy agent: the negative control)" if a.legacy else ""), flush=True)
 
 
 def main():
@@ -341,6 +448,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=180)
     ap.add_argument("--ttl-ms", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--legacy", action="store_true",
+                    help="an agent without --init-store and --dry-run-clock-offset-ms")
     ap.add_argument("--agent-arg", action="append", default=[],
                     help="one more argument for every agent (e.g. --agent-arg=--settle-ms=0)")
     args = ap.parse_args()

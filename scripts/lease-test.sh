@@ -5,8 +5,14 @@
 # scripts/lease-faults.py injects faults at random for LEASE_SECONDS (180)
 # per store: agents stopped past their TTL or killed and restarted, store
 # members (the etcd leader and followers) killed and restarted or stopped.
-# scripts/lease-check.py then judges every history: no two owners may ever
-# have held one pair at once.  About 3.5 minutes per store.
+# Every agent start is a new host with its own clock (offsets mostly within
+# +-30 s, sometimes +-10 min), and deleting every lease key is one of the
+# store faults.  scripts/lease-check.py then judges every history: no two
+# owners may ever have held one pair at once, nor stamped one timestamp.
+# About 3.5 minutes per store.  Then the negative control: the same harness
+# and checker against the agent of 1dba72a (before the timestamp window),
+# LEASE_CONTROL_SECONDS (60) against Redis: the checker must find timestamp
+# overlaps there (LEASE_CONTROL=0 skips it).
 # Prints "figures: lease ..." lines and "lease: N passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
@@ -44,5 +50,35 @@ for store in ${LEASE_STORES:-etcd redis}; do
 	fi
 	echo "$store: $(($(now) - start))s"
 done
+# The negative control: the agent before the timestamp window, built from
+# the repository's history, under the same clock domains.
+LEGACY_REV=1dba72a
+if [ "${LEASE_CONTROL:-1}" = 1 ]; then
+	src=$BUILD/lease-legacy-src
+	out=$BUILD/lease-legacy
+	rm -rf "$src" "$out"
+	mkdir -p "$src"
+	echo "==== control: the agent of $LEGACY_REV (no timestamp window), redis, ${LEASE_CONTROL_SECONDS:-60}s ===="
+	start=$(now)
+	if ! git -C "$ROOT" archive "$LEGACY_REV" VERSION userspace uapi | tar -x -C "$src" ||
+		! make -s -C "$src/userspace" OUT="$src/build" agent >"$src.log" 2>&1; then
+		tail -n 20 "$src.log" 2>/dev/null
+		echo "FAIL control: cannot build the agent of $LEGACY_REV (a clone without that commit?)"
+		fail=$((fail + 1))
+	else
+		python3 "$ROOT/scripts/lease-faults.py" --store redis --legacy \
+			--agent "$src/build/snowflake-agent" --out "$out" \
+			--seconds "${LEASE_CONTROL_SECONDS:-60}" | tee "$out.log"
+		line=$(grep -E "^lease-faults redis: [0-9]+ passed, [0-9]+ failed" "$out.log" | tail -n1)
+		if [ -n "$line" ]; then
+			pass=$((pass + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")))
+			fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+		else
+			echo "FAIL control: the harness gave no result"
+			fail=$((fail + 1))
+		fi
+	fi
+	echo "control: $(($(now) - start))s"
+fi
 echo "lease: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

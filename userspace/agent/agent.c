@@ -17,6 +17,19 @@
  * slow store).  Only a stopped process escapes that timer: the deadline
  * given to the device with the pair (program_pair()) is what covers it.
  *
+ * Across hosts that is not enough: an ID is stamped with its host's clock,
+ * and hosts' wall clocks disagree.  So every lease also carries a window of
+ * generator timestamps that the kernel enforces (program_pair()): a floor
+ * above the pair's mark as the store held it at the claim, and a ceiling
+ * that is never above the mark the store has accepted since.  The mark
+ * lives in the store beside the pair's key, survives the holder, and only
+ * the holder raises it, atomically with the proof that it still holds the
+ * pair (store_ops.renew, G3 and G4 in agent.h).  Whatever the clocks say,
+ * holder N stamps at most its ceiling <= the mark when it stopped <= the
+ * mark holder N+1 read < holder N+1's floor: no timestamp is ever stamped
+ * by two holders of one pair.  A missing mark (a new key space, a store
+ * that lost its data) is never taken as zero: see acquire().
+ *
  * The owner written into the store is a label (the host name, or --owner)
  * and 128 random bits drawn at every start: two agents never share one,
  * even with one configuration (a templated file, a cloned VM image), and
@@ -71,6 +84,14 @@ int64_t boot_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int64_t ms_left(int64_t deadline, int64_t timeout_ms)
 {
 	int64_t left;
@@ -103,6 +124,11 @@ void logm(enum ag_level l, const char *fmt, ...)
 void key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s:%s:worker:%u:%u", a->c->prefix, a->c->cluster, dc, w);
+}
+
+void mark_key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%s:mark:%u:%u", a->c->prefix, a->c->cluster, dc, w);
 }
 
 /* sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET. */
@@ -233,22 +259,72 @@ static int fence_now(struct agent *a, const char *why)
 }
 
 /*
+ * The dry-run device follows the kernel's rules on a simulated clock: the
+ * wall clock at start plus CLOCK_BOOTTIME since (like the module's raw
+ * clock), offset by --dry-run-clock-offset-ms, moved forward by floors and
+ * never back.  Its clock at boottime @t, Unix ms:
+ */
+static uint64_t sim_clock_ms(const struct agent *a, int64_t t)
+{
+	int64_t raw = a->sim_anchor_ms + t / NS_PER_MS;
+
+	return (raw > 0 ? (uint64_t)raw : 0) + a->sim_jump_ms;
+}
+
+/*
+ * The lowest timestamp (Unix ms) the device would stamp now: its clock,
+ * raised to its floor and its last timestamp.  0 or -errno.
+ */
+static int dev_next_ts(struct agent *a, uint64_t *ts)
+{
+	struct snowflake_stats st;
+	int ret;
+
+	if (!a->sf) {
+		*ts = sim_clock_ms(a, boot_ns());
+		if (*ts < a->sim_floor_ms)
+			*ts = a->sim_floor_ms;
+		return 0;
+	}
+	ret = snowflake_get_stats(a->sf, &st);
+	if (ret)
+		return ret;
+	*ts = st.clock_ms;
+	if (*ts < st.floor_ms)
+		*ts = st.floor_ms;
+	if (*ts < st.last_timestamp_ms)
+		*ts = st.last_timestamp_ms;
+	return 0;
+}
+
+/*
  * Every programming of the device goes through here: the pair (assigned
  * when @assign: a new claim), valid until @until (boottime ns: the sent
- * time of the request that gave the lease + ttl - margin), then the fence
- * lifted.  The watchdog is armed at @until.  -ETIME when @until has
- * passed already (a reply that came too late): nothing is changed.
+ * time of the request that gave the lease + ttl - margin), with the
+ * window [a->floor_ms, a->mark_ms], then the fence lifted.  The watchdog
+ * is armed at @until.  -ETIME when @until has passed already (a reply that
+ * came too late): nothing is changed.
  *
- * The device gets @until as the lease's deadline with the pair, at every
- * claim and every renewal (snowflake_set_lease(): SNOWFLAKE_IDS_DEADLINE):
- * from then on the kernel refuses reads by itself, so a stalled or killed
- * agent can never extend its host's right to issue IDs; the watchdog only
- * makes the fence visible sooner.  The call carries the VM forks the
- * device had seen when this identity was made: -ESTALE when the VM was
- * cloned or restored since (the caller drops the identity: vm_forked()).
+ * The device gets @until as the lease's deadline and the window with the
+ * pair, at every claim and every renewal (snowflake_set_lease_window():
+ * SNOWFLAKE_IDS_DEADLINE | SNOWFLAKE_IDS_WINDOW), in one ioctl: from then
+ * on the kernel refuses reads by itself past the deadline and above the
+ * ceiling, so a stalled or killed agent can never extend its host's right
+ * to issue IDs, in time or in timestamps; the watchdog only makes the
+ * fence visible sooner.  The ceiling is a->mark_ms, which only ever holds
+ * a mark the store has accepted (renew()); the floor is the mark read at
+ * the claim + 1.  The call carries the VM forks the device had seen when
+ * this identity was made: -ESTALE when the VM was cloned or restored since
+ * (the caller drops the identity: vm_forked()).
+ *
+ * The history line gives the interval in boottime and the window of
+ * timestamps the device could stamp in it: from its clock at the start
+ * (raised to the floor) to the ceiling (the dry-run device: to its clock
+ * at @until, if that is lower).
  */
 static int program_pair(struct agent *a, bool assign, int64_t until)
 {
+	uint64_t ts_from = 0, ts_until = a->mark_ms;
 	bool lift, was_fenced;
 	sigset_t old;
 	int64_t from;
@@ -265,11 +341,36 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 		ret = -ETIME;
 		goto out;
 	}
+	if (a->mark_ms < a->floor_ms) {
+		ret = -ERANGE;	/* no mark above the floor yet: a bug */
+		goto out;
+	}
 	if (a->sf) {
-		ret = snowflake_set_lease(a->sf, a->dc, a->w, (uint64_t)until, a->vm_forks);
+		struct snowflake_stats st;
+
+		ret = snowflake_get_stats(a->sf, &st);
 		if (ret)
 			goto out;
+		ts_from = st.clock_ms;
+		ret = snowflake_set_lease_window(a->sf, a->dc, a->w, (uint64_t)until, a->vm_forks,
+						 a->floor_ms, a->mark_ms);
+		if (ret)
+			goto out;
+	} else {
+		uint64_t now = sim_clock_ms(a, from);
+
+		ts_from = now;
+		/* The kernel's floor: the clock jumps forward to it, never back. */
+		if (a->floor_ms > now)
+			a->sim_jump_ms += a->floor_ms - now;
+		if (a->floor_ms > a->sim_floor_ms)
+			a->sim_floor_ms = a->floor_ms;
+		a->sim_ceiling_ms = a->mark_ms;
+		if (sim_clock_ms(a, until) < ts_until)
+			ts_until = sim_clock_ms(a, until);
 	}
+	if (ts_from < a->floor_ms)
+		ts_from = a->floor_ms;
 	wd_arm(until);
 	lift = a->fenced;
 	if (lift && a->sf)
@@ -288,16 +389,24 @@ out:
 	}
 	if (ret == -ESTALE)
 		return ret;	/* a VM fork: vm_forked() logs it */
+	if (ret == -EOPNOTSUPP) {
+		logm(AG_ERR, "event=set_lease_failed datacenter=%u worker=%u: the module has no timestamp window (SNOWFLAKE_IDS_WINDOW): it is older than this agent, which needs snowflake 1.4; update the module",
+		     a->dc, a->w);
+		return -EIO;
+	}
 	if (ret) {
 		logm(AG_ERR, "event=%s_failed datacenter=%u worker=%u error=\"%s\"",
-		     assign ? "set_lease" : "renew_lease", a->dc, a->w, snowflake_strerror(ret));
+		     assign ? "set_lease" : "renew_lease", a->dc, a->w,
+		     ret == -ERANGE ? "no mark above the floor" : snowflake_strerror(ret));
 		return ret;
 	}
-	hist(a, "interval pair=%u:%u space=%s:%s owner=%s from=%lld until=%lld", a->dc, a->w,
-	     a->c->prefix, a->c->cluster, a->owner, (long long)from, (long long)until);
+	hist(a, "interval pair=%u:%u space=%s:%s owner=%s from=%lld until=%lld ts_from=%llu ts_until=%llu",
+	     a->dc, a->w, a->c->prefix, a->c->cluster, a->owner, (long long)from, (long long)until,
+	     (unsigned long long)ts_from, (unsigned long long)ts_until);
 	if (was_fenced)
-		logm(AG_INFO, "event=unfenced%s datacenter=%u worker=%u reason=lease-held",
-		     a->sf ? "" : " dry_run=1", a->dc, a->w);
+		logm(AG_INFO, "event=unfenced%s datacenter=%u worker=%u reason=lease-held floor_ms=%llu ceiling_ms=%llu",
+		     a->sf ? "" : " dry_run=1", a->dc, a->w, (unsigned long long)a->floor_ms,
+		     (unsigned long long)a->mark_ms);
 	return 0;
 }
 
@@ -462,10 +571,25 @@ static void lease_lost(struct agent *a, const char *why)
 	notify("STATUS=fenced: no lease");
 }
 
-static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t sent)
+/*
+ * A new claim (@readopt false): the pair's mark as the store held it at
+ * the claim bounds every timestamp an earlier holder may have stamped, so
+ * this lease's floor is just above it.  A re-adoption of this run's own
+ * lease (@readopt) keeps the floor: nobody else held the pair meanwhile.
+ */
+static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t sent, uint64_t mark,
+			bool readopt)
 {
 	const struct ag_conf *c = a->c;
 
+	if (!readopt) {
+		a->floor_ms = mark + 1;
+		a->mark_ms = mark;
+	} else if (mark > a->mark_ms) {
+		a->mark_ms = mark;
+	}
+	a->mark_missing_since = 0;
+	a->mark_missing_logged = false;
 	a->held = true;
 	a->serving = false;
 	a->settle_until = 0;
@@ -476,8 +600,8 @@ static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t sent)
 	a->fence_at = sent + (int64_t)(c->ttl_ms - c->margin_ms) * NS_PER_MS;
 	a->next_renew = sent + (int64_t)c->renew_ms * NS_PER_MS;
 	a->m_claims++;
-	logm(AG_INFO, "event=claimed datacenter=%u worker=%u key=%s ttl_ms=%u owner=%s",
-	     dc, w, a->key, c->ttl_ms, a->owner);
+	logm(AG_INFO, "event=claimed datacenter=%u worker=%u key=%s ttl_ms=%u owner=%s mark_ms=%llu",
+	     dc, w, a->key, c->ttl_ms, a->owner, (unsigned long long)mark);
 }
 
 static uint64_t rnd64(void)
@@ -490,24 +614,84 @@ static uint64_t rnd64(void)
 }
 
 /*
+ * A pair whose mark is missing: the key space is new (nobody ran
+ * snowflake-agent --init-store) or the store lost its data.  Taking it as
+ * 0 would let this host stamp timestamps an earlier holder stamped, so the
+ * pair is not claimed: by default never (until an operator initialises the
+ * marks), or, with mark-quarantine-ms, once that long has passed since
+ * this run first found a mark missing, with the mark started at this
+ * host's own clock.  The quarantine is safe when it is longer than the
+ * largest clock difference between hosts plus the TTL plus mark-step-ms
+ * (snowflake-agent(8)).  Returns the mark to create (0: none yet).
+ */
+static uint64_t missing_mark(struct agent *a, uint32_t dc, uint32_t w)
+{
+	const struct ag_conf *c = a->c;
+	int64_t now = boot_ns();
+	uint64_t ts;
+
+	if (!a->mark_missing_since)
+		a->mark_missing_since = now;
+	if (!a->mark_missing_logged)
+		logm(AG_WARN, "event=mark_missing datacenter=%u worker=%u prefix=%s cluster=%s: the store has no timestamp mark for this pair: a new key space (run snowflake-agent --init-store once) or a store that lost its data; %s",
+		     dc, w, c->prefix, c->cluster,
+		     c->mark_quarantine_ms < 0 ? "not claiming it (mark-quarantine-ms = never)" :
+						 "claiming it only after mark-quarantine-ms");
+	a->mark_missing_logged = true;
+	if (c->mark_quarantine_ms < 0 ||
+	    now - a->mark_missing_since < c->mark_quarantine_ms * NS_PER_MS)
+		return 0;
+	if (dev_next_ts(a, &ts))
+		return 0;
+	logm(AG_WARN, "event=mark_quarantine_over datacenter=%u worker=%u mark_ms=%llu quarantine_ms=%lld",
+	     dc, w, (unsigned long long)ts, c->mark_quarantine_ms);
+	return ts;
+}
+
+/* One claim of (@dc, @w), with a missing mark handled; TRY_*. */
+static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
+{
+	uint64_t mark = 0, init = 0;
+	int64_t sent;
+	int ret;
+
+	for (;;) {
+		ret = a->st->claim(a, dc, w, &sent, &mark, init);
+		if (ret != TRY_NO_MARK || init)
+			break;
+		init = missing_mark(a, dc, w);
+		if (!init)
+			break;
+	}
+	if (ret == TRY_NO_MARK)
+		*no_mark = true;
+	if (ret == TRY_TAKEN) {
+		lease_taken(a, dc, w, sent, mark, false);
+		a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
+	}
+	return ret;
+}
+
+/*
  * Claim a pair: first the pair this run held last, only if its key still
  * holds this run's owner; then the preferred pair (the state file's, or
  * the last held) if free, then every pair of the pool from a random
- * start.  Returns TRY_TAKEN, TRY_HELD (the whole pool is held) or
- * TRY_ERROR.
+ * start.  Returns TRY_TAKEN, TRY_HELD (the whole pool is held), TRY_NO_MARK
+ * (no pair is free with a mark) or TRY_ERROR.
  */
 static int acquire(struct agent *a)
 {
 	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
-	uint64_t i, start;
+	bool no_mark = false;
+	uint64_t i, start, mark = 0;
 	int64_t wait, sent;
 	int ret;
 
 	if (a->ever_held) {
-		ret = a->st->readopt(a, a->dc, a->w, &sent);
+		ret = a->st->readopt(a, a->dc, a->w, &sent, &mark);
 		if (ret == TRY_TAKEN) {
 			/* Our own lease all along: nobody else can have used the pair. */
-			lease_taken(a, a->dc, a->w, sent);
+			lease_taken(a, a->dc, a->w, sent, mark, true);
 			return ret;
 		}
 		if (ret != TRY_HELD)
@@ -519,14 +703,12 @@ static int acquire(struct agent *a)
 		return TRY_ERROR;
 	}
 	if (a->have_pref) {
-		ret = a->st->claim(a, a->pref_dc, a->pref_w, &sent);
-		if (ret == TRY_TAKEN) {
-			lease_taken(a, a->pref_dc, a->pref_w, sent);
-			a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
-		}
-		if (ret != TRY_HELD)
+		ret = claim_one(a, a->pref_dc, a->pref_w, &no_mark);
+		if (ret != TRY_HELD && ret != TRY_NO_MARK)
 			return ret;
-		logm(AG_INFO, "event=preferred_busy datacenter=%u worker=%u", a->pref_dc, a->pref_w);
+		if (ret == TRY_HELD)
+			logm(AG_INFO, "event=preferred_busy datacenter=%u worker=%u",
+			     a->pref_dc, a->pref_w);
 	}
 	start = rnd64() % a->pool;
 	for (i = 0; i < a->pool && !stop_signal; i++) {
@@ -536,22 +718,31 @@ static int acquire(struct agent *a)
 
 		if (a->have_pref && dc == a->pref_dc && w == a->pref_w)
 			continue;
-		ret = a->st->claim(a, dc, w, &sent);
-		if (ret == TRY_TAKEN) {
-			lease_taken(a, dc, w, sent);
-			a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
-		}
-		if (ret != TRY_HELD)
+		ret = claim_one(a, dc, w, &no_mark);
+		if (ret != TRY_HELD && ret != TRY_NO_MARK)
 			return ret;
 	}
-	return stop_signal ? TRY_ERROR : TRY_HELD;
+	if (stop_signal)
+		return TRY_ERROR;
+	return no_mark ? TRY_NO_MARK : TRY_HELD;
 }
 
-/* After a claim: the pair on the device, the fence lifted.  0 or -errno. */
+static int renew(struct agent *a, bool for_serve);
+
+/*
+ * After a claim has settled: a renewal that raises the mark above the
+ * floor (the ceiling must be a mark the store accepted), then the pair on
+ * the device, the fence lifted.  1 served; 0 the lease is lost; -1 the
+ * store failed (try again); -ESTALE, -ETIME, or another -errno: the
+ * device failed.
+ */
 static int serve(struct agent *a)
 {
-	int ret = program_pair(a, true, a->fence_at);
+	int ret = renew(a, true);
 
+	if (ret != 1)
+		return ret;
+	ret = program_pair(a, true, a->fence_at);
 	if (ret)
 		return ret;
 	a->serving = true;
@@ -562,7 +753,7 @@ static int serve(struct agent *a)
 		a->ready_sent = true;
 	}
 	notify("STATUS=serving");
-	return 0;
+	return 1;
 }
 
 static int make_owner(struct agent *a);
@@ -671,6 +862,12 @@ static void metrics_write(struct agent *a)
 		   "Failed claims and renewals (the store unreachable or failing).");
 	fprintf(f, "snowflake_agent_store_errors_total %llu\n",
 		(unsigned long long)a->m_store_errors);
+	put_metric(f, "mark_raises_total", "counter",
+		   "Times the agent raised its pair's timestamp mark in the store.");
+	fprintf(f, "snowflake_agent_mark_raises_total %llu\n", (unsigned long long)a->m_mark_raises);
+	put_metric(f, "mark_ms", "gauge",
+		   "The pair's timestamp mark (Unix ms) as the store last accepted it: the device's ceiling (0: no lease).");
+	fprintf(f, "snowflake_agent_mark_ms %llu\n", a->held ? (unsigned long long)a->mark_ms : 0ULL);
 	if (a->ever_held || a->held) {
 		put_metric(f, "info", "gauge", "The pair the agent holds, or held last, as labels.");
 		fputs("snowflake_agent_info{cluster=\"", f);
@@ -689,20 +886,48 @@ fail:
 	unlink(tmp);
 }
 
-/* Renew: 1 renewed, 0 lost (the key is gone or someone else's), -1 failed. */
-static int renew(struct agent *a)
+/*
+ * Renew: 1 renewed, 0 lost (the key is gone or someone else's), -1 failed,
+ * -ESTALE (a VM fork).  While the pair is served (or is about to be,
+ * @for_serve), the mark is raised in the same store call when less than
+ * half of mark-step-ms is left above the device's next timestamp: to that
+ * timestamp + mark-step-ms.  Only once the store has accepted it does
+ * a->mark_ms, and with it the ceiling the device gets, move up: a reply
+ * that never comes leaves the device at the old ceiling, which is at most
+ * the store's mark whatever happened to the request.
+ */
+static int renew(struct agent *a, bool for_serve)
 {
 	const struct ag_conf *c = a->c;
+	uint64_t next = 0, raise = 0;
 	int64_t sent, until;
 	int ret;
 
+	if (a->serving || for_serve) {
+		ret = dev_next_ts(a, &next);
+		if (ret) {
+			logm(AG_ERR, "event=device_failed error=\"%s\"", snowflake_strerror(ret));
+			return -1;
+		}
+		if (next < a->floor_ms)
+			next = a->floor_ms;
+		if (a->mark_ms < next + c->mark_step_ms / 2)
+			raise = next + c->mark_step_ms;
+	}
 	/* Nothing may run past the fence time. */
-	ret = a->st->renew(a, a->fence_at, &sent);
+	ret = a->st->renew(a, a->fence_at, &sent, raise);
 	if (ret <= 0)
 		return ret;
 	until = sent + (int64_t)(c->ttl_ms - c->margin_ms) * NS_PER_MS;
 	a->m_renewals++;
 	a->m_renew_ms_sum += (boot_ns() - sent) / NS_PER_MS;
+	if (raise > a->mark_ms) {
+		a->mark_ms = raise;
+		a->m_mark_raises++;
+		hist(a, "mark pair=%u:%u space=%s:%s owner=%s value=%llu at=%lld", a->dc, a->w,
+		     c->prefix, c->cluster, a->owner, (unsigned long long)raise,
+		     (long long)boot_ns());
+	}
 	if (a->serving) {
 		ret = program_pair(a, false, until);
 		if (ret)
@@ -711,7 +936,7 @@ static int renew(struct agent *a)
 	a->sent_ns = sent;
 	a->fence_at = until;
 	a->next_renew = sent + (int64_t)c->renew_ms * NS_PER_MS;
-	logm(AG_DEBUG, "event=renewed key=%s", a->key);
+	logm(AG_DEBUG, "event=renewed key=%s mark_ms=%llu", a->key, (unsigned long long)a->mark_ms);
 	return 1;
 }
 
@@ -811,12 +1036,27 @@ static int run(struct agent *a)
 		}
 		if (a->held && !a->serving && now >= a->settle_until) {
 			ret = serve(a);
+			if (ret == 1)
+				continue;
 			if (ret == -ESTALE) {
 				a->fatal = vm_forked(a);
 				continue;
 			}
 			if (ret == -ETIME) {
 				lease_lost(a, "reply-too-late");
+				continue;
+			}
+			if (ret == 0) {
+				lease_lost(a, "lease-lost");
+				logm(AG_WARN, "event=lease_lost datacenter=%u worker=%u key=%s",
+				     a->dc, a->w, a->key);
+				continue;
+			}
+			if (ret == -1) {
+				/* The store failed: try again soon, never past the fence. */
+				a->m_store_errors++;
+				a->settle_until = boot_ns() +
+					(int64_t)(c->renew_ms / 5 > 50 ? c->renew_ms / 5 : 50) * NS_PER_MS;
 				continue;
 			}
 			if (ret) {
@@ -828,7 +1068,7 @@ static int run(struct agent *a)
 			continue;
 		}
 		if (a->held && now >= a->next_renew) {
-			ret = renew(a);
+			ret = renew(a, false);
 			if (ret == 0) {
 				lease_lost(a, "lease-lost");
 				logm(AG_WARN, "event=lease_lost datacenter=%u worker=%u key=%s",
@@ -854,6 +1094,11 @@ static int run(struct agent *a)
 				if (a->settle_until > boot_ns())
 					logm(AG_INFO, "event=settling datacenter=%u worker=%u settle_ms=%d",
 					     a->dc, a->w, c->settle_ms);
+				continue;
+			}
+			if (ret == TRY_NO_MARK) {
+				/* missing_mark() said why; try again as for a full pool. */
+				a->next_acquire = boot_ns() + full_backoff(a);
 				continue;
 			}
 			if (ret == TRY_HELD) {
@@ -999,6 +1244,61 @@ static int make_owner(struct agent *a)
 	return 0;
 }
 
+/*
+ * --init-store: create the mark of every pair of the pool where it is
+ * missing, at init-mark-ms, and exit.  The pool comes from datacenter-ids
+ * and worker-ids; where they are not given, from the device's layout when
+ * it can be read, else from dry-run-bits.  An existing mark is never
+ * changed (never lowered).  0, or an exit code.
+ */
+static int init_store(struct agent *a)
+{
+	const struct ag_conf *c = a->c;
+	uint64_t created = 0, present = 0, failed = 0, i;
+	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
+
+	if (a->pool > (1u << 20)) {
+		logm(AG_ERR, "--init-store: the pool has %llu pairs; give datacenter-ids and worker-ids to name the pairs this cluster uses",
+		     (unsigned long long)a->pool);
+		return AG_EXIT_USAGE;
+	}
+	for (i = 0; i < a->pool && !stop_signal && !a->fatal; i++) {
+		uint32_t dc = a->dc_lo + (uint32_t)(i % ndc), w = a->w_lo + (uint32_t)(i / ndc);
+		int r = a->st->init_mark(a, dc, w, c->init_mark_ms);
+
+		if (r > 0)
+			created++;
+		else if (r == 0)
+			present++;
+		else
+			failed++;
+	}
+	logm(failed || a->fatal ? AG_ERR : AG_INFO,
+	     "event=store_initialised prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u pairs=%llu created=%llu present=%llu failed=%llu mark_ms=%llu",
+	     c->prefix, c->cluster, a->dc_lo, a->dc_hi, a->w_lo, a->w_hi,
+	     (unsigned long long)a->pool, (unsigned long long)created,
+	     (unsigned long long)present, (unsigned long long)failed,
+	     (unsigned long long)c->init_mark_ms);
+	if (a->fatal)
+		return a->fatal;
+	return failed || i < a->pool ? AG_EXIT_RUNTIME : AG_EXIT_OK;
+}
+
+/* The pool for --init-store: the device's layout if readable, else dry-run-bits. */
+static int init_store_pool(struct agent *a)
+{
+	struct snowflake_config layout;
+	struct snowflake *sf = NULL;
+
+	if (!a->c->dry_run && !snowflake_open(&sf, a->c->device, 0) &&
+	    !snowflake_get_config(sf, &layout)) {
+		snowflake_close(sf);
+		return setup_pool(a, layout.datacenter_bits, layout.worker_bits);
+	}
+	snowflake_close(sf);
+	return setup_pool(a, a->c->dry_run_bits[0], a->c->dry_run_bits[1]);
+}
+
 int main(int argc, char **argv)
 {
 	struct ag_conf conf;
@@ -1051,6 +1351,19 @@ int main(int argc, char **argv)
 	if (conf.argv_secret)
 		logm(AG_WARN, "event=secret_on_command_line option=%s hint=\"every local user can read a command line (ps, /proc/PID/cmdline): put the password in the configuration file (0600) or hand it over with LoadCredential=\"",
 		     conf.argv_secret);
+	if (!ret && conf.init_store) {
+		ret = init_store_pool(&a);
+		if (!ret)
+			ret = a.st->init(&a);
+		if (!ret)
+			ret = init_store(&a);
+		if (a.store)
+			a.st->fini(&a);
+		ag_conf_free(&conf);
+		return ret;
+	}
+	/* The dry-run device's raw clock: the wall clock at start, on CLOCK_BOOTTIME. */
+	a.sim_anchor_ms = wall_ms() - boot_ns() / NS_PER_MS + conf.dry_run_clock_offset_ms;
 	if (!ret) {
 		if (conf.dry_run) {
 			ret = setup_pool(&a, conf.dry_run_bits[0], conf.dry_run_bits[1]);
@@ -1069,12 +1382,13 @@ int main(int argc, char **argv)
 		return ret;
 	}
 	a.st->describe(&a, where, sizeof(where));
-	logm(AG_INFO, "event=start owner=%s backend=%s %s prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u ttl_ms=%u renew_ms=%u margin_ms=%u%s",
+	logm(AG_INFO, "event=start owner=%s backend=%s %s prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u ttl_ms=%u renew_ms=%u margin_ms=%u mark_step_ms=%u%s",
 	     a.owner, a.st->name, where, conf.prefix, conf.cluster,
 	     a.dc_lo, a.dc_hi, a.w_lo, a.w_hi, conf.ttl_ms, conf.renew_ms, conf.margin_ms,
-	     conf.dry_run ? " dry_run=1" : "");
-	hist(&a, "start owner=%s space=%s:%s pid=%d at=%lld", a.owner, conf.prefix, conf.cluster,
-	     (int)getpid(), (long long)boot_ns());
+	     conf.mark_step_ms, conf.dry_run ? " dry_run=1" : "");
+	hist(&a, "start owner=%s space=%s:%s pid=%d at=%lld clock_offset_ms=%lld", a.owner,
+	     conf.prefix, conf.cluster, (int)getpid(), (long long)boot_ns(),
+	     conf.dry_run_clock_offset_ms);
 	state_load(&a);
 	a.next_acquire = boot_ns();
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * snowflake-agent(8): what the lease loop (agent.c) and the stores
- * (redis.c, etcd.c) share.  Times are CLOCK_BOOTTIME nanoseconds: that
+ * (redis.c, etcd.c) share: the one store interface.  Times are CLOCK_BOOTTIME nanoseconds: that
  * clock runs on through suspend, so a lease never looks younger than it is.
  */
 #ifndef SNOWFLAKE_AGENT_H
@@ -24,10 +24,47 @@
 struct agent;
 
 /* What a claim, a re-adoption or a renewal gives. */
-enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1 };
+enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1, TRY_NO_MARK = 2 };
 
 /*
- * A lease store.  Every call is bounded in time; a call that finds the
+ * A lease store: the one interface every backend (redis.c, etcd.c) sits
+ * behind.  The loop, the deadline, the fencing, the window and the
+ * history live once, in agent.c; a backend speaks only its store's client
+ * library and answers these calls.
+ *
+ * What a backend must guarantee (each deployment guide, docs/deployment-*.md,
+ * says how its store meets it):
+ *
+ * G1 Exclusive claim.  claim() takes a pair only if no other owner holds
+ *    it, atomically (one conditional write): two claims of one free pair
+ *    never both succeed.
+ * G2 The lease never outlives what the agent assumes.  The store starts a
+ *    lease's time when it handles the request, never before the agent sent
+ *    it, and counts it at about the agent's CLOCK_BOOTTIME rate (the
+ *    margin covers the drift): *@sent_ns, read before the request went
+ *    out, plus ttl - margin ends before the store can hand the pair on.
+ * G3 A renewal proves the claim itself.  renew() succeeds only while the
+ *    pair's key is still this run's (still bound to our lease, still our
+ *    owner, still the very key our claim created), not merely while some
+ *    session of ours lives: a key deleted, expired or taken fences at the
+ *    next renewal.
+ * G4 The pair's mark.  For every pair the store keeps a high-water mark of
+ *    generator timestamps (Unix ms), outside the lease: it survives the
+ *    holder, its expiry and its release.  claim() returns it, read
+ *    atomically with the claim; renew() raises it (never lowers it) to
+ *    @raise_to atomically with G3's proof, so a holder that has lost the
+ *    pair can never raise it.  Only the holder raises it.
+ * G5 Durability.  What the store acknowledged (a claim, a renewal, a mark)
+ *    is not lost later, or, where it can be (a Redis without persistence
+ *    that restarts), the backend delays claims until every lease the store
+ *    forgot has ended (claim_wait()); a lost mark reads as missing
+ *    (TRY_NO_MARK), never as a lower value.
+ *
+ * With these the agent's argument holds (agent.c): a holder gives its
+ * device a ceiling only up to a mark the store has accepted; the next
+ * holder reads that mark at its claim and gives its device a floor above
+ * it.  So no two holders of a pair can stamp one timestamp, whatever their
+ * wall clocks say.  Every call is bounded in time; a call that finds the
  * store unusable for good (wrong password, a Redis that may evict keys)
  * sets a->fatal to the exit code and returns TRY_ERROR.
  */
@@ -44,21 +81,42 @@ struct store_ops {
 	 */
 	int64_t (*claim_wait)(struct agent *a);
 	/*
-	 * Create the pair's key for this run's owner if it does not exist.
-	 * TRY_TAKEN with *@sent_ns the time before the request went out;
-	 * TRY_HELD when it exists; TRY_ERROR.
+	 * Create the pair's key for this run's owner if it does not exist
+	 * and the pair's mark does.  TRY_TAKEN with *@sent_ns the time before
+	 * the request went out and *@mark the pair's mark; TRY_HELD when the
+	 * key exists; TRY_NO_MARK when it does not but the mark is missing
+	 * (nothing was written); TRY_ERROR.  @init_mark, when not 0: first
+	 * create the mark at that value if it is missing (a quarantine that
+	 * has passed, or --init-store).
 	 */
-	int (*claim)(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns);
+	int (*claim)(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns,
+		     uint64_t *mark, uint64_t init_mark);
 	/*
 	 * The pair this run held last: take it back only if its key still
-	 * holds this run's own lease (a renewal whose reply was lost).
+	 * holds this run's own lease (a renewal whose reply was lost), with
+	 * its mark in *@mark.
 	 */
-	int (*readopt)(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns);
-	/* Renew the lease held, all of it by @deadline: 1 renewed, 0 lost, -1 failed. */
-	int (*renew)(struct agent *a, int64_t deadline, int64_t *sent_ns);
+	int (*readopt)(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns,
+		       uint64_t *mark);
+	/*
+	 * Renew the lease held and prove the key is still ours (G3), all of it
+	 * by @deadline; with @raise_to (not 0), raise the mark to at least
+	 * @raise_to in the same atomic step (G4); a missing mark is created at
+	 * @raise_to (safe: the holder's own timestamps are all below it).
+	 * 1 renewed (and raised), 0 lost, -1 failed.
+	 */
+	int (*renew)(struct agent *a, int64_t deadline, int64_t *sent_ns, uint64_t raise_to);
 	/* Give the lease back (after the fence), bounded by the store's timeout. */
 	void (*release)(struct agent *a);
+	/*
+	 * --init-store: create the mark of pair (@dc, @w) at @mark where it is
+	 * missing.  1 created, 0 present already, -1 failed.
+	 */
+	int (*init_mark)(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark);
 };
+
+/* The mark's text in the stores: 20 decimal digits, so that byte order is number order. */
+#define MARK_FMT	"%020llu"
 
 extern const struct store_ops ag_redis_ops;
 extern const struct store_ops ag_etcd_ops;
@@ -96,8 +154,27 @@ struct agent {
 	int tfd;			/* timerfd (CLOCK_BOOTTIME) for the main loop */
 	uint32_t vm_forks;		/* the device's VM forks when this identity was made */
 
+	/*
+	 * The timestamp window (see program_pair()): the device stamps this
+	 * lease's IDs within [floor_ms, mark_ms]; mark_ms is never above the
+	 * mark the store has accepted for the pair.
+	 */
+	uint64_t floor_ms;		/* the mark read at the claim + 1 */
+	uint64_t mark_ms;		/* the pair's mark as the store last accepted it */
+	int64_t mark_missing_since;	/* boottime ns a missing mark was first seen; 0 none */
+	bool mark_missing_logged;
+
+	/*
+	 * The dry-run device: the kernel's rules on a simulated clock, the
+	 * wall clock at start + CLOCK_BOOTTIME since + the offset of
+	 * --dry-run-clock-offset-ms + its forward moves to floors.
+	 */
+	int64_t sim_anchor_ms;		/* wall - boottime at start, + the offset */
+	uint64_t sim_jump_ms;		/* forward moves (floors) */
+	uint64_t sim_floor_ms, sim_ceiling_ms;
+
 	/* For --metrics-file: counted since the start. */
-	uint64_t m_claims, m_renewals, m_fences, m_store_errors;
+	uint64_t m_claims, m_renewals, m_fences, m_store_errors, m_mark_raises;
 	int64_t m_renew_ms_sum;		/* the renewals' round trips */
 	bool m_write_failed;		/* logged already */
 };
@@ -105,6 +182,8 @@ struct agent {
 int64_t boot_ns(void);
 void logm(enum ag_level l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len);
+/* The key of the pair's timestamp mark: PREFIX:CLUSTER:mark:DC:W. */
+void mark_key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len);
 /* ms left until @deadline (0: none, the whole @timeout_ms), at most @timeout_ms; 0 if past. */
 int64_t ms_left(int64_t deadline, int64_t timeout_ms);
 /*

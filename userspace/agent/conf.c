@@ -66,6 +66,20 @@ const char ag_usage[] =
 "                            node_exporter's textfile collector; default: none)\n"
 "  --dry-run                 no device: log the claims and fences only\n"
 "  --dry-run-bits D/W        datacenter/worker widths for --dry-run (default 5/5)\n"
+"  --dry-run-clock-offset-ms N\n"
+"                            (tests) the dry-run device's wall clock runs N ms\n"
+"                            away from this host's (negative: behind)\n"
+"  --mark-step-ms MS         publish the pair's timestamp mark this far ahead\n"
+"                            of the device's clock (default: ttl)\n"
+"  --mark-quarantine-ms MS   a pair whose mark is missing from the store is\n"
+"                            claimed after MS of waiting, its mark started at\n"
+"                            this host's clock (default: never; see\n"
+"                            --init-store)\n"
+"  --init-store              create the mark of every pair of the pool where\n"
+"                            it is missing, then exit (once per new key space)\n"
+"  --init-mark-ms MS         the marks --init-store creates (default 0: a new\n"
+"                            cluster; after a loss of the store's data: a time\n"
+"                            above every ID ever issued, in Unix ms)\n"
 "  --log-level LEVEL         err, warn, info (default) or debug\n"
 "  --print-config            print the configuration and exit\n"
 "  -h, --help                this help\n"
@@ -83,6 +97,7 @@ enum {
 	O_STATE, O_OWNER, O_DRY, O_DRYBITS, O_LEVEL, O_UPTIME, O_BACKEND,
 	O_ETCD_EP, O_ETCD_USER, O_ETCD_PW, O_ETCD_CA, O_ETCD_CERT, O_ETCD_KEY,
 	O_ETCD_TIMEOUT, O_HISTORY, O_SETTLE, O_PRINT, O_VERSION, O_METRICS,
+	O_CLOCK_OFFSET, O_MARK_STEP, O_QUARANTINE, O_INIT_MARK, O_INIT_STORE,
 };
 
 static const struct option opts[] = {
@@ -116,6 +131,11 @@ static const struct option opts[] = {
 	{ "owner", required_argument, NULL, O_OWNER },
 	{ "dry-run", optional_argument, NULL, O_DRY },
 	{ "dry-run-bits", required_argument, NULL, O_DRYBITS },
+	{ "dry-run-clock-offset-ms", required_argument, NULL, O_CLOCK_OFFSET },
+	{ "mark-step-ms", required_argument, NULL, O_MARK_STEP },
+	{ "mark-quarantine-ms", required_argument, NULL, O_QUARANTINE },
+	{ "init-mark-ms", required_argument, NULL, O_INIT_MARK },
+	{ "init-store", no_argument, NULL, O_INIT_STORE },
 	{ "log-level", required_argument, NULL, O_LEVEL },
 	{ "print-config", no_argument, NULL, O_PRINT },
 	{ "help", no_argument, NULL, 'h' },
@@ -332,6 +352,40 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		c->dry_run_bits[0] = d;
 		c->dry_run_bits[1] = w;
 		return 0;
+	case O_CLOCK_OFFSET: {
+		char *end;
+		long long off;
+
+		errno = 0;
+		off = strtoll(v, &end, 10);
+		/* A year either way: enough for any test, far from overflow. */
+		if (!*v || *end || errno || off < -31536000000LL || off > 31536000000LL)
+			goto bad;
+		c->dry_run_clock_offset_ms = off;
+		return 0;
+	}
+	case O_MARK_STEP:
+		if (parse_uint(v, 86400000, &n) || (n && n < 100))
+			goto bad;
+		c->mark_step_ms = (unsigned int)n;
+		return 0;
+	case O_QUARANTINE:
+		if (!strcmp(v, "never")) {
+			c->mark_quarantine_ms = -1;
+			return 0;
+		}
+		if (parse_uint(v, 2592000000UL, &n))
+			goto bad;
+		c->mark_quarantine_ms = (long long)n;
+		return 0;
+	case O_INIT_MARK:
+		if (parse_uint(v, ULONG_MAX, &n) || n >= (1ULL << 62))
+			goto bad;
+		c->init_mark_ms = n;
+		return 0;
+	case O_INIT_STORE:
+		c->init_store = true;
+		return 0;
 	case O_LEVEL:
 		for (d = AG_ERR; d <= AG_DEBUG; d++) {
 			if (!strcmp(v, ag_level_name(d))) {
@@ -353,7 +407,7 @@ static int key_of(const char *name)
 
 	for (o = opts; o->name; o++)
 		if (!strcmp(o->name, name) && o->val >= O_HOST && o->val != O_PRINT &&
-		    o->val != O_VERSION)
+		    o->val != O_VERSION && o->val != O_INIT_STORE)
 			return o->val;
 	return -1;
 }
@@ -426,6 +480,7 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	c->ttl_ms = 10000;
 	c->min_uptime_ms = -1;
 	c->settle_ms = -1;
+	c->mark_quarantine_ms = -1;
 	set_str(&c->state_file, AG_DEFAULT_STATE);
 	c->dry_run_bits[0] = 5;
 	c->dry_run_bits[1] = 5;
@@ -509,6 +564,17 @@ int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 		c->min_uptime_ms = (int)c->ttl_ms;
 	if (c->settle_ms < 0)
 		c->settle_ms = (int)c->ttl_ms;
+	if (!c->mark_step_ms)
+		c->mark_step_ms = c->ttl_ms;
+	/*
+	 * The mark is raised when less than half a step is left; until the
+	 * next renewal the device's clock must not reach it.
+	 */
+	if (c->mark_step_ms / 2 <= c->renew_ms)
+		return fail(err, errlen, "mark-step-ms %u must be more than twice renew-ms %u",
+			    c->mark_step_ms, c->renew_ms);
+	if (c->dry_run_clock_offset_ms && !c->dry_run)
+		return fail(err, errlen, "dry-run-clock-offset-ms needs --dry-run");
 	if (c->margin_ms >= c->ttl_ms)
 		return fail(err, errlen, "margin-ms %u must be below ttl-ms %u",
 			    c->margin_ms, c->ttl_ms);
@@ -566,6 +632,13 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "history = %s\n", c->history);
 	fprintf(f, "dry-run = %d\n", c->dry_run);
 	fprintf(f, "dry-run-bits = %u/%u\n", c->dry_run_bits[0], c->dry_run_bits[1]);
+	fprintf(f, "dry-run-clock-offset-ms = %lld\n", c->dry_run_clock_offset_ms);
+	fprintf(f, "mark-step-ms = %u\n", c->mark_step_ms);
+	if (c->mark_quarantine_ms < 0)
+		fprintf(f, "mark-quarantine-ms = never\n");
+	else
+		fprintf(f, "mark-quarantine-ms = %lld\n", c->mark_quarantine_ms);
+	fprintf(f, "init-mark-ms = %llu\n", (unsigned long long)c->init_mark_ms);
 	fprintf(f, "log-level = %s\n", ag_level_name(c->level));
 }
 

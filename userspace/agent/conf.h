@@ -67,6 +67,11 @@ struct ag_conf {
 	char *history;			/* "": none */
 	bool dry_run;
 	unsigned int dry_run_bits[2];	/* datacenter, worker widths without a device */
+	long long dry_run_clock_offset_ms;	/* the dry-run device's clock vs. this host's */
+	unsigned int mark_step_ms;	/* publish the mark this far ahead; 0: ttl */
+	long long mark_quarantine_ms;	/* claim a pair without a mark after this; -1: never */
+	bool init_store;		/* --init-store: create the pool's marks and exit */
+	uint64_t init_mark_ms;		/* the marks --init-store creates */
 	enum ag_level level;
 	bool print_config;
 	bool help;

@@ -6,12 +6,27 @@
  *
  * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
  * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
- * bound to the lease:
+ * bound to the lease, and only if the pair's timestamp mark (the key
+ * PREFIX:CLUSTER:mark:DC:W, bound to no lease) exists, which the same Txn
+ * reads (G1, G4 in agent.h):
  *
- *   Txn If(CreateRevision(key) == 0) Then(Put(key, owner, lease))
+ *   Txn If(CreateRevision(key) == 0, CreateRevision(mark) > 0)
+ *       Then(Put(key, owner, lease), Range(mark))
  *
  * kept with LeaseKeepAlive and revoked (LeaseRevoke, which deletes the
- * key) on stop.  The lease's clock starts on the leader when it handles
+ * key, not the mark) on stop.  A keep-alive proves only that the lease
+ * lives, not that the key is still bound to it (an operator's
+ * `etcdctl del --prefix` leaves the lease alive): so every renewal also
+ * proves the key itself, in a Txn that compares the key's create revision
+ * (the revision of our own claim: a key deleted and created again has
+ * another) and its lease with ours, and raises the mark in the same Txn
+ * (G3, G4):
+ *
+ *   Txn If(CreateRevision(key) == ours, Lease(key) == ours
+ *          [, Value(mark) < raise])
+ *       Then([Put(mark, raise),] Range(mark)) Else(Range(key), Range(mark))
+ *
+ * Marks are 20-digit decimals, so etcd's byte comparison is numeric.  The lease's clock starts on the leader when it handles
  * the request, after we sent it, so the agent's rule holds: valid from
  * before the grant or keep-alive was sent, for ttl - margin.  A leader
  * change never shortens a lease (the new leader gives every lease a full
@@ -46,6 +61,7 @@ struct estore {
 	char **eps;			/* endpoints */
 	int n_eps, cur;
 	char lease[24];			/* decimal lease id, "" none */
+	char create_rev[24];		/* the revision that created our key */
 	int64_t lease_sent;		/* before its grant or last keep-alive */
 	char auth[600];			/* "Authorization: token", "" none */
 	bool down;			/* logged already */
@@ -98,6 +114,75 @@ static const char *jstr(struct json_object *o, const char *k)
 	struct json_object *v;
 
 	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
+}
+
+/* Base64 @in to @out (at most @outlen - 1 bytes, NUL-terminated); -1 on bad input. */
+static int unb64(const char *in, char *out, size_t outlen)
+{
+	unsigned int acc = 0, bits = 0;
+	size_t o = 0;
+
+	for (; *in && *in != '='; in++) {
+		const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		const char *p = strchr(t, *in);
+
+		if (!p)
+			return -1;
+		acc = acc << 6 | (unsigned int)(p - t);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (o + 1 >= outlen)
+				return -1;
+			out[o++] = (char)(acc >> bits & 0xff);
+		}
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* responses[@i].response_range of a Txn reply, or NULL. */
+static struct json_object *txn_range(struct json_object *j, size_t i)
+{
+	struct json_object *res, *r;
+
+	if (!json_object_object_get_ex(j, "responses", &res) ||
+	    json_object_array_length(res) <= i)
+		return NULL;
+	r = json_object_array_get_idx(res, i);
+	return json_object_object_get_ex(r, "response_range", &r) ? r : NULL;
+}
+
+/* The first key-value of a range response, or NULL (none: the key does not exist). */
+static struct json_object *range_kv(struct json_object *range)
+{
+	struct json_object *kvs;
+
+	if (!range || !json_object_object_get_ex(range, "kvs", &kvs) ||
+	    !json_object_array_length(kvs))
+		return NULL;
+	return json_object_array_get_idx(kvs, 0);
+}
+
+/* A mark's value from a key-value: 0 on success. */
+static int kv_mark(struct json_object *kv, uint64_t *mark)
+{
+	const char *v = kv ? jstr(kv, "value") : NULL;
+	char buf[64], *end;
+
+	if (!v || unb64(v, buf, sizeof(buf)) || !buf[0])
+		return -1;
+	errno = 0;
+	*mark = strtoull(buf, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+static bool txn_ok(struct json_object *j)
+{
+	struct json_object *ok;
+
+	/* The JSON gateway leaves out false (a default value). */
+	return json_object_object_get_ex(j, "succeeded", &ok) && json_object_get_boolean(ok);
 }
 
 static void etcd_down(struct agent *a, const char *ep, const char *why)
@@ -402,22 +487,56 @@ static bool have_lease(struct agent *a)
 	return e->lease[0];
 }
 
-static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent)
+/* Create the mark of (@dc, @w) at @value if it is missing: 1 created, 0 present, -1 failed. */
+static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
+{
+	struct json_object *j;
+	char mkey[512], m64[700], v[24], v64[40], *body;
+	int code, ret;
+
+	mark_key_of(a, dc, w, mkey, sizeof(mkey));
+	b64(mkey, m64, sizeof(m64));
+	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
+	b64(v, v64, sizeof(v64));
+	if (asprintf(&body,
+		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
+		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
+		     m64, m64, v64) < 0)
+		return -1;
+	j = call(a, 0, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j)
+		return -1;
+	ret = txn_ok(j) ? 1 : 0;
+	json_object_put(j);
+	return ret;
+}
+
+static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
+		   uint64_t init_mark)
 {
 	struct estore *e = E(a);
-	struct json_object *j, *ok;
-	char key[512], k64[700], v64[440], *body;
+	struct json_object *j, *hdr, *range;
+	char key[512], k64[700], mkey[512], m64[700], v64[440], *body;
+	const char *rev = NULL;
 	int code, ret;
 
 	if (!have_lease(a))
 		return TRY_ERROR;
+	if (init_mark && e_init_mark(a, dc, w, init_mark) < 0)
+		return TRY_ERROR;
 	key_of(a, dc, w, key, sizeof(key));
 	b64(key, k64, sizeof(k64));
+	mark_key_of(a, dc, w, mkey, sizeof(mkey));
+	b64(mkey, m64, sizeof(m64));
 	b64(a->owner, v64, sizeof(v64));
 	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
-		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}}]}",
-		     k64, k64, v64, e->lease) < 0)
+		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},"
+		     "{\"key\":\"%s\",\"result\":\"GREATER\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
+		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
+		     "{\"request_range\":{\"key\":\"%s\"}}],"
+		     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
+		     k64, m64, k64, v64, e->lease, m64, k64) < 0)
 		return TRY_ERROR;
 	j = call(a, 0, "/v3/kv/txn", body, &code);
 	free(body);
@@ -426,45 +545,128 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent)
 			e->lease[0] = '\0';
 		return TRY_ERROR;
 	}
-	ret = json_object_object_get_ex(j, "succeeded", &ok) && json_object_get_boolean(ok) ?
-	      TRY_TAKEN : TRY_HELD;
+	if (txn_ok(j)) {
+		/* Our Put is the Txn's only write: the key's create revision is the Txn's. */
+		if (json_object_object_get_ex(j, "header", &hdr))
+			rev = jstr(hdr, "revision");
+		if (!rev || strlen(rev) >= sizeof(e->create_rev) ||
+		    kv_mark(range_kv(txn_range(j, 1)), mark)) {
+			logm(AG_WARN, "etcd claim of %s: odd reply (no revision or mark)", key);
+			ret = TRY_ERROR;	/* the key expires with the lease */
+		} else {
+			snprintf(e->create_rev, sizeof(e->create_rev), "%s", rev);
+			ret = TRY_TAKEN;
+		}
+	} else {
+		range = txn_range(j, 0);
+		/* count is left out when 0: the key is free, so the mark is missing. */
+		ret = range && jstr(range, "count") && atoll(jstr(range, "count")) > 0 ?
+		      TRY_HELD : TRY_NO_MARK;
+	}
 	json_object_put(j);
 	*sent = e->lease_sent;
 	return ret;
 }
 
-/* Our lease still alive, and the key still bound to it: ours again. */
-static int e_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent)
+/*
+ * Prove that our key is the one our claim created and still bound to our
+ * lease, raising the mark to @raise (0: no raise) in the same Txn (see
+ * the top of this file).  1 ours (*@mark the mark, 0 when it is missing
+ * and @raise is 0), 0 not ours (gone, or another's), -1 failed.
+ */
+static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *mark)
 {
 	struct estore *e = E(a);
-	struct json_object *j, *kvs;
-	char key[512], k64[700], body[800];
-	const char *lease = NULL;
-	int code, ret;
+	struct json_object *j, *kv;
+	char k64[700], mkey[512], m64[700], v[24], v64[40], *body;
+	char cmp_raise[900] = "", put_raise[900] = "";
+	const char *rev, *lease;
+	int code, ret, tries;
 
-	if (!e->lease[0])
+	b64(a->key, k64, sizeof(k64));
+	mark_key_of(a, a->dc, a->w, mkey, sizeof(mkey));
+	b64(mkey, m64, sizeof(m64));
+	*mark = 0;
+	for (tries = 0; tries < 2; tries++) {
+		if (raise) {
+			snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)raise);
+			b64(v, v64, sizeof(v64));
+			/* A first try compares the value; a second one (no mark) its absence. */
+			snprintf(cmp_raise, sizeof(cmp_raise),
+				 tries ? ",{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}" :
+					 ",{\"key\":\"%s\",\"result\":\"LESS\",\"target\":\"VALUE\",\"value\":\"%s\"}",
+				 m64, v64);
+			snprintf(put_raise, sizeof(put_raise),
+				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, v64);
+		}
+		if (asprintf(&body,
+			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%s\"},"
+			     "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"LEASE\",\"lease\":\"%s\"}%s],"
+			     "\"success\":[%s{\"request_range\":{\"key\":\"%s\"}}],"
+			     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
+			     k64, e->create_rev, k64, e->lease, cmp_raise, put_raise, m64, k64, m64) < 0)
+			return -1;
+		j = call(a, deadline, "/v3/kv/txn", body, &code);
+		free(body);
+		if (!j)
+			return -1;
+		if (txn_ok(j)) {
+			kv = range_kv(txn_range(j, raise ? 1 : 0));
+			ret = !kv || !kv_mark(kv, mark) ? 1 : -1;
+			json_object_put(j);
+			return ret;
+		}
+		/* Which compare failed?  The key first. */
+		kv = range_kv(txn_range(j, 0));
+		rev = kv ? jstr(kv, "create_revision") : NULL;
+		lease = kv ? jstr(kv, "lease") : NULL;
+		if (!rev || strcmp(rev, e->create_rev) || !lease || strcmp(lease, e->lease)) {
+			logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
+			     kv ? "the key is another lease's now" : "the key is gone (deleted, or expired)");
+			json_object_put(j);
+			return 0;
+		}
+		/* Ours: the mark is at or above @raise already, or missing. */
+		kv = range_kv(txn_range(j, 1));
+		ret = kv ? (kv_mark(kv, mark) ? -1 : 1) : 2;
+		json_object_put(j);
+		if (ret != 2)
+			return ret;
+		logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
+		     mkey, (unsigned long long)raise);
+	}
+	return -1;
+}
+
+/* Our lease still alive, and the key still the one our claim bound to it: ours again. */
+static int e_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
+{
+	struct estore *e = E(a);
+	int ret;
+
+	if (!e->lease[0] || !e->create_rev[0] || dc != a->dc || w != a->w)
 		return TRY_HELD;
 	ret = keepalive(a, 0, sent);
 	if (ret <= 0)
 		return ret < 0 ? TRY_ERROR : TRY_HELD;
-	key_of(a, dc, w, key, sizeof(key));
-	b64(key, k64, sizeof(k64));
-	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", k64);
-	j = call(a, 0, "/v3/kv/range", body, &code);
-	if (!j)
+	ret = prove(a, 0, a->mark_ms, mark);
+	if (ret < 0)
 		return TRY_ERROR;
-	if (json_object_object_get_ex(j, "kvs", &kvs) && json_object_array_length(kvs) == 1)
-		lease = jstr(json_object_array_get_idx(kvs, 0), "lease");
-	ret = lease && !strcmp(lease, e->lease) ? TRY_TAKEN : TRY_HELD;
-	json_object_put(j);
-	return ret;
+	return ret ? TRY_TAKEN : TRY_HELD;
 }
 
-static int e_renew(struct agent *a, int64_t deadline, int64_t *sent)
+static int e_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
 {
+	uint64_t mark;
+	int ret;
+
 	if (!E(a)->lease[0])
 		return 0;
-	return keepalive(a, deadline, sent);
+	ret = keepalive(a, deadline, sent);
+	if (ret <= 0)
+		return ret;
+	/* The lease lives; is the key still the one our claim made? */
+	return prove(a, deadline, raise_to, &mark);
 }
 
 static void e_release(struct agent *a)
@@ -485,5 +687,6 @@ const struct store_ops ag_etcd_ops = {
 	.readopt = e_readopt,
 	.renew = e_renew,
 	.release = e_release,
+	.init_mark = e_init_mark,
 };
 #endif /* AG_NO_ETCD */

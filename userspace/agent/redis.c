@@ -3,8 +3,19 @@
  * snowflake-agent(8): leases in a single Redis instance.
  *
  * The lease is the key PREFIX:CLUSTER:worker:DC:W with this run's owner as
- * its value, created with SET NX PX ttl and renewed (PEXPIRE) or released
- * (DEL) only by a Lua script that first checks the value.
+ * its value; the pair's timestamp mark is PREFIX:CLUSTER:mark:DC:W (no TTL:
+ * it outlives every lease).  Every step is one Lua script, which Redis runs
+ * atomically (no other command runs in between):
+ *
+ *   claim:   if the key exists: held; if the mark is missing: no mark;
+ *            else SET key owner PX ttl and return the mark (G1, G4)
+ *   renew:   if GET key == owner: PEXPIRE key ttl, and raise the mark to
+ *            at least the value given (never lower it); else lost (G3, G4)
+ *   release: if GET key == owner: DEL key (the mark stays)
+ *
+ * The owner is new at every start (128 random bits), so "the key holds our
+ * owner" proves the key is the one this very run created: a key deleted
+ * and claimed again by another agent holds another owner.
  *
  * What Redis must guarantee, checked at every connection: a key lives until
  * its TTL ends or its owner deletes it.  So maxmemory-policy must be
@@ -24,9 +35,25 @@
 
 #include "agent.h"
 
+/* KEYS: key, mark; ARGV: owner, ttl.  -1 held, -2 no mark, else the mark. */
+static const char claim_lua[] =
+	"if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end "
+	"local m = redis.call('GET', KEYS[2]) "
+	"if not m then return -2 end "
+	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+	"return m";
+/*
+ * KEYS: key, mark; ARGV: owner, ttl, raise ("0": none).  0 lost; -2 ours
+ * but no mark (and none to create); else the mark after the raise.
+ */
 static const char renew_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
-	"return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+	"redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
+	"local m = redis.call('GET', KEYS[2]) "
+	"if ARGV[3] ~= '0' and (not m or tonumber(m) < tonumber(ARGV[3])) then "
+	"redis.call('SET', KEYS[2], ARGV[3]) m = ARGV[3] end "
+	"if not m then return -2 end "
+	"return m";
 static const char release_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
 	"return redis.call('DEL', KEYS[1]) else return 0 end";
@@ -35,7 +62,7 @@ struct rstore {
 	redisContext *rc;
 	bool down;			/* logged already */
 	bool young;			/* logged already */
-	char renew_sha[41], release_sha[41];
+	char claim_sha[41], renew_sha[41], release_sha[41];
 };
 
 static struct rstore *R(const struct agent *a)
@@ -149,6 +176,43 @@ static bool load_script(struct agent *a, int64_t deadline, const char *lua, char
 	return ok;
 }
 
+/* CONFIG GET @name as a string in @out ("" when it cannot be read). */
+static void config_get(struct agent *a, int64_t deadline, const char *name, char *out, size_t len)
+{
+	const char *argv[] = { "CONFIG", "GET", name };
+	redisReply *r = cmd(a, deadline, 3, argv);
+
+	*out = '\0';
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING)
+		snprintf(out, len, "%s", r->element[1]->str);
+	freeReplyObject(r);
+}
+
+/*
+ * G5 for the marks: a Redis that can lose an acknowledged write (no AOF,
+ * or appendfsync other than always) can lose the last raise of a mark in
+ * a crash, and a mark read lower than it was accepted lets the next
+ * holder stamp below the old holder's ceiling.  Said once per run (not an
+ * error: a Redis without persistence loses the marks whole, which reads as
+ * missing and is safe; deployment-redis.md says what to choose).
+ */
+static void durability(struct agent *a, int64_t deadline)
+{
+	static bool said;
+	char aof[16], fsync[16];
+
+	if (said)
+		return;
+	config_get(a, deadline, "appendonly", aof, sizeof(aof));
+	config_get(a, deadline, "appendfsync", fsync, sizeof(fsync));
+	said = true;
+	if (!strcmp(aof, "yes") && !strcmp(fsync, "always"))
+		return;
+	logm(AG_WARN, "event=redis_not_durable host=%s port=%d appendonly=%s appendfsync=%s: a crash of this Redis can lose the last writes, the pairs' timestamp marks among them; set appendonly yes and appendfsync always (docs/deployment-redis.md)",
+	     a->c->redis_host, a->c->redis_port, *aof ? aof : "?", *fsync ? fsync : "?");
+}
+
 /*
  * The checks of every new connection: Redis keeps a key until its TTL or
  * its owner ends it.  false (a->fatal set, or the connection dropped)
@@ -181,6 +245,7 @@ static bool check_redis(struct agent *a, int64_t deadline)
 		return false;
 	}
 	freeReplyObject(r);
+	durability(a, deadline);
 	r = cmd(a, deadline, 2, info);
 	if (!r)
 		return false;
@@ -250,7 +315,8 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 	}
 	if (!check_redis(a, deadline))
 		return false;
-	if (!load_script(a, deadline, renew_lua, rs->renew_sha) ||
+	if (!load_script(a, deadline, claim_lua, rs->claim_sha) ||
+	    !load_script(a, deadline, renew_lua, rs->renew_sha) ||
 	    !load_script(a, deadline, release_lua, rs->release_sha)) {
 		if (!a->fatal)
 			redis_drop(a, "SCRIPT LOAD failed");
@@ -263,33 +329,77 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 }
 
 /*
- * EVALSHA of a compare-and-act script on @key with the owner; EVAL again
- * when the script cache was flushed.  Returns the integer reply, or -1 on a
- * connection error or timeout.
+ * EVALSHA of one of our scripts on the pair's key and mark with @argc
+ * arguments; EVAL again when the script cache was flushed.  The reply
+ * (the caller frees it), or NULL on a connection error or timeout.
  */
-static long long eval_owned(struct agent *a, int64_t deadline, const char *sha,
-			    const char *lua, const char *key, const char *arg2)
+static redisReply *eval2(struct agent *a, int64_t deadline, const char *sha, const char *lua,
+			 uint32_t dc, uint32_t w, int argc, const char **args)
 {
-	const char *argv[] = { "EVALSHA", sha, "1", key, a->owner, arg2 };
-	int argc = arg2 ? 6 : 5;
+	char key[512], mark[512];
+	const char *argv[10] = { "EVALSHA", sha, "2", key, mark };
 	redisReply *r;
-	long long v = -1;
+	int i;
 
-	r = cmd(a, deadline, argc, argv);
+	key_of(a, dc, w, key, sizeof(key));
+	mark_key_of(a, dc, w, mark, sizeof(mark));
+	for (i = 0; i < argc && i < 5; i++)
+		argv[5 + i] = args[i];
+	r = cmd(a, deadline, 5 + argc, argv);
 	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
 		freeReplyObject(r);
 		argv[0] = "EVAL";
 		argv[1] = lua;
-		r = cmd(a, deadline, argc, argv);
+		r = cmd(a, deadline, 5 + argc, argv);
 	}
+	if (r && r->type == REDIS_REPLY_ERROR) {
+		logm(AG_WARN, "%s: %s", argv[0], r->str);
+		freeReplyObject(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* A mark as a script returned it (a string of digits): 0 on success. */
+static int mark_of(const redisReply *r, uint64_t *mark)
+{
+	char *end;
+
+	if (r->type != REDIS_REPLY_STRING || !r->len)
+		return -1;
+	errno = 0;
+	*mark = strtoull(r->str, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+/*
+ * The renewal script: 1 renewed (*@mark the mark after it), 0 lost, -1
+ * failed, TRY_NO_MARK ours but no mark.
+ */
+static int renew_script(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w,
+			uint64_t raise, uint64_t *mark)
+{
+	char ttl[16], rs[24];
+	const char *args[] = { a->owner, ttl, rs };
+	redisReply *r;
+	int ret = -1;
+
+	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
+	if (raise)
+		snprintf(rs, sizeof(rs), MARK_FMT, (unsigned long long)raise);
+	else
+		strcpy(rs, "0");
+	r = eval2(a, deadline, R(a)->renew_sha, renew_lua, dc, w, 3, args);
 	if (!r)
 		return -1;
 	if (r->type == REDIS_REPLY_INTEGER)
-		v = r->integer;
-	else
-		logm(AG_WARN, "%s: %s", argv[0], r->type == REDIS_REPLY_ERROR ? r->str : "odd reply");
+		ret = r->integer == 0 ? 0 : r->integer == -2 ? TRY_NO_MARK : -1;
+	else if (!mark_of(r, mark))
+		ret = 1;
+	if (ret == -1)
+		logm(AG_WARN, "renew script: odd reply");
 	freeReplyObject(r);
-	return v;
+	return ret;
 }
 
 static int r_init(struct agent *a)
@@ -319,80 +429,117 @@ static void r_describe(const struct agent *a, char *buf, size_t len)
 	snprintf(buf, len, "redis=%s:%d", a->c->redis_host, a->c->redis_port);
 }
 
-/* SET key owner NX PX ttl. */
-static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent)
+/* SET mark value NX: 1 created, 0 present, -1 failed. */
+static int set_mark_nx(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
 {
-	char key[512], ttl[16];
-	const char *argv[] = { "SET", key, a->owner, "NX", "PX", ttl };
+	char mark[512], v[24];
+	const char *argv[] = { "SET", mark, v, "NX" };
 	redisReply *r;
-	int ret;
+	int ret = -1;
 
-	if (!redis_connect(a, 0))
-		return TRY_ERROR;
-	key_of(a, dc, w, key, sizeof(key));
-	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	*sent = boot_ns();
-	r = cmd(a, 0, 6, argv);
+	mark_key_of(a, dc, w, mark, sizeof(mark));
+	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
+	r = cmd(a, 0, 4, argv);
 	if (!r)
-		return TRY_ERROR;
-	if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK")) {
-		ret = TRY_TAKEN;
-	} else if (r->type == REDIS_REPLY_NIL) {
-		ret = TRY_HELD;
-	} else {
-		logm(AG_WARN, "SET %s: %s", key, r->type == REDIS_REPLY_ERROR ? r->str : "odd reply");
-		ret = TRY_ERROR;
-	}
+		return -1;
+	if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK"))
+		ret = 1;
+	else if (r->type == REDIS_REPLY_NIL)
+		ret = 0;
+	else
+		logm(AG_WARN, "SET %s NX: %s", mark, r->type == REDIS_REPLY_ERROR ? r->str : "odd reply");
 	freeReplyObject(r);
 	return ret;
 }
 
-/* The key still holds this run's owner: renew it with the compare-and-renew script. */
-static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent)
+/* The claim script (see the top of this file). */
+static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
+		   uint64_t init_mark)
 {
-	char key[512], ttl[16];
-	long long v;
+	char ttl[16];
+	const char *args[] = { a->owner, ttl };
+	redisReply *r;
+	int ret = TRY_ERROR;
 
 	if (!redis_connect(a, 0))
 		return TRY_ERROR;
-	key_of(a, dc, w, key, sizeof(key));
+	if (init_mark && set_mark_nx(a, dc, w, init_mark) < 0)
+		return TRY_ERROR;
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
 	*sent = boot_ns();
-	v = eval_owned(a, 0, R(a)->renew_sha, renew_lua, key, ttl);
-	if (v < 0)
+	r = eval2(a, 0, R(a)->claim_sha, claim_lua, dc, w, 2, args);
+	if (!r)
 		return TRY_ERROR;
-	return v ? TRY_TAKEN : TRY_HELD;
+	if (r->type == REDIS_REPLY_INTEGER && r->integer == -1)
+		ret = TRY_HELD;
+	else if (r->type == REDIS_REPLY_INTEGER && r->integer == -2)
+		ret = TRY_NO_MARK;
+	else if (!mark_of(r, mark))
+		ret = TRY_TAKEN;
+	else
+		logm(AG_WARN, "claim script: odd reply");
+	freeReplyObject(r);
+	return ret;
 }
 
-static int r_renew(struct agent *a, int64_t deadline, int64_t *sent)
+/*
+ * The key still holds this run's owner: renew it with the renewal script,
+ * re-creating a missing mark at the highest this run had raised it to.
+ */
+static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
 {
-	char ttl[16];
-	long long v;
+	int ret;
+
+	if (!redis_connect(a, 0))
+		return TRY_ERROR;
+	*sent = boot_ns();
+	ret = renew_script(a, 0, dc, w, a->mark_ms, mark);
+	if (ret < 0)
+		return TRY_ERROR;
+	return ret == 1 ? TRY_TAKEN : TRY_HELD;
+}
+
+static int r_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+{
+	uint64_t mark;
+	int ret;
 
 	if (!redis_connect(a, deadline))
 		return -1;
-	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
 	*sent = boot_ns();
-	v = eval_owned(a, deadline, R(a)->renew_sha, renew_lua, a->key, ttl);
-	if (v < 0)
-		return -1;
-	return v ? 1 : 0;
+	ret = renew_script(a, deadline, a->dc, a->w, raise_to, &mark);
+	/* Ours, but the mark is gone and nothing to raise: it is made at the next raise. */
+	if (ret == TRY_NO_MARK)
+		return 1;
+	return ret;
 }
 
 static void r_release(struct agent *a)
 {
-	long long v;
+	const char *args[] = { a->owner };
+	redisReply *r;
+	long long v = -1;
 
 	if (!redis_connect(a, 0)) {
 		logm(AG_WARN, "event=release_failed key=%s: it expires by itself", a->key);
 		return;
 	}
-	v = eval_owned(a, 0, R(a)->release_sha, release_lua, a->key, NULL);
+	r = eval2(a, 0, R(a)->release_sha, release_lua, a->dc, a->w, 1, args);
+	if (r && r->type == REDIS_REPLY_INTEGER)
+		v = r->integer;
+	freeReplyObject(r);
 	if (v == 1)
 		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
 	else
 		logm(AG_WARN, "event=release_failed key=%s: %s", a->key,
 		     v == 0 ? "not ours any more" : "Redis failed; it expires by itself");
+}
+
+static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
+{
+	if (!redis_connect(a, 0))
+		return -1;
+	return set_mark_nx(a, dc, w, mark);
 }
 
 /*
@@ -449,4 +596,5 @@ const struct store_ops ag_redis_ops = {
 	.readopt = r_readopt,
 	.renew = r_renew,
 	.release = r_release,
+	.init_mark = r_init_mark,
 };

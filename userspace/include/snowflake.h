@@ -115,6 +115,17 @@ int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t 
 int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id,
 			uint64_t deadline_ns, uint32_t vm_forks);
 /*
+ * Since LIBSNOWFLAKE_1.4: snowflake_set_lease() with the lease's window of
+ * timestamps (SNOWFLAKE_IDS_WINDOW), in the same call: @floor_ms raises the
+ * floor (every ID of this lease is stamped at or above it), @ceiling_ms is
+ * the ceiling (no ID stamped above it; reads are refused with ENOTCONN
+ * there, as at the deadline; SNOWFLAKE_NO_CEILING: none).  -EOPNOTSUPP
+ * when the module has no window (older than snowflake 1.4).
+ */
+int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id,
+			       uint64_t deadline_ns, uint32_t vm_forks, uint64_t floor_ms,
+			       uint64_t ceiling_ms);
+/*
  * Since LIBSNOWFLAKE_1.2: assign the ids for @vm_forks, without a deadline:
  * ends the refusal after a VM fork for static ids (-ESTALE as above).
  */

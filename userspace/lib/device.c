@@ -282,6 +282,29 @@ SF_EXPORT int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id,
 	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
 }
 
+SF_EXPORT int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacenter_id,
+					 uint32_t worker_id, uint64_t deadline_ns,
+					 uint32_t vm_forks, uint64_t floor_ms,
+					 uint64_t ceiling_ms)
+{
+	struct snowflake_ids ids = {
+		.datacenter_id = datacenter_id,
+		.worker_id = worker_id,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_DEADLINE |
+			 SNOWFLAKE_IDS_VM_FORKS | SNOWFLAKE_IDS_WINDOW,
+		.deadline_ns = deadline_ns,
+		.vm_forks = vm_forks,
+		.floor_ms = floor_ms,
+		.ceiling_ms = ceiling_ms,
+	};
+	int ret = sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+
+	/* A module without the window: the larger structure (E2BIG) or the flag (EINVAL). */
+	if (ret == -E2BIG || (ret == -EINVAL && floor_ms <= ceiling_ms))
+		return -EOPNOTSUPP;
+	return ret;
+}
+
 SF_EXPORT int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id,
 				  uint32_t worker_id, uint32_t vm_forks)
 {
