@@ -559,9 +559,9 @@ check "--metrics-file while held: lease_held 1, one claim, renewals ($(metric sn
 	"$(metric snowflake_agent_renewals_total "$tmp/held.prom")" -ge 1 -a \
 	"$(metric snowflake_agent_renewal_latency_seconds_count "$tmp/held.prom")" -ge 1 -a \
 	"$(metric snowflake_agent_lease_remaining_seconds "$tmp/held.prom" | tr -d .)" -gt 0
-check "--metrics-file: the mark raised ($(metric snowflake_agent_mark_raises_total "$tmp/held.prom") raises, mark $(metric snowflake_agent_mark_ms "$tmp/held.prom") ms)" \
+check "--metrics-file: the mark raised ($(metric snowflake_agent_mark_raises_total "$tmp/held.prom") raises, mark $(metric snowflake_agent_mark_timestamp_seconds "$tmp/held.prom") s)" \
 	test "$(metric snowflake_agent_mark_raises_total "$tmp/held.prom")" -ge 1 -a \
-	"$(metric snowflake_agent_mark_ms "$tmp/held.prom")" -gt 1000000000000
+	"$(metric snowflake_agent_mark_timestamp_seconds "$tmp/held.prom" | cut -d. -f1)" -gt 1000000000
 check "--metrics-file: the pair as labels" \
 	grep -qx 'snowflake_agent_info{cluster="mtest",datacenter_id="1",worker_id="9"} 1' "$tmp/held.prom"
 check "--metrics-file after SIGTERM: no lease, fenced, counted" \
@@ -610,24 +610,24 @@ check "--init-store again: nothing created, nothing lowered ($(grep -o 'created=
 	_ "$tmp/init2.log" "$port" "$PREFIX:c1:mark:0:0" "$before_mk"
 # No mark (a new key space, nobody ran --init-store): never claimed by default.
 "$AGENT" "${flags[@]}" --cluster nomark --datacenter-ids 0 --worker-ids 0-1 --state-file '' \
-	2>"$tmp/nomark.log" &
+	2>"$tmp/agent.70.log" &
 agent_pids[70]=$!
 sleep 2
 kill -TERM "${agent_pids[70]}"
 wait "${agent_pids[70]}"
 rc=$?
 agent_pids[70]=
-check "no mark: nothing claimed, a clear message, exit 0 on SIGTERM ($rc: $(grep -o 'event=mark_missing.*' "$tmp/nomark.log" | head -n1 | cut -c1-90))" \
+check "no mark: nothing claimed, a clear message, exit 0 on SIGTERM ($rc: $(grep -o 'event=mark_missing.*' "$tmp/agent.70.log" | head -n1 | cut -c1-90))" \
 	bash -c '[ "$1" = 0 ] && grep -q "event=mark_missing .*run snowflake-agent --init-store" "$2" && ! grep -q event=claimed "$2" && [ -z "$(redis-cli -p "$3" --scan --pattern "$4:nomark:*")" ]' \
-	_ "$rc" "$tmp/nomark.log" "$port" "$PREFIX"
+	_ "$rc" "$tmp/agent.70.log" "$port" "$PREFIX"
 t_q=$(ms)
 "$AGENT" "${flags[@]}" --cluster nomark --datacenter-ids 0 --worker-ids 0-1 --state-file '' \
-	--mark-quarantine-ms 1500 --settle-ms 0 2>"$tmp/nomark2.log" &
+	--mark-quarantine-ms 1500 --settle-ms 0 2>"$tmp/agent.71.log" &
 agent_pids[71]=$!
 wait_one 71 "event=unfenced" 10 0 || bad "quarantine: never served"
 check "--mark-quarantine-ms 1500: claimed after the quarantine ($(($(ms) - t_q)) ms), the mark made" \
 	bash -c 'grep -q "event=mark_quarantine_over" "$1" && [ "$(($3 - $2))" -ge 1500 ] && [ -n "$(redis-cli -p "$4" --scan --pattern "$5:nomark:mark:*")" ]' \
-	_ "$tmp/nomark2.log" "$t_q" "$(ms)" "$port" "$PREFIX"
+	_ "$tmp/agent.71.log" "$t_q" "$(ms)" "$port" "$PREFIX"
 kill -TERM "${agent_pids[71]}"
 wait "${agent_pids[71]}"
 agent_pids[71]=
@@ -915,7 +915,7 @@ longest=$(awk '$1 == "interval" { f = $5; u = $6; sub(/from=/, "", f); sub(/unti
 check "no interval is longer than TTL - margin ($longest ms <= $((TTL - TTL / 5)))" \
 	test "$longest" -le $((TTL - TTL / 5))
 
-echo "figures: $N_AGENTS agents, TTL $TTL ms; worst fence latency after the last renewal: SIGSTOP $fig_stop ms, kill $fig_kill ms; $(grep -o '[0-9]* intervals' "$tmp/check.out"), $(grep -o '[0-9]* overlaps' "$tmp/check.out")"
+echo "figures: $N_AGENTS agents, TTL $TTL ms; worst fence latency after the last renewal: SIGSTOP $fig_stop ms, kill $fig_kill ms; $(grep -oE '[0-9]+ intervals of' "$tmp/check.out" | sed 's/ of//'), $(grep -oE '[0-9]+ overlaps, [0-9]+ timestamp overlaps' "$tmp/check.out")"
 
 if [ "${AGENT_GUEST:-1}" != 0 ]; then
 	echo "==== end to end in a guest (scripts/agent-guest.sh) ===="

@@ -56,7 +56,7 @@ wait_reads() {
 }
 
 start_redis() {
-	redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
+	redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly yes --appendfsync always \
 		--dir /tmp --logfile /tmp/redis.log --daemonize no &
 	redis_pid=$!
 	i=0
@@ -76,6 +76,12 @@ if out=$(read_id); then bad "strict=1: reads refused before the agent runs (got 
 else ok "strict=1: reads refused before the agent runs"; fi
 
 if start_redis; then ok "redis-server on 127.0.0.1:6379"; else bad "redis-server did not start"; cat /tmp/redis.log; fi
+# A new key space: the timestamp marks of the pool (datacenter 1), once.
+if snowflake-agent --config /dev/null --datacenter-ids 1 --init-store 2>/tmp/init.log; then
+	ok "snowflake-agent --init-store: $(grep -o 'created=[0-9]*' /tmp/init.log)"
+else
+	bad "snowflake-agent --init-store failed"; cat /tmp/init.log
+fi
 
 snowflake-agent --config /dev/null --ttl-ms "$TTL" --redis-timeout-ms 300 \
 	--state-file /tmp/agent.state --datacenter-ids 1 --log-level debug 2>/tmp/agent.log &

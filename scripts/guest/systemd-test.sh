@@ -65,7 +65,7 @@ served_with() {
 	echo "device ids $ids, lease $1"
 	as_member snowflake next | grep -qE '^[0-9]+$' && [[ $1 == *":worker:$ids" ]]
 }
-no_lease() { [ -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*')" ]; }
+no_lease() { [ -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*')" ]; }
 restart_floor() { systemctl restart snowflake-floor.service && systemctl is-active snowflake-floor.service; }
 
 say "# $(systemctl --version | head -n 1); kernel $(uname -r)"
@@ -109,13 +109,16 @@ info grep -m 3 '^snowflake_' /var/lib/prometheus/node-exporter/snowflake.prom
 systemd-run --quiet --unit=sfsd-redis /usr/local/bin/redis-server --port 6379 \
 	--bind 127.0.0.1 --save '' --appendonly no
 t "redis-server answers on 127.0.0.1:6379" until_ok 20 sh -c 'redis-cli -p 6379 ping | grep -q PONG'
+# A new key space: its timestamp marks, once, as an operator would.
+t "snowflake-agent --init-store: the pool's marks (agent.conf's pool)" \
+	snowflake-agent --config /etc/snowflake/agent.conf --init-store
 t "snowflake-agent.service starts (Type=notify: ready once it holds a lease)" \
 	timeout 90 systemctl start snowflake-agent.service
 info systemctl status --no-pager -n 8 snowflake-agent.service
 say "# agent: user=$(user_of snowflake-agent.service 2>&1) $(caps_of snowflake-agent.service 2>&1 | tr -s '\t\n' '= ')"
 t "the agent holds no capability (it configures through the device opened for writing)" \
 	no_caps snowflake-agent.service
-key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*' | head -n 1)
+key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*' | head -n 1)
 say "# Redis: $key = $(redis-cli -p 6379 get "$key" 2>/dev/null)"
 t "the device serves a member, with the pair of the lease in Redis" served_with "$key"
 t "the agent runs as snowflake-daemon" test "$(user_of snowflake-agent.service)" = snowflake-daemon

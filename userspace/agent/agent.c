@@ -865,9 +865,11 @@ static void metrics_write(struct agent *a)
 	put_metric(f, "mark_raises_total", "counter",
 		   "Times the agent raised its pair's timestamp mark in the store.");
 	fprintf(f, "snowflake_agent_mark_raises_total %llu\n", (unsigned long long)a->m_mark_raises);
-	put_metric(f, "mark_ms", "gauge",
-		   "The pair's timestamp mark (Unix ms) as the store last accepted it: the device's ceiling (0: no lease).");
-	fprintf(f, "snowflake_agent_mark_ms %llu\n", a->held ? (unsigned long long)a->mark_ms : 0ULL);
+	put_metric(f, "mark_timestamp_seconds", "gauge",
+		   "The pair's timestamp mark (Unix time) as the store last accepted it: the device's ceiling (0: no lease).");
+	fprintf(f, "snowflake_agent_mark_timestamp_seconds %llu.%03llu\n",
+		a->held ? (unsigned long long)(a->mark_ms / 1000) : 0ULL,
+		a->held ? (unsigned long long)(a->mark_ms % 1000) : 0ULL);
 	if (a->ever_held || a->held) {
 		put_metric(f, "info", "gauge", "The pair the agent holds, or held last, as labels.");
 		fputs("snowflake_agent_info{cluster=\"", f);
