@@ -53,8 +53,7 @@ static int do_read(const char *path, long ms, long n)
 {
 	static uint64_t ids[MAX_N];
 	long reads = 0, refused = 0, total = 0;
-	int64_t end, next;
-	struct timespec t;
+	int64_t end;
 	FILE *out;
 	int fd;
 
@@ -73,6 +72,8 @@ static int do_read(const char *path, long ms, long n)
 	end = ms_of(CLOCK_BOOTTIME) + ms;
 	while (ms_of(CLOCK_BOOTTIME) < end) {
 		ssize_t r = read(fd, ids, (size_t)n * sizeof(ids[0]));
+		struct timespec t;
+		int64_t next;
 
 		reads++;
 		if (r < 0) {

@@ -52,8 +52,8 @@ start_redis() {
 
 # The agents' common options: one pool of exactly one pair.  No state file
 # (host B never saw A's).  --redis-min-uptime-ms 0: this Redis persists
-# every write (the documented case for 0); and Redis 7.0 counts its uptime
-# on the wall clock, which goes back 5 minutes here.
+# every write (the documented case for 0), and its uptime is not what is
+# tested (Redis's INFO may count it on the wall clock, stepped back here).
 agent_opts="--config /dev/null --redis-host 127.0.0.1 --redis-port 6379 --ttl-ms $TTL \
 --redis-timeout-ms 300 --redis-min-uptime-ms 0 --datacenter-ids $DC --worker-ids $W \
 --state-file= --log-level debug"
