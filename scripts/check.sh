@@ -1,8 +1,8 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> static -> docs -> clients -> agent -> lease
-#   -> bench-smoke -> vmtest -> vmclone -> restart
+#   -> packaging -> deb -> static -> docs -> clients -> agent -> handoff
+#   -> lease -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
 # target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
@@ -20,7 +20,11 @@
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
-# in a 6.12 guest, scripts/agent-test.sh; lease: the fault-injection proof
+# in a 6.12 guest, scripts/agent-test.sh; handoff: one pair handed from
+# host A to host B whose wall clock is behind (5 minutes; then a few seconds,
+# reading in every millisecond), the module, the agent and Redis in a guest,
+# every ID of B above every ID of A, on 6.12, 6.1 and 6.12-rt, ~35 s each,
+# scripts/handoff-test.sh; lease: the fault-injection proof
 # of snowflake-agent against a 3-member etcd cluster and one redis-server,
 # ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
@@ -116,6 +120,7 @@ if want docs && [ -f scripts/check-docs.sh ]; then
 fi
 want clients && run_stage clients scripts/clients-test.sh
 want agent && run_stage agent scripts/agent-test.sh
+want handoff && run_stage handoff scripts/handoff-test.sh
 want lease && run_stage lease scripts/lease-test.sh
 # Every part of `make bench` once, a few iterations, nothing timed
 # (scripts/bench.sh, BENCHMARKS.md): the benchmarks keep working.
@@ -130,7 +135,7 @@ want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,lease,restart}.log; do
+	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,handoff,lease,restart}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
@@ -147,6 +152,7 @@ lane_figures() {
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
 			/^figures: lease / { say("lease", substr($0, 16)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
+			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 			/^==== vmclone [^ ]+ [a-z]+ ====/ { k = $3 }
 			/^# parent: [0-9]+ IDs; clone/ { sub(/^# /, ""); say("vm clone", $0) }
