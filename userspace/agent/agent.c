@@ -732,14 +732,16 @@ static int renew(struct agent *a, bool for_serve);
 /*
  * After a claim has settled: a renewal that raises the mark above the
  * floor (the ceiling must be a mark the store accepted), then the pair on
- * the device, the fence lifted.  1 served; 0 the lease is lost; -1 the
- * store failed (try again); -ESTALE, -ETIME, or another -errno: the
+ * the device, the fence lifted.  1 served; 0 the lease is lost; -EAGAIN
+ * the store failed (try again); -ESTALE, -ETIME, or another -errno: the
  * device failed.
  */
 static int serve(struct agent *a)
 {
 	int ret = renew(a, true);
 
+	if (ret == -1)
+		return -EAGAIN;	/* not -1: that is -EPERM from the device */
 	if (ret != 1)
 		return ret;
 	ret = program_pair(a, true, a->fence_at);
@@ -1054,20 +1056,17 @@ static int run(struct agent *a)
 				     a->dc, a->w, a->key);
 				continue;
 			}
-			if (ret == -1) {
+			if (ret == -EAGAIN) {
 				/* The store failed: try again soon, never past the fence. */
 				a->m_store_errors++;
 				a->settle_until = boot_ns() +
 					(int64_t)(c->renew_ms / 5 > 50 ? c->renew_ms / 5 : 50) * NS_PER_MS;
 				continue;
 			}
-			if (ret) {
-				(void)fence_now(a, "device-failed");
-				a->st->release(a);
-				a->held = false;
-				return AG_EXIT_RUNTIME;
-			}
-			continue;
+			(void)fence_now(a, "device-failed");
+			a->st->release(a);
+			a->held = false;
+			return AG_EXIT_RUNTIME;
 		}
 		if (a->held && now >= a->next_renew) {
 			ret = renew(a, false);

@@ -620,7 +620,7 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 		kv = range_kv(txn_range(j, 0));
 		rev = kv ? jstr(kv, "create_revision") : NULL;
 		lease = kv ? jstr(kv, "lease") : NULL;
-		if (!rev || strcmp(rev, e->create_rev) || !lease || strcmp(lease, e->lease)) {
+		if (!rev || strcmp(rev, e->create_rev) != 0 || !lease || strcmp(lease, e->lease) != 0) {
 			logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
 			     kv ? "the key is another lease's now" : "the key is gone (deleted, or expired)");
 			json_object_put(j);
