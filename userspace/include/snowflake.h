@@ -127,6 +127,20 @@ int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t w
 int snowflake_get_vm_forks(struct snowflake *sf, uint32_t *vm_forks);
 
 /*
+ * Since LIBSNOWFLAKE_1.4: snowflake_set_lease() and the lease's window of
+ * timestamps (SNOWFLAKE_IDS_WINDOW), set together or not at all: the floor
+ * rises to @floor_ms (0: as it is) and no ID is stamped above @ceiling_ms
+ * (Unix ms; SNOWFLAKE_NO_CEILING: none): at the ceiling reads fail with
+ * -ENOTCONN until a call sets a higher one.  -EINVAL for a floor above the
+ * ceiling or a ceiling below the epoch, -EOVERFLOW for a floor that does
+ * not fit; -EOPNOTSUPP when the module is too old to know the window (it
+ * refused the call and changed nothing).
+ */
+int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacenter_id,
+			       uint32_t worker_id, uint64_t deadline_ns, uint32_t vm_forks,
+			       uint64_t floor_ms, uint64_t ceiling_ms);
+
+/*
  * Since LIBSNOWFLAKE_1.2: /dev/uuidv7, RFC 9562 UUIDv7s (16 bytes,
  * big-endian), strictly increasing across the host; see snowflake(4).
  *
