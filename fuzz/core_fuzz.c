@@ -2,15 +2,17 @@
 /*
  * libFuzzer target: the generator core (driver/snowflake_core.c) driven by
  * a sequence of operations decoded from the input, the way the module calls
- * it: init, set_config, set_ids, set_strict, set_floor, catch_up, reserve
- * (any now, any want), undeliver, peek, stats, and the raw clock moving
- * forward.  After every step the invariants of README.md "Guarantees" are
- * checked:
+ * it: init, set_config, set_ids, set_strict, set_floor, catch_up, the
+ * lease's window (SET_IDS with SNOWFLAKE_IDS_WINDOW), reserve (any now, any
+ * want), undeliver, peek, stats, and the raw clock moving forward.  After
+ * every step the invariants of README.md "Guarantees" are checked:
  *
  * - every reserved ID is above every ID reserved before by this generator
  *   (so never a duplicate), whatever happened in between;
  * - an ID's timestamp is never below the floor nor below the generator's
- *   clock at the time of the reservation, and never past timestamp_bits;
+ *   clock at the time of the reservation, never past timestamp_bits, and
+ *   never above the lease's ceiling: there reads are refused (ENOTCONN),
+ *   at once when the last tick below it is used up (never EAGAIN);
  * - its datacenter and worker fields are the configured ones, bit 63 is 0,
  *   and a block never carries into the next field;
  * - the clock never moves back; a failed call changes nothing; -EAGAIN names
@@ -79,6 +81,16 @@ static void check_state(const struct run *r)
 	      (unsigned long long)c->next_seq);
 	CHECK(c->refusing == ((c->strict && !c->worker_set) ? SF_REFUSE_NO_WORKER : 0),
 	      "refusing");
+	/* The ceiling's end: the first tick that starts above the ceiling. */
+	CHECK(c->ceiling_end == 0 ||
+	      !fz_above_ceiling(cfg, c->ceiling_end - 1, c->ceiling_ms),
+	      "ceiling_end %llu starts above the ceiling %llu",
+	      (unsigned long long)c->ceiling_end, (unsigned long long)c->ceiling_ms);
+	CHECK(c->ceiling_end == U64_MAX ||
+	      fz_above_ceiling(cfg, c->ceiling_end, c->ceiling_ms),
+	      "the tick at ceiling_end %llu starts at or below the ceiling %llu",
+	      (unsigned long long)c->ceiling_end, (unsigned long long)c->ceiling_ms);
+	CHECK(c->ceiling_hits >= c->ceiling_reached, "ceiling_hits");
 	CHECK(c->stats.ids_issued >= c->stats.reads, "ids_issued < reads");
 }
 
@@ -258,6 +270,59 @@ static void op_set_floor(struct run *r)
 	}
 }
 
+/* A window's floor or ceiling: near the clock, an edge, or raw. */
+static u64 window_ms(struct run *r)
+{
+	switch (fin_u8(&r->in) % 6) {
+	case 0:
+		return 0;
+	case 1:
+		return SNOWFLAKE_NO_CEILING;
+	case 2:
+	case 3:
+		return r->clock + fin_range(&r->in, 20000) - 1000;
+	case 4:
+		return r->c.cfg.epoch_ms + fin_range(&r->in, 4) - 2;
+	default:
+		return fin_u64(&r->in);
+	}
+}
+
+/* The lease's window, as SNOWFLAKE_IOC_SET_IDS sets it with the same ids. */
+static void op_window(struct run *r)
+{
+	struct sf_core before = r->c;
+	struct snowflake_ids ids = {
+		.datacenter_id = r->c.cfg.datacenter_id,
+		.worker_id = r->c.cfg.worker_id,
+		.flags = SNOWFLAKE_IDS_WINDOW,
+	};
+	int ret, want = 0;
+
+	ids.floor_ms = window_ms(r);
+	ids.ceiling_ms = window_ms(r);
+	if (ids.floor_ms > ids.ceiling_ms || ids.ceiling_ms < before.cfg.epoch_ms)
+		want = -EINVAL;
+	else if (ids.floor_ms > before.floor_ms &&
+		 (ids.floor_ms > (1ULL << 63) - 1 ||
+		  tick_up(&before.cfg, ids.floor_ms) > before.ts_max))
+		want = -EOVERFLOW;
+
+	ret = sf_core_check_ids(&ids, sizeof(ids));
+	if (!ret)
+		ret = sf_core_set_ids_arg(&r->c, &ids, 0, r->now);
+	CHECK(ret == want, "window [%llu, %llu]: %d, the rules say %d",
+	      (unsigned long long)ids.floor_ms, (unsigned long long)ids.ceiling_ms,
+	      ret, want);
+	if (ret) {
+		CHECK(fz_core_eq(&before, &r->c), "a refused window changed the state");
+		return;
+	}
+	CHECK(r->c.ceiling_ms == ids.ceiling_ms, "ceiling not stored");
+	CHECK(r->c.floor_ms == (ids.floor_ms > before.floor_ms ? ids.floor_ms :
+				before.floor_ms), "floor after a window");
+}
+
 static void op_catch_up(struct run *r)
 {
 	u64 wall, thr, clock = clock_of(&r->c, r->now);
@@ -286,7 +351,7 @@ static int reserve_checked(struct run *r, u64 now, u32 want, u32 rnd)
 	const struct snowflake_config *cfg = &r->c.cfg;
 	struct sf_core before = r->c;
 	struct sf_block b = { 0 };
-	u64 clock_tick, last, ts, seq, node_mask;
+	u64 clock_tick, last, ts, seq, node_mask, used;
 	int ret, peek;
 	u64 retry = 0;
 
@@ -305,6 +370,31 @@ static int reserve_checked(struct run *r, u64 now, u32 want, u32 rnd)
 		CHECK(r->c.stats.refused_reads == before.stats.refused_reads + 1, "refused_reads");
 		return ret;
 	}
+	/*
+	 * The tick this reservation would stamp: the clock's or the floor's
+	 * if later than the last; else the last while it has room; else the
+	 * next.  Above the ceiling: refused, at once, counted once.
+	 */
+	used = clock_tick > before.floor_tick ? clock_tick : before.floor_tick;
+	if (used <= before.last_tick)
+		used = before.next_seq <= before.seq_max ? before.last_tick :
+		       before.last_tick + 1;
+	if (fz_above_ceiling(cfg, used, before.ceiling_ms)) {
+		CHECK(ret == -ENOTCONN && peek == -ENOTCONN,
+		      "tick %llu above the ceiling %llu: %d/%d",
+		      (unsigned long long)used, (unsigned long long)before.ceiling_ms,
+		      ret, peek);
+		CHECK(r->c.stats.refused_reads == before.stats.refused_reads + 1, "refused_reads");
+		CHECK(r->c.ceiling_reached, "ceiling_reached not set");
+		CHECK(r->c.ceiling_hits == before.ceiling_hits + !before.ceiling_reached,
+		      "ceiling_hits");
+		before.stats.refused_reads++;
+		before.ceiling_reached = true;
+		before.ceiling_hits = r->c.ceiling_hits;
+		CHECK(fz_core_eq(&before, &r->c), "a refusal at the ceiling changed the state");
+		return ret;
+	}
+	CHECK(ret != -ENOTCONN, "ENOTCONN below the ceiling");
 	if (ret == -EOVERFLOW) {
 		CHECK(peek == -EOVERFLOW, "peek %d, reserve EOVERFLOW", peek);
 		CHECK(clock_tick > r->c.ts_max || r->c.floor_tick > r->c.ts_max,
@@ -352,6 +442,11 @@ static int reserve_checked(struct run *r, u64 now, u32 want, u32 rnd)
 	      (unsigned long long)ts, (unsigned long long)r->c.floor_tick);
 	CHECK(ts >= clock_tick, "timestamp %llu below the clock's tick %llu",
 	      (unsigned long long)ts, (unsigned long long)clock_tick);
+	CHECK(ts == used, "timestamp %llu, not the tick %llu it would use",
+	      (unsigned long long)ts, (unsigned long long)used);
+	CHECK(!fz_above_ceiling(cfg, ts, r->c.ceiling_ms),
+	      "timestamp %llu above the ceiling %llu",
+	      (unsigned long long)ts, (unsigned long long)r->c.ceiling_ms);
 	/* In ms: the ID's tick starts at or after the floor. */
 	CHECK((unsigned __int128)cfg->epoch_ms + (unsigned __int128)ts * cfg->time_unit_ms >=
 	      r->c.floor_ms || r->c.floor_ms <= cfg->epoch_ms, "below floor_ms");
@@ -493,6 +588,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 7: op_undeliver(&r); break;
 		case 8: case 9: op_advance(&r); break;
 		case 10: op_wait_reserve(&r); break;
+		case 12: op_window(&r); break;
 		default: op_reserve(&r); break;
 		}
 		check_state(&r);

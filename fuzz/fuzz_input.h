@@ -104,8 +104,29 @@ static inline bool fz_core_eq(const struct sf_core *a, const struct sf_core *b)
 	       a->next_seq == b->next_seq && a->issued == b->issued &&
 	       a->strict == b->strict && a->worker_set == b->worker_set &&
 	       a->fenced == b->fenced && a->fences == b->fences &&
+	       a->deadline_ms == b->deadline_ms &&
+	       a->deadline_ns == b->deadline_ns && a->expired == b->expired &&
+	       a->lease_expiries == b->lease_expiries &&
+	       a->ceiling_ms == b->ceiling_ms &&
+	       a->ceiling_end == b->ceiling_end &&
+	       a->ceiling_reached == b->ceiling_reached &&
+	       a->ceiling_hits == b->ceiling_hits &&
+	       a->vm_forks == b->vm_forks && a->vm_forked == b->vm_forked &&
 	       a->refusing == b->refusing &&
 	       !memcmp(&a->stats, &b->stats, sizeof(a->stats));
+}
+
+/*
+ * The lease's ceiling, written again from uapi/linux/snowflake.h: is a
+ * timestamp (a tick's start) at @tick above @ceiling_ms?
+ */
+static inline bool fz_above_ceiling(const struct snowflake_config *cfg,
+				    u64 tick, u64 ceiling_ms)
+{
+	if (ceiling_ms == SNOWFLAKE_NO_CEILING)
+		return false;
+	return (unsigned __int128)cfg->epoch_ms +
+	       (unsigned __int128)tick * cfg->time_unit_ms > ceiling_ms;
 }
 
 /* Every field of @cfg from the input, in order; @__reserved only if @reserved. */

@@ -4,7 +4,7 @@
  * module does in the pure core after copy_struct_from_user():
  *
  *   SNOWFLAKE_IOC_SET_CONFIG  sf_core_check_config(), sf_core_set_config()
- *   SNOWFLAKE_IOC_SET_IDS     sf_core_check_ids(), sf_core_set_ids()
+ *   SNOWFLAKE_IOC_SET_IDS     sf_core_check_ids(), sf_core_set_ids_arg()
  *   SNOWFLAKE_IOC_SET_FLOOR   sf_core_check_floor(), sf_core_set_floor()
  *   SNOWFLAKE_IOC_SET_FENCE   sf_core_check_fence(), sf_core_set_fence()
  *
@@ -96,10 +96,35 @@ static void do_set_config(struct fin *in, struct sf_core *c)
 	}
 }
 
+/* A window's floor or ceiling: near the clock, an edge, or raw. */
+static u64 window_ms(struct fin *in, const struct sf_core *c)
+{
+	switch (fin_u8(in) % 6) {
+	case 0:
+		return 0;
+	case 1:
+		return SNOWFLAKE_NO_CEILING;
+	case 2:
+		return clock_of(c) + fin_range(in, 200000) - 100000;
+	case 3:
+		return c->cfg.epoch_ms + fin_range(in, 4) - 2;
+	case 4:
+		return (1ULL << 63) + fin_range(in, 1ULL << 16) - (1ULL << 15);
+	default:
+		return fin_u64(in);
+	}
+}
+
 static void do_set_ids(struct fin *in, struct sf_core *c)
 {
+	static const size_t sizes[] = {
+		SNOWFLAKE_IDS_SIZE_VER0, SNOWFLAKE_IDS_SIZE_VER1,
+		SNOWFLAKE_IDS_SIZE_VER2, SNOWFLAKE_IDS_SIZE_VER2,
+	};
 	struct snowflake_ids ids;
 	struct sf_core before = *c;
+	bool window;
+	size_t size;
 	int ret, want = 0;
 
 	ids.datacenter_id = fin_u32(in);
@@ -109,7 +134,17 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 		ids.worker_id &= fz_mask(c->cfg.worker_bits) * 2 + 1;
 	}
 	ids.flags = fin_bool(in) ? fin_u32(in) : 0;
+	if (fin_bool(in))
+		ids.flags = (ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER) |
+			    SNOWFLAKE_IDS_WINDOW;
 	ids.__reserved = fin_bool(in) ? fin_u32(in) : 0;
+	ids.floor_ms = fin_bool(in) ? window_ms(in, c) : 0;
+	ids.ceiling_ms = fin_bool(in) ? window_ms(in, c) : 0;
+	/* The size the caller gives: the kernel reads zeros past it. */
+	size = sizes[fin_u8(in) % 4];
+	if (size < SNOWFLAKE_IDS_SIZE_VER2)
+		ids.floor_ms = ids.ceiling_ms = 0;
+	window = ids.flags & SNOWFLAKE_IDS_WINDOW;
 
 	/*
 	 * The input has no deadline and no VM fork count: SNOWFLAKE_IDS_DEADLINE
@@ -124,28 +159,59 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	    ids.datacenter_id > fz_mask(c->cfg.datacenter_bits) ||
 	    ids.worker_id > fz_mask(c->cfg.worker_bits))
 		want = -EINVAL;
+	/* The window: its flag, a VER2 structure, floor <= ceiling >= epoch. */
+	if (!window && (ids.floor_ms || ids.ceiling_ms))
+		want = -EINVAL;
+	if (window && (size < SNOWFLAKE_IDS_SIZE_VER2 ||
+		       ids.floor_ms > ids.ceiling_ms ||
+		       ids.ceiling_ms < before.cfg.epoch_ms))
+		want = -EINVAL;
+	/* Its floor as SET_FLOOR takes one. */
+	if (!want && window && ids.floor_ms > before.floor_ms &&
+	    (ids.floor_ms > (1ULL << 63) - 1 ||
+	     tick_up(&before.cfg, ids.floor_ms) > before.ts_max))
+		want = -EOVERFLOW;
 
 	/* As sf_ioctl_set_ids(). */
-	ret = sf_core_check_ids(&ids);
+	ret = sf_core_check_ids(&ids, size);
 	CHECK(ret == 0 || ret == -EINVAL, "check_ids %d", ret);
 	if (!ret)
-		ret = sf_core_check_vm_forks(c, &ids);
-	if (!ret)
-		ret = sf_core_set_ids(c, ids.datacenter_id, ids.worker_id,
-				      ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER);
-	if (!ret)
-		sf_core_rearm(c, &ids);
+		ret = sf_core_set_ids_arg(c, &ids, 0, NOW);
 	CHECK(ret == want, "SET_IDS %d, the rules say %d", ret, want);
 	if (ret) {
 		CHECK(fz_core_eq(&before, c), "a refused SET_IDS changed the state");
-	} else {
-		CHECK(c->cfg.datacenter_id == ids.datacenter_id &&
-		      c->cfg.worker_id == ids.worker_id, "ids not stored");
-		/* Only SNOWFLAKE_IDS_ASSIGN_WORKER assigns (strict mode). */
-		CHECK(c->worker_set == (before.worker_set ||
-					(ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER)),
-		      "worker_set %d after SET_IDS flags %#x", c->worker_set, ids.flags);
+		return;
 	}
+	CHECK(c->cfg.datacenter_id == ids.datacenter_id &&
+	      c->cfg.worker_id == ids.worker_id, "ids not stored");
+	/* Only SNOWFLAKE_IDS_ASSIGN_WORKER assigns (strict mode). */
+	CHECK(c->worker_set == (before.worker_set ||
+				(ids.flags & SNOWFLAKE_IDS_ASSIGN_WORKER)),
+	      "worker_set %d after SET_IDS flags %#x", c->worker_set, ids.flags);
+	if (!window) {
+		/* Without the flag the window stays as it was. */
+		CHECK(c->ceiling_ms == before.ceiling_ms &&
+		      c->ceiling_end == before.ceiling_end &&
+		      c->floor_ms == before.floor_ms, "the window moved without its flag");
+		return;
+	}
+	CHECK(c->ceiling_ms == ids.ceiling_ms, "ceiling not stored");
+	CHECK(c->floor_ms == (ids.floor_ms > before.floor_ms ? ids.floor_ms :
+			      before.floor_ms), "floor %llu after a window's %llu",
+	      (unsigned long long)c->floor_ms, (unsigned long long)ids.floor_ms);
+	CHECK(clock_of(c) >= clock_of(&before), "the clock moved back");
+	/* The ceiling's end: the first tick that starts above it. */
+	CHECK(c->ceiling_end == 0 ||
+	      !fz_above_ceiling(&c->cfg, c->ceiling_end - 1, c->ceiling_ms),
+	      "ceiling_end %llu starts above the ceiling",
+	      (unsigned long long)c->ceiling_end);
+	CHECK(c->ceiling_end == U64_MAX ||
+	      fz_above_ceiling(&c->cfg, c->ceiling_end, c->ceiling_ms),
+	      "the tick at ceiling_end %llu is below the ceiling",
+	      (unsigned long long)c->ceiling_end);
+	CHECK(c->ceiling_reached == (before.ceiling_reached &&
+				     before.ceiling_ms == ids.ceiling_ms),
+	      "ceiling_reached after a window");
 }
 
 static void do_set_floor(struct fin *in, struct sf_core *c)

@@ -27,7 +27,10 @@
  *
  * Floors are kept below the wall clock plus a day (a larger accepted one
  * would move the clock so far ahead that the rest of the test stops being
- * about fuzzing), and the layout is locked by reading an ID first.  The
+ * about fuzzing), lease ceilings (SNOWFLAKE_IDS_WINDOW) that would be
+ * accepted are none or above that band plus a day (a reachable one would
+ * refuse every later read: ceiling_test.c tests those), and the layout is
+ * locked by reading an ID first.  The
  * module is reloaded with default parameters afterwards (SF_TEST_MAIN).
  */
 #define _GNU_SOURCE
@@ -75,6 +78,7 @@ struct fz {
 	uint64_t floor;
 	uint64_t floor_band;	/* floors above this (and valid) are avoided */
 	uint64_t ts_end_ms;	/* last Unix ms timestamp_bits hold */
+	uint64_t ceiling;	/* the lease's ceiling (SNOWFLAKE_NO_CEILING) */
 	bool fenced;
 
 	/* IDs. */
@@ -241,15 +245,34 @@ static int rule_config(const struct fz *z, const struct snowflake_config *c)
 	return 0;
 }
 
-static int rule_ids(const struct fz *z, const struct snowflake_ids *ids)
+static int rule_floor_ms(const struct fz *z, uint64_t v);
+
+/* @size: the bytes the caller gave; the kernel reads zeros past them. */
+static int rule_ids(const struct fz *z, const struct snowflake_ids *ids, size_t size)
 {
+	bool window = ids->flags & SNOWFLAKE_IDS_WINDOW;
+
 	/* No deadline is ever sent: SNOWFLAKE_IDS_DEADLINE alone is EINVAL. */
 	if ((ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved ||
 	    (ids->flags & SNOWFLAKE_IDS_DEADLINE) ||
 	    ids->datacenter_id > sf_mask(z->cfg.datacenter_bits) ||
 	    ids->worker_id > sf_mask(z->cfg.worker_bits))
 		return -EINVAL;
-	return 0;
+	/* The window: its flag, 48 bytes, floor <= ceiling, not below the epoch. */
+	if (!window)
+		return ids->floor_ms || ids->ceiling_ms ? -EINVAL : 0;
+	if (size < SNOWFLAKE_IDS_SIZE_VER2 || ids->floor_ms > ids->ceiling_ms ||
+	    ids->ceiling_ms < z->cfg.epoch_ms)
+		return -EINVAL;
+	return rule_floor_ms(z, ids->floor_ms);
+}
+
+/* A ceiling that would be accepted and could be reached: moved far up. */
+static uint64_t tame_ceiling(const struct fz *z, uint64_t v)
+{
+	if (v >= z->cfg.epoch_ms && v < z->floor_band + DAY_MS)
+		v |= 1ULL << 63;
+	return v;
 }
 
 static int rule_floor_ms(const struct fz *z, uint64_t v)
@@ -281,7 +304,7 @@ struct cmd_info {
 static const struct cmd_info cmds[] = {
 	{ 0, _IOC_READ, sizeof(struct snowflake_config), SNOWFLAKE_CONFIG_SIZE_VER0, false },
 	{ 1, _IOC_WRITE, sizeof(struct snowflake_config), SNOWFLAKE_CONFIG_SIZE_VER0, true },
-	{ 2, _IOC_WRITE, sizeof(struct snowflake_ids), SNOWFLAKE_IDS_SIZE_VER0, true },
+	{ 2, _IOC_WRITE, sizeof(struct snowflake_ids), SNOWFLAKE_IDS_SIZE_VER0, true },	/* 48 */
 	{ 3, _IOC_READ, sizeof(struct snowflake_stats), SNOWFLAKE_STATS_SIZE_VER0, false },
 	{ 4, _IOC_READ, sizeof(struct snowflake_floor), SNOWFLAKE_FLOOR_SIZE_VER0, false },
 	{ 5, _IOC_WRITE, sizeof(struct snowflake_floor), SNOWFLAKE_FLOOR_SIZE_VER0, true },
@@ -311,6 +334,12 @@ static void fill_set_arg(struct fz *z, const struct cmd_info *ci, void *arg)
 		if (ci->nr == 5)	/* keep a raw floor harmless too */
 			((struct snowflake_floor *)arg)->floor_ms =
 				tame_floor(z, ((struct snowflake_floor *)arg)->floor_ms);
+		if (ci->nr == 2) {	/* and a raw window */
+			struct snowflake_ids *ids = arg;
+
+			ids->floor_ms = tame_floor(z, ids->floor_ms);
+			ids->ceiling_ms = tame_ceiling(z, ids->ceiling_ms);
+		}
 		return;
 	}
 	switch (ci->nr) {
@@ -339,6 +368,29 @@ static void fill_set_arg(struct fz *z, const struct cmd_info *ci, void *arg)
 		ids->deadline_ns = 0;
 		ids->vm_forks = 0;
 		ids->__reserved2 = 0;
+		ids->floor_ms = 0;
+		ids->ceiling_ms = 0;
+		if (chance(z, 30)) {
+			/* A window: mostly valid, never reachable (tame_ceiling()). */
+			if (chance(z, 90))
+				ids->flags = (ids->flags & SNOWFLAKE_IDS_ASSIGN_WORKER) |
+					     SNOWFLAKE_IDS_WINDOW;
+			ids->floor_ms = chance(z, 50) ? 0 : tame_floor(z, rnd_value(z));
+			switch (rnd_below(z, 5)) {
+			case 0:
+				ids->ceiling_ms = SNOWFLAKE_NO_CEILING;
+				break;
+			case 1:
+				ids->ceiling_ms = z->cfg.epoch_ms - 1 - rnd_below(z, 3);
+				break;
+			case 2:
+				ids->ceiling_ms = ids->floor_ms ? ids->floor_ms - 1 : 0;
+				break;
+			default:
+				ids->ceiling_ms = tame_ceiling(z, rnd_value(z));
+				break;
+			}
+		}
 		break;
 	}
 	case 5: {
@@ -368,8 +420,12 @@ static void fill_set_arg(struct fz *z, const struct cmd_info *ci, void *arg)
 	}
 }
 
-/* Rule for a set argument; applies it to the expected state when @apply. */
-static int rule_set(struct fz *z, const struct cmd_info *ci, const void *arg, bool apply)
+/*
+ * Rule for a set argument of @size bytes; applies it to the expected state
+ * when @apply.
+ */
+static int rule_set(struct fz *z, const struct cmd_info *ci, const void *arg,
+		    size_t size, bool apply)
 {
 	int ret = 0;
 
@@ -385,10 +441,15 @@ static int rule_set(struct fz *z, const struct cmd_info *ci, const void *arg, bo
 	case 2: {
 		const struct snowflake_ids *ids = arg;
 
-		ret = rule_ids(z, ids);
+		ret = rule_ids(z, ids, size);
 		if (!ret && apply) {
 			z->cfg.datacenter_id = ids->datacenter_id;
 			z->cfg.worker_id = ids->worker_id;
+			if (ids->flags & SNOWFLAKE_IDS_WINDOW) {
+				if (ids->floor_ms > z->floor)
+					z->floor = ids->floor_ms;
+				z->ceiling = ids->ceiling_ms;
+			}
 		}
 		break;
 	}
@@ -503,6 +564,9 @@ static void fz_ioctl(struct fz *z)
 		/* The argument as the kernel will see it: struct, then tail. */
 		memset(arg, 0, size > ci->ksize ? size : ci->ksize);
 		fill_set_arg(z, ci, arg);
+		/* A shorter structure: the kernel reads zeros past it. */
+		if (size < ci->ksize)
+			memset(arg + size, 0, ci->ksize - size);
 		if (size > ci->ksize && chance(z, 20))
 			arg[ci->ksize + rnd_below(z, size - ci->ksize)] = (uint8_t)(1 + rnd_below(z, 255));
 		if (u.r >= size && u.w >= size)
@@ -532,7 +596,7 @@ static void fz_ioctl(struct fz *z)
 				tail |= arg[i] != 0;
 			if (u.w < size)	/* read-only page: its own bytes */
 				memcpy(arg, u.p, size);
-			want = tail ? -E2BIG : rule_set(z, ci, arg, false);
+			want = tail ? -E2BIG : rule_set(z, ci, arg, size, false);
 		} else {
 			want = -EFAULT;
 			maybe_e2big = size > ci->ksize;
@@ -542,7 +606,7 @@ static void fz_ioctl(struct fz *z)
 	if (ret == 0 && want == 0) {
 		z->accepted++;
 		if (ci->set)
-			rule_set(z, ci, arg, true);
+			rule_set(z, ci, arg, size, true);
 		else
 			check_get(z, ci, u.p, size);
 		return;
@@ -1098,6 +1162,7 @@ FIXTURE_SETUP(fz)
 	sf_default_config(&def);
 	ASSERT_TRUE(sf_config_eq(&def, &z->cfg));
 	z->floor = 0;
+	z->ceiling = SNOWFLAKE_NO_CEILING;
 	z->floor_band = sf_real_ms() + DAY_MS;
 	z->ts_end_ms = z->cfg.epoch_ms + sf_mask(z->cfg.timestamp_bits) * z->cfg.time_unit_ms;
 }
@@ -1133,6 +1198,13 @@ static void check_final_state(struct __test_metadata *_metadata, struct fz *z)
 	ASSERT_EQ(0, sf_get_floor(z->fd, &fl));
 	EXPECT_EQ(z->floor, fl.floor_ms);
 	EXPECT_EQ(z->floor, sf_sysfs_u64("floor_ms"));
+	{
+		uint64_t ceiling = 0;
+
+		EXPECT_EQ(0, sf_sysfs_read_u64("lease_ceiling_ms", &ceiling));
+		EXPECT_EQ(z->ceiling, ceiling);
+		EXPECT_EQ(0, sf_sysfs_u64("statistics/lease_ceiling_hits"));
+	}
 	EXPECT_EQ(z->cfg.worker_id, sf_sysfs_u64("worker_id"));
 	EXPECT_EQ(z->cfg.datacenter_id, sf_sysfs_u64("datacenter_id"));
 	EXPECT_EQ(!!(z->cfg.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE),

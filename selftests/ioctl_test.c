@@ -196,7 +196,7 @@ struct cmd_desc {
 static const struct cmd_desc all_cmds[] = {
 	{ "GET_CONFIG", _IOC_READ, 0x00, SNOWFLAKE_CONFIG_SIZE_VER0, SNOWFLAKE_CONFIG_SIZE_VER0 },
 	{ "SET_CONFIG", _IOC_WRITE, 0x01, SNOWFLAKE_CONFIG_SIZE_VER0, SNOWFLAKE_CONFIG_SIZE_VER0 },
-	{ "SET_IDS", _IOC_WRITE, 0x02, SNOWFLAKE_IDS_SIZE_VER0, SNOWFLAKE_IDS_SIZE_VER1 },
+	{ "SET_IDS", _IOC_WRITE, 0x02, SNOWFLAKE_IDS_SIZE_VER0, SNOWFLAKE_IDS_SIZE_VER2 },
 	{ "GET_STATS", _IOC_READ, 0x03, SNOWFLAKE_STATS_SIZE_VER0, SNOWFLAKE_STATS_SIZE_VER0 },
 	{ "GET_FLOOR", _IOC_READ, 0x04, SNOWFLAKE_FLOOR_SIZE_VER0, SNOWFLAKE_FLOOR_SIZE_VER0 },
 	{ "SET_FLOOR", _IOC_WRITE, 0x05, SNOWFLAKE_FLOOR_SIZE_VER0, SNOWFLAKE_FLOOR_SIZE_VER0 },
@@ -385,8 +385,8 @@ TEST_F(ioc, reserved_and_flags_einval)
 	struct snowflake_config c;
 	struct snowflake_ids ids;
 	const uint32_t bad_flags[] = { 1U << 1, 1U << 7, 1U << 31, ~0U };
-	/* ASSIGN_WORKER (1), DEADLINE (2) and VM_FORKS (4) exist. */
-	const uint32_t bad_ids_flags[] = { 1U << 3, 1U << 7, 1U << 31, ~0U };
+	/* ASSIGN_WORKER (1), DEADLINE (2), VM_FORKS (4) and WINDOW (8) exist. */
+	const uint32_t bad_ids_flags[] = { 1U << 4, 1U << 7, 1U << 31, ~0U };
 	size_t i;
 
 	for (i = 0; i < SF_ARRAY_SIZE(bad_flags); i++) {
@@ -419,7 +419,29 @@ TEST_F(ioc, reserved_and_flags_einval)
 	ids.deadline_ns = 0;
 	ids.__reserved = 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
+	ids.__reserved = 0;
+	/* A window needs its flag, the flag 48 bytes and floor <= ceiling. */
+	ids.floor_ms = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
+	ids.floor_ms = 0;
+	ids.ceiling_ms = SNOWFLAKE_NO_CEILING;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
+	ids.flags = SNOWFLAKE_IDS_WINDOW;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, _IOC(_IOC_WRITE, M, 0x02,
+						  SNOWFLAKE_IDS_SIZE_VER1), &ids));
+	ids.floor_ms = SNOWFLAKE_TWITTER_EPOCH_MS + 2;
+	ids.ceiling_ms = SNOWFLAKE_TWITTER_EPOCH_MS + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
+	ids.floor_ms = 0;
+	ids.ceiling_ms = SNOWFLAKE_TWITTER_EPOCH_MS - 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids));
 	EXPECT_UNCHANGED();
+	{
+		char buf[32];
+
+		ASSERT_LT(0, sf_sysfs_read_str("lease_ceiling_ms", buf, sizeof(buf)));
+		EXPECT_STREQ("18446744073709551615\n", buf);
+	}
 }
 
 TEST_F(ioc, bad_pointer_efault)

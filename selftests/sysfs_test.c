@@ -40,6 +40,9 @@ static const struct sysfs_file files[] = {
 	{ "statistics/floor_jumps", 0444 },
 	{ "statistics/refused_reads", 0444 },
 	{ "statistics/fences", 0444 },
+	{ "lease_ceiling_ms", 0444 },
+	{ "lease_ceiling_reached", 0444 },
+	{ "statistics/lease_ceiling_hits", 0444 },
 };
 
 static const char * const rw_files[] = {
@@ -119,6 +122,47 @@ TEST_F(sy, default_values)
 	EXPECT_EQ(0, sf_sysfs_u64("statistics/clock_catchups"));
 	EXPECT_EQ(0, sf_sysfs_u64("statistics/floor_jumps"));
 	EXPECT_EQ(0, sf_sysfs_u64("statistics/refused_reads"));
+	EXPECT_EQ(0, sf_sysfs_u64("lease_ceiling_reached"));
+	EXPECT_EQ(0, sf_sysfs_u64("statistics/lease_ceiling_hits"));
+	{
+		char buf[32];
+
+		/* SNOWFLAKE_NO_CEILING, as lease_deadline_ns shows none. */
+		ASSERT_LT(0, sf_sysfs_read_str("lease_ceiling_ms", buf, sizeof(buf)));
+		EXPECT_STREQ("18446744073709551615\n", buf);
+	}
+}
+
+/*
+ * The lease's window: lease_ceiling_ms is the ceiling as set,
+ * lease_ceiling_reached the state bit SNOWFLAKE_STATE_CEILING,
+ * statistics/lease_ceiling_hits counts the ceilings reached.
+ */
+TEST_F(sy, ceiling_files_match_ioctl)
+{
+	struct snowflake_ids ids = {
+		.worker_id = 3,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_WINDOW,
+	};
+	struct snowflake_stats st;
+	uint64_t id;
+
+	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
+	ids.ceiling_ms = st.clock_ms + HOUR_MS;
+	ASSERT_EQ(0, ioctl(self->fd, SNOWFLAKE_IOC_SET_IDS, &ids)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(ids.ceiling_ms, sf_sysfs_u64("lease_ceiling_ms"));
+	EXPECT_EQ(0, sf_sysfs_u64("lease_ceiling_reached"));
+	ASSERT_EQ(0, sf_read1(self->fd, &id));
+	ASSERT_EQ(0, sf_set_floor(self->fd, ids.ceiling_ms + 1));
+	EXPECT_EQ(-ENOTCONN, sf_read1(self->fd, &id));
+	ASSERT_EQ(0, sf_get_stats(self->fd, &st));
+	EXPECT_EQ(!!(st.state & SNOWFLAKE_STATE_CEILING), sf_sysfs_u64("lease_ceiling_reached"));
+	EXPECT_EQ(1, sf_sysfs_u64("lease_ceiling_reached"));
+	EXPECT_EQ(1, sf_sysfs_u64("statistics/lease_ceiling_hits"));
+	EXPECT_EQ(st.refused_reads, sf_sysfs_u64("statistics/refused_reads"));
+	/* Read-only: root cannot write them either. */
+	EXPECT_EQ(-EACCES, sf_sysfs_write("lease_ceiling_ms", "18446744073709551615"));
+	EXPECT_EQ(ids.ceiling_ms, sf_sysfs_u64("lease_ceiling_ms"));
 }
 
 static void expect_config_matches(struct __test_metadata *_metadata, int fd)

@@ -115,17 +115,6 @@ int snowflake_assign_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t 
 int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id,
 			uint64_t deadline_ns, uint32_t vm_forks);
 /*
- * Since LIBSNOWFLAKE_1.4: snowflake_set_lease() with the lease's window of
- * timestamps (SNOWFLAKE_IDS_WINDOW), in the same call: @floor_ms raises the
- * floor (every ID of this lease is stamped at or above it), @ceiling_ms is
- * the ceiling (no ID stamped above it; reads are refused with ENOTCONN
- * there, as at the deadline; SNOWFLAKE_NO_CEILING: none).  -EOPNOTSUPP
- * when the module has no window (older than snowflake 1.4).
- */
-int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacenter_id, uint32_t worker_id,
-			       uint64_t deadline_ns, uint32_t vm_forks, uint64_t floor_ms,
-			       uint64_t ceiling_ms);
-/*
  * Since LIBSNOWFLAKE_1.2: assign the ids for @vm_forks, without a deadline:
  * ends the refusal after a VM fork for static ids (-ESTALE as above).
  */
@@ -136,6 +125,20 @@ int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id, uint32_t w
  * device has seen since it was loaded, from its statistics/vm_forks file.
  */
 int snowflake_get_vm_forks(struct snowflake *sf, uint32_t *vm_forks);
+
+/*
+ * Since LIBSNOWFLAKE_1.4: snowflake_set_lease() and the lease's window of
+ * timestamps (SNOWFLAKE_IDS_WINDOW), set together or not at all: the floor
+ * rises to @floor_ms (0: as it is) and no ID is stamped above @ceiling_ms
+ * (Unix ms; SNOWFLAKE_NO_CEILING: none): at the ceiling reads fail with
+ * -ENOTCONN until a call sets a higher one.  -EINVAL for a floor above the
+ * ceiling or a ceiling below the epoch, -EOVERFLOW for a floor that does
+ * not fit; -EOPNOTSUPP when the module is too old to know the window (it
+ * refused the call and changed nothing).
+ */
+int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacenter_id,
+			       uint32_t worker_id, uint64_t deadline_ns, uint32_t vm_forks,
+			       uint64_t floor_ms, uint64_t ceiling_ms);
 
 /*
  * Since LIBSNOWFLAKE_1.2: /dev/uuidv7, RFC 9562 UUIDv7s (16 bytes,

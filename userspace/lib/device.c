@@ -282,6 +282,37 @@ SF_EXPORT int snowflake_set_lease(struct snowflake *sf, uint32_t datacenter_id,
 	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
 }
 
+SF_EXPORT int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id,
+				  uint32_t worker_id, uint32_t vm_forks)
+{
+	struct snowflake_ids ids = {
+		.datacenter_id = datacenter_id,
+		.worker_id = worker_id,
+		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_VM_FORKS,
+		.vm_forks = vm_forks,
+	};
+
+	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+}
+
+/*
+ * Does the module behind @sf know the lease's window?  Its sysfs directory
+ * (/sys/dev/char/MAJOR:MINOR, the node's own numbers) has lease_ceiling_ms
+ * since then.  Anything else than a missing file counts as yes: the caller
+ * then reports the kernel's own error.
+ */
+static bool sf_knows_window(struct snowflake *sf)
+{
+	char path[64];
+	struct stat st;
+
+	if (!sf || fstat(sf->fd, &st) || !S_ISCHR(st.st_mode))
+		return true;
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/lease_ceiling_ms",
+		 major(st.st_rdev), minor(st.st_rdev));
+	return access(path, F_OK) == 0 || errno != ENOENT;
+}
+
 SF_EXPORT int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacenter_id,
 					 uint32_t worker_id, uint64_t deadline_ns,
 					 uint32_t vm_forks, uint64_t floor_ms,
@@ -297,25 +328,15 @@ SF_EXPORT int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacent
 		.floor_ms = floor_ms,
 		.ceiling_ms = ceiling_ms,
 	};
-	int ret = sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+	int err = sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
 
-	/* A module without the window: the larger structure (E2BIG) or the flag (EINVAL). */
-	if (ret == -E2BIG || (ret == -EINVAL && floor_ms <= ceiling_ms))
+	/*
+	 * A module from before the window: E2BIG for the fields it does not
+	 * know (nonzero), EINVAL for the flag (when they are zero).
+	 */
+	if (err == -E2BIG || (err == -EINVAL && !sf_knows_window(sf)))
 		return -EOPNOTSUPP;
-	return ret;
-}
-
-SF_EXPORT int snowflake_rearm_ids(struct snowflake *sf, uint32_t datacenter_id,
-				  uint32_t worker_id, uint32_t vm_forks)
-{
-	struct snowflake_ids ids = {
-		.datacenter_id = datacenter_id,
-		.worker_id = worker_id,
-		.flags = SNOWFLAKE_IDS_ASSIGN_WORKER | SNOWFLAKE_IDS_VM_FORKS,
-		.vm_forks = vm_forks,
-	};
-
-	return sf_ioctl(sf, SNOWFLAKE_IOC_SET_IDS, &ids);
+	return err;
 }
 
 /*

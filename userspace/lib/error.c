@@ -38,6 +38,8 @@ SF_EXPORT const char *snowflake_strerror(int err)
 		return "no such device or address";
 	case E2BIG:
 		return "structure has nonzero bytes the kernel does not know";
+	case EOPNOTSUPP:
+		return "not supported by this snowflake module (too old)";
 	case EFAULT:
 		return "bad address";
 	case ERANGE:

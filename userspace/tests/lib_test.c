@@ -485,7 +485,7 @@ TEST(strerror_coverage)
 		EINVAL, EAGAIN, ENOTCONN, EOVERFLOW, EBUSY, EPERM, ENOTTY, ENOENT,
 		EACCES, E2BIG, EFAULT, ERANGE, ENOSPC, EINTR, ENODATA, ENOMEM, EBADF,
 		ESPIPE, EIO, ENODEV, ENXIO, EISDIR, EMFILE, ENFILE, ENOTDIR, ELOOP,
-		ENAMETOOLONG, EROFS,
+		ENAMETOOLONG, EROFS, EOPNOTSUPP,
 	};
 
 	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
@@ -691,6 +691,9 @@ TEST(ioctl_on_non_device)
 	EXPECT_EQ(-ENOTTY, snowflake_set_ids(sf, 1, 2));
 	EXPECT_EQ(-ENOTTY, snowflake_assign_ids(sf, 1, 2));
 	EXPECT_EQ(-EINVAL, snowflake_assign_ids(NULL, 1, 2));
+	/* Not the device: its own error, not "module too old". */
+	EXPECT_EQ(-ENOTTY, snowflake_set_lease_window(sf, 1, 2, 1, 0, 0, SNOWFLAKE_NO_CEILING));
+	EXPECT_EQ(-EINVAL, snowflake_set_lease_window(NULL, 1, 2, 1, 0, 0, 0));
 	EXPECT_EQ(-ENOTTY, snowflake_get_stats(sf, &st));
 	EXPECT_EQ(-ENOTTY, snowflake_get_floor(sf, &f, &l));
 	EXPECT_EQ(1ULL, f);	/* untouched on error */
@@ -708,6 +711,7 @@ TEST(ioctl_on_non_device)
 	/* /dev/null is a character device, but not ours. */
 	ASSERT_EQ(0, snowflake_open(&sf, "/dev/null", 0));
 	EXPECT_EQ(-ENOTTY, snowflake_get_config(sf, &cfg));
+	EXPECT_EQ(-ENOTTY, snowflake_set_lease_window(sf, 1, 2, 1, 0, 0, 0));
 	EXPECT_EQ(-ENODATA, snowflake_next(sf, &l));
 	snowflake_close(sf);
 	unlink(path);
