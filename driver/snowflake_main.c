@@ -61,6 +61,10 @@
  * @anchor_ns:		wall clock minus CLOCK_BOOTTIME, both at load.  Set
  *			before the device is registered; read-only after.
  * @catchup_ms:		catch-up threshold, read-only after load.
+ * @instance_id:	128 random bits drawn at load, shown in sysfs: this
+ *			load of the module, as opposed to any earlier or later
+ *			one.  Set before the device is registered; read-only
+ *			after.
  * @wq:			pollers and blocked readers: woken at the start of the
  *			next tick (@tick_timer for pollers, each reader's own
  *			timeout) and by every change of state that can let a
@@ -88,6 +92,7 @@ struct snowflake_dev {
 	u32 rnd;
 	s64 anchor_ns;
 	u64 catchup_ms;
+	u8 instance_id[16];
 	wait_queue_head_t wq;
 	struct hrtimer tick_timer;
 	struct delayed_work catchup_work;
@@ -974,6 +979,23 @@ static ssize_t random_sequence_store(struct device *dev,
 	return len;
 }
 
+/*
+ * instance_id: 32 hex digits that name this load of the module.  A reader
+ * that saw the same value before knows that the generator it saw then is
+ * the one it sees now, so nothing it remembers of it (its high-water mark)
+ * can be ahead of it: one instance's clock never goes back.  Only a new
+ * load starts from the wall clock again, and a new load draws a new id.
+ * snowflake-floord(8) uses it to leave the floor alone on a restart of the
+ * service.  Written once before misc_register(), so no lock.
+ */
+static ssize_t instance_id_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%16phN\n", sf_dev.instance_id);
+}
+
+static DEVICE_ATTR_RO(instance_id);
+
 static DEVICE_ATTR_RW(worker_id);
 static DEVICE_ATTR_RW(datacenter_id);
 static DEVICE_ATTR_RW(floor_ms);
@@ -1114,6 +1136,7 @@ static struct attribute *sf_attrs[] = {
 	&dev_attr_datacenter_id.attr,
 	&dev_attr_floor_ms.attr,
 	&dev_attr_random_sequence.attr,
+	&dev_attr_instance_id.attr,
 	&sf_attr_epoch_ms.attr.attr,
 	&sf_attr_time_unit_ms.attr.attr,
 	&sf_attr_timestamp_bits.attr.attr,
@@ -1299,6 +1322,14 @@ static int __init snowflake_init(void)
 	atomic_set(&sf->vm_forks, 0);
 	sf->vmfork_nb.notifier_call = sf_vmfork_notify;
 	sf->rnd = get_random_u32();
+	/*
+	 * A reader takes a match as "the same generator" (instance_id_show()),
+	 * so two loads must not share an id: 128 bits from the kernel's CRNG,
+	 * which is seeded at boot (the CPU's RNG, the cycle counter, interrupt
+	 * timing), drawn afresh by every load.  A VM clone copies them with
+	 * the rest of memory: vm_forked covers that case.
+	 */
+	get_random_bytes(sf->instance_id, sizeof(sf->instance_id));
 
 	sf->misc.minor = MISC_DYNAMIC_MINOR;
 	sf->misc.name = SNOWFLAKE_DEVICE_NAME;

@@ -23,7 +23,8 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 params=$(sed -n 's/^module_param_named(\([a-z_]*\),.*/\1/p' "$drv")
 ioctls=$(sed -n 's/^#define \(SNOWFLAKE_IOC_[A-Z_]*\)[[:space:]]*_IO.*/\1/p' "$uapi")
-rw_files=$(sed -n 's/^static DEVICE_ATTR_RW(\([a-z_]*\));/\1/p' "$drv")
+# DEVICE_ATTR_RW and DEVICE_ATTR_RO files (instance_id), by name.
+rw_files=$(sed -n 's/^static DEVICE_ATTR_R[WO](\([a-z_]*\));/\1/p' "$drv")
 value_files=$(sed -n 's/^SF_VALUE_ATTR(\([a-z_]*\),.*/\1/p' "$drv")
 # The counters live in the "statistics" group.
 stat_files=$(sed -n '/^static struct attribute \*sf_stat_attrs/,/};/s/.*&sf_attr_\([a-z_]*\)\.attr.*/\1/p' "$drv")

@@ -5,8 +5,10 @@
 # and every new ID must be greater than every old one.  The negative control
 # (the same boot without the restore) must give a lower ID, or the test
 # could not fail.  Also: a clean stop (SIGTERM) followed by a module reload,
-# a corrupt file refused, and a save on a full disk.  See
-# scripts/guest/init-restart.sh.
+# a corrupt file refused, and a save on a full disk; a restore into the
+# same module instance (systemctl restart) moves neither the floor nor the
+# clock, and one with the instance_id hidden (an older module) raises it as
+# before.  See scripts/guest/init-restart.sh.
 #
 # Environment:
 #   KERNELS="KVER ..."   kernels (default: Debian's 6.12 and 6.1, the first two of all_kvers)
@@ -168,6 +170,36 @@ full_disk_ok() {
 }
 # shellcheck disable=SC2317
 same_number() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" = "$2" ]; }
+# hex32 S: an instance id, 32 lowercase hex digits.
+# shellcheck disable=SC2317
+hex32() { [[ "$1" =~ ^[0-9a-f]{32}$ ]]; }
+# has LOG KEY TEXT / lacks LOG KEY TEXT: the value of KEY contains TEXT / not.
+# shellcheck disable=SC2317
+has() { [[ "$(val "$2" "$1")" == *"$3"* ]]; }
+# shellcheck disable=SC2317
+lacks() { [ -n "$(val "$2" "$1")" ] && [[ "$(val "$2" "$1")" != *"$3"* ]]; }
+# saved_as LOG ID: the daemon's SIGTERM save was version 2, naming ID.
+# shellcheck disable=SC2317
+saved_as() { hex32 "$2" && [ "$(val same_saved "$1")" = "snowflake-floor 2 $2" ]; }
+# rc_and_log LOG RCKEY LOGKEY TEXT: the exit status RCKEY was 0 and LOGKEY has TEXT.
+# shellcheck disable=SC2317
+rc_and_log() { [ "$(val "$2" "$1")" = 0 ] && has "$1" "$3" "$4"; }
+# raised_to A B C: the floor went from A up to B, which is C.
+# shellcheck disable=SC2317
+raised_to() { gt "$2" "$1" && same_number "$2" "$3"; }
+# same_id A B: A is an instance id, and B.
+# shellcheck disable=SC2317
+same_id() { hex32 "$1" && [ "$1" = "$2" ]; }
+# new_instance A B: A is an instance id other than B.
+# shellcheck disable=SC2317
+new_instance() { hex32 "$1" && [ "$1" != "$2" ]; }
+# restored LOG FLOOR F: the device's floor F is the saved FLOOR, and the
+# restore said it restored it, not that it left it alone.
+# shellcheck disable=SC2317
+restored() {
+	same_number "$2" "$3" && has "$1" reload_log "restored floor_ms $2 " &&
+		lacks "$1" reload_log restore_same_instance
+}
 # gt A B: both numbers, A > B.
 # shellcheck disable=SC2317
 gt() { [[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]] && [ "$1" -gt "$2" ]; }
@@ -268,6 +300,45 @@ test_kernel() {
 	check "$kver: SIGTERM: the daemon saved and exited 0" [ "$(val daemon_rc "$log2")" = 0 ]
 	check "$kver: module reload + restore: $reload_min > $before_stop" \
 		gt "$reload_min" "$before_stop"
+
+	# The module's instance_id hidden (a module without it): as before.
+	read -r f0 f1 <<<"$(val hidden_floor "$log2")"
+	check "$kver: before hiding it, the file named the instance ($(val hidden_saved_id "$log2"))" \
+		hex32 "$(val hidden_saved_id "$log2")"
+	check "$kver: no instance_id: the restore exits 0 and says the module has none" \
+		rc_and_log "$log2" hidden_rc hidden_log "has no instance_id"
+	check "$kver: ... and raises the floor as before ($f0 -> $f1 = the saved $(val hidden_saved_floor "$log2"))" \
+		raised_to "$f0" "$f1" "$(val hidden_saved_floor "$log2")"
+	check "$kver: ... and saves version 1, with no instance ($(val hidden_version "$log2"))" \
+		[ "$(val hidden_version "$log2")" = "snowflake-floor 1" ]
+
+	# A restore into the same instance (systemctl restart): nothing moves.
+	inst=$(val same_instance "$log2")
+	echo "# same instance   $inst; the SIGTERM save: $(val same_saved "$log2")"
+	echo "# floor_ms        $(val same_floor "$log2") (before, after the restore)"
+	echo "# clock_offset_ms $(val same_offset "$log2")"
+	echo "# restore log     $(val same_log "$log2")"
+	check "$kver: the daemon's last save named the module instance (version 2)" \
+		saved_as "$log2" "$inst"
+	check "$kver: same instance: the restore exits 0 and logs event=restore_same_instance" \
+		rc_and_log "$log2" same_rc same_log "event=restore_same_instance instance_id=$inst "
+	read -r f0 f1 <<<"$(val same_floor "$log2")"
+	check "$kver: ... the device's floor_ms did not move ($f0 -> $f1)" same_number "$f0" "$f1"
+	read -r f0 f1 <<<"$(val same_offset "$log2")"
+	check "$kver: ... nor its clock_offset_ms ($f0 -> $f1): no IDs stamped ahead" same_number "$f0" "$f1"
+	read -r f0 f1 <<<"$(val same_jumps "$log2")"
+	check "$kver: ... nor statistics/floor_jumps ($f0 -> $f1)" same_number "$f0" "$f1"
+	check "$kver: ... and no \"may repeat\" warning" lacks "$log2" same_log "may repeat"
+	check "$kver: ... the IDs go on above those before ($(val same_after_max "$log2") > $before_stop)" \
+		gt "$(val same_after_max "$log2")" "$before_stop"
+	check "$kver: ... and it saved again under the same instance" \
+		same_id "$(val same_resaved "$log2")" "$inst"
+	# A reload: a new instance, the floor raised as before.
+	read -r f0 f1 <<<"$(val reload_floor "$log2")"
+	check "$kver: a reload draws a new instance_id ($(val reload_instance "$log2"))" \
+		new_instance "$(val reload_instance "$log2")" "$inst"
+	check "$kver: ... whose restore raises the floor to the saved one ($f1 = $f0) and says so" \
+		restored "$log2" "$f0" "$f1"
 	check "$kver: a corrupt file is refused (exit 3)" [ "$(val corrupt_rc "$log2")" = 3 ]
 	read -r f0 f1 <<<"$(val corrupt_floor "$log2")"
 	check "$kver: ... and the device's floor is unchanged ($f0)" same_number "$f0" "$f1"

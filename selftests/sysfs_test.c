@@ -346,6 +346,70 @@ TEST_F(sy, readonly_files_not_writable)
 	EXPECT_EQ(41, sf_sysfs_u64("timestamp_bits"));
 }
 
+/* instance_id: 32 lowercase hex digits and a newline; @id gets the digits. */
+static bool read_instance_id(char id[33])
+{
+	char buf[64];
+	int n = sf_sysfs_read_str("instance_id", buf, sizeof(buf));
+
+	if (n != 33 || buf[32] != '\n')
+		return false;
+	for (int i = 0; i < 32; i++)
+		if (!((buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f')))
+			return false;
+	memcpy(id, buf, 32);
+	id[32] = '\0';
+	return true;
+}
+
+/*
+ * instance_id names the load: read-only, the same through reads, floors,
+ * writes and configuration for as long as the module is loaded, and a new
+ * one at every load.  snowflake-floord(8) leaves the floor alone when the
+ * id it saved is the current one, so an id that survived a reload would
+ * let a new generator skip the floor it needs.
+ */
+TEST_F(sy, instance_id)
+{
+	char id[33], again[33], seen[4][33];
+	uint64_t ids[8];
+	struct stat st;
+	int fd;
+
+	ASSERT_EQ(0, stat(SF_SYSFS "/instance_id", &st)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(0444, st.st_mode & 07777);
+	EXPECT_EQ(0, st.st_uid);
+	ASSERT_TRUE(read_instance_id(id));
+	EXPECT_NE(0, strcmp(id, "00000000000000000000000000000000"));
+	errno = 0;
+	fd = open(SF_SYSFS "/instance_id", O_WRONLY);
+	EXPECT_EQ(-1, fd);
+	EXPECT_EQ(EACCES, errno);
+	if (fd >= 0)
+		close(fd);
+
+	/* Stable within the load, whatever happens to the generator. */
+	ASSERT_LT(0, sf_read_ids(self->fd, ids, 8));
+	ASSERT_EQ(0, sf_set_floor(self->fd, sf_real_ms() + 2000));
+	ASSERT_EQ(0, sf_sysfs_write("worker_id", "3"));
+	ASSERT_EQ(0, sf_sysfs_write("random_sequence", "1"));
+	ASSERT_TRUE(read_instance_id(again));
+	EXPECT_STREQ(id, again);
+
+	/* A new one at every load: three reloads, four distinct ids. */
+	close(self->fd);
+	self->fd = -1;
+	memcpy(seen[0], id, sizeof(id));
+	for (int i = 1; i < 4; i++) {
+		ASSERT_EQ(0, sf_reload_defaults());
+		ASSERT_TRUE(read_instance_id(seen[i]));
+		for (int j = 0; j < i; j++) {
+			EXPECT_STRNE(seen[j], seen[i])
+				TH_LOG("loads %d and %d share %s", j, i, seen[i]);
+		}
+	}
+}
+
 /* Counters count exactly what this, the only reader, did. */
 TEST_F(sy, counters)
 {

@@ -13,15 +13,20 @@
 # largest goes to the witness, and the guest crashes (sysrq b: no sync, no
 # unmount, no SIGTERM).
 # Phase 2, RTC one day behind: the negative control (module loaded, no
-# restore: an ID lower than the witness), then restore and the new IDs; then
-# a clean stop (SIGTERM) and a module reload; a corrupt file is refused; a
-# save on a full disk fails and keeps the old file.
+# restore: an ID lower than the witness), then restore and the new IDs; a
+# restore with the module's instance_id hidden (as with an older module)
+# raises the floor as before; then a clean stop (SIGTERM) and a restore into
+# the same module instance (systemctl restart): the floor and the clock do
+# not move; then a module reload, whose restore raises the floor again; a
+# corrupt file is refused; a save on a full disk fails and keeps the old
+# file.
 
 # shellcheck source=scripts/guest/init-common.sh
 . /etc/init-common.sh
 
 STATE=/mnt/state
 phase=$(sed -n 's/.*sfphase=\([0-9]*\).*/\1/p' /proc/cmdline)
+SYS=/sys/class/misc/snowflake
 say() { echo "RESTART $*"; }
 fail() {
 	say "error $*"
@@ -96,7 +101,25 @@ say new_min "$(snowflake next)"
 say after_restore_floor "$(snowflake-floord --show --state-dir "$STATE" | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')"
 snowflake next -n 10000 >/dev/null
 
-# A clean stop saves; a module reload restores it.
+# A module without instance_id (hidden by a tmpfs over the device's sysfs
+# directory): a restore raises the floor as before, even into the instance
+# that saved (the file, saved just before, names it), and saves version 1.
+dev_dir=$(readlink -f "$SYS")
+snowflake-floord --save --state-dir "$STATE" || fail "--save"
+say hidden_saved_id "$(snowflake-floord --show --state-dir "$STATE" | sed -n 's/^instance_id //p')"
+say hidden_saved_floor "$(snowflake-floord --show --state-dir "$STATE" | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')"
+f0=$(cat "$SYS/floor_ms")
+mount -t tmpfs none "$dev_dir" || fail "mount tmpfs over $dev_dir"
+msg=$(snowflake-floord --restore --state-dir "$STATE" 2>&1)
+say hidden_rc "$?"
+umount "$dev_dir" || fail "umount $dev_dir"
+say hidden_floor "$f0 $(cat "$SYS/floor_ms")"
+say hidden_log "$(echo "$msg" | tr '\n' '|')"
+say hidden_version "$(head -n 1 "$STATE/floor")"
+
+# A clean stop saves; a restore into the same module instance (what
+# systemctl restart snowflake-floor does) leaves the floor and the clock
+# alone; a module reload restores it.
 snowflake-floord --state-dir "$STATE" --interval 1s --margin 10s -v &
 dpid=$!
 sleep 2
@@ -108,10 +131,28 @@ say before_stop_max "$(snowflake next)"
 kill -TERM "$dpid"
 wait "$dpid"
 say daemon_rc "$?"
+say same_saved "$(head -n 1 "$STATE/floor") $(sed -n 's/^instance_id //p' "$STATE/floor")"
+say same_instance "$(cat "$SYS/instance_id")"
+b_floor=$(cat "$SYS/floor_ms")
+b_offset=$(cat "$SYS/clock_offset_ms")
+b_jumps=$(cat "$SYS/statistics/floor_jumps")
+msg=$(snowflake-floord --restore --state-dir "$STATE" 2>&1)
+say same_rc "$?"
+say same_floor "$b_floor $(cat "$SYS/floor_ms")"
+say same_offset "$b_offset $(cat "$SYS/clock_offset_ms")"
+say same_jumps "$b_jumps $(cat "$SYS/statistics/floor_jumps")"
+say same_log "$(echo "$msg" | tr '\n' '|')"
+say same_after_max "$(snowflake next)"
+# The restore saved at once, ahead of the device, under the same instance.
+say same_resaved "$(sed -n 's/^instance_id //p' "$STATE/floor")"
+saved=$(snowflake-floord --show --state-dir "$STATE" | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')
 rmmod snowflake || fail "rmmod"
 insmod /snowflake.ko || fail "insmod snowflake.ko (reload)"
-snowflake-floord --restore --state-dir "$STATE"
+say reload_instance "$(cat "$SYS/instance_id")"
+msg=$(snowflake-floord --restore --state-dir "$STATE" 2>&1)
 say restore2_rc "$?"
+say reload_floor "$saved $(cat "$SYS/floor_ms")"
+say reload_log "$(echo "$msg" | tr '\n' '|')"
 say reload_min "$(snowflake next)"
 
 # A corrupt file is refused and changes nothing.

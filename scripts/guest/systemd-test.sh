@@ -67,6 +67,31 @@ served_with() {
 }
 no_lease() { [ -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*')" ]; }
 restart_floor() { systemctl restart snowflake-floor.service && systemctl is-active snowflake-floor.service; }
+# floor_state: what a restore into the same module instance must not move.
+floor_state() {
+	local f
+	for f in instance_id floor_ms clock_offset_ms statistics/floor_jumps; do
+		printf '%s=%s ' "$f" "$(cat "/sys/class/misc/snowflake/$f")"
+	done
+}
+# floor_log_since CURSOR [ARGS]: the floor unit's journal after CURSOR.
+floor_log_since() {
+	local c=$1
+	shift
+	journalctl --no-pager -q -o cat --after-cursor "$c" -u snowflake-floor.service "$@"
+}
+# same_instance_restore CURSOR: the restore logged event=restore_same_instance.
+same_instance_restore() {
+	until_ok 10 sh -c "journalctl --no-pager -q -o cat --after-cursor '$1' -u snowflake-floor.service |
+		grep -q 'event=restore_same_instance instance_id=$(cat /sys/class/misc/snowflake/instance_id) '"
+}
+# no_floor_warning CURSOR: nothing at warning or above from the floor unit.
+no_floor_warning() {
+	local w
+	w=$(floor_log_since "$1" -p warning)
+	echo "$w"
+	[ -z "$w" ]
+}
 
 say "# $(systemctl --version | head -n 1); kernel $(uname -r)"
 info systemctl is-system-running
@@ -125,7 +150,20 @@ t "the agent runs as snowflake-daemon" test "$(user_of snowflake-agent.service)"
 t "systemctl stop snowflake-agent: stopped cleanly" systemctl stop snowflake-agent.service
 t "after the stop the device refuses reads (fenced)" refused
 t "the lease was released in Redis" no_lease
+# IDs were issued in this load (served_with): a restart of the unit (its
+# SIGTERM save, then --restore, as on a package upgrade) restores into the
+# same module instance, so it moves neither the floor nor the clock.
+cursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
+before=$(floor_state)
 t "systemctl restart snowflake-floor: active again" restart_floor
+after=$(floor_state)
+say "# before the restart: $before"
+say "# after:              $after"
+t "the restart left floor_ms, clock_offset_ms and floor_jumps alone (no skew)" \
+	test "$before" = "$after"
+t "the restore logged event=restore_same_instance" same_instance_restore "$cursor"
+info floor_log_since "$cursor"
+t "the restart logged no warning (no \"may repeat\")" no_floor_warning "$cursor"
 for u in snowflake-floor.service snowflake-agent.service; do
 	say "# systemd-analyze security $u: $(systemd-analyze security --no-pager "$u" 2>/dev/null |
 		sed -n 's/.*Overall exposure level for [^:]*: //p')"

@@ -26,7 +26,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +131,8 @@ struct floord {
 	uint64_t catchups, jumps;
 	unsigned long failures;
 	bool restoring;		/* the device is at the saved floor on purpose */
+	/* The device's instance_id (constant while it is open); "": unknown. */
+	char instance[SF_INSTANCE_ID_LEN + 1];
 };
 
 static int read_high(struct floord *d, uint64_t *high, struct snowflake_stats *out)
@@ -165,6 +169,7 @@ static int save(struct floord *d, const char *why)
 		return r;
 	s.high_ms = high;
 	s.margin_ms = d->margin_ms;
+	memcpy(s.instance_id, d->instance, sizeof(s.instance_id));
 	s.floor_ms = high + d->margin_ms;
 	if (s.floor_ms < d->saved)
 		s.floor_ms = d->saved;
@@ -213,14 +218,50 @@ static int exit_of_load(int r)
 	return r == -EBADMSG || r == -EPROTONOSUPPORT ? SF_FLOORD_EXIT_CORRUPT : SF_FLOORD_EXIT_FAIL;
 }
 
+/*
+ * The module instance behind the open device: its instance_id, found
+ * through the node's own numbers (/sys/dev/char/MAJ:MIN/), so that it is
+ * the file of the device we hold, whatever its path.  The module cannot be
+ * unloaded while we hold it open, so the id stays true until we close it.
+ * Unknown (""), with a note, when the module has no such file (older than
+ * this program) or it cannot be read: then the file is written as version 1
+ * and a restore raises the floor, as before instance ids.
+ */
+static void read_instance(struct floord *d)
+{
+	char path[80];
+	struct stat sb;
+	int r;
+
+	d->instance[0] = '\0';
+	if (fstat(snowflake_fd(d->sf), &sb)) {
+		r = -errno;
+	} else if (!S_ISCHR(sb.st_mode)) {
+		r = -ENOTTY;
+	} else {
+		snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/instance_id",
+			 major(sb.st_rdev), minor(sb.st_rdev));
+		r = sf_read_instance_id(path, d->instance);
+	}
+	if (r == -ENOENT)
+		logp(LOG_NOTICE, "%s: the module has no instance_id (older than this snowflake-floord): a restore raises the floor even into the module instance that saved it",
+		     d->device);
+	else if (r)
+		logp(LOG_WARNING, "%s: cannot read the module's instance_id: %s; a restore raises the floor even into the module instance that saved it",
+		     d->device, r == -EBADMSG ? "not 32 hex digits" : strerror(-r));
+}
+
 /* @flags: SNOWFLAKE_CONFIGURE for the restore, the only change; else 0. */
 static int open_device(struct floord *d, int flags)
 {
 	int r = snowflake_open(&d->sf, d->device, flags);
 
-	if (r)
+	if (r) {
 		logp(LOG_ERR, "%s: %s", d->device, snowflake_strerror(r));
-	return r;
+		return r;
+	}
+	read_instance(d);
+	return 0;
 }
 
 /* Only one writer: a lock on the state directory, held until exit. */
@@ -282,6 +323,8 @@ static int do_show(struct floord *d)
 	printf("floor_ms %" PRIu64 " %s\nhigh_ms %" PRIu64 "\nmargin_ms %" PRIu64
 	       "\nsaved_unix_ms %" PRIu64 " %s\n", st.floor_ms, iso(st.floor_ms, a, sizeof(a)),
 	       st.high_ms, st.margin_ms, st.saved_unix_ms, iso(st.saved_unix_ms, b, sizeof(b)));
+	if (st.instance_id[0])
+		printf("instance_id %s\n", st.instance_id);
 	return SF_FLOORD_EXIT_OK;
 }
 
@@ -290,13 +333,25 @@ static int do_show(struct floord *d)
  * here on the device issues IDs at or above the restored floor, so the file
  * must move ahead of them before anything reads (a crash right after the
  * restore must not restore the same floor again).
+ *
+ * Unless the device is the module instance that wrote the file (a restart
+ * of the service, a package upgrade: no reload, no reboot): then the floor
+ * is left alone.  The floor exists for a generator that forgot the IDs it
+ * issued, and this one did not: one instance's clock is the wall clock at
+ * load plus boottime, moved only forward, and its floor and last timestamp
+ * only rise, so it never issues an ID below one it issued before, whether
+ * before the save or after it.  Raising the floor would only stamp IDs up
+ * to --margin ahead of the clock.  The check that the saved high-water mark
+ * is not above the device's (sf_restore_decide()) catches an instance whose
+ * memory went back.
  */
 static int do_restore(struct floord *d)
 {
 	struct snowflake_stats before, after;
 	struct sf_state st;
+	enum sf_restore how;
 	char a[40], b[40];
-	uint64_t clock;
+	uint64_t clock, high;
 	int lock, r;
 
 	lock = lock_dir(d->dir);
@@ -316,32 +371,48 @@ static int do_restore(struct floord *d)
 		logp(LOG_NOTICE, "no saved floor in %s/%s: first start, nothing to restore",
 		     d->dir, SF_STATE_FILE);
 		d->saved = 0;
-	} else {
-		r = snowflake_get_stats(d->sf, &before);
-		if (!r)
-			r = snowflake_set_floor(d->sf, st.floor_ms);
-		if (!r)
-			r = snowflake_get_stats(d->sf, &after);
-		if (r) {
-			logp(LOG_ERR, "%s: restoring floor_ms %" PRIu64 ": %s", d->device, st.floor_ms,
-			     snowflake_strerror(r));
-			close(lock);
-			return SF_FLOORD_EXIT_FAIL;
-		}
-		clock = before.clock_ms;
-		logp(LOG_NOTICE, "restored floor_ms %" PRIu64 " (%s, saved %s) from %s/%s; the generator's clock was %" PRIu64 " ms %s it",
-		     st.floor_ms, iso(st.floor_ms, a, sizeof(a)), iso(st.saved_unix_ms, b, sizeof(b)),
-		     d->dir, SF_STATE_FILE,
-		     clock < st.floor_ms ? st.floor_ms - clock : clock - st.floor_ms,
-		     clock < st.floor_ms ? "behind" : "ahead of");
-		if (before.ids_issued && before.last_timestamp_ms < st.floor_ms)
-			logp(LOG_WARNING, "%" PRIu64 " IDs were issued before this restore, below the restored floor: they may repeat IDs issued before the restart (restore before anything reads)",
-			     (uint64_t)before.ids_issued);
-		if (after.floor_ms < st.floor_ms)
-			logp(LOG_WARNING, "the device's floor is %" PRIu64 ", below %" PRIu64,
-			     (uint64_t)after.floor_ms, st.floor_ms);
-		d->saved = st.floor_ms;
+		goto save;
 	}
+	r = snowflake_get_stats(d->sf, &before);
+	if (r) {
+		logp(LOG_ERR, "%s: reading the counters: %s", d->device, snowflake_strerror(r));
+		close(lock);
+		return SF_FLOORD_EXIT_FAIL;
+	}
+	high = sf_high_water(before.clock_ms, before.last_timestamp_ms, before.floor_ms);
+	how = sf_restore_decide(&st, d->instance, high);
+	d->saved = st.floor_ms;
+	if (how == SF_RESTORE_SAME_INSTANCE) {
+		logp(LOG_NOTICE, "event=restore_same_instance instance_id=%s floor_ms=%" PRIu64 " high_ms=%" PRIu64 " device_high_ms=%" PRIu64 ": %s/%s (saved %s) was written by this module instance, whose high-water mark is not below the saved one: every ID it issues is above every ID it issued before, so its floor is left as it is",
+		     d->instance, st.floor_ms, st.high_ms, high, d->dir, SF_STATE_FILE,
+		     iso(st.saved_unix_ms, b, sizeof(b)));
+		goto save;
+	}
+	if (how == SF_RESTORE_WENT_BACK)
+		logp(LOG_WARNING, "%s/%s was saved by this module instance (%s), but its high-water mark %" PRIu64 " is above the device's %" PRIu64 ": the instance went back (a VM snapshot restored?) or the file was written elsewhere; restoring its floor as after a reload",
+		     d->dir, SF_STATE_FILE, d->instance, st.high_ms, high);
+	r = snowflake_set_floor(d->sf, st.floor_ms);
+	if (!r)
+		r = snowflake_get_stats(d->sf, &after);
+	if (r) {
+		logp(LOG_ERR, "%s: restoring floor_ms %" PRIu64 ": %s", d->device, st.floor_ms,
+		     snowflake_strerror(r));
+		close(lock);
+		return SF_FLOORD_EXIT_FAIL;
+	}
+	clock = before.clock_ms;
+	logp(LOG_NOTICE, "restored floor_ms %" PRIu64 " (%s, saved %s) from %s/%s; the generator's clock was %" PRIu64 " ms %s it",
+	     st.floor_ms, iso(st.floor_ms, a, sizeof(a)), iso(st.saved_unix_ms, b, sizeof(b)),
+	     d->dir, SF_STATE_FILE,
+	     clock < st.floor_ms ? st.floor_ms - clock : clock - st.floor_ms,
+	     clock < st.floor_ms ? "behind" : "ahead of");
+	if (before.ids_issued && before.last_timestamp_ms < st.floor_ms)
+		logp(LOG_WARNING, "%" PRIu64 " IDs were issued before this restore, below the restored floor: they may repeat IDs issued before the restart (restore before anything reads)",
+		     (uint64_t)before.ids_issued);
+	if (after.floor_ms < st.floor_ms)
+		logp(LOG_WARNING, "the device's floor is %" PRIu64 ", below %" PRIu64,
+		     (uint64_t)after.floor_ms, st.floor_ms);
+save:
 	d->restoring = true;
 	r = save(d, "restore");
 	close(lock);

@@ -43,18 +43,34 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+bool sf_instance_id_valid(const char *s, size_t len)
+{
+	if (len != SF_INSTANCE_ID_LEN)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
 int sf_state_format(const struct sf_state *st, char *buf, size_t len)
 {
+	size_t idlen = strnlen(st->instance_id, sizeof(st->instance_id));
 	int n, m;
 
+	if (idlen && !sf_instance_id_valid(st->instance_id, idlen))
+		return -EINVAL;
+	/* Version 1 when the instance is unknown: what an older floord reads. */
 	n = snprintf(buf, len,
 		     SF_STATE_MAGIC " %d\n"
 		     "floor_ms %" PRIu64 "\n"
 		     "high_ms %" PRIu64 "\n"
 		     "margin_ms %" PRIu64 "\n"
-		     "saved_unix_ms %" PRIu64 "\n",
-		     SF_STATE_VERSION, st->floor_ms, st->high_ms, st->margin_ms,
-		     st->saved_unix_ms);
+		     "saved_unix_ms %" PRIu64 "\n"
+		     "%s%s%s",
+		     idlen ? 2 : 1, st->floor_ms, st->high_ms, st->margin_ms,
+		     st->saved_unix_ms, idlen ? "instance_id " : "",
+		     idlen ? st->instance_id : "", idlen ? "\n" : "");
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;
 	m = snprintf(buf + n, len - (size_t)n, "crc32 %08" PRIx32 "\n",
@@ -105,14 +121,21 @@ static int parse_hex32(const char *s, size_t len, uint32_t *val)
 	return 0;
 }
 
+/* The keys of versions 1 and 2, in the order they are written. */
+enum { K_FLOOR, K_HIGH, K_MARGIN, K_SAVED, K_INSTANCE, NKEYS };
+
 int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "floor_ms", "high_ms", "margin_ms", "saved_unix_ms" };
-	uint64_t vals[4] = { 0 };
-	bool seen[4] = { false };
+	static const char *const keys[NKEYS] = {
+		"floor_ms", "high_ms", "margin_ms", "saved_unix_ms", "instance_id"
+	};
+	uint64_t vals[NKEYS] = { 0 };
+	bool seen[NKEYS] = { false };
+	char id[SF_INSTANCE_ID_LEN + 1] = "";
 	const char *p = buf, *end = buf + len, *crc_line = NULL;
 	const size_t mlen = strlen(SF_STATE_MAGIC);
 	uint64_t version = 0;	/* set before use; gcc 12 -O3 cannot see it */
+	size_t nkeys = 0;	/* the keys of this version; 0: an unknown version */
 	uint32_t want, have;
 	int line = 0;
 
@@ -134,8 +157,8 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 	}
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *sp;
-		size_t llen = (size_t)(nl - p), klen;
+		const char *sp, *v;
+		size_t llen = (size_t)(nl - p), klen, vlen;
 
 		line++;
 		if (crc_line) {
@@ -148,30 +171,33 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 			return -EBADMSG;
 		}
 		klen = (size_t)(sp - p);
+		v = sp + 1;
+		vlen = (size_t)(nl - v);
 		if (line == 1) {
 			if (klen != mlen || memcmp(p, SF_STATE_MAGIC, mlen) != 0) {
 				set_err(err, errlen, "not a snowflake-floord state file (no \"%s\" line)",
 					SF_STATE_MAGIC);
 				return -EBADMSG;
 			}
-			if (parse_u64(sp + 1, (size_t)(nl - sp - 1), &version)) {
+			if (parse_u64(v, vlen, &version)) {
 				set_err(err, errlen, "line 1: bad format version");
 				return -EBADMSG;
 			}
+			nkeys = version == 1 ? K_INSTANCE : version == 2 ? NKEYS : 0;
 		} else if (klen == 5 && memcmp(p, "crc32", 5) == 0) {
-			if (parse_hex32(sp + 1, (size_t)(nl - sp - 1), &want)) {
+			if (parse_hex32(v, vlen, &want)) {
 				set_err(err, errlen, "line %d: bad crc32 value", line);
 				return -EBADMSG;
 			}
 			crc_line = p;
-		} else {
+		} else if (nkeys) {
 			size_t k;
 
-			for (k = 0; k < 4; k++)
+			for (k = 0; k < nkeys; k++)
 				if (strlen(keys[k]) == klen && memcmp(p, keys[k], klen) == 0)
 					break;
-			if (k == 4) {
-				/* Version 1 knows every key: anything else is damage. */
+			if (k == nkeys) {
+				/* This version knows every key: anything else is damage. */
 				set_err(err, errlen, "line %d: unknown key \"%.*s\"", line,
 					(int)(klen > 32 ? 32 : klen), p);
 				return -EBADMSG;
@@ -180,12 +206,21 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 				set_err(err, errlen, "line %d: %s given twice", line, keys[k]);
 				return -EBADMSG;
 			}
-			if (parse_u64(sp + 1, (size_t)(nl - sp - 1), &vals[k])) {
+			if (k == K_INSTANCE) {
+				if (!sf_instance_id_valid(v, vlen)) {
+					set_err(err, errlen, "line %d: instance_id is not %d lowercase hex digits",
+						line, SF_INSTANCE_ID_LEN);
+					return -EBADMSG;
+				}
+				memcpy(id, v, vlen);
+				id[vlen] = '\0';
+			} else if (parse_u64(v, vlen, &vals[k])) {
 				set_err(err, errlen, "line %d: %s is not a decimal number", line, keys[k]);
 				return -EBADMSG;
 			}
 			seen[k] = true;
 		}
+		/* An unknown version's keys are not judged: its checksum decides. */
 		p = nl + 1;
 	}
 	if (!crc_line) {
@@ -199,23 +234,27 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 		return -EBADMSG;
 	}
 	/* Checked after the checksum: a damaged version line is damage, not a new format. */
-	if (version != SF_STATE_VERSION) {
-		set_err(err, errlen, "format version %" PRIu64 " (this snowflake-floord reads %d)",
+	if (!nkeys) {
+		set_err(err, errlen, "format version %" PRIu64 " (this snowflake-floord reads 1 and %d)",
 			version, SF_STATE_VERSION);
 		return -EPROTONOSUPPORT;
 	}
-	if (!seen[0]) {
-		set_err(err, errlen, "no floor_ms");
-		return -EBADMSG;
+	/* Version 1 needs floor_ms only (as it always did); version 2 every key. */
+	for (size_t k = 0; k < nkeys; k++) {
+		if (!seen[k] && (k == K_FLOOR || version == 2)) {
+			set_err(err, errlen, "no %s", keys[k]);
+			return -EBADMSG;
+		}
 	}
-	if (vals[0] == 0) {
+	if (vals[K_FLOOR] == 0) {
 		set_err(err, errlen, "floor_ms is 0");
 		return -EBADMSG;
 	}
-	st->floor_ms = vals[0];
-	st->high_ms = vals[1];
-	st->margin_ms = vals[2];
-	st->saved_unix_ms = vals[3];
+	st->floor_ms = vals[K_FLOOR];
+	st->high_ms = vals[K_HIGH];
+	st->margin_ms = vals[K_MARGIN];
+	st->saved_unix_ms = vals[K_SAVED];
+	memcpy(st->instance_id, id, sizeof(id));
 	return 0;
 }
 
@@ -343,6 +382,46 @@ fail:
 	unlinkat(dfd, SF_STATE_TMP, 0);
 	close(dfd);
 	return r;
+}
+
+int sf_read_instance_id(const char *path, char *id)
+{
+	char buf[SF_INSTANCE_ID_LEN + 8];
+	ssize_t n;
+	int fd, e;
+
+	id[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	do
+		n = read(fd, buf, sizeof(buf));
+	while (n < 0 && errno == EINTR);
+	e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	/* One read: sysfs hands the whole value to the first read. */
+	if (n != SF_INSTANCE_ID_LEN + 1 || buf[SF_INSTANCE_ID_LEN] != '\n' ||
+	    !sf_instance_id_valid(buf, SF_INSTANCE_ID_LEN))
+		return -EBADMSG;
+	memcpy(id, buf, SF_INSTANCE_ID_LEN);
+	id[SF_INSTANCE_ID_LEN] = '\0';
+	return 0;
+}
+
+enum sf_restore sf_restore_decide(const struct sf_state *st, const char *device_id,
+				  uint64_t high_ms)
+{
+	if (!st->instance_id[0])
+		return SF_RESTORE_FILE_NO_INSTANCE;
+	if (!device_id[0])
+		return SF_RESTORE_DEVICE_NO_INSTANCE;
+	if (strcmp(st->instance_id, device_id) != 0)
+		return SF_RESTORE_NEW_INSTANCE;
+	if (st->high_ms > high_ms)
+		return SF_RESTORE_WENT_BACK;
+	return SF_RESTORE_SAME_INSTANCE;
 }
 
 int sf_parse_duration(const char *s, uint64_t *ms)

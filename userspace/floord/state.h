@@ -6,19 +6,30 @@
  *
  * The file, DIR/floor, text, at most SF_STATE_MAX bytes:
  *
- *   snowflake-floor 1
+ *   snowflake-floor 2
  *   floor_ms 1763769600123
  *   high_ms 1763769590123
  *   margin_ms 10000
  *   saved_unix_ms 1763769590125
+ *   instance_id 0f3c9a5e7d1b24c68e0a9b3f5c7d1e2a
  *   crc32 8d1f3a0c
  *
  * Line 1 names the format and its version.  floor_ms is what a restore sets
- * as the device's floor (it already includes the margin); the other keys
- * are informational.  The last line is the CRC-32 (IEEE 802.3, as zlib's
+ * as the device's floor (it already includes the margin); high_ms is the
+ * high-water mark it was computed from; instance_id is the module's
+ * instance_id (sysfs) at the save: a restore into that same instance leaves
+ * the floor alone (sf_restore_decide()).  margin_ms and saved_unix_ms are
+ * informational.  The last line is the CRC-32 (IEEE 802.3, as zlib's
  * crc32()) of every byte before it, 8 lowercase hex digits, and the file ends
  * with its newline.  A file that does not parse exactly (a torn or truncated
  * write, a flipped bit, garbage) is "corrupt" and is never used.
+ *
+ * Versions: 1 has exactly the keys above but instance_id (floor_ms
+ * required); 2 has all of them, each required.  A save writes 2 when it
+ * knows the instance, else 1 (a module without instance_id), so a file stays
+ * readable by every snowflake-floord that could have written it.  Another
+ * version is "unknown" (-EPROTONOSUPPORT), not corrupt, when its checksum
+ * holds.
  */
 #ifndef SNOWFLAKE_FLOORD_STATE_H
 #define SNOWFLAKE_FLOORD_STATE_H
@@ -30,7 +41,7 @@
 #define SF_STATE_FILE		"floor"
 #define SF_STATE_TMP		"floor.tmp"
 #define SF_STATE_MAGIC		"snowflake-floor"
-#define SF_STATE_VERSION	1
+#define SF_STATE_VERSION	2	/* the newest this program reads and writes */
 #define SF_STATE_MAX		4096
 
 /* Defaults of the daemon, in ms (see snowflake-floord(8) for the why). */
@@ -45,17 +56,26 @@
 #define SF_FLOORD_EXIT_USAGE	2	/* bad command line: nothing done */
 #define SF_FLOORD_EXIT_CORRUPT	3	/* the saved file is corrupt: refused */
 
+/* The module's instance_id: 32 lowercase hex digits (its sysfs file adds a newline). */
+#define SF_INSTANCE_ID_LEN	32
+
 struct sf_state {
 	uint64_t floor_ms;	/* restore this floor (Unix ms) */
 	uint64_t high_ms;	/* the generator's high-water mark at the save */
 	uint64_t margin_ms;	/* floor_ms - high_ms when saved */
 	uint64_t saved_unix_ms;	/* wall clock at the save (informational) */
+	/* The module instance at the save, NUL-terminated; "": unknown (version 1). */
+	char instance_id[SF_INSTANCE_ID_LEN + 1];
 };
 
 /* CRC-32 (IEEE), the zlib crc32() of @len bytes starting from @crc (0 first). */
 uint32_t sf_crc32(uint32_t crc, const void *buf, size_t len);
 
-/* The file's text for @st into @buf: its length, or -ENOSPC if @len is too small. */
+/*
+ * The file's text for @st into @buf (version 2 with @st->instance_id, else
+ * 1): its length, -ENOSPC if @len is too small, -EINVAL if instance_id is
+ * neither empty nor valid.
+ */
 int sf_state_format(const struct sf_state *st, char *buf, size_t len);
 
 /*
@@ -78,6 +98,41 @@ int sf_state_load(const char *dir, struct sf_state *st, char *err, size_t errlen
  * error DIR/floor is unchanged and floor.tmp is removed.
  */
 int sf_state_save(const char *dir, const struct sf_state *st, char *err, size_t errlen);
+
+/* Whether @s is exactly an instance id: 32 lowercase hex digits, nothing else. */
+bool sf_instance_id_valid(const char *s, size_t len);
+
+/*
+ * Read a module's instance_id file (@path, e.g.
+ * /sys/dev/char/MAJ:MIN/instance_id) into @id (SF_INSTANCE_ID_LEN + 1
+ * bytes).  0; -errno when it cannot be read (-ENOENT: a module without it);
+ * -EBADMSG when it is not 32 lowercase hex digits and a newline.  @id is
+ * "" on error.
+ */
+int sf_read_instance_id(const char *path, char *id);
+
+/* What a restore does with the saved file (sf_restore_decide()). */
+enum sf_restore {
+	SF_RESTORE_SAME_INSTANCE,	/* leave the floor alone */
+	SF_RESTORE_FILE_NO_INSTANCE,	/* raise: a version 1 file */
+	SF_RESTORE_DEVICE_NO_INSTANCE,	/* raise: the device's instance is unknown */
+	SF_RESTORE_NEW_INSTANCE,	/* raise: a reload or a reboot since the save */
+	SF_RESTORE_WENT_BACK,		/* raise: same instance, but it went back */
+};
+
+/*
+ * Whether a restore of @st into the device whose instance is @device_id
+ * ("" if unknown) and whose high-water mark is @high_ms now may leave the
+ * floor alone: only when both ids are known and equal and the saved
+ * high-water mark is not above the device's.  One instance's high-water
+ * mark never decreases (its clock is the wall clock at load plus boottime,
+ * moved only forward; its last timestamp and floor only rise), so a saved
+ * mark above it means the instance's memory went back (a VM snapshot
+ * restored, a clone) or the file was not written here: then the floor is
+ * raised as after a reload.
+ */
+enum sf_restore sf_restore_decide(const struct sf_state *st, const char *device_id,
+				  uint64_t high_ms);
 
 /*
  * A duration: digits with an optional unit, "ms", "s" (the default) or "m";

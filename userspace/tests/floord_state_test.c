@@ -21,12 +21,27 @@
 #include "kselftest_harness.h"
 #include "../floord/state.c"
 
+#define ID_A	"0f3c9a5e7d1b24c68e0a9b3f5c7d1e2a"
+#define ID_B	"9a00b1c2d3e4f5061728394a5b6c7d8e"
+
+/* Version 2: with the module's instance. */
 static const struct sf_state sample = {
 	.floor_ms = 1763769600123ULL,
 	.high_ms = 1763769590123ULL,
 	.margin_ms = 10000,
 	.saved_unix_ms = 1763769590125ULL,
+	.instance_id = ID_A,
 };
+
+/* Version 1: a module without instance_id. */
+static const struct sf_state sample_v1 = {
+	.floor_ms = 1763769600123ULL,
+	.high_ms = 1763769590123ULL,
+	.margin_ms = 10000,
+	.saved_unix_ms = 1763769590125ULL,
+};
+
+static const struct sf_state *const samples[] = { &sample, &sample_v1 };
 
 static char *tmpdir(char *buf, size_t len)
 {
@@ -84,19 +99,55 @@ TEST(crc32_known_value)
 TEST(format_parse_roundtrip)
 {
 	char buf[SF_STATE_MAX], err[256] = "";
-	struct sf_state st = { 0 };
+	struct sf_state st = { 0 }, bad = sample;
 	int n = sf_state_format(&sample, buf, sizeof(buf));
 
 	ASSERT_GT(n, 0);
-	ASSERT_EQ(0, strncmp(buf, "snowflake-floor 1\nfloor_ms 1763769600123\n", 41));
+	ASSERT_EQ(0, strncmp(buf, "snowflake-floor 2\nfloor_ms 1763769600123\n", 41));
+	ASSERT_NE(NULL, strstr(buf, "\ninstance_id " ID_A "\ncrc32 ")) TH_LOG("%s", buf);
 	ASSERT_EQ('\n', buf[n - 1]);
 	ASSERT_EQ(0, sf_state_parse(buf, (size_t)n, &st, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(sample.floor_ms, st.floor_ms);
 	ASSERT_EQ(sample.high_ms, st.high_ms);
 	ASSERT_EQ(sample.margin_ms, st.margin_ms);
 	ASSERT_EQ(sample.saved_unix_ms, st.saved_unix_ms);
+	ASSERT_STREQ(ID_A, st.instance_id);
 	/* A buffer one byte short is refused, never cut. */
 	ASSERT_EQ(-ENOSPC, sf_state_format(&sample, buf, (size_t)n));
+	/* An instance id that is not one is never written. */
+	memcpy(bad.instance_id, "0F3C9A5E7D1B24C68E0A9B3F5C7D1E2A", 33);
+	ASSERT_EQ(-EINVAL, sf_state_format(&bad, buf, sizeof(buf)));
+	memcpy(bad.instance_id, "0f3c9a5e", 9);
+	ASSERT_EQ(-EINVAL, sf_state_format(&bad, buf, sizeof(buf)));
+	memset(bad.instance_id, 'a', sizeof(bad.instance_id));	/* no NUL */
+	ASSERT_EQ(-EINVAL, sf_state_format(&bad, buf, sizeof(buf)));
+}
+
+/* Without an instance the file is version 1, byte for byte what floord wrote before. */
+TEST(version1_without_instance)
+{
+	static const char old[] = "snowflake-floor 1\nfloor_ms 1763769600123\nhigh_ms 1763769590123\n"
+				  "margin_ms 10000\nsaved_unix_ms 1763769590125\n";
+	char buf[SF_STATE_MAX], want[SF_STATE_MAX], err[256] = "";
+	struct sf_state st;
+	int n = sf_state_format(&sample_v1, buf, sizeof(buf));
+	int m = with_crc(old, want, sizeof(want));
+
+	ASSERT_EQ(m, n);
+	ASSERT_EQ(0, memcmp(want, buf, (size_t)n));
+	/* An old file parses, with no instance: a restore raises as it always did. */
+	memset(&st, 0x5a, sizeof(st));
+	ASSERT_EQ(0, sf_state_parse(want, (size_t)m, &st, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(sample_v1.floor_ms, st.floor_ms);
+	ASSERT_EQ(sample_v1.high_ms, st.high_ms);
+	ASSERT_STREQ("", st.instance_id);
+	ASSERT_EQ(SF_RESTORE_FILE_NO_INSTANCE, sf_restore_decide(&st, ID_A, UINT64_MAX));
+	/* Version 1 still needs floor_ms only. */
+	m = with_crc("snowflake-floor 1\nfloor_ms 5\n", want, sizeof(want));
+	ASSERT_EQ(0, sf_state_parse(want, (size_t)m, &st, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(5, st.floor_ms);
+	ASSERT_EQ(0, st.high_ms);
+	ASSERT_STREQ("", st.instance_id);
 }
 
 /* A write torn anywhere (every strict prefix of the file) is detected. */
@@ -104,15 +155,19 @@ TEST(every_truncation_is_corrupt)
 {
 	char buf[SF_STATE_MAX], err[256];
 	struct sf_state st;
-	int n = sf_state_format(&sample, buf, sizeof(buf));
 
-	for (int len = 0; len < n; len++) {
-		memset(&st, 0x5a, sizeof(st));
-		ASSERT_EQ(-EBADMSG, sf_state_parse(buf, (size_t)len, &st, err, sizeof(err)))
-			TH_LOG("prefix of %d bytes accepted", len);
-		ASSERT_NE('\0', err[0]);
-		/* Nothing is written on failure. */
-		ASSERT_EQ(0x5a5a5a5a5a5a5a5aULL, st.floor_ms);
+	for (size_t f = 0; f < sizeof(samples) / sizeof(samples[0]); f++) {
+		int n = sf_state_format(samples[f], buf, sizeof(buf));
+
+		ASSERT_GT(n, 0);
+		for (int len = 0; len < n; len++) {
+			memset(&st, 0x5a, sizeof(st));
+			ASSERT_EQ(-EBADMSG, sf_state_parse(buf, (size_t)len, &st, err, sizeof(err)))
+				TH_LOG("version %d: prefix of %d bytes accepted", f ? 1 : 2, len);
+			ASSERT_NE('\0', err[0]);
+			/* Nothing is written on failure. */
+			ASSERT_EQ(0x5a5a5a5a5a5a5a5aULL, st.floor_ms);
+		}
 	}
 }
 
@@ -121,16 +176,21 @@ TEST(every_bit_flip_is_corrupt)
 {
 	char buf[SF_STATE_MAX], err[256];
 	struct sf_state st;
-	int n = sf_state_format(&sample, buf, sizeof(buf));
 
-	for (int i = 0; i < n; i++) {
-		for (int b = 0; b < 8; b++) {
-			int r;
+	for (size_t f = 0; f < sizeof(samples) / sizeof(samples[0]); f++) {
+		int n = sf_state_format(samples[f], buf, sizeof(buf));
 
-			buf[i] ^= (char)(1 << b);
-			r = sf_state_parse(buf, (size_t)n, &st, err, sizeof(err));
-			buf[i] ^= (char)(1 << b);
-			ASSERT_NE(0, r) TH_LOG("flip of bit %d of byte %d accepted", b, i);
+		ASSERT_GT(n, 0);
+		for (int i = 0; i < n; i++) {
+			for (int b = 0; b < 8; b++) {
+				int r;
+
+				buf[i] ^= (char)(1 << b);
+				r = sf_state_parse(buf, (size_t)n, &st, err, sizeof(err));
+				buf[i] ^= (char)(1 << b);
+				ASSERT_NE(0, r) TH_LOG("version %d: flip of bit %d of byte %d accepted",
+						       f ? 1 : 2, b, i);
+			}
 		}
 	}
 }
@@ -142,7 +202,22 @@ TEST(bad_contents)
 		const char *why;
 		int err;
 	} cases[] = {
-		{ "snowflake-floor 2\nfloor_ms 5\n", "format version 2", -EPROTONOSUPPORT },
+		{ "snowflake-floor 3\nfloor_ms 5\n", "format version 3", -EPROTONOSUPPORT },
+		/* A later version's keys are its own: unknown, not corrupt. */
+		{ "snowflake-floor 3\nfloor_ms 5\ncolor blue\n", "format version 3", -EPROTONOSUPPORT },
+		{ "snowflake-floor 0\nfloor_ms 5\n", "format version 0", -EPROTONOSUPPORT },
+		/* Version 1 has no instance_id; version 2 needs every key. */
+		{ "snowflake-floor 1\nfloor_ms 5\ninstance_id " ID_A "\n", "unknown key \"instance_id\"", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\n", "no instance_id", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id " ID_A "\n", "no high_ms", -EBADMSG },
+		{ "snowflake-floor 2\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id " ID_A "\n", "no floor_ms", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id " ID_A "\ninstance_id " ID_B "\n", "instance_id given twice", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id 0F3C9A5E7D1B24C68E0A9B3F5C7D1E2A\n", "instance_id is not 32 lowercase hex digits", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id 0f3c9a5e7d1b24c68e0a9b3f5c7d1e2\n", "instance_id is not", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id 0f3c9a5e7d1b24c68e0a9b3f5c7d1e2a0\n", "instance_id is not", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id 0f3c9a5e7d1b24c68e0a9b3f5c7d1e2g\n", "instance_id is not", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id \n", "instance_id is not", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 0\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id " ID_A "\n", "floor_ms is 0", -EBADMSG },
 		{ "snowflake-flour 1\nfloor_ms 5\n", "not a snowflake-floord state file", -EBADMSG },
 		{ "snowflake-floor 1\n", "no floor_ms", -EBADMSG },
 		{ "snowflake-floor 1\nfloor_ms 0\n", "floor_ms is 0", -EBADMSG },
@@ -366,6 +441,74 @@ TEST(rename_error)
 	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
 	ASSERT_NE(0, access(path, F_OK));
 	rmtree(dir);
+}
+
+/* The sysfs file: 32 lowercase hex digits and a newline, or an error. */
+TEST(read_instance_id)
+{
+	static const struct {
+		const char *data;
+		int err;
+	} cases[] = {
+		{ ID_A "\n", 0 },
+		{ ID_A, -EBADMSG },			/* no newline */
+		{ ID_A "\n\n", -EBADMSG },
+		{ "0f3c9a5e7d1b24c68e0a9b3f5c7d1e2\n", -EBADMSG },	/* 31 digits */
+		{ "0F3C9A5E7D1B24C68E0A9B3F5C7D1E2A\n", -EBADMSG },
+		{ " 0f3c9a5e7d1b24c68e0a9b3f5c7d1e2\n", -EBADMSG },
+		{ "", -EBADMSG },
+	};
+	char dir[PATH_MAX], path[PATH_MAX + 16], id[SF_INSTANCE_ID_LEN + 1];
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/instance_id", dir);
+	/* A module without the file. */
+	memset(id, 'x', sizeof(id));
+	ASSERT_EQ(-ENOENT, sf_read_instance_id(path, id));
+	ASSERT_STREQ("", id);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		put_file(path, cases[i].data, strlen(cases[i].data));
+		memset(id, 'x', sizeof(id));
+		ASSERT_EQ(cases[i].err, sf_read_instance_id(path, id)) TH_LOG("case %zu", i);
+		ASSERT_STREQ(cases[i].err ? "" : ID_A, id) TH_LOG("case %zu", i);
+	}
+	/* Not readable (root reads it anyway: then only the mode is set). */
+	put_file(path, ID_A "\n", 33);
+	ASSERT_EQ(0, chmod(path, 0));
+	if (geteuid() != 0) {
+		ASSERT_EQ(-EACCES, sf_read_instance_id(path, id));
+		ASSERT_STREQ("", id);
+	}
+	unlink(path);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	ASSERT_EQ(-EISDIR, sf_read_instance_id(path, id));
+	rmtree(dir);
+}
+
+/*
+ * The restore leaves the floor alone only for the instance that saved, and
+ * only when that instance's high-water mark is not below the saved one.
+ */
+TEST(restore_decision)
+{
+	struct sf_state st = sample;
+	const uint64_t h = sample.high_ms;
+
+	ASSERT_EQ(SF_RESTORE_SAME_INSTANCE, sf_restore_decide(&st, ID_A, h));
+	ASSERT_EQ(SF_RESTORE_SAME_INSTANCE, sf_restore_decide(&st, ID_A, h + 1));
+	/* Even with the saved floor (high + margin) far above the device's clock. */
+	ASSERT_EQ(SF_RESTORE_SAME_INSTANCE, sf_restore_decide(&st, ID_A, st.floor_ms - 1));
+	/* The instance went back: its mark is below what it saved. */
+	ASSERT_EQ(SF_RESTORE_WENT_BACK, sf_restore_decide(&st, ID_A, h - 1));
+	ASSERT_EQ(SF_RESTORE_WENT_BACK, sf_restore_decide(&st, ID_A, 0));
+	/* Another instance: a reload, a reboot. */
+	ASSERT_EQ(SF_RESTORE_NEW_INSTANCE, sf_restore_decide(&st, ID_B, UINT64_MAX));
+	/* The device's id unknown (an old module, sysfs unreadable). */
+	ASSERT_EQ(SF_RESTORE_DEVICE_NO_INSTANCE, sf_restore_decide(&st, "", UINT64_MAX));
+	/* A version 1 file. */
+	st.instance_id[0] = '\0';
+	ASSERT_EQ(SF_RESTORE_FILE_NO_INSTANCE, sf_restore_decide(&st, ID_A, UINT64_MAX));
+	ASSERT_EQ(SF_RESTORE_FILE_NO_INSTANCE, sf_restore_decide(&st, "", UINT64_MAX));
 }
 
 TEST(durations)
