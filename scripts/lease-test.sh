@@ -33,21 +33,28 @@ if ! make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent; then
 	echo "lease: 0 passed, 1 failed"
 	exit 1
 fi
+# harness NAME OUT SECONDS ARGS...: one run of scripts/lease-faults.py, its
+# ok/FAIL lines counted into pass and fail.
+harness() {
+	local name=$1 out=$2 secs=$3 line
+	shift 3
+	python3 "$ROOT/scripts/lease-faults.py" --out "$out" --seconds "$secs" "$@" | tee "$out.log"
+	line=$(grep -E "^lease-faults [a-z]+: [0-9]+ passed, [0-9]+ failed" "$out.log" | tail -n1)
+	if [ -n "$line" ]; then
+		pass=$((pass + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")))
+		fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+	else
+		echo "FAIL $name: the harness gave no result"
+		fail=$((fail + 1))
+	fi
+}
+
 for store in ${LEASE_STORES:-etcd redis}; do
 	out=$BUILD/lease-$store
 	rm -rf "$out"
 	echo "==== $store: ${SECS}s of faults (logs in ${out#"$ROOT"/}) ===="
 	start=$(now)
-	python3 "$ROOT/scripts/lease-faults.py" --store "$store" --agent "$BUILD/userspace/snowflake-agent" \
-		--out "$out" --seconds "$SECS" | tee "$out.log"
-	line=$(grep -E "^lease-faults $store: [0-9]+ passed, [0-9]+ failed" "$out.log" | tail -n1)
-	if [ -n "$line" ]; then
-		pass=$((pass + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")))
-		fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-	else
-		echo "FAIL $store: the harness gave no result"
-		fail=$((fail + 1))
-	fi
+	harness "$store" "$out" "$SECS" --store "$store" --agent "$BUILD/userspace/snowflake-agent"
 	echo "$store: $(($(now) - start))s"
 done
 # The negative control: the agent before the timestamp window, built from
@@ -66,17 +73,8 @@ if [ "${LEASE_CONTROL:-1}" = 1 ]; then
 		echo "FAIL control: cannot build the agent of $LEGACY_REV (a clone without that commit?)"
 		fail=$((fail + 1))
 	else
-		python3 "$ROOT/scripts/lease-faults.py" --store redis --legacy \
-			--agent "$src/build/snowflake-agent" --out "$out" \
-			--seconds "${LEASE_CONTROL_SECONDS:-60}" | tee "$out.log"
-		line=$(grep -E "^lease-faults redis: [0-9]+ passed, [0-9]+ failed" "$out.log" | tail -n1)
-		if [ -n "$line" ]; then
-			pass=$((pass + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")))
-			fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-		else
-			echo "FAIL control: the harness gave no result"
-			fail=$((fail + 1))
-		fi
+		harness control "$out" "${LEASE_CONTROL_SECONDS:-60}" --store redis --legacy \
+			--agent "$src/build/snowflake-agent"
 	fi
 	echo "control: $(($(now) - start))s"
 fi
