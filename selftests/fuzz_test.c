@@ -79,6 +79,7 @@ struct fz {
 	uint64_t floor_band;	/* floors above this (and valid) are avoided */
 	uint64_t ts_end_ms;	/* last Unix ms timestamp_bits hold */
 	uint64_t ceiling;	/* the lease's ceiling (SNOWFLAKE_NO_CEILING) */
+	uint64_t windows;	/* SET_IDS with a window accepted */
 	bool fenced;
 
 	/* IDs. */
@@ -449,6 +450,7 @@ static int rule_set(struct fz *z, const struct cmd_info *ci, const void *arg,
 				if (ids->floor_ms > z->floor)
 					z->floor = ids->floor_ms;
 				z->ceiling = ids->ceiling_ms;
+				z->windows++;
 			}
 		}
 		break;
@@ -1277,8 +1279,9 @@ TEST_F_TIMEOUT(fz, random_calls, 1800)
 	       (uint64_t)(z->ns_ioctl / NSEC_PER_SEC), (uint64_t)(z->ns_read / NSEC_PER_SEC),
 	       (uint64_t)(z->ns_sysfs / NSEC_PER_SEC));
 	printf("# fuzz: end state: datacenter %u, worker %u, random_sequence %u, floor %" PRIu64
-	       "\n", z->cfg.datacenter_id, z->cfg.worker_id,
-	       z->cfg.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE, z->floor);
+	       ", ceiling %" PRIu64 " (%" PRIu64 " windows accepted)\n", z->cfg.datacenter_id,
+	       z->cfg.worker_id, z->cfg.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE, z->floor,
+	       z->ceiling, z->windows);
 	EXPECT_EQ(0, z->failures) TH_LOG("seed %" PRIu64, seed);
 	EXPECT_LE(calls, z->n_ioctl + z->n_read + z->n_sysfs);
 

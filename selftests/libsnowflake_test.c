@@ -403,6 +403,63 @@ TEST_F(lib, fence_refuses_until_lifted)
 	EXPECT_GT(after, before);
 }
 
+/*
+ * snowflake_set_lease_window(): the pair, the deadline and the window in one
+ * call.  On a module older than the window (no lease_ceiling_ms file) every
+ * call is -EOPNOTSUPP, whichever error the module gave (E2BIG for the
+ * fields it does not know, EINVAL for the flag alone), and nothing changes.
+ */
+TEST_F(lib, lease_window)
+{
+	uint64_t deadline = sf_clock_ns(CLOCK_BOOTTIME) + 600 * NSEC_PER_SEC;
+	struct snowflake_stats st;
+	uint64_t id, before, c0;
+	uint32_t forks = 0;
+
+	ASSERT_EQ(0, snowflake_get_vm_forks(self->sf, &forks));
+	ASSERT_EQ(0, snowflake_get_stats(self->sf, &st));
+	c0 = st.clock_ms;
+	if (!sf_path_exists(SF_SYSFS "/lease_ceiling_ms")) {
+		EXPECT_EQ(-EOPNOTSUPP, snowflake_set_lease_window(self->sf, 1, 7, deadline, forks,
+								  c0, c0 + 60000));
+		EXPECT_EQ(-EOPNOTSUPP, snowflake_set_lease_window(self->sf, 1, 7, deadline, forks,
+								  0, 0));
+		EXPECT_EQ(0, sf_sysfs_u64("worker_id"));
+		EXPECT_STRNE("unknown error", snowflake_strerror(-EOPNOTSUPP));
+		TH_LOG("a module without the window: -EOPNOTSUPP");
+		return;
+	}
+	ASSERT_EQ(0, snowflake_set_lease_window(self->sf, 1, 7, deadline, forks, c0 + 1000,
+						 c0 + 60000));
+	EXPECT_EQ(7, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(1, sf_sysfs_u64("datacenter_id"));
+	EXPECT_EQ(deadline, sf_sysfs_u64("lease_deadline_ns"));
+	EXPECT_EQ(c0 + 1000, sf_sysfs_u64("floor_ms"));
+	EXPECT_EQ(c0 + 60000, sf_sysfs_u64("lease_ceiling_ms"));
+	ASSERT_EQ(0, snowflake_next(self->sf, &before));
+	/* The module's own errors come through, and change nothing. */
+	EXPECT_EQ(-EINVAL, snowflake_set_lease_window(self->sf, 1, 8, deadline, forks, 0, 0));
+	EXPECT_EQ(-EINVAL, snowflake_set_lease_window(self->sf, 1, 8, deadline, forks,
+						      c0 + 2, c0 + 1));
+	EXPECT_EQ(-EOVERFLOW, snowflake_set_lease_window(self->sf, 1, 8, deadline, forks,
+							 ~0ULL >> 1, SNOWFLAKE_NO_CEILING));
+	EXPECT_EQ(-ESTALE, snowflake_set_lease_window(self->sf, 1, 8, deadline, forks + 1,
+						      0, SNOWFLAKE_NO_CEILING));
+	EXPECT_EQ(7, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(c0 + 60000, sf_sysfs_u64("lease_ceiling_ms"));
+	/* At the ceiling (a floor past it): -ENOTCONN and the state bit. */
+	ASSERT_EQ(0, snowflake_set_floor(self->sf, c0 + 60001));
+	EXPECT_EQ(-ENOTCONN, snowflake_next(self->sf, &id));
+	ASSERT_EQ(0, snowflake_get_stats(self->sf, &st));
+	EXPECT_EQ(SNOWFLAKE_STATE_CEILING | SNOWFLAKE_STATE_REFUSING,
+		  st.state & (SNOWFLAKE_STATE_CEILING | SNOWFLAKE_STATE_REFUSING));
+	/* A renewal with a higher ceiling: larger IDs again. */
+	ASSERT_EQ(0, snowflake_set_lease_window(self->sf, 1, 7, deadline, forks, 0,
+						 c0 + 120000));
+	ASSERT_EQ(0, snowflake_next(self->sf, &id));
+	EXPECT_GT(id, before);
+}
+
 /* As nobody: reads and the GET ioctls work, the SET ones give -EPERM. */
 TEST_F(lib, unprivileged_user_gets_eperm_and_changes_nothing)
 {

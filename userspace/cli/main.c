@@ -591,7 +591,8 @@ static const struct metric metrics[] = {
 	{ "last_timestamp_ms", M_MS, false, "Timestamp of the last ID issued, Unix time in seconds (0: none yet)." },
 	{ "floor_ms", M_MS, false, "No ID gets a timestamp below this, Unix time in seconds." },
 	{ "strict", M_GAUGE, false, "1 when the module was loaded with strict=1." },
-	{ "refusing", M_GAUGE, false, "1 while reads fail with ENOTCONN (strict mode, no worker id)." },
+	{ "refusing", M_GAUGE, false, "1 while reads fail with ENOTCONN (strict mode without a "
+	  "worker id, fenced, a VM fork, past the lease's deadline or ceiling)." },
 	{ "datacenter_id", M_LABEL, false, NULL },
 	{ "worker_id", M_LABEL, false, NULL },
 	{ "fenced", M_GAUGE, false, "1 while the device is fenced (reads fail with ENOTCONN)." },
