@@ -19,7 +19,7 @@ SF_EXPORT const char *snowflake_strerror(int err)
 	case EAGAIN:
 		return "no ID left in this tick (non-blocking)";
 	case ENOTCONN:
-		return "reads refused: strict mode without a worker id, or fenced";
+		return "reads refused: strict mode without a worker id, fenced, or past the lease's deadline or ceiling";
 	case EOVERFLOW:
 		return "timestamp does not fit timestamp_bits from the epoch";
 	case EBUSY:

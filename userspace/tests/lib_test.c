@@ -501,7 +501,7 @@ TEST(strerror_coverage)
 				TH_LOG("errno %d and %d", errs[j], errs[i]);
 		}
 	}
-	EXPECT_STREQ("reads refused: strict mode without a worker id, or fenced",
+	EXPECT_STREQ("reads refused: strict mode without a worker id, fenced, or past the lease's deadline or ceiling",
 		     snowflake_strerror(-ENOTCONN));
 	EXPECT_STREQ("not a snowflake device", snowflake_strerror(-ENOTTY));
 	EXPECT_STREQ("unknown error", snowflake_strerror(-4095));
