@@ -1146,7 +1146,7 @@ static int run(struct agent *a)
 /* The device: open, layout, strict mode, fenced.  0 or an exit code. */
 static int setup_device(struct agent *a)
 {
-	const struct ag_conf *c = a->c;
+	struct ag_conf *c = a->c;
 	struct snowflake_config layout;
 	struct snowflake_stats st;
 	int ret;
@@ -1177,6 +1177,16 @@ static int setup_device(struct agent *a)
 		logm(AG_ERR, "event=not_strict device=%s: the module is not in strict mode, so it issues IDs with its own ids before any lease is held (and after a reload); load it with strict=1 (modprobe snowflake strict=1, /etc/modprobe.d/snowflake.conf)",
 		     c->device ? c->device : "(default)");
 		return AG_EXIT_NOT_STRICT;
+	}
+	/*
+	 * The window holds whole ticks: with a time unit longer than half the
+	 * step, the floor's tick could start above the ceiling (an empty
+	 * window, every read refused).
+	 */
+	if (c->mark_step_ms < 2ULL * layout.time_unit_ms) {
+		logm(AG_WARN, "event=mark_step_raised mark_step_ms=%u time_unit_ms=%u: the step must hold two ticks of the layout; using %llu",
+		     c->mark_step_ms, layout.time_unit_ms, 2ULL * layout.time_unit_ms);
+		c->mark_step_ms = 2 * layout.time_unit_ms;
 	}
 	return setup_pool(a, layout.datacenter_bits, layout.worker_bits);
 }
