@@ -28,7 +28,7 @@
 #
 # Packaging for a host without the packages (packaging/; docs/reference.md):
 #   make install-packaging / uninstall-packaging   udev rule, modules-load.d,
-#                        modprobe.d example, sysusers.d, systemd units (DESTDIR, ...)
+#                        modprobe.d, sysusers.d, units, CDI spec (DESTDIR, ...)
 #   make dkms-install / dkms-uninstall   the module under DKMS (as root)
 #   make dkms-src        only the DKMS source tree, in $(DESTDIR)/usr/src
 #   make restart         the restart proof of snowflake-floord in QEMU guests
@@ -68,6 +68,7 @@ MODULESLOADDIR ?= $(SYSCONFDIR)/modules-load.d
 MODPROBEDIR ?= $(SYSCONFDIR)/modprobe.d
 SYSUSERSDIR ?= $(SYSCONFDIR)/sysusers.d
 TMPFILESDIR ?= $(SYSCONFDIR)/tmpfiles.d
+CDIDIR ?= $(SYSCONFDIR)/cdi
 DKMS ?= dkms
 DKMS_SRC := /usr/src/snowflake-$(VERSION)
 UNITS := $(notdir $(wildcard packaging/systemd/*.service packaging/systemd/*.timer))
@@ -164,7 +165,7 @@ uninstall-userspace:
 # udevadm control --reload; systemctl daemon-reload.
 install-packaging:
 	$(Q)install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(MODULESLOADDIR) \
-		$(DESTDIR)$(MODPROBEDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
+		$(DESTDIR)$(MODPROBEDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(CDIDIR)
 	$(Q)for u in $(UNITS); do \
 		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
 			-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u.tmp && \
@@ -175,6 +176,7 @@ install-packaging:
 	$(Q)install -m 0644 packaging/modules-load.d/snowflake.conf $(DESTDIR)$(MODULESLOADDIR)/snowflake.conf
 	$(Q)install -m 0644 packaging/sysusers.d/snowflake.conf $(DESTDIR)$(SYSUSERSDIR)/snowflake.conf
 	$(Q)install -m 0644 packaging/tmpfiles.d/snowflake.conf $(DESTDIR)$(TMPFILESDIR)/snowflake.conf
+	$(Q)install -m 0644 packaging/cdi/snowflake.yaml $(DESTDIR)$(CDIDIR)/snowflake.yaml
 	$(Q)if [ -e $(DESTDIR)$(MODPROBEDIR)/snowflake.conf ]; then \
 		echo "keeping $(DESTDIR)$(MODPROBEDIR)/snowflake.conf (example: packaging/modprobe.d/snowflake.conf)"; \
 	else \
@@ -187,7 +189,7 @@ uninstall-packaging:
 	$(Q)for u in $(UNITS); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
 	$(Q)rm -f $(DESTDIR)$(UDEVRULESDIR)/60-snowflake.rules \
 		$(DESTDIR)$(MODULESLOADDIR)/snowflake.conf $(DESTDIR)$(SYSUSERSDIR)/snowflake.conf \
-		$(DESTDIR)$(TMPFILESDIR)/snowflake.conf
+		$(DESTDIR)$(TMPFILESDIR)/snowflake.conf $(DESTDIR)$(CDIDIR)/snowflake.yaml
 	$(Q)if cmp -s packaging/modprobe.d/snowflake.conf $(DESTDIR)$(MODPROBEDIR)/snowflake.conf; then \
 		rm -f $(DESTDIR)$(MODPROBEDIR)/snowflake.conf; fi
 

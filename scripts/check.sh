@@ -16,7 +16,8 @@
 # installed into a DESTDIR and checked, scripts/packaging-test.sh; deb: the
 # Debian packages of debian/ built with dpkg-buildpackage, lintian, installed
 # with apt into a fresh Debian 12 root (mmdebstrap, cached in build/deb/)
-# where DKMS builds the module, that module booted in guests, the packages
+# where DKMS builds the module, that module booted in guests, containers
+# run against it with podman (scripts/deb-containers-test.sh), the packages
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end

@@ -18,6 +18,10 @@
 #      (scripts/vmtest.sh with MODULE_KO=, TESTS: module_test read_test).
 #   5b. That root, as it is, booted with systemd as PID 1 on the first
 #      kernel: the units as a host runs them (scripts/deb-systemd-test.sh).
+#   5c. A copy of that root with Debian's podman and runc, booted the same
+#      way: real containers against that module, through --device and the
+#      CDI spec the package installed, and snowflake-agent as the
+#      Kubernetes DaemonSet runs it (scripts/deb-containers-test.sh).
 #   6. apt-get purge of our packages (and of the headers installed after
 #      them): the root is as it was before, but for what Debian keeps on
 #      purpose (the system user and group, dpkg's and apt's own records,
@@ -104,7 +108,7 @@ has() {
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 has snowflake-dkms /usr/src/snowflake-"$VERSION"/dkms.conf /usr/src/snowflake-"$VERSION"/Kbuild \
 	/lib/udev/rules.d/60-snowflake.rules /usr/lib/sysusers.d/snowflake.conf \
-	/usr/lib/modules-load.d/snowflake.conf /etc/modprobe.d/snowflake.conf
+	/usr/lib/modules-load.d/snowflake.conf /etc/modprobe.d/snowflake.conf /etc/cdi/snowflake.yaml
 has libsnowflake1 /usr/lib/"$ma"/libsnowflake.so.1
 has libsnowflake-dev /usr/include/snowflake.h /usr/include/linux/snowflake.h \
 	/usr/lib/"$ma"/libsnowflake.so /usr/lib/"$ma"/pkgconfig/snowflake.pc
@@ -312,6 +316,24 @@ if [ -n "${kos[0]:-}" ]; then
 	fi
 else
 	notok "the units under systemd: no DKMS-built module to boot"
+fi
+
+# ---- 5c. containers ----------------------------------------------------------
+# podman and runc in a copy of the root (the root itself is not changed),
+# booted on the first kernel (scripts/deb-containers-test.sh).
+if [ -n "${kos[0]:-}" ]; then
+	ct_log=$OUT/containers.log
+	"$ROOT/scripts/deb-containers-test.sh" "$R" "${kos[0]%%=*}" "$OUT/containers" "$OUT/archives" 2>&1 |
+		tee "$ct_log" || true
+	ct=$(grep -E '^deb-containers: [0-9]+ passed, [0-9]+ failed' "$ct_log" | tail -n 1) || true
+	if [ -n "$ct" ]; then
+		read -r _ p _ f _ <<<"$ct"
+		pass=$((pass + p)) fail=$((fail + f)) ntap=$((ntap + p + f))
+	else
+		notok "containers: scripts/deb-containers-test.sh printed no summary"
+	fi
+else
+	notok "containers: no DKMS-built module to boot"
 fi
 
 # ---- 6. purge ---------------------------------------------------------------

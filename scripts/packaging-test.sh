@@ -24,7 +24,15 @@
 #   - every example "options" line of the modprobe.d file parses
 #     (modprobe --showconfig) and names parameters the module has;
 #   - uninstall-packaging leaves nothing, and install keeps an edited
-#     modprobe.d file.
+#     modprobe.d file;
+#   - the container files (docs/containers.md): the CDI spec's devices and
+#     the fields the runtime builds the nodes from; the Kubernetes
+#     DaemonSet without any capability, on the CDI device "admin", checked
+#     against the Kubernetes API's schema and field names by
+#     scripts/k8s-validate.mjs (npm packages kubernetes-models and
+#     @kubernetes/client-node, pinned, installed into build/k8s-validate),
+#     and broken copies of it reported.  (The deb stage runs both for real
+#     with podman: scripts/deb-containers-test.sh.)
 # Prints "packaging: N passed, M failed".
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -52,7 +60,7 @@ else
 fi
 want=(etc/systemd/system/snowflake-floor.service etc/udev/rules.d/60-snowflake.rules
 	etc/modules-load.d/snowflake.conf etc/modprobe.d/snowflake.conf etc/sysusers.d/snowflake.conf
-	etc/tmpfiles.d/snowflake.conf
+	etc/tmpfiles.d/snowflake.conf etc/cdi/snowflake.yaml
 	etc/systemd/system/snowflake-agent.service etc/systemd/system/snowflake-metrics.service
 	etc/systemd/system/snowflake-metrics.timer
 	usr/local/sbin/snowflake-floord usr/local/share/man/man8/snowflake-floord.8
@@ -325,29 +333,81 @@ else
 	indent <<<"${left//"$dest"\//}"
 fi
 # The container files (docs/containers.md): the CDI spec and the DaemonSet
-# parse, and name the device and the agent as the rest of the project does.
+# parse, and hold what the rest of the project relies on.
 if python3 - "$ROOT/packaging/cdi/snowflake.yaml" \
 	"$ROOT/packaging/kubernetes/snowflake-agent-daemonset.yaml" <<'PY' >"$OUT/containers.log" 2>&1
 import re, sys, yaml
 cdi = yaml.safe_load(open(sys.argv[1]))
 assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", cdi["cdiVersion"]), cdi["cdiVersion"]
 assert re.fullmatch(r"[a-z0-9.-]+/[a-zA-Z0-9_.-]+", cdi["kind"]), cdi["kind"]
-dev = cdi["devices"][0]
-node = dev["containerEdits"]["deviceNodes"][0]
-assert dev["name"] == "snowflake" and node["path"] == "/dev/snowflake", node
-assert node["type"] == "c" and node["permissions"] == "r", node
+devs = {d["name"]: d["containerEdits"]["deviceNodes"] for d in cdi["devices"]}
+assert sorted(devs) == ["admin", "snowflake", "uuidv7"], sorted(devs)
+# The node in the container comes from these fields (the host's mode,
+# group and ACL do not cross): readers 0440 group 4440, read only; the
+# agent's 0660 group 4460, read and write.
+want = {"snowflake": ("/dev/snowflake", "r", 0o440, 4440),
+        "uuidv7": ("/dev/uuidv7", "r", 0o440, 4440),
+        "admin": ("/dev/snowflake", "rw", 0o660, 4460)}
+for name, (path, perms, mode, gid) in want.items():
+    [n] = devs[name]
+    got = (n["path"], n["type"], n["permissions"], n["fileMode"], n["uid"], n["gid"])
+    assert got == (path, "c", perms, mode, 0, gid), (name, got)
 ds = list(yaml.safe_load_all(open(sys.argv[2])))
 assert [d["kind"] for d in ds] == ["DaemonSet"], ds
 pod = ds[0]["spec"]["template"]
-c = pod["spec"]["containers"][0]
+spec = pod["spec"]
+[c] = spec["containers"]
+assert "initContainers" not in spec and spec.get("hostUsers") is True, spec
 assert c["command"][0] == "/usr/sbin/snowflake-agent", c["command"]
-assert c["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
-assert pod["metadata"]["annotations"]["cdi.k8s.io/snowflake"] == "%s=%s" % (cdi["kind"], dev["name"])
+sc = c["securityContext"]
+# No capability at all: the agent configures through the node opened for
+# writing (uid 0, the owner of the CDI node), as the host's unit does.
+assert sc["capabilities"] == {"drop": ["ALL"]}, sc
+assert sc["runAsUser"] == 0 and sc["allowPrivilegeEscalation"] is False, sc
+assert "privileged" not in sc and "securityContext" not in spec, (sc, spec)
+assert pod["metadata"]["annotations"] == {"cdi.k8s.io/snowflake": "%s=admin" % cdi["kind"]}
 PY
 then
-	ok "the CDI spec and the Kubernetes DaemonSet parse and name the device and the agent"
+	ok "the CDI spec (devices snowflake, uuidv7, admin) and the DaemonSet (no capability, CDI device admin) hold what the project relies on"
 else
 	notok "packaging/cdi/snowflake.yaml or packaging/kubernetes/snowflake-agent-daemonset.yaml"
 	indent <"$OUT/containers.log"
+fi
+
+# The DaemonSet against the Kubernetes API (no cluster: kubectl's own
+# validation asks the API server).  The validator's packages from the npm
+# registry, pinned, kept in build/k8s-validate.
+K8SV=$BUILD/k8s-validate
+K8SV_PKGS=(kubernetes-models@5.1.0 @kubernetes/client-node@1.4.0 yaml@2.9.1)
+manifest=$ROOT/packaging/kubernetes/snowflake-agent-daemonset.yaml
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	notok "node and npm are needed to check the DaemonSet against the Kubernetes schema"
+elif [ "$(cat "$K8SV/pkgs" 2>/dev/null)" != "${K8SV_PKGS[*]}" ] &&
+	! { rm -rf "$K8SV" && mkdir -p "$K8SV" &&
+		(cd "$K8SV" && npm install --no-audit --no-fund --loglevel=error "${K8SV_PKGS[@]}") \
+			>"$OUT/npm.log" 2>&1 && echo "${K8SV_PKGS[*]}" >"$K8SV/pkgs"; }; then
+	tail -n 20 "$OUT/npm.log" | indent
+	notok "npm install ${K8SV_PKGS[*]}"
+else
+	# ESM resolves packages from the script's own directory.
+	cp "$ROOT/scripts/k8s-validate.mjs" "$K8SV/"
+	if node "$K8SV/k8s-validate.mjs" "$manifest" >"$OUT/k8s.log" 2>&1; then
+		ok "the DaemonSet passes the Kubernetes schema, every field known (${K8SV_PKGS[*]})"
+	else
+		notok "the DaemonSet against the Kubernetes schema"
+	fi
+	indent <"$OUT/k8s.log"
+	# Broken copies must be reported: a field the API does not have, a
+	# value of the wrong type.
+	sed 's/runAsGroup: 0/runAsGroupp: 0/' "$manifest" >"$OUT/unknown-field.yaml"
+	sed 's/hostUsers: true/hostUsers: "yes"/' "$manifest" >"$OUT/wrong-type.yaml"
+	node "$K8SV/k8s-validate.mjs" "$OUT/unknown-field.yaml" "$OUT/wrong-type.yaml" >"$OUT/k8s-broken.log" 2>&1 || true
+	if grep -q 'unknown-field.yaml.*unknown field /spec/template/spec/containers/0/securityContext/runAsGroupp' "$OUT/k8s-broken.log" &&
+		grep -q 'wrong-type.yaml.*/spec/template/spec/hostUsers must be boolean' "$OUT/k8s-broken.log"; then
+		ok "broken copies of the DaemonSet are reported (an unknown field, a wrong type)"
+	else
+		notok "broken copies of the DaemonSet were not reported (the check cannot fail?)"
+		indent <"$OUT/k8s-broken.log"
+	fi
 fi
 finish
