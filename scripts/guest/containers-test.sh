@@ -98,6 +98,10 @@ systemd-run --quiet --unit=sfct-redis /usr/local/bin/redis-server --port 6379 \
 	--bind 127.0.0.1 --save '' --appendonly no
 t "redis-server answers on 127.0.0.1:6379" until_ok 20 sh -c 'redis-cli -p 6379 ping | grep -q PONG'
 t "strict=1 and no lease yet: the host's read is refused" eval '! container-probe ids /dev/snowflake 1'
+# A new key space: its timestamp marks, once, as an operator would (the
+# Secret's configuration, the host's installed agent).
+t "snowflake-agent --init-store: the pool's marks" \
+	snowflake-agent --config /root/sfct/secret-snowflake-agent/agent.conf --init-store
 mapfile -t agent_args </root/sfct/agent.args
 # hostPath type DirectoryOrCreate: the kubelet makes it, 0755 root.
 mkdir -p /var/lib/snowflake-agent
@@ -123,7 +127,7 @@ t "the agent's node (CDI device admin): mode 0660, root and group 4460, no ACL" 
 	is "$W/agent.node" "mode=0660 uid=0 gid=4460 acl=none"
 served_with() {
 	local ids key
-	key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*' | head -n 1)
+	key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*' | head -n 1)
 	ids="$(cat /sys/class/misc/snowflake/datacenter_id):$(cat /sys/class/misc/snowflake/worker_id)"
 	echo "device ids $ids, lease $key"
 	[ -n "$key" ] && [[ $key == *":worker:$ids" ]]
@@ -259,7 +263,7 @@ t "podman stop agent: the agent exits 0 (SIGTERM: fence, release)" \
 	sh -c 'podman stop -t 30 agent >/dev/null && test "$(podman inspect -f "{{.State.ExitCode}}" agent)" = 0'
 info sh -c 'podman logs agent | tail -n 5'
 t "after the stop the device refuses reads (fenced)" eval '! container-probe ids /dev/snowflake 1'
-t "the lease was released in Redis" test -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*')"
+t "the lease was released in Redis" test -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*')"
 podman rm -f agent >/dev/null 2>&1
 systemctl stop sfct-redis.service
 mark "done"
