@@ -351,6 +351,17 @@ static noinline int sf_reserve_wait(struct snowflake_dev *sf, bool nowait,
 		}
 		spin_unlock(&sf->lock);
 
+		/*
+		 * A non-blocking reader that found the tick used up may wait
+		 * in epoll with EPOLLET: it is told again only after a wakeup,
+		 * and sf_poll(), which arms the tick timer, is not called in
+		 * between.  Arm it here as sf_poll() does, so that the start
+		 * of the next tick wakes it.
+		 */
+		if (ret == -EAGAIN && nowait)
+			hrtimer_start(&sf->tick_timer,
+				      sf_raw_to_boottime(sf, blk->retry_ms),
+				      HRTIMER_MODE_ABS);
 		if (ret != -EAGAIN || nowait)
 			break;
 		if (signal_pending(current)) {

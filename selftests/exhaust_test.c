@@ -393,6 +393,33 @@ TEST_F(exh, epoll_empty_tick)
 	close(ep);
 }
 
+/*
+ * An edge-triggered poller that reads with O_NONBLOCK until EAGAIN (what
+ * Go's runtime does with every file it opens): epoll reports the file
+ * again only after a wakeup, and sf_poll() is not called in between, so a
+ * non-blocking read that finds the tick used up must arm the tick timer
+ * itself.  Without that the reader waits forever.
+ */
+TEST_F(exh, epoll_edge_triggered_after_eagain)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET }, out;
+	uint64_t id;
+	int ep;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->fd, &ev));
+	/* The edge of the add: readable now.  Consumed here. */
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, 3000));
+	exhaust(_metadata, self->fd, &self->last, &self->eagains);
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, 3000))
+		TH_LOG("no edge after EAGAIN: the next tick woke nobody");
+	EXPECT_TRUE(out.events & EPOLLIN);
+	ASSERT_EQ(0, sf_read1(self->fd, &id));
+	EXPECT_LT(tick_of_id(&self->cfg, self->last), tick_of_id(&self->cfg, id));
+	close(ep);
+}
+
 /* ------------------------------------------------------------------ */
 /* Signals while a reader sleeps.                                       */
 /* ------------------------------------------------------------------ */
