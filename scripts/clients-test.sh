@@ -332,7 +332,56 @@ EOF
 	done
 }
 
+# ---- PHP ----------------------------------------------------------------------
+php_client() {
+	local d=$OUT/php proj=$OUT/php/project how
+	mkdir -p "$proj"
+	version_is php "$SRC/php/composer.json"
+	# Offline: the path repository only (copied, not linked), packagist off,
+	# no network, no plugins.
+	export COMPOSER_HOME=$d/home COMPOSER_CACHE_DIR=$d/cache COMPOSER_DISABLE_NETWORK=1 \
+		COMPOSER_NO_INTERACTION=1 COMPOSER_ALLOW_SUPERUSER=1
+	cat >"$proj/composer.json" <<EOF
+{
+    "name": "scratch/app",
+    "repositories": [
+        { "type": "path", "url": "$SRC/php", "options": { "symlink": false } },
+        { "packagist.org": false }
+    ],
+    "require": { "snowflake-dev/device": "$VERSION" }
+}
+EOF
+	if (cd "$SRC/php" && composer validate --no-check-version --no-check-publish --strict) >"$d/validate.log" 2>&1; then
+		ok "php: composer validate clients/php/composer.json"
+	else
+		indent <"$d/validate.log"
+		notok "php: composer validate clients/php/composer.json"
+	fi
+	if ! (cd "$proj" && composer install --no-plugins --no-progress) >"$d/install.log" 2>&1 ||
+		[ ! -f "$proj/vendor/snowflake-dev/device/src/Reader.php" ]; then
+		indent <"$d/install.log"
+		notok "php: composer install of clients/php (a path repository, offline)"
+		return
+	fi
+	ok "php: composer install of clients/php (a path repository, offline)"
+	for how in file fifo; do
+		streams "$how" php
+		(cd "$proj" && timeout 120 phpunit --do-not-cache-result --bootstrap vendor/autoload.php \
+			--log-junit "$d/$how.xml" "$SRC/php/tests") >"$d/$how.log" 2>&1 || true
+		stop_writers
+		if [ -s "$d/$how.xml" ]; then
+			junit "$d/$how.xml" >"$d/$how.res"
+			! grep -q '^not\|^skip' "$d/$how.res" || indent <"$d/$how.log"
+			results "php ($how, PHPUnit)" "$d/$how.res"
+		else
+			indent <"$d/$how.log"
+			notok "php ($how): PHPUnit did not run"
+		fi
+	done
+}
+
 if need /usr/bin/python3; then python_client; fi
 if need node && need npm; then node_client; fi
 if need go; then go_client; fi
+if need php && need composer && need phpunit; then php_client; fi
 finish
