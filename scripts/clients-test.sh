@@ -380,8 +380,84 @@ EOF
 	done
 }
 
+# ---- Java ---------------------------------------------------------------------
+# Maven offline against Debian's repository: the local repository is a
+# directory of links to /usr/share/maven-repo's top-level entries (the
+# plugins and JUnit at the versions Debian packages, which the pom pins),
+# beside which `install` writes dev/snowflake/ (no link points there, so
+# nothing is written into /usr/share/maven-repo).
+java_client() {
+	local d=$OUT/java m2=$OUT/java/m2 how e jar mvn
+	mkdir -p "$m2"
+	version_is java "$SRC/java/pom.xml"
+	for e in /usr/share/maven-repo/*; do
+		ln -s "$e" "$m2/"
+	done
+	cat >"$d/settings.xml" <<EOF
+<settings>
+  <localRepository>$m2</localRepository>
+  <offline>true</offline>
+</settings>
+EOF
+	mvn=(mvn -o -B -q -s "$d/settings.xml" -Dsf.build="$d/target" -f "$SRC/java/pom.xml")
+	for how in file fifo; do
+		streams "$how" java
+		rm -rf "$d/target/surefire-reports"
+		if [ "$how" = file ]; then
+			# The whole lifecycle: compile, the tests, the jar, install.
+			timeout 300 "${mvn[@]}" install >"$d/$how.log" 2>&1 || true
+			jar=$m2/dev/snowflake/snowflake-device/$VERSION/snowflake-device-$VERSION.jar
+			if [ -f "$jar" ]; then
+				ok "java: mvn -o install (Debian's Maven repository): ${jar#"$OUT"/}"
+			else
+				indent <"$d/$how.log"
+				notok "java: mvn -o install (Debian's Maven repository)"
+			fi
+		else
+			timeout 300 "${mvn[@]}" org.apache.maven.plugins:maven-surefire-plugin:2.22.3:test \
+				>"$d/$how.log" 2>&1 || true
+		fi
+		stop_writers
+		if compgen -G "$d/target/surefire-reports/TEST-*.xml" >/dev/null; then
+			junit "$d"/target/surefire-reports/TEST-*.xml >"$d/$how.res"
+			! grep -q '^not\|^skip' "$d/$how.res" || indent <"$d/$how.log"
+			results "java ($how, JUnit 5)" "$d/$how.res"
+		else
+			indent <"$d/$how.log"
+			notok "java ($how): Surefire ran no test"
+		fi
+	done
+	# A program compiled against the installed jar.
+	[ -f "${jar:-}" ] || return 0
+	mkdir -p "$d/use"
+	cat >"$d/use/Use.java" <<'EOF'
+import dev.snowflake.Snowflake;
+
+public class Use {
+    public static void main(String[] args) throws Exception {
+        try (Snowflake sf = new Snowflake()) {
+            long[] ids = sf.next(3);
+            System.out.println(ids[0] + " " + ids[1] + " " + ids[2]);
+            System.out.println(Snowflake.decode(ids[0]).toJson());
+        }
+    }
+}
+EOF
+	streams file java
+	if javac -d "$d/use" -cp "$jar" "$d/use/Use.java" >"$d/use.log" 2>&1 &&
+		java -cp "$jar:$d/use" Use >>"$d/use.log" 2>&1 &&
+		[ "$(tail -n 2 "$d/use.log" | sed -n 1p)" = "$(head -n 3 "$IDS_FILE" | tr '\n' ' ' | sed 's/ $//')" ] &&
+		[ "$(tail -n 1 "$d/use.log")" = "$(head -n 1 "$DECODED")" ]; then
+		ok "java: a program compiled against the installed jar reads and decodes"
+	else
+		indent <"$d/use.log"
+		notok "java: a program compiled against the installed jar"
+	fi
+}
+
 if need /usr/bin/python3; then python_client; fi
 if need node && need npm; then node_client; fi
 if need go; then go_client; fi
 if need php && need composer && need phpunit; then php_client; fi
+if need javac && need java && need mvn; then java_client; fi
 finish
