@@ -18,7 +18,9 @@
 # with apt into a fresh Debian 12 root (mmdebstrap, cached in build/deb/)
 # where DKMS builds the module, that module booted in guests, the packages
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
-# clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
+# clients of clients/ installed as packages with pip, Composer, npm, go and
+# mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
+# against recorded ID and UUID streams, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
 # in a 6.12 guest, scripts/agent-test.sh; lease: the fault-injection proof
 # of snowflake-agent against a 3-member etcd cluster and one redis-server,
