@@ -16,8 +16,10 @@
 #           JUnit 5 through Surefire; a program compiled against the
 #           installed jar runs
 #
-# Their runtimes do not fit the busybox guests, so they read recorded
-# streams on the host: 10,000 IDs of the default layout (now, datacenter 1,
+# The Go client also runs against the real devices: its static test binary
+# (-tags guest) in a busybox guest of the default kernel with the module
+# (go_guest below).  The other runtimes do not fit the busybox guests, so
+# they, and the Go client's host tests, read recorded streams on the host: 10,000 IDs of the default layout (now, datacenter 1,
 # worker 3) and 2,000 UUIDv7s of /dev/uuidv7's layout, each from a regular
 # file and from a FIFO written in 13-byte pieces (reads that end inside an ID
 # or a UUID); decoding is compared with the CLI's `snowflake decode --json`
@@ -30,6 +32,8 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/vm.sh
+. "$ROOT/scripts/vm.sh"
 
 # Root reads a mode-000 file (CAP_DAC_OVERRIDE): the EACCES tests need a
 # process without it.  Dropping both capabilities from the bounding set
@@ -332,6 +336,58 @@ EOF
 	done
 }
 
+# The Go client against the real devices: Go links static binaries, so its
+# test binary (-tags guest: clients/go/guest_test.go) runs in the busybox
+# guest of the default kernel with the module (scripts/guest/init-clients.sh).
+# CLIENTS_GUEST=0 leaves it out.
+go_guest() {
+	local d=$OUT/guest kver stage rc=0 st name
+	[ "${CLIENTS_GUEST:-1}" != 0 ] || return 0
+	kver=$(default_kver)
+	stage=$d/stage
+	mkdir -p "$d"
+	if ! vmlinuz_of "$kver" >/dev/null; then
+		notok "go (guest $kver): no guest kernel (scripts/deps.sh fetches it)"
+		return
+	fi
+	if ! (build_module "$kver" "$d/mod") >"$d/build.log" 2>&1; then
+		tail -n 20 "$d/build.log" | indent
+		notok "go (guest $kver): building snowflake.ko"
+		return
+	fi
+	vm_stage "$stage" "$ROOT/scripts/guest/init-clients.sh"
+	cp "$d/mod/snowflake.ko" "$stage/"
+	if ! (cd "$SRC/go" && CGO_ENABLED=0 go test -c -tags guest -o "$stage/client.test" .) \
+		>"$d/go-build.log" 2>&1; then
+		indent <"$d/go-build.log"
+		notok "go (guest $kver): go test -c -tags guest (static)"
+		return
+	fi
+	vm_pack "$stage" "$d/initrd.gz"
+	vm_boot "$kver" "$d/initrd.gz" "$d/console.log" 300 cat >/dev/null || rc=$?
+	tr -d '\r' <"$d/console.log" | sed -n 's/^--- \(PASS\|FAIL\|SKIP\): \([A-Za-z0-9_]*\).*/\1 \2/p' |
+		while read -r st name; do
+			case $st in
+			PASS) echo "ok $name" ;;
+			FAIL) echo "not $name" ;;
+			*) echo "skip $name" ;;
+			esac
+		done >"$d/res"
+	! grep -q '^not\|^skip' "$d/res" || tr -d '\r' <"$d/console.log" | grep -v '^\[' | indent
+	results "go (guest $kver, the real devices, go test)" "$d/res"
+	if [ "$(wc -l <"$d/res")" -ne 4 ]; then
+		tr -d '\r' <"$d/console.log" | tail -n 30 | indent
+		notok "go (guest $kver): 4 test cases should have run (qemu exit $rc)"
+	fi
+	if ! log_has "$d/console.log" '^SNOWFLAKE-VM-DONE'; then
+		notok "go (guest $kver): the guest did not finish (qemu exit $rc; console: ${d#"$ROOT"/}/console.log)"
+	fi
+	if ! vm_problems "$d/console.log" >"$d/problems.txt"; then
+		indent <"$d/problems.txt"
+		notok "go (guest $kver): kernel problems on the console"
+	fi
+}
+
 # ---- PHP ----------------------------------------------------------------------
 php_client() {
 	local d=$OUT/php proj=$OUT/php/project how
@@ -457,7 +513,10 @@ EOF
 
 if need /usr/bin/python3; then python_client; fi
 if need node && need npm; then node_client; fi
-if need go; then go_client; fi
+if need go; then
+	go_client
+	go_guest
+fi
 if need php && need composer && need phpunit; then php_client; fi
 if need javac && need java && need mvn; then java_client; fi
 finish
