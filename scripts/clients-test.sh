@@ -316,6 +316,14 @@ func main() {
 	fmt.Println(string(b))
 }
 EOF
+	if (cd "$SRC/go" && test -z "$(gofmt -l .)" && go vet ./... && go vet -tags guest ./...) \
+		>"$d/vet.log" 2>&1; then
+		ok "go: gofmt and go vet are clean"
+	else
+		(cd "$SRC/go" && gofmt -l .) | indent
+		indent <"$d/vet.log"
+		notok "go: gofmt -l / go vet"
+	fi
 	streams file go
 	if (cd "$proj" && go build -o "$d/scratch-bin" . && "$d/scratch-bin") >"$d/scratch.log" 2>&1 &&
 		[ "$(sed -n 1p "$d/scratch.log")" = "$(head -n 3 "$IDS_FILE" | tr '\n' ' ' | sed 's/ $//')" ] &&
@@ -364,7 +372,7 @@ go_guest() {
 		return
 	fi
 	vm_pack "$stage" "$d/initrd.gz"
-	vm_boot "$kver" "$d/initrd.gz" "$d/console.log" 300 cat >/dev/null || rc=$?
+	vm_boot "$kver" "$d/initrd.gz" "$d/console.log" "${CLIENTS_GUEST_TIMEOUT:-300}" cat >/dev/null || rc=$?
 	tr -d '\r' <"$d/console.log" | sed -n 's/^--- \(PASS\|FAIL\|SKIP\): \([A-Za-z0-9_]*\).*/\1 \2/p' |
 		while read -r st name; do
 			case $st in
@@ -511,12 +519,14 @@ EOF
 	fi
 }
 
-if need /usr/bin/python3; then python_client; fi
-if need node && need npm; then node_client; fi
-if need go; then
+# CLIENTS="go java": only those.
+langs=" ${CLIENTS:-python node go php java} "
+if [[ $langs == *" python "* ]] && need /usr/bin/python3; then python_client; fi
+if [[ $langs == *" node "* ]] && need node && need npm; then node_client; fi
+if [[ $langs == *" go "* ]] && need go; then
 	go_client
 	go_guest
 fi
-if need php && need composer && need phpunit; then php_client; fi
-if need javac && need java && need mvn; then java_client; fi
+if [[ $langs == *" php "* ]] && need php && need composer && need phpunit; then php_client; fi
+if [[ $langs == *" java "* ]] && need javac && need java && need mvn; then java_client; fi
 finish

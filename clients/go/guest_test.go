@@ -54,8 +54,24 @@ func TestGuestRefused(t *testing.T) {
 	}
 }
 
-// 20,000 IDs (reads end at the millisecond's last ID: they loop), strictly
-// increasing, each of the datacenter and worker set.
+func exhaustedWaits(t *testing.T) uint64 {
+	b, err := os.ReadFile("/sys/class/misc/snowflake/statistics/exhausted_waits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// 20,000 IDs, strictly increasing, each of the datacenter and worker set.
+// The module's tick is 100 ms here (time_unit_ms=100): its 4,096 IDs are
+// read long before it ends, so reads find the tick used up and wait for
+// the next one (exhausted_waits counts them).  Before the client opened the
+// device for blocking reads, Go's poller waited forever at the first such
+// read.
 func TestGuestIDs(t *testing.T) {
 	dc, w := envUint(t, "GUEST_DC"), envUint(t, "GUEST_WORKER")
 	r, err := Open("")
@@ -63,9 +79,15 @@ func TestGuestIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	waits := exhaustedWaits(t)
 	ids, err := r.Next(20000)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := exhaustedWaits(t) - waits; n == 0 {
+		t.Errorf("no read waited for the next tick: the test missed its point")
+	} else {
+		t.Logf("%d reads waited for the next tick", n)
 	}
 	for i, id := range ids {
 		if i > 0 && id <= ids[i-1] {

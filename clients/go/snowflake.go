@@ -119,16 +119,27 @@ func open(path, env, dflt string, size int) (stream, error) {
 	if path == "" {
 		path = dflt
 	}
-	f, err := os.Open(path) // O_CLOEXEC
+	// Blocking reads, not Go's poller: os.Open would put the descriptor
+	// in non-blocking mode under edge-triggered epoll, and a read that
+	// finds the tick used up would fail with EAGAIN and wait for an epoll
+	// event the device never sends (its next-tick timer is armed by poll()
+	// and by blocking reads, not by a non-blocking read's EAGAIN): the
+	// goroutine would hang.  A blocking read sleeps in the kernel until the
+	// next tick.  os.NewFile keeps a blocking descriptor off the poller.
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return stream{}, wrap("open", path, err)
 	}
-	return stream{Path: path, f: f, own: true, size: size}, nil
+	return stream{Path: path, f: os.NewFile(uintptr(fd), path), own: true, size: size}, nil
 }
 
 // read returns n records: a read may return fewer (the device: the
 // millisecond ran out; a pipe: any number of bytes), so it loops.  os.File
-// retries a read a signal interrupted (EINTR).
+// retries a read a signal interrupted (EINTR).  Each read blocks an OS
+// thread while the device waits for its next tick (open above).
 func (s *stream) read(n int, each func([]byte)) error {
 	if n < 1 {
 		return fmt.Errorf("snowflake: %d records asked", n)
@@ -175,7 +186,9 @@ func Open(path string) (*Reader, error) {
 }
 
 // FromFile reads IDs from a descriptor already open (a descriptor handed
-// in); Close does not close it.
+// in); Close does not close it.  Open the device without O_NONBLOCK and
+// make the file with os.NewFile (see open): a file of os.Open would wait on
+// Go's poller for an event the device does not send after EAGAIN.
 func FromFile(f *os.File) *Reader {
 	return &Reader{stream{Path: f.Name(), f: f, size: 8}}
 }
