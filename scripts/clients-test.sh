@@ -188,7 +188,7 @@ python_client() {
 	version_is python "$SRC/python/pyproject.toml"
 	# Debian's python3 (its setuptools and pytest), whatever python3 is first in PATH.
 	if ! "$py" -m venv --system-site-packages "$venv" >"$OUT/python/venv.log" 2>&1 ||
-		! "$venv/bin/python" -m pip install --no-build-isolation --no-index \
+		! PIP_NO_CACHE_DIR=1 "$venv/bin/python" -m pip install --no-build-isolation --no-index \
 			"$SRC/python" >"$OUT/python/pip.log" 2>&1; then
 		indent <"$OUT/python/pip.log" 2>/dev/null || indent <"$OUT/python/venv.log"
 		notok "python: pip install ./clients/python into a venv"
