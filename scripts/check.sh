@@ -19,7 +19,9 @@
 # where DKMS builds the module, that module booted in guests, containers
 # run against it with podman (scripts/deb-containers-test.sh), the packages
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
-# clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
+# clients of clients/ installed as packages with pip, Composer, npm, go and
+# mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
+# against recorded ID and UUID streams, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
 # in a 6.12 guest, scripts/agent-test.sh; handoff: one pair handed from
 # host A to host B whose wall clock is behind (5 minutes; then a few seconds,

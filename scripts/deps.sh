@@ -24,6 +24,13 @@ PKGS=(
 	qemu-utils
 	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
 	nodejs openjdk-17-jdk-headless golang-go
+	# The clients as packages (scripts/clients-test.sh): pip into a venv,
+	# pytest; Composer, PHPUnit; tsc for the Node.js types; Maven offline
+	# against Debian's repository (its plugins and JUnit 5).
+	python3-venv python3-pip python3-setuptools python3-pytest
+	composer phpunit node-typescript
+	maven libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java
+	libmaven-jar-plugin-java libmaven-install-plugin-java junit5
 	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2 openssl
 )
 
@@ -37,6 +44,10 @@ apt_update() {
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get -qq update
 	apt_updated=1
 }
+
+# npm: Debian's nodejs leaves it to the package npm; a nodejs built
+# elsewhere (NodeSource's) ships it and conflicts with that package.
+command -v npm >/dev/null || PKGS+=(npm)
 
 mkdir -p "$BUILD"
 missing=()

@@ -1,3 +1,3 @@
-module snowflake.example/client
+module snowflake.dev/client
 
 go 1.19
