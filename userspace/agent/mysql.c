@@ -152,10 +152,20 @@ static struct mstore *M(const struct agent *a)
 	return a->store;
 }
 
-/* The end of a call: @deadline (0: none) or mysql-timeout-ms from now, the earlier. */
+/*
+ * The end of a call: @deadline (0: none) or mysql-timeout-ms from now, the
+ * earlier.  --init-store is an operator's command that holds no lease and
+ * runs DDL (CREATE DATABASE, CREATE TABLE: file creation and syncs, slow on
+ * a busy server): each of its calls gets at least INIT_TIMEOUT_MS.
+ */
+#define INIT_TIMEOUT_MS	10000
 static int64_t end_of(const struct agent *a, int64_t deadline)
 {
-	return boot_ns() + ms_left(deadline, a->c->mysql_timeout_ms) * NS_PER_MS;
+	int64_t t = a->c->mysql_timeout_ms;
+
+	if (a->c->init_store && t < INIT_TIMEOUT_MS)
+		t = INIT_TIMEOUT_MS;
+	return boot_ns() + ms_left(deadline, t) * NS_PER_MS;
 }
 
 /*
