@@ -20,9 +20,10 @@
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
-# in a 6.12 guest, scripts/agent-test.sh; lease: the fault-injection proof
-# of snowflake-agent against a 3-member etcd cluster and one redis-server,
-# ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
+# in a 6.12 guest, scripts/agent-test.sh (and against a real mariadbd, with
+# its own guest, scripts/agent-mysql-test.sh); lease: the fault-injection
+# proof of snowflake-agent against a 3-member etcd cluster, one
+# redis-server and one mariadbd, ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
 # disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -145,6 +146,8 @@ lane_figures() {
 			/^# load\/unload: / { sub(/^# /, ""); say("load/unload", $0) }
 			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
+			/^figures: mysql: / { say("agent mysql", substr($0, 17)) }
+			/^figure: mysql guest: / { k = "guest"; say("agent mysql", substr($0, 22)) }
 			/^figures: lease / { say("lease", substr($0, 16)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
