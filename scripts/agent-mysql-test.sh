@@ -109,6 +109,32 @@ start_mysql() {
 	return 1
 }
 
+echo "==== configuration ===="
+cat >"$tmp/cfg.conf" <<EOF
+backend = mysql
+mysql-host = db.example
+mysql-port = 3307
+mysql-user = ids
+mysql-password = s3cret
+mysql-database = idsdb
+mysql-table = leases_v1
+mysql-timeout-ms = 250
+EOF
+out=$("$AGENT" --config "$tmp/cfg.conf" --print-config 2>&1)
+check "the mysql keys from a file: backend, host, port, user, database, table, timeout; the password shown as (set)" \
+	bash -c 'for l in "backend = mysql" "mysql-host = db.example" "mysql-port = 3307" "mysql-user = ids" "mysql-password = (set)" "mysql-database = idsdb" "mysql-table = leases_v1" "mysql-timeout-ms = 250"; do grep -qxF "$l" <<<"$1" || exit 1; done; ! grep -q s3cret <<<"$1"' _ "$out"
+out=$("$AGENT" --config "$tmp/cfg.conf" --mysql-port 3308 --print-config 2>&1)
+check "the command line wins over the file (mysql-port 3308)" grep -qxF "mysql-port = 3308" <<<"$out"
+bad_rc=0
+for v in "--mysql-port=0" "--mysql-port=70000" "--mysql-timeout-ms=5" "--mysql-table=a;b" "--mysql-table=a\`b" "--mysql-database=" "--mysql-user="; do
+	"$AGENT" --config /dev/null --backend mysql "$v" --print-config >/dev/null 2>&1
+	rc=$?
+	[ "$rc" = 2 ] || { echo "  $v: exit $rc, not 2"; bad_rc=1; }
+done
+check "bad mysql values exit 2 (port 0 and 70000, timeout 5, table a;b and a\`b, no database, no user)" test "$bad_rc" = 0
+out=$("$AGENT" --config /dev/null --backend mysql --mysql-timeout-ms 3000 --ttl-ms 3000 --print-config 2>&1)
+check "renew-ms + mysql-timeout-ms must fit the lease: exit 2 naming mysql-timeout-ms" grep -q "mysql-timeout-ms 3000 must be below" <<<"$out"
+
 echo "==== mariadbd on 127.0.0.1:$port ===="
 if ! mariadb-install-db --no-defaults --datadir="$tmp/data" --user="$(id -un)" \
 	--auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=8M \
