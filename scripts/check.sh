@@ -147,7 +147,7 @@ lane_figures() {
 			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
 			/^figures: mysql: / { say("agent mysql", substr($0, 17)) }
-			/^figure: mysql guest: / { k = "guest"; say("agent mysql", substr($0, 22)) }
+			/^figure: mysql guest: / { kk = k; k = "guest"; say("agent mysql", substr($0, 22)); k = kk }
 			/^figures: lease / { say("lease", substr($0, 16)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
