@@ -352,7 +352,8 @@ static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply 
 			unsigned int e = mysql_errno(m);
 
 			snprintf(r->msg, sizeof(r->msg), "%u: %s", e, mysql_error(m));
-			if (e >= CR_MIN_ERROR && e <= CR_MAX_ERROR) {
+			/* A client error (the connection), or none said (out of memory). */
+			if (!e || (e >= CR_MIN_ERROR && e <= CR_MAX_ERROR)) {
 				r->err = -1;
 				mysql_drop(a, r->msg);
 			} else {
