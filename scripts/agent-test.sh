@@ -37,8 +37,10 @@
 #   - etcd: every lease key deleted (etcdctl del --prefix) while A holds the
 #     one pair and B waits: A fences at its next renewal (event=key_lost),
 #     B serves after it, in real time and in timestamps
-# Then, unless AGENT_GUEST=0, the end-to-end test in a guest
-# (scripts/agent-guest.sh).  Prints "agent: N passed, M failed".
+# Then, unless AGENT_MYSQL=0, the same against MySQL/MariaDB
+# (scripts/agent-mysql-test.sh, with its guest), and, unless AGENT_GUEST=0,
+# the end-to-end test in a guest (scripts/agent-guest.sh).  Prints
+# "agent: N passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -923,6 +925,20 @@ check "no interval is longer than TTL - margin ($longest ms <= $((TTL - TTL / 5)
 	test "$longest" -le $((TTL - TTL / 5))
 
 echo "figures: $N_AGENTS agents, TTL $TTL ms; worst fence latency after the last renewal: SIGSTOP $fig_stop ms, kill $fig_kill ms; $(grep -oE '[0-9]+ intervals of' "$tmp/check.out" | sed 's/ of//'), $(grep -oE '[0-9]+ overlaps, [0-9]+ timestamp overlaps' "$tmp/check.out")"
+
+# MySQL/MariaDB: its own script (a mariadbd of its own, its own guest).
+if [ "${AGENT_MYSQL:-1}" != 0 ]; then
+	echo "==== MySQL/MariaDB (scripts/agent-mysql-test.sh) ===="
+	while IFS= read -r line; do
+		case $line in
+		"ok   "*) ok "mysql: ${line#ok   }" ;;
+		"FAIL "*) bad "mysql: ${line#FAIL }" ;;
+		agent-mysql:*) mysql_line=$line ;;
+		*) echo "$line" ;;
+		esac
+	done < <(bash "$ROOT/scripts/agent-mysql-test.sh" 2>&1)
+	[ -n "${mysql_line:-}" ] || bad "mysql: scripts/agent-mysql-test.sh gave no result"
+fi
 
 if [ "${AGENT_GUEST:-1}" != 0 ]; then
 	echo "==== end to end in a guest (scripts/agent-guest.sh) ===="

@@ -23,13 +23,14 @@
 # mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
 # against recorded ID and UUID streams, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
-# in a 6.12 guest, scripts/agent-test.sh; handoff: one pair handed from
+# in a 6.12 guest, scripts/agent-test.sh (and against a real mariadbd, with
+# its own guest, scripts/agent-mysql-test.sh); handoff: one pair handed from
 # host A to host B whose wall clock is behind (5 minutes; then a few seconds,
 # reading in every millisecond), the module, the agent and Redis in a guest,
 # every ID of B above every ID of A, on 6.12, 6.1 and 6.12-rt, ~35 s each,
-# scripts/handoff-test.sh; lease: the fault-injection proof
-# of snowflake-agent against a 3-member etcd cluster and one redis-server,
-# ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
+# scripts/handoff-test.sh; lease: the fault-injection proof of
+# snowflake-agent against a 3-member etcd cluster, one redis-server and one
+# mariadbd, ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
 # disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -153,6 +154,8 @@ lane_figures() {
 			/^# load\/unload: / { sub(/^# /, ""); say("load/unload", $0) }
 			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
+			/^figures: mysql: / { say("agent mysql", substr($0, 17)) }
+			/^figure: mysql guest: / { kk = k; k = "guest"; say("agent mysql", substr($0, 22)); k = kk }
 			/^figures: lease / { say("lease", substr($0, 16)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
 			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }

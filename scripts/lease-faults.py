@@ -3,12 +3,14 @@
 """Fault injection against snowflake-agent and a real lease store on
 127.0.0.1, judged by scripts/lease-check.py.
 
-  lease-faults.py --store etcd|redis --agent PATH --out DIR [--seconds 180]
+  lease-faults.py --store etcd|redis|mysql --agent PATH --out DIR [--seconds 180]
                   [--legacy]
 
 etcd: a 3-member cluster (distinct ports).  redis: one redis-server that
 persists every write (appendonly yes, appendfsync always: the marks must
-survive its restarts).  The key space is initialised first
+survive its restarts).  mysql: one mariadbd (its own data directory,
+InnoDB, innodb_flush_log_at_trx_commit = 1), the agents' user with a
+password over TCP.  The key space is initialised first
 (snowflake-agent --init-store).  --agents agents (--dry-run, one shared
 --history) contend for --pairs pairs, fewer than the agents.  For
 --seconds, one fault at a time on the agents and one at a time on the
@@ -18,7 +20,12 @@ store, at random:
   store:  kill -9 of the leader or of a follower (redis: the server) and a
           restart; SIGSTOP of a member (redis: the server), then SIGCONT;
           deletion of every lease key (key-delete: an operator's
-          `etcdctl del --prefix`, a clean-up script), the marks left
+          `etcdctl del --prefix`, a clean-up script), the marks left;
+          mysql: an operator clearing the lease rows instead (deleting a
+          row would delete its mark: a missing mark, never claimed), either
+          owner and expiry (lease-clear: every holder's next renewal fails)
+          or the expiry alone (lease-expire: the pair is free to claim while
+          its holder's renewals still match, until another claims it)
 
 Clock domains: every agent start is a new host with its own wall clock,
 --dry-run-clock-offset-ms drawn at random: mostly within +-30 s (about how
@@ -57,6 +64,12 @@ def now_ns():
     return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
 
 
+def pwd_name():
+    """The user to run mariadbd as: this one (mariadbd refuses root without --user=root)."""
+    import pwd
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -68,7 +81,7 @@ def free_port():
 class Run:
     def __init__(self, args):
         self.a = args
-        self.out = args.out
+        self.out = os.path.abspath(args.out)
         os.makedirs(self.out, exist_ok=True)
         self.hist = os.path.join(self.out, "history")
         self.faults_path = os.path.join(self.out, "faults")
@@ -118,6 +131,8 @@ class Run:
     # ---- the store
     def start_store(self):
         a = self.a
+        if a.store == "mysql":
+            return self.mysql_setup()
         if a.store == "redis":
             self.rport = free_port()
             self.members = [None]
@@ -141,6 +156,9 @@ class Run:
 
     def start_member(self, i):
         a = self.a
+        if a.store == "mysql":
+            self.members[0] = self.spawn(self.mysql_argv(), os.path.join(self.out, "mariadbd.log"))
+            return
         if a.store == "redis":
             argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.rport),
                     "--save", "", "--appendonly", "yes", "--appendfsync", "always",
@@ -158,6 +176,52 @@ class Run:
                 "--initial-cluster-state", "new",
                 "--heartbeat-interval", "100", "--election-timeout", "1000"]
         self.members[i] = self.spawn(argv, os.path.join(self.out, "etcd-n%d.log" % i))
+
+    # ---- mysql: one mariadbd, its data directory made here
+    def mysql_argv(self):
+        d = os.path.join(self.out, "mysql")
+        return ["mariadbd", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
+                "--user=" + pwd_name(), "--bind-address=127.0.0.1", "--port=%d" % self.mport,
+                "--socket=" + os.path.join(d, "sock"), "--pid-file=" + os.path.join(d, "pid"),
+                "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
+                "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=1",
+                "--max-connections=200", "--log-error=" + os.path.join(self.out, "mariadbd.err")]
+
+    def mysql_sql(self, sql, timeout=5):
+        """Run @sql as root over the server's socket: its output, or None."""
+        try:
+            r = subprocess.run(["mariadb", "--no-defaults", "-S",
+                                os.path.join(self.out, "mysql", "sock"), "-uroot", "-N", "-B",
+                                "-e", sql], capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return r.stdout if r.returncode == 0 else None
+
+    def mysql_setup(self):
+        d = os.path.join(self.out, "mysql")
+        os.makedirs(d, exist_ok=True)
+        r = subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
+                            "--user=" + pwd_name(), "--auth-root-authentication-method=normal",
+                            "--skip-test-db", "--innodb-log-file-size=8M"],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            print(r.stdout[-500:] + r.stderr[-500:])
+            return False
+        self.mport = free_port()
+        self.members = [None]
+        self.start_member(0)
+        for _ in range(200):
+            if self.mysql_sql("SELECT 1", timeout=2) is not None:
+                break
+            time.sleep(0.1)
+        else:
+            return False
+        with open(os.path.join(self.out, "agent.conf"), "w") as f:
+            f.write("mysql-password = sfpw\n")
+        # The agents' user: the privileges of docs/deployment-mysql.md, a password over TCP.
+        return self.mysql_sql(
+            "CREATE DATABASE snowflake; CREATE USER 'sf'@'127.0.0.1' IDENTIFIED BY 'sfpw'; "
+            "GRANT SELECT, INSERT, UPDATE, CREATE ON snowflake.* TO 'sf'@'127.0.0.1'") is not None
 
     def redis_ping(self):
         try:
@@ -191,13 +255,18 @@ class Run:
     # ---- the agents
     def agent_argv(self, i):
         a = self.a
-        argv = [a.agent, "--config", "/dev/null", "--dry-run", "--history", self.hist,
+        # mysql: the password in a file (mysql_setup()), as in a deployment.
+        conf = os.path.join(self.out, "agent.conf") if a.store == "mysql" else "/dev/null"
+        argv = [a.agent, "--config", conf, "--dry-run", "--history", self.hist,
                 "--ttl-ms", str(a.ttl_ms), "--prefix", "sffaults", "--cluster", a.store,
                 "--datacenter-ids", "0", "--worker-ids", "0-%d" % (a.pairs - 1),
                 "--state-file", os.path.join(self.out, "state.%d" % i), "--log-level", "info"]
         if a.store == "redis":
             argv += ["--backend", "redis", "--redis-port", str(self.rport),
                      "--redis-timeout-ms", "300"]
+        elif a.store == "mysql":
+            argv += ["--backend", "mysql", "--mysql-port", str(self.mport), "--mysql-user", "sf",
+                     "--mysql-timeout-ms", "300"]
         else:
             argv += ["--backend", "etcd", "--etcd-timeout-ms", "400", "--etcd-endpoints",
                      ",".join("http://127.0.0.1:%d" % p for p in self.cports)]
@@ -236,6 +305,8 @@ class Run:
     def delete_keys(self):
         """The number of lease keys deleted, or -1."""
         prefix = "sffaults:%s:worker:" % self.a.store
+        if self.a.store == "mysql":
+            return self.clear_rows()
         if self.a.store == "redis":
             lua = ("local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
                    "n = n + redis.call('DEL', k) end return n")
@@ -261,6 +332,26 @@ class Run:
                 continue
         return -1
 
+    def clear_rows(self):
+        """mysql: an operator clears the leases, the rows and their marks kept.
+
+        lease-clear empties owner and expiry (every holder's next renewal
+        fails); lease-expire sets only the expiry in the past (the pairs are
+        free to claim while their holders' renewals still match, until
+        another agent claims one).  The rows changed, or -1."""
+        kind = "lease-clear" if self.rng.random() < 0.5 else "lease-expire"
+        owner = "owner = '', " if kind == "lease-clear" else ""
+        out = self.mysql_sql(
+            "UPDATE snowflake.snowflake_lease SET %sexpiry = '1970-01-01 00:00:00' "
+            "WHERE prefix = 'sffaults' AND cluster = 'mysql' AND expiry > '1970-01-01 00:00:00'; "
+            "SELECT ROW_COUNT()" % owner, timeout=2)
+        try:
+            n = int(out.split()[-1])
+        except (AttributeError, IndexError, ValueError):
+            return -1
+        self.clear_kind = kind
+        return n
+
     # ---- the run
     def main(self):
         a = self.a
@@ -276,6 +367,7 @@ class Run:
             self.bad("the %s store did not start (logs in %s)" % (a.store, self.out))
             return
         self.ok("%s started (%s)" % (a.store, "3 members" if a.store == "etcd" else "one server"))
+        self.clear_kind = None
         with open(self.faults_path, "a") as f:
             f.write("clockbase boot_to_wall_ns=%d\n" % (time.time_ns() - now_ns()))
         if not a.legacy and not self.init_store():
@@ -327,7 +419,8 @@ class Run:
                 n = self.delete_keys()
                 if n >= 0:
                     self.deleted += n
-                    self.fault("key-delete", deleted=n, at=now_ns())
+                    self.fault(self.clear_kind if a.store == "mysql" else "key-delete",
+                               deleted=n, at=now_ns())
                 next_store = t + self.rng.uniform(1.0, 4.0)
             if not store_busy and t >= next_store:
                 if a.store == "etcd":
@@ -424,14 +517,21 @@ class Run:
         raises = int(fig.get("mark_raises", 0))
         serving_s = float(fig.get("serving_s", 0))
         per_k = raises / serving_s * 1000 if serving_s else 0
+        if a.store == "mysql":
+            deletions = "%d lease clears + %d lease expiries, %d rows" % (
+                self.counts.get("lease-clear", 0), self.counts.get("lease-expire", 0), self.deleted)
+        else:
+            deletions = "%d key deletions, %d keys" % (self.counts.get("key-delete", 0),
+                                                       self.deleted)
         print("figures: lease %s: %s, %d agents, %d pairs, TTL %d ms, %d s: %d intervals, "
-              "%d faults (%d key deletions, %d keys), clock offsets %d drawn (%d beyond 30 s, "
+              "%d faults (%s), clock offsets %d drawn (%d beyond 30 s, "
               "%+d..%+d ms), longest gap %s ms (pair vacancy %s ms), mark writes %.1f/s "
               "(%.0f/s per 1,000 serving hosts), closest handoff %s ms, %s overlaps, %s timestamp "
               "overlaps%s" % (
-                  a.store, "3 etcd members" if a.store == "etcd" else "1 redis-server",
+                  a.store, {"etcd": "3 etcd members", "mysql": "1 mariadbd"}.get(
+                      a.store, "1 redis-server"),
                   a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults,
-                  self.counts.get("key-delete", 0), self.deleted, len(offs), far,
+                  deletions, len(offs), far,
                   min(offs) if offs else 0, max(offs) if offs else 0,
                   fig.get("gap_ms", "?"), fig.get("vacancy_ms", "?"), raises / a.seconds,
                   per_k, fig.get("closest_ms", "?"), rt, ts,
@@ -440,7 +540,7 @@ class Run:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--store", choices=("etcd", "redis"), required=True)
+    ap.add_argument("--store", choices=("etcd", "redis", "mysql"), required=True)
     ap.add_argument("--agent", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--agents", type=int, default=16)

@@ -1,7 +1,9 @@
 #!/bin/bash
 # The fault-injection proof of snowflake-agent (issue 11): against a real
-# 3-member etcd cluster, then a single redis-server, all on 127.0.0.1, 16
-# agents (--dry-run, one shared --history) contend for 10 pairs while
+# 3-member etcd cluster, then a single redis-server, then a single mariadbd
+# (issue 18: an operator clearing the lease rows is its deletion fault),
+# all on 127.0.0.1, 16 agents (--dry-run, one shared --history) contend
+# for 10 pairs while
 # scripts/lease-faults.py injects faults at random for LEASE_SECONDS (180)
 # per store: agents stopped past their TTL or killed and restarted, store
 # members (the etcd leader and followers) killed and restarted or stopped.
@@ -21,7 +23,7 @@ set -uo pipefail
 SECS=${LEASE_SECONDS:-180}
 pass=0
 fail=0
-for cmd in etcd redis-server python3; do
+for cmd in etcd redis-server python3 mariadbd mariadb-install-db; do
 	command -v "$cmd" >/dev/null || { echo "FAIL $cmd is missing (scripts/deps.sh)"; fail=1; }
 done
 if [ "$fail" -ne 0 ]; then
@@ -49,7 +51,7 @@ harness() {
 	fi
 }
 
-for store in ${LEASE_STORES:-etcd redis}; do
+for store in ${LEASE_STORES:-etcd redis mysql}; do
 	out=$BUILD/lease-$store
 	rm -rf "$out"
 	echo "==== $store: ${SECS}s of faults (logs in ${out#"$ROOT"/}) ===="

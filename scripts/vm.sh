@@ -113,8 +113,8 @@ vm_kmemleak() {
 }
 
 # vm_add_agent STAGE OUT: a static snowflake-agent (the Redis store only: no
-# static libcurl for etcd) and Debian's redis-server and redis-cli with the
-# shared libraries ldd names, into the initramfs tree STAGE (the static
+# static libcurl for etcd, no MySQL) and Debian's redis-server and redis-cli
+# with the shared libraries ldd names, into the initramfs tree STAGE (the static
 # library comes from userspace/; OUT holds the build log).  Returns 1, with
 # the log printed, when something could not be built.
 vm_add_agent() {
@@ -126,7 +126,7 @@ vm_add_agent() {
 	# hiredis resolves the address with getaddrinfo(), which static glibc
 	# supports for numeric addresses.
 	if [ -z "$hiredis_a" ] ||
-		! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD \
+		! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -DAG_NO_MYSQL \
 			-I"$ROOT/userspace/include" -I"$ROOT/uapi" -o "$out/snowflake-agent" \
 			"$ROOT"/userspace/agent/*.c "$BUILD/userspace/libsnowflake.a" "$hiredis_a" \
 			2>"$out/agent-build.log"; then

@@ -1345,6 +1345,8 @@ int main(int argc, char **argv)
 	}
 	a.c = &conf;
 	a.st = conf.backend == AG_ETCD ? &ag_etcd_ops : &ag_redis_ops;
+	if (conf.backend == AG_MYSQL)
+		a.st = &ag_mysql_ops;
 	log_level = conf.level;
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);

@@ -120,6 +120,7 @@ struct store_ops {
 
 extern const struct store_ops ag_redis_ops;
 extern const struct store_ops ag_etcd_ops;
+extern const struct store_ops ag_mysql_ops;
 
 struct agent {
 	struct ag_conf *c;

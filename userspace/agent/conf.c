@@ -19,13 +19,14 @@
 const char ag_usage[] =
 "Usage: snowflake-agent [OPTIONS]\n"
 "\n"
-"Claim a unique (datacenter, worker) id pair for this host from etcd or Redis,\n"
-"set it on /dev/snowflake and keep it; fence the device when the lease could\n"
-"expire.\n"
+"Claim a unique (datacenter, worker) id pair for this host from etcd, Redis\n"
+"or MySQL/MariaDB, set it on /dev/snowflake and keep it; fence the device\n"
+"when the lease could expire.\n"
 "\n"
 "  --config FILE             key=value file (default " AG_DEFAULT_CONFIG ",\n"
 "                            when it exists); the command line wins\n"
-"  --backend etcd|redis      the lease store (default redis)\n"
+"  --backend etcd|redis|mysql\n"
+"                            the lease store (default redis)\n"
 "  --etcd-endpoints URLS     comma-separated, tried in turn (default\n"
 "                            http://127.0.0.1:2379)\n"
 "  --etcd-user USER          authenticate as USER (default: no authentication)\n"
@@ -39,6 +40,14 @@ const char ag_usage[] =
 "  --redis-password PASS     AUTH with it (default: none)\n"
 "  --redis-db N              SELECT N (default 0)\n"
 "  --redis-timeout-ms MS     name lookup, connect and command timeout\n"
+"                            (default 500)\n"
+"  --mysql-host HOST         MySQL/MariaDB address (default 127.0.0.1)\n"
+"  --mysql-port PORT         (default 3306)\n"
+"  --mysql-user USER         (default snowflake)\n"
+"  --mysql-password PASS     (default: none)\n"
+"  --mysql-database DB       (default snowflake)\n"
+"  --mysql-table TABLE       the lease table (default snowflake_lease)\n"
+"  --mysql-timeout-ms MS     name lookup, connect and every statement\n"
 "                            (default 500)\n"
 "  --prefix P                keys are P:CLUSTER:worker:DC:W (default snowflake)\n"
 "  --cluster NAME            (default default)\n"
@@ -87,7 +96,7 @@ const char ag_usage[] =
 "\n"
 "Exit status: 0 stopped by SIGTERM, SIGINT, SIGHUP or SIGQUIT (device fenced,\n"
 "lease released); 1 the device failed; 2 bad command line or configuration;\n"
-"4 the store refused the password; 5 the store may lose leases (Redis without\n"
+"4 the store refused the password (MySQL: or a privilege); 5 the store may lose leases (Redis without\n"
 "maxmemory-policy noeviction, Redis Cluster); 6 the device is not in strict\n"
 "mode.  See snowflake-agent(8).\n";
 
@@ -98,6 +107,8 @@ enum {
 	O_ETCD_EP, O_ETCD_USER, O_ETCD_PW, O_ETCD_CA, O_ETCD_CERT, O_ETCD_KEY,
 	O_ETCD_TIMEOUT, O_HISTORY, O_SETTLE, O_PRINT, O_VERSION, O_METRICS,
 	O_CLOCK_OFFSET, O_MARK_STEP, O_QUARANTINE, O_INIT_MARK, O_INIT_STORE,
+	O_MYSQL_HOST, O_MYSQL_PORT, O_MYSQL_USER, O_MYSQL_PW, O_MYSQL_DB, O_MYSQL_TABLE,
+	O_MYSQL_TIMEOUT,
 };
 
 static const struct option opts[] = {
@@ -110,6 +121,13 @@ static const struct option opts[] = {
 	{ "etcd-cert", required_argument, NULL, O_ETCD_CERT },
 	{ "etcd-key", required_argument, NULL, O_ETCD_KEY },
 	{ "etcd-timeout-ms", required_argument, NULL, O_ETCD_TIMEOUT },
+	{ "mysql-host", required_argument, NULL, O_MYSQL_HOST },
+	{ "mysql-port", required_argument, NULL, O_MYSQL_PORT },
+	{ "mysql-user", required_argument, NULL, O_MYSQL_USER },
+	{ "mysql-password", required_argument, NULL, O_MYSQL_PW },
+	{ "mysql-database", required_argument, NULL, O_MYSQL_DB },
+	{ "mysql-table", required_argument, NULL, O_MYSQL_TABLE },
+	{ "mysql-timeout-ms", required_argument, NULL, O_MYSQL_TIMEOUT },
 	{ "history", required_argument, NULL, O_HISTORY },
 	{ "settle-ms", required_argument, NULL, O_SETTLE },
 	{ "redis-host", required_argument, NULL, O_HOST },
@@ -234,6 +252,8 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 			c->backend = AG_REDIS;
 		else if (!strcmp(v, "etcd"))
 			c->backend = AG_ETCD;
+		else if (!strcmp(v, "mysql"))
+			c->backend = AG_MYSQL;
 		else
 			goto bad;
 		return 0;
@@ -261,6 +281,39 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		if (parse_uint(v, 600000, &n) || n < 10)
 			goto bad;
 		c->etcd_timeout_ms = (unsigned int)n;
+		return 0;
+	case O_MYSQL_HOST:
+		if (!*v || strpbrk(v, " \t\r\n"))
+			goto bad;
+		set_str(&c->mysql_host, v);
+		return 0;
+	case O_MYSQL_PORT:
+		if (parse_uint(v, 65535, &n) || !n)
+			goto bad;
+		c->mysql_port = (int)n;
+		return 0;
+	case O_MYSQL_USER:
+		if (!*v || strlen(v) > 128)
+			goto bad;
+		set_str(&c->mysql_user, v);
+		return 0;
+	case O_MYSQL_PW:
+		free(c->mysql_password);
+		c->mysql_password = NULL;
+		if (*v)
+			set_str(&c->mysql_password, v);
+		return 0;
+	case O_MYSQL_DB:
+	case O_MYSQL_TABLE:
+		/* Quoted with backticks in statements: a plain identifier only. */
+		if (!*v || strlen(v) > 64 || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$") != strlen(v))
+			goto bad;
+		set_str(key == O_MYSQL_DB ? &c->mysql_database : &c->mysql_table, v);
+		return 0;
+	case O_MYSQL_TIMEOUT:
+		if (parse_uint(v, 600000, &n) || n < 10)
+			goto bad;
+		c->mysql_timeout_ms = (unsigned int)n;
 		return 0;
 	case O_SETTLE:
 		if (parse_uint(v, 86400000, &n))
@@ -471,6 +524,12 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	memset(c, 0, sizeof(*c));
 	set_str(&c->etcd_endpoints, "http://127.0.0.1:2379");
 	c->etcd_timeout_ms = 500;
+	set_str(&c->mysql_host, "127.0.0.1");
+	c->mysql_port = 3306;
+	set_str(&c->mysql_user, "snowflake");
+	set_str(&c->mysql_database, "snowflake");
+	set_str(&c->mysql_table, "snowflake_lease");
+	c->mysql_timeout_ms = 500;
 	set_str(&c->history, "");
 	set_str(&c->redis_host, "127.0.0.1");
 	c->redis_port = 6379;
@@ -541,6 +600,8 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 			c->argv_secret = "--redis-password";
 		else if (o == O_ETCD_PW)
 			c->argv_secret = "--etcd-password";
+		else if (o == O_MYSQL_PW)
+			c->argv_secret = "--mysql-password";
 	}
 	if (optind < argc)
 		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
@@ -549,12 +610,15 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 
 unsigned int ag_conf_timeout_ms(const struct ag_conf *c)
 {
+	if (c->backend == AG_MYSQL)
+		return c->mysql_timeout_ms;
 	return c->backend == AG_ETCD ? c->etcd_timeout_ms : c->redis_timeout_ms;
 }
 
 int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 {
-	const char *tname = c->backend == AG_ETCD ? "etcd-timeout-ms" : "redis-timeout-ms";
+	const char *tname = c->backend == AG_ETCD ? "etcd-timeout-ms" :
+			    c->backend == AG_MYSQL ? "mysql-timeout-ms" : "redis-timeout-ms";
 
 	if (!c->renew_ms)
 		c->renew_ms = c->ttl_ms / 3;
@@ -603,7 +667,8 @@ static void print_range(FILE *f, const char *name, const struct ag_range *r)
 void ag_conf_print(const struct ag_conf *c, FILE *f)
 {
 	fprintf(f, "# config file: %s\n", c->config ? c->config : "(none)");
-	fprintf(f, "backend = %s\n", c->backend == AG_ETCD ? "etcd" : "redis");
+	fprintf(f, "backend = %s\n", c->backend == AG_ETCD ? "etcd" :
+				      c->backend == AG_MYSQL ? "mysql" : "redis");
 	fprintf(f, "etcd-endpoints = %s\n", c->etcd_endpoints);
 	fprintf(f, "etcd-user = %s\n", c->etcd_user ? c->etcd_user : "");
 	fprintf(f, "etcd-password = %s\n", c->etcd_password ? "(set)" : "");
@@ -611,6 +676,13 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "etcd-cert = %s\n", c->etcd_cert ? c->etcd_cert : "");
 	fprintf(f, "etcd-key = %s\n", c->etcd_key ? c->etcd_key : "");
 	fprintf(f, "etcd-timeout-ms = %u\n", c->etcd_timeout_ms);
+	fprintf(f, "mysql-host = %s\n", c->mysql_host);
+	fprintf(f, "mysql-port = %d\n", c->mysql_port);
+	fprintf(f, "mysql-user = %s\n", c->mysql_user);
+	fprintf(f, "mysql-password = %s\n", c->mysql_password ? "(set)" : "");
+	fprintf(f, "mysql-database = %s\n", c->mysql_database);
+	fprintf(f, "mysql-table = %s\n", c->mysql_table);
+	fprintf(f, "mysql-timeout-ms = %u\n", c->mysql_timeout_ms);
 	fprintf(f, "redis-host = %s\n", c->redis_host);
 	fprintf(f, "redis-port = %d\n", c->redis_port);
 	fprintf(f, "redis-password = %s\n", c->redis_password ? "(set)" : "");
@@ -650,6 +722,11 @@ void ag_conf_free(struct ag_conf *c)
 	free(c->etcd_cacert);
 	free(c->etcd_cert);
 	free(c->etcd_key);
+	free(c->mysql_host);
+	free(c->mysql_user);
+	free(c->mysql_password);
+	free(c->mysql_database);
+	free(c->mysql_table);
 	free(c->history);
 	free(c->redis_host);
 	free(c->redis_password);

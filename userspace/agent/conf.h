@@ -16,7 +16,7 @@
 #define AG_EXIT_RUNTIME		1	/* the device failed (open, set ids, fence) */
 #define AG_EXIT_USAGE		2	/* bad command line or configuration file */
 /* 3 (a full pool) is no longer used: a full pool is retried with backoff. */
-#define AG_EXIT_AUTH		4	/* the store refused the password */
+#define AG_EXIT_AUTH		4	/* the store refused the password (MySQL: or a privilege) */
 #define AG_EXIT_UNSAFE_STORE	5	/* the store may lose leases (Redis eviction, Cluster) */
 #define AG_EXIT_NOT_STRICT	6	/* the device is not in strict mode */
 
@@ -36,7 +36,7 @@ struct ag_conf {
 	bool config_given;		/* --config: a missing file is an error */
 	const char *argv_secret;	/* a password option given on the command line */
 
-	enum { AG_REDIS, AG_ETCD } backend;
+	enum { AG_REDIS, AG_ETCD, AG_MYSQL } backend;
 	char *redis_host;
 	int redis_port;
 	char *redis_password;		/* NULL: no AUTH */
@@ -48,6 +48,14 @@ struct ag_conf {
 	char *etcd_password;
 	char *etcd_cacert, *etcd_cert, *etcd_key;	/* TLS; NULL: defaults */
 	unsigned int etcd_timeout_ms;	/* every request, connection included */
+
+	char *mysql_host;
+	int mysql_port;
+	char *mysql_user;
+	char *mysql_password;		/* NULL: none */
+	char *mysql_database;
+	char *mysql_table;
+	unsigned int mysql_timeout_ms;	/* name lookup, connection and every statement */
 
 	char *prefix;
 	char *cluster;
@@ -86,7 +94,7 @@ struct ag_conf {
 int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t errlen);
 /* Fill the derived defaults (renew, margin) and check the timings. */
 int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen);
-/* The store's timeout for one call (redis-timeout-ms or etcd-timeout-ms). */
+/* The store's timeout for one call (redis-, etcd- or mysql-timeout-ms). */
 unsigned int ag_conf_timeout_ms(const struct ag_conf *c);
 void ag_conf_print(const struct ag_conf *c, FILE *f);
 void ag_conf_free(struct ag_conf *c);

@@ -1,0 +1,613 @@
+#!/bin/bash
+# snowflake-agent with backend = mysql against a real mariadbd on 127.0.0.1
+# (its own data directory and a random free port; Debian's MariaDB 10.11),
+# agents in --dry-run (no device):
+#   - --init-store creates the database, the table and one row per pair;
+#     the table is the one of docs/snowflake-mysql.sql; run again it
+#     creates nothing and lowers no mark
+#   - 8 agents for 8 pairs: all distinct, each row holds its agent's owner
+#     and an expiry in the future on the SERVER's clock (at most one TTL)
+#   - eight agents started at once for one free pair: exactly one serves
+#   - SIGTERM releases (expiry in the past, the owner kept); kill -9: the
+#     row stays held until its expiry, then another agent claims it
+#   - clear errors: a wrong password, a user without UPDATE (exit 4); no
+#     table, no database (event=mysql_no_schema, nothing claimed, exit 0
+#     on SIGTERM); a table that is not InnoDB (exit 5); a table that is not
+#     the agent's (exit 2); a port without a server (event=mysql_down); a
+#     server that never answers: the connection given up after
+#     mysql-timeout-ms
+#   - mariadbd stopped (SIGSTOP) past the TTL: every agent fences before
+#     its lease could expire; continued: each takes its own pair back
+#   - mariadbd killed (kill -9) and restarted: the rows (leases and marks)
+#     survive; each agent takes its own pair back, no mark is missing
+#   - a read-only server (a replica, a failover): renewals refused, every
+#     agent fences; writable again: they serve again
+#   - an operator clears the leases (owner and expiry emptied) while A
+#     holds the one pair and B waits: A fences at its next renewal
+#     (event=key_lost), B serves after A in real time and in timestamps
+#   - an operator deletes the rows: the holder fences, nobody claims (the
+#     marks went with the rows) until --init-store --init-mark-ms
+#   - a host whose clock is 5 minutes behind takes over a pair above the
+#     old holder's timestamps; the row's mark is at or above every ceiling
+#   - every history, judged by scripts/lease-check.py
+# Then, unless AGENT_GUEST=0, the end-to-end test in a guest
+# (scripts/agent-mysql-guest.sh).  Prints "agent-mysql: N passed, M failed".
+set -uo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+TTL=2000
+MTO=300	# mysql-timeout-ms
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { # check DESCRIPTION CMD...
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else bad "$what"; fi
+}
+finish() {
+	echo "agent-mysql: $pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	exit
+}
+
+for cmd in mariadbd mariadb mariadb-install-db python3; do
+	command -v "$cmd" >/dev/null || { bad "$cmd is missing (scripts/deps.sh: mariadb-server)"; finish; }
+done
+echo "==== building snowflake-agent ===="
+if ! make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent; then
+	bad "building snowflake-agent"
+	finish
+fi
+AGENT=$BUILD/userspace/snowflake-agent
+if "$AGENT" --config /dev/null --backend mysql --dry-run --init-store 2>&1 | grep -q "built without it"; then
+	bad "snowflake-agent was built without MySQL (libmariadb-dev missing: scripts/deps.sh)"
+	finish
+fi
+
+mkdir -p "$BUILD"
+tmp=$(mktemp -d "$BUILD/agent-mysql-test.XXXXXX")
+my_pid=
+agent_pids=()
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	local p
+	for p in "${agent_pids[@]}"; do
+		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null
+	done
+	if [ -n "$my_pid" ]; then
+		kill -CONT "$my_pid" 2>/dev/null
+		kill -KILL "$my_pid" 2>/dev/null
+	fi
+	[ -n "${silent_pid:-}" ] && kill -KILL "$silent_pid" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+ms() { date +%s%3N; }
+boot_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_BOOTTIME))'; }
+port=$(free_port)
+SOCK=$tmp/mysql.sock
+# root over the server's socket: the operator's and the test's view.
+sql() { mariadb --no-defaults -S "$SOCK" -uroot -N -B -e "$*"; }
+
+# The server's time zone is not UTC (+05:00): the agent's times are
+# UTC_TIMESTAMP(6), whatever the session's zone (an agent using NOW() would
+# write expiries 5 hours ahead, which the checks below see).
+start_mysql() {
+	local i
+	mariadbd --no-defaults --datadir="$tmp/data" --user="$(id -un)" --bind-address=127.0.0.1 \
+		--default-time-zone=+05:00 \
+		--port="$port" --socket="$SOCK" --pid-file="$tmp/mysql.pid" --skip-name-resolve \
+		--innodb-buffer-pool-size=32M --innodb-log-file-size=8M \
+		--log-error="$tmp/mariadbd.err" >/dev/null 2>&1 &
+	my_pid=$!
+	for i in $(seq 300); do
+		sql 'SELECT 1' >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+echo "==== configuration ===="
+cat >"$tmp/cfg.conf" <<EOF
+backend = mysql
+mysql-host = db.example
+mysql-port = 3307
+mysql-user = ids
+mysql-password = s3cret
+mysql-database = idsdb
+mysql-table = leases_v1
+mysql-timeout-ms = 250
+EOF
+out=$("$AGENT" --config "$tmp/cfg.conf" --print-config 2>&1)
+check "the mysql keys from a file: backend, host, port, user, database, table, timeout; the password shown as (set)" \
+	bash -c 'for l in "backend = mysql" "mysql-host = db.example" "mysql-port = 3307" "mysql-user = ids" "mysql-password = (set)" "mysql-database = idsdb" "mysql-table = leases_v1" "mysql-timeout-ms = 250"; do grep -qxF "$l" <<<"$1" || exit 1; done; ! grep -q s3cret <<<"$1"' _ "$out"
+out=$("$AGENT" --config "$tmp/cfg.conf" --mysql-port 3308 --print-config 2>&1)
+check "the command line wins over the file (mysql-port 3308)" grep -qxF "mysql-port = 3308" <<<"$out"
+bad_rc=0
+for v in "--mysql-port=0" "--mysql-port=70000" "--mysql-timeout-ms=5" "--mysql-table=a;b" "--mysql-table=a\`b" "--mysql-database=" "--mysql-user="; do
+	"$AGENT" --config /dev/null --backend mysql "$v" --print-config >/dev/null 2>&1
+	rc=$?
+	[ "$rc" = 2 ] || { echo "  $v: exit $rc, not 2"; bad_rc=1; }
+done
+check "bad mysql values exit 2 (port 0 and 70000, timeout 5, table a;b and a\`b, no database, no user)" test "$bad_rc" = 0
+out=$("$AGENT" --config /dev/null --backend mysql --mysql-timeout-ms 3000 --ttl-ms 3000 --print-config 2>&1)
+check "renew-ms + mysql-timeout-ms must fit the lease: exit 2 naming mysql-timeout-ms" grep -q "mysql-timeout-ms 3000 must be below" <<<"$out"
+
+echo "==== mariadbd on 127.0.0.1:$port ===="
+if ! mariadb-install-db --no-defaults --datadir="$tmp/data" --user="$(id -un)" \
+	--auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=8M \
+	>"$tmp/install-db.log" 2>&1; then
+	tail -n 20 "$tmp/install-db.log"
+	bad "mariadb-install-db"
+	finish
+fi
+if start_mysql; then
+	ok "mariadbd $(sql 'SELECT VERSION()') started"
+else
+	tail -n 20 "$tmp/mariadbd.err"
+	bad "mariadbd did not start"
+	finish
+fi
+# The agents' user and the operator's --init-store user (docs/deployment-mysql.md).
+sql "CREATE USER 'sfagent'@'127.0.0.1' IDENTIFIED BY 'agentpw';
+     GRANT SELECT, UPDATE ON sfdb.* TO 'sfagent'@'127.0.0.1';
+     CREATE USER 'sfadmin'@'127.0.0.1' IDENTIFIED BY 'adminpw';
+     GRANT CREATE, SELECT, INSERT, UPDATE ON sfdb.* TO 'sfadmin'@'127.0.0.1';
+     GRANT ALL ON sfnodb.* TO 'sfagent'@'127.0.0.1';
+     CREATE USER 'sfro'@'127.0.0.1' IDENTIFIED BY 'ropw';
+     GRANT SELECT ON sfdb.* TO 'sfro'@'127.0.0.1'" || bad "creating the users"
+printf 'mysql-password = agentpw\n' >"$tmp/agent.conf"
+printf 'mysql-password = adminpw\n' >"$tmp/admin.conf"
+
+HIST=$tmp/history
+flags=(--backend mysql --mysql-host 127.0.0.1 --mysql-port "$port" --mysql-database sfdb
+	--mysql-timeout-ms "$MTO" --ttl-ms "$TTL" --prefix sftest --cluster c1
+	--datacenter-ids 0 --worker-ids 0-7 --dry-run --log-level debug --history "$HIST")
+aflags=(--config "$tmp/agent.conf" --mysql-user sfagent "${flags[@]}")
+init_space() { # --init-store as sfadmin, with the agents' flags and more
+	"$AGENT" --config "$tmp/admin.conf" --mysql-user sfadmin "${flags[@]}" "$@" --init-store \
+		2>>"$tmp/init.log"
+}
+
+# start_agent I FLAGS...: agent I in the background, log $tmp/agent.I.log.
+start_agent() {
+	local i=$1
+	shift
+	"$AGENT" "${aflags[@]}" --state-file "$tmp/state.$i" "$@" 2>>"$tmp/agent.$i.log" &
+	agent_pids[i]=$!
+}
+stop_agent() { # stop_agent I: SIGTERM; its exit status
+	local rc
+	kill -TERM "${agent_pids[$1]}"
+	wait "${agent_pids[$1]}"
+	rc=$?
+	agent_pids[$1]=
+	return $rc
+}
+size_of() { stat -c %s "$tmp/agent.$1.log" 2>/dev/null || echo 0; }
+claimed_pair() {
+	tail -c +"$((${2:-0} + 1))" "$tmp/agent.$1.log" |
+		sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1:\2/p' | tail -n1
+}
+owner_of() { sed -n 's/.*event=start owner=\([^ ]*\).*/\1/p' "$tmp/agent.$1.log" | tail -n1; }
+wait_one() { # wait_one I PATTERN SECONDS [OFFSET]
+	local deadline=$(($(ms) + $3 * 1000))
+	until grep -q -- "$2" <(tail -c +"$((${4:-0} + 1))" "$tmp/agent.$1.log"); do
+		[ "$(ms)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
+# wait_all PATTERN SECONDS AGENTS...: each agent's log after its offset
+# (off[I]) has PATTERN.
+wait_all() {
+	local pat=$1 secs=$2 i deadline missing
+	shift 2
+	deadline=$(($(ms) + secs * 1000))
+	while :; do
+		missing=()
+		for i in "$@"; do
+			grep -q -- "$pat" <(tail -c +"$((off[i] + 1))" "$tmp/agent.$i.log") || missing+=("$i")
+		done
+		[ "${#missing[@]}" -eq 0 ] && return 0
+		[ "$(ms)" -ge "$deadline" ] && { echo "  never '$pat': agents ${missing[*]}"; return 1; }
+		sleep 0.05
+	done
+}
+hist_of() { # hist_of OWNER FIELD first|last
+	awk -v o="$1" -v f="$2" -v w="$3" '$1 == "interval" && index($0, " owner=" o " ") {
+		for (i = 2; i <= NF; i++) if (index($i, f "=") == 1) { v = substr($i, length(f) + 2) }
+		if (w == "first" && !seen) { print v; seen = 1 } last = v
+	} END { if (w == "last") print last }' "$HIST"
+}
+# run_bounded SECONDS LOG CMD...: a run that should end by itself; its exit
+# status, or KILLED.
+run_bounded() {
+	local secs=$1 log=$2 pid t
+	shift 2
+	"$@" 2>"$log" &
+	pid=$!
+	agent_pids[99]=$pid
+	t=$(($(ms) + secs * 1000))
+	while kill -0 "$pid" 2>/dev/null && [ "$(ms)" -lt "$t" ]; do sleep 0.05; done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null
+		echo KILLED
+	else
+		wait "$pid"
+		echo $?
+	fi
+	agent_pids[99]=
+}
+# fence_latency_ok I: the agent's first fence_latency after off[I] is below the TTL.
+max_latency=0
+fence_latency_ok() {
+	local v
+	v=$(tail -c +"$((off[$1] + 1))" "$tmp/agent.$1.log" |
+		sed -n 's/.*event=fence_latency .*since_renew_ms=\([0-9]*\).*/\1/p;T;q')
+	[ -n "$v" ] || { echo "  agent $1: no fence_latency"; return 1; }
+	[ "$v" -gt "$max_latency" ] && max_latency=$v
+	[ "$v" -lt "$TTL" ]
+}
+T=sfdb.snowflake_lease
+row() { # row DC W COLUMNS: the pair's columns in key space sftest:c1
+	sql "SELECT $3 FROM $T WHERE prefix = 'sftest' AND cluster = 'c1' AND datacenter = $1 AND worker = $2"
+}
+
+echo "==== --init-store ===="
+init_space || bad "--init-store: $(tail -n1 "$tmp/init.log")"
+check "--init-store: the database, the table and 8 rows with mark 0 ($(grep -o 'created=[0-9]* present=[0-9]*' "$tmp/init.log" | tail -n1))" \
+	test "$(sql "SELECT COUNT(*), SUM(mark), SUM(owner = '') FROM $T")" = "$(printf '8\t0\t8')"
+sql "CREATE DATABASE sfdoc; USE sfdoc; SOURCE $ROOT/docs/snowflake-mysql.sql;" || bad "docs/snowflake-mysql.sql does not load"
+check "the agent's table is the one of docs/snowflake-mysql.sql" \
+	test "$(sql 'SHOW CREATE TABLE sfdb.snowflake_lease' | cut -f2)" = "$(sql 'SHOW CREATE TABLE sfdoc.snowflake_lease' | cut -f2)"
+sql "UPDATE $T SET mark = 77 WHERE worker = 7"
+init_space --init-mark-ms 5
+check "--init-store again: nothing created, no mark lowered ($(grep -o 'created=[0-9]* present=[0-9]*' "$tmp/init.log" | tail -n1))" \
+	bash -c 'grep "event=store_initialised" "$1" | tail -n1 | grep -q "created=0 present=8" && [ "$2" = 77 ]' _ "$tmp/init.log" "$(row 0 7 mark)"
+sql "UPDATE $T SET mark = 0 WHERE worker = 7"
+
+echo "==== 8 agents for 8 pairs ===="
+for i in $(seq 0 7); do start_agent "$i"; done
+off=()
+for i in $(seq 0 7); do off[i]=0; done
+wait_all "event=unfenced" 20 $(seq 0 7) || bad "8 agents: not all served"
+declare -A seen=()
+dup=0 rows_ok=0
+for i in $(seq 0 7); do
+	p=$(claimed_pair "$i")
+	[ -n "$p" ] && [ -n "${seen[$p]:-}" ] && dup=$((dup + 1))
+	seen[$p]=$i
+	[ -n "$p" ] && [ "$(row "${p%:*}" "${p#*:}" owner)" = "$(owner_of "$i")" ] && rows_ok=$((rows_ok + 1))
+done
+check "8 agents hold 8 distinct pairs (${#seen[@]} pairs, $dup doubled), each row holds its agent's owner ($rows_ok of 8)" \
+	test "${#seen[@]}" = 8 -a "$dup" = 0 -a "$rows_ok" = 8
+left=$(sql "SELECT MIN(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expiry)), MAX(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expiry)) FROM $T")
+check "every expiry is ahead of the server's clock by at most one TTL (${left/$'\t'/..} us)" \
+	bash -c 'read -r lo hi <<<"$1"; [ "$lo" -gt 0 ] && [ "$hi" -le $(($2 * 1000)) ]' _ "$left" "$TTL"
+p4=$(claimed_pair 4)
+ceil=$(sed -n 's/.*event=unfenced.*ceiling_ms=\([0-9]*\).*/\1/p' "$tmp/agent.4.log" | tail -n1)
+mk=$(row "${p4%:*}" "${p4#*:}" mark)
+check "the row's mark is at or above its holder's ceiling (mark $mk, ceiling $ceil)" \
+	bash -c '[ -n "$2" ] && [ "$1" -ge "$2" ]' _ "$mk" "$ceil"
+
+echo "==== SIGTERM releases; kill -9 holds until the expiry ===="
+p3=$(claimed_pair 3) o3=$(owner_of 3)
+stop_agent 3
+rc=$?
+check "SIGTERM: exit $rc, the row released (expiry in the past, owner kept)" \
+	bash -c '[ "$1" = 0 ] && [ "$2" = 1 ] && [ "$3" = "$4" ]' _ "$rc" \
+	"$(row "${p3%:*}" "${p3#*:}" 'expiry < UTC_TIMESTAMP(6)')" "$(row "${p3%:*}" "${p3#*:}" owner)" "$o3"
+off[3]=$(size_of 3)
+start_agent 3
+wait_one 3 "event=unfenced" 15 "${off[3]}" || bad "restart: agent 3 never served"
+check "a restart claims the same pair again (the state file: $(claimed_pair 3 "${off[3]}"))" test "$(claimed_pair 3 "${off[3]}")" = "$p3"
+p5=$(claimed_pair 5) o5=$(owner_of 5)
+kill -KILL "${agent_pids[5]}"
+wait "${agent_pids[5]}" 2>/dev/null
+agent_pids[5]=
+t_kill=$(ms)
+check "kill -9: the row still holds the owner, its expiry ahead" \
+	test "$(row "${p5%:*}" "${p5#*:}" "owner = '$o5' AND expiry > UTC_TIMESTAMP(6)")" = 1
+# A new agent (no state file, the pool full but for the dead one's pair).
+off[8]=0
+start_agent 8 --state-file ''
+wait_one 8 "event=claimed" 15 || bad "agent 8 never claimed the dead agent's pair"
+t_claim=$(ms)
+check "the dead agent's pair ($p5) taken by another after its expiry ($((t_claim - t_kill)) ms after the kill, TTL $TTL)" \
+	bash -c '[ "$1" = "$2" ] && [ "$3" -ge $(($4 * 8 / 10)) ]' _ "$(claimed_pair 8)" "$p5" "$((t_claim - t_kill))" "$TTL"
+
+echo "==== eight agents at once for one free pair ===="
+init_space --cluster race --worker-ids 0
+race=()
+for i in $(seq 10 17); do
+	"$AGENT" "${aflags[@]}" --cluster race --worker-ids 0 --state-file '' --settle-ms 0 \
+		2>>"$tmp/agent.$i.log" &
+	agent_pids[i]=$!
+	race+=("$i")
+done
+sleep "$(awk "BEGIN { print $TTL * 2 / 1000 }")"
+served=0
+for i in "${race[@]}"; do grep -q "event=unfenced" "$tmp/agent.$i.log" && served=$((served + 1)); done
+check "one pair, eight agents started at once: exactly one serves ($served)" test "$served" = 1
+for i in "${race[@]}"; do stop_agent "$i"; done
+
+echo "==== clear errors ===="
+rc=$(run_bounded 5 "$tmp/e1.log" "$AGENT" --config /dev/null --mysql-user sfagent --mysql-password wrong "${flags[@]}")
+check "a wrong password: exit 4 ($rc: $(grep -o 'event=mysql_auth_failed.*' "$tmp/e1.log" | cut -c1-110))" \
+	bash -c '[ "$1" = 4 ] && grep -q "event=mysql_auth_failed.*Access denied" "$2"' _ "$rc" "$tmp/e1.log"
+printf 'mysql-password = ropw\n' >"$tmp/ro.conf"
+rc=$(run_bounded 5 "$tmp/e2.log" "$AGENT" --config "$tmp/ro.conf" --mysql-user sfro "${flags[@]}" --state-file '')
+check "a user without UPDATE: exit 4 ($rc: $(grep -o 'event=mysql_auth_failed.*' "$tmp/e2.log" | cut -c1-110))" \
+	bash -c '[ "$1" = 4 ] && grep -q "event=mysql_auth_failed.*UPDATE command denied" "$2"' _ "$rc" "$tmp/e2.log"
+for what in table database; do
+	if [ "$what" = table ]; then extra=(--mysql-table nosuch); else extra=(--mysql-database sfnodb); fi
+	"$AGENT" "${aflags[@]}" "${extra[@]}" --state-file '' 2>"$tmp/e3.log" &
+	agent_pids[20]=$!
+	sleep 1.5
+	stop_agent 20
+	rc=$?
+	check "no $what: event=mysql_no_schema naming --init-store, nothing claimed, exit $rc on SIGTERM" \
+		bash -c '[ "$1" = 0 ] && grep -q "event=mysql_no_schema.*--init-store" "$2" && ! grep -q "event=claimed" "$2"' _ "$rc" "$tmp/e3.log"
+done
+sql "CREATE TABLE sfdb.myisam LIKE sfdb.snowflake_lease; ALTER TABLE sfdb.myisam ENGINE=MyISAM;
+     CREATE TABLE sfdb.other (id INT PRIMARY KEY) ENGINE=InnoDB"
+rc=$(run_bounded 5 "$tmp/e4.log" "$AGENT" "${aflags[@]}" --mysql-table myisam --state-file '')
+check "a MyISAM table: exit 5 ($rc: $(grep -o 'event=mysql_unsafe.*' "$tmp/e4.log" | cut -c1-100))" \
+	bash -c '[ "$1" = 5 ] && grep -q "event=mysql_unsafe.*not InnoDB" "$2"' _ "$rc" "$tmp/e4.log"
+rc=$(run_bounded 5 "$tmp/e5.log" "$AGENT" "${aflags[@]}" --mysql-table other --state-file '')
+check "a table that is not the agent's: exit 2 ($rc: $(grep -o 'event=mysql_bad_schema.*' "$tmp/e5.log" | cut -c1-100))" \
+	bash -c '[ "$1" = 2 ] && grep -q "event=mysql_bad_schema" "$2"' _ "$rc" "$tmp/e5.log"
+rc=$(run_bounded 5 "$tmp/e6.log" "$AGENT" "${aflags[@]}" --mysql-table 'a;b' --state-file '')
+check "a table name that is no identifier: exit 2 ($rc)" test "$rc" = 2
+deadport=$(free_port)
+"$AGENT" "${aflags[@]}" --mysql-port "$deadport" --state-file '' 2>"$tmp/e7.log" &
+agent_pids[21]=$!
+sleep 1
+stop_agent 21
+rc=$?
+check "no server on the port: event=mysql_down, nothing claimed, exit $rc on SIGTERM" \
+	bash -c '[ "$1" = 0 ] && grep -q "event=mysql_down.*Can.t connect" "$2" && ! grep -q "event=claimed" "$2"' _ "$rc" "$tmp/e7.log"
+# A server that accepts connections and never says a word: every call
+# ends within mysql-timeout-ms (the non-blocking API, our own poll).
+silent=$(free_port)
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64)
+conns = []
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    s.settimeout(0.5)
+    try:
+        conns.append(s.accept()[0])
+    except socket.timeout:
+        pass
+' "$silent" &
+silent_pid=$!
+for _ in $(seq 100); do
+	python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' "$silent" 2>/dev/null && break
+	sleep 0.1
+done
+: >"$tmp/agent.22.log"
+t0=$(ms)
+start_agent 22 --mysql-port "$silent" --state-file ''
+wait_one 22 "event=mysql_down" 5
+t1=$(ms)
+sleep 1
+stop_agent 22
+rc=$?
+t2=$(ms)
+check "a server that never answers: the connection given up after mysql-timeout-ms ($((t1 - t0)) ms, timeout $MTO), nothing claimed, SIGTERM: exit $rc in $((t2 - t1 - 1000)) ms" \
+	bash -c '[ "$1" = 0 ] && [ "$2" -lt $(($3 + 1000)) ] && [ "$2" -ge "$3" ] && grep -q "event=mysql_down.*connecting took longer" "$4" && ! grep -q "event=claimed" "$4"' \
+	_ "$rc" "$((t1 - t0))" "$MTO" "$tmp/agent.22.log"
+kill "$silent_pid" 2>/dev/null
+wait "$silent_pid" 2>/dev/null
+silent_pid=
+
+ALL=(0 1 2 3 4 6 7 8)	# 5 was killed, 8 took its pair
+declare -A before=()
+snapshot() { # the pairs held now, and the log offsets
+	local i
+	for i in "${ALL[@]}"; do
+		before[$i]=$(claimed_pair "$i")
+		off[i]=$(size_of "$i")
+	done
+}
+same_pairs() { # every agent claimed its previous pair again after its offset
+	local i n=0
+	for i in "${ALL[@]}"; do
+		[ "$(claimed_pair "$i" "${off[i]}")" = "${before[$i]}" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+echo "==== mariadbd stopped (SIGSTOP) past the TTL ===="
+snapshot
+kill -STOP "$my_pid"
+t_stop=$(ms)
+if wait_all "event=fenced" $((TTL * 3 / 1000 + 2)) "${ALL[@]}"; then
+	ok "every agent fenced ($(($(ms) - t_stop)) ms after SIGSTOP)"
+else
+	bad "every agent fenced"
+fi
+max_latency=0 lat_bad=0
+for i in "${ALL[@]}"; do fence_latency_ok "$i" || lat_bad=$((lat_bad + 1)); done
+check "every fence came before the lease could expire (worst $max_latency ms after the last renewal was sent, TTL $TTL)" test "$lat_bad" = 0
+fig_stop=$max_latency
+sleep 1
+kill -CONT "$my_pid"
+t_cont=$(ms)
+if wait_all "event=unfenced" 20 "${ALL[@]}"; then
+	ok "SIGCONT: every agent serves again ($(($(ms) - t_cont)) ms)"
+else
+	bad "SIGCONT: every agent serves again"
+fi
+n=$(same_pairs)
+check "SIGCONT: each agent took its own pair back ($n of ${#ALL[@]})" test "$n" = "${#ALL[@]}"
+
+echo "==== mariadbd killed (kill -9) and restarted ===="
+snapshot
+kill -KILL "$my_pid"
+wait "$my_pid" 2>/dev/null
+t_kill=$(ms)
+if wait_all "event=fenced" $((TTL * 3 / 1000 + 2)) "${ALL[@]}"; then
+	ok "every agent fenced ($(($(ms) - t_kill)) ms after the kill)"
+else
+	bad "every agent fenced after the kill"
+fi
+max_latency=0 lat_bad=0
+for i in "${ALL[@]}"; do fence_latency_ok "$i" || lat_bad=$((lat_bad + 1)); done
+check "every fence came before the lease could expire (worst $max_latency ms)" test "$lat_bad" = 0
+fig_kill=$max_latency
+if ! start_mysql; then
+	bad "mariadbd did not restart"
+	finish
+fi
+t_up=$(ms)
+if wait_all "event=unfenced" 20 "${ALL[@]}"; then
+	ok "restarted: every agent serves again ($(($(ms) - t_up)) ms after the restart)"
+else
+	bad "restarted: every agent serves again"
+fi
+n=$(same_pairs)
+nmissing=0
+for i in "${ALL[@]}"; do
+	grep -q "event=mark_missing" "$tmp/agent.$i.log" && nmissing=$((nmissing + 1))
+done
+check "restarted: the rows survived: each agent took its own pair back ($n of ${#ALL[@]}), no mark missing ($nmissing)" \
+	test "$n" = "${#ALL[@]}" -a "$nmissing" = 0
+
+echo "==== a read-only server ===="
+snapshot
+sql "SET GLOBAL read_only = 1"
+t_ro=$(ms)
+if wait_all "event=fenced" $((TTL * 3 / 1000 + 2)) "${ALL[@]}"; then
+	ok "read_only = 1: every agent fenced ($(($(ms) - t_ro)) ms)"
+else
+	bad "read_only = 1: every agent fenced"
+fi
+check "read_only = 1: the agents said why (a read-only server)" \
+	grep -q "read-only server" "$tmp/agent.0.log"
+sql "SET GLOBAL read_only = 0"
+if wait_all "event=unfenced" 20 "${ALL[@]}"; then ok "read_only = 0: every agent serves again"; else bad "read_only = 0: every agent serves again"; fi
+
+echo "==== the operator clears the leases while A holds the one pair ===="
+# One pair, A holds it, B waits.  The operator empties owner and expiry
+# (the rows and their marks stay): A's next renewal matches no row and A
+# fences; then the pair is free, and whoever claims it next (B, or A again
+# with a new claim) serves only after A's old validity has ended, above its
+# timestamps (settle-ms, the mark).
+init_space --cluster kd --worker-ids 0
+for i in 30 31; do : >"$tmp/agent.$i.log"; done
+start_agent 30 --cluster kd --worker-ids 0 --state-file '' --owner kd-a
+wait_one 30 "event=unfenced" 15 || bad "lease clear: A never served"
+start_agent 31 --cluster kd --worker-ids 0 --state-file '' --owner kd-b
+wait_one 31 "event=pool_full" 10 || bad "lease clear: B never saw the pair held"
+t_clr=$(boot_ns)
+sql "UPDATE $T SET owner = '', expiry = '1970-01-01 00:00:00' WHERE cluster = 'kd'"
+if wait_one 30 "event=key_lost" $((TTL * 2 / 1000 + 2)) && wait_one 30 "event=fenced" 2; then
+	ok "lease clear: A found its lease cleared at its next renewal and fenced ($(( ($(boot_ns) - t_clr) / 1000000 )) ms)"
+else
+	bad "lease clear: A never fenced"
+fi
+t=$(($(ms) + 15000))
+until [ "$(grep -c "event=unfenced" "$tmp/agent.30.log")" -ge 2 ] || grep -q "event=unfenced" "$tmp/agent.31.log"; do
+	[ "$(ms)" -ge "$t" ] && break
+	sleep 0.05
+done
+stop_agent 30
+stop_agent 31
+# A's last interval from before the clear, and the first one after it.
+read -r a_until a_ts n_from n_ts n_owner < <(awk -v t="$t_clr" '
+	$1 == "interval" && / space=sftest:kd / {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		if (f["from"] < t) { au = f["until"]; ats = f["ts_until"] }
+		else if (!nf) { nf = f["from"]; nts = f["ts_from"]; no = f["owner"] }
+	} END { print au, ats, nf, nts, no }' "$HIST")
+check "lease clear: the next holder (${n_owner%%:*}) served $(( (${n_from:-0} - ${a_until:-0}) / 1000000 )) ms after A's old validity ended, its timestamps above A's ($n_ts > $a_ts)" \
+	bash -c '[ -n "$1" ] && [ -n "$3" ] && [ "$3" -gt "$1" ] && [ "$4" -gt "$2" ]' _ "$a_until" "$a_ts" "$n_from" "$n_ts"
+
+echo "==== the operator deletes the rows (the marks with them) ===="
+init_space --cluster del --worker-ids 0
+for i in 32 33; do : >"$tmp/agent.$i.log"; off[i]=0; done
+start_agent 32 --cluster del --worker-ids 0 --state-file '' --settle-ms 0
+wait_one 32 "event=unfenced" 15 || bad "row deletion: A never served"
+last_ceiling=$(sed -n 's/.*event=unfenced.*ceiling_ms=\([0-9]*\).*/\1/p' "$tmp/agent.32.log" | tail -n1)
+sql "DELETE FROM $T WHERE cluster = 'del'"
+if wait_one 32 "event=key_lost.*row is gone" $((TTL * 2 / 1000 + 2)) && wait_one 32 "event=fenced" 2; then
+	ok "row deletion: the holder fenced at its next renewal"
+else
+	bad "row deletion: the holder never fenced"
+fi
+start_agent 33 --cluster del --worker-ids 0 --state-file '' --settle-ms 0
+wait_one 33 "event=mark_missing" 10 || bad "row deletion: B never said the mark is missing"
+sleep 1
+check "row deletion: nobody claims a pair whose mark went with its row" \
+	bash -c '! grep -q "event=claimed" "$1" && [ "$(grep -c "event=claimed" "$2")" = 1 ]' _ "$tmp/agent.33.log" "$tmp/agent.32.log"
+new_mark=$(($(ms) + 60000))
+init_space --cluster del --worker-ids 0 --init-mark-ms "$new_mark"
+t=$(($(ms) + 15000))
+until [ "$(grep -c "event=unfenced" "$tmp/agent.32.log")" -ge 2 ] || grep -q "event=unfenced" "$tmp/agent.33.log"; do
+	[ "$(ms)" -ge "$t" ] && break
+	sleep 0.05
+done
+floor=$(cat "$tmp/agent.32.log" "$tmp/agent.33.log" | sed -n 's/.*event=unfenced.*floor_ms=\([0-9]*\).*/\1/p' | sort -n | tail -n1)
+check "row deletion: after --init-store --init-mark-ms (a minute ahead) the pair is served again, its floor above the new mark ($floor > $new_mark > $last_ceiling)" \
+	bash -c '[ -n "$1" ] && [ "$1" -gt "$2" ] && [ "$2" -gt "$3" ]' _ "$floor" "$new_mark" "$last_ceiling"
+stop_agent 32
+stop_agent 33
+
+echo "==== a host whose clock is 5 minutes behind takes over a pair ===="
+init_space --cluster skew --worker-ids 0
+for i in 34 35; do : >"$tmp/agent.$i.log"; done
+start_agent 34 --cluster skew --worker-ids 0 --state-file '' --settle-ms 0 --owner skew-a
+wait_one 34 "event=unfenced" 15 || bad "skew: A never served"
+sleep "$(awk "BEGIN { print $TTL * 1.5 / 1000 }")"
+stop_agent 34
+start_agent 35 --cluster skew --worker-ids 0 --state-file '' --settle-ms 0 --owner skew-b \
+	--dry-run-clock-offset-ms -300000
+wait_one 35 "event=unfenced" 15 || bad "skew: B never served"
+stop_agent 35
+oA=$(owner_of 34) oB=$(owner_of 35)
+a_until=$(hist_of "$oA" ts_until last) b_from=$(hist_of "$oB" ts_from first)
+check "a clock 5 min behind: B's first timestamp is above A's last ceiling (B from $b_from, A until $a_until)" \
+	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$2" -gt "$1" ]' _ "$a_until" "$b_from"
+
+echo "==== stopping every agent ===="
+rcs=0
+for i in "${ALL[@]}"; do stop_agent "$i" || rcs=$((rcs + 1)); done
+check "every agent exited 0 on SIGTERM" test "$rcs" = 0
+held=$(sql "SELECT COUNT(*) FROM $T WHERE cluster = 'c1' AND expiry > UTC_TIMESTAMP(6)")
+check "no lease is left held ($held)" test "$held" = 0
+
+echo "==== the history of every agent of this run ===="
+python3 "$ROOT/scripts/lease-check.py" --label agent-mysql "$HIST" >"$tmp/check.out" 2>&1
+crc=$?
+cat "$tmp/check.out"
+check "lease-check: no two owners ever held one pair at once, nor stamped one timestamp" test "$crc" -eq 0
+echo "figures: mysql: 8 agents, TTL $TTL ms; worst fence latency after the last renewal: SIGSTOP $fig_stop ms, kill $fig_kill ms; $(grep -o '[0-9]* intervals' "$tmp/check.out" | head -n1), $(grep -o '[0-9]* overlaps, [0-9]* timestamp overlaps' "$tmp/check.out" | head -n1)"
+
+if [ "${AGENT_GUEST:-1}" != 0 ]; then
+	echo "==== end to end in a guest (scripts/agent-mysql-guest.sh) ===="
+	guest_out=$(bash "$ROOT/scripts/agent-mysql-guest.sh" 2>&1)
+	grc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok   "*) ok "guest: ${line#ok   }" ;;
+		"FAIL "*) bad "guest: ${line#FAIL }" ;;
+		agent-mysql-guest:*) ;;
+		*) echo "$line" ;;
+		esac
+	done <<<"$guest_out"
+	if ! grep -q '^agent-mysql-guest: [0-9]* passed' <<<"$guest_out"; then
+		bad "guest: scripts/agent-mysql-guest.sh gave no result (exit $grc)"
+	fi
+fi
+finish

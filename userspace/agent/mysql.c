@@ -1,0 +1,805 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snowflake-agent(8): leases in one MySQL/MariaDB table, with MariaDB
+ * Connector/C (libmariadb; tested against MariaDB 10.11, see
+ * docs/deployment-mysql.md).
+ *
+ * One InnoDB table (docs/snowflake-mysql.sql; --init-store creates it),
+ * one row per pair of a key space (prefix, cluster):
+ *
+ *   owner   the run that holds or last held the pair ('' never, or cleared)
+ *   expiry  when the lease ends, on the DATABASE SERVER's clock (UTC)
+ *   mark    the pair's timestamp mark (G4): BIGINT UNSIGNED, only raised
+ *
+ * The row is created once, with its mark, by --init-store (or by a
+ * quarantine that has passed), and never deleted by the agent: a pair
+ * without a row is a pair without a mark, never claimed (TRY_NO_MARK).
+ *
+ * The lease clock is the server's, never this host's wall clock: every
+ * time in a statement is UTC_TIMESTAMP(6), which is NOW(6) in UTC (a
+ * session time zone with daylight saving would move NOW() by an hour
+ * twice a year and, going forward, expire every lease at once).  Each step
+ * is one transaction, sent as one batch (one round trip):
+ *
+ *   claim:   START TRANSACTION;
+ *            UPDATE t SET owner = O, expiry = UTC_TIMESTAMP(6) + TTL
+ *                WHERE <pair> AND expiry < UTC_TIMESTAMP(6);
+ *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
+ *            COMMIT
+ *   renew:   START TRANSACTION;
+ *            UPDATE t SET expiry = UTC_TIMESTAMP(6) + TTL,
+ *                         mark = GREATEST(mark, RAISE)
+ *                WHERE <pair> AND owner = O;
+ *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
+ *            COMMIT
+ *   release: UPDATE t SET expiry = '1970-01-01' WHERE <pair> AND owner = O
+ *
+ * The UPDATE's affected rows decide: 1 taken (renewed), 0 held by another
+ * (lost).  The connection sets CLIENT_FOUND_ROWS, so "affected" counts
+ * the rows the WHERE matched, not only those whose values changed: a
+ * renewal that happened to write the values the row had (two renewals in
+ * one microsecond, a server clock stepped back) is still a renewal, not a
+ * loss.  The SELECT says why (no row: no mark; another owner) and reads
+ * the mark under the UPDATE's row lock; a step counts only once its
+ * COMMIT has succeeded.
+ *
+ * Why this is correct (G1, G3, G4), and at which isolation level: in
+ * InnoDB an UPDATE reads the row it changes with a locking read of the
+ * latest committed version ("current read"), at every isolation level,
+ * and holds the row's exclusive lock until the transaction ends; a
+ * concurrent UPDATE of the row waits for that lock and then evaluates its
+ * WHERE against the version the first one committed.  So two claims of one
+ * free pair serialise on the row lock and the second finds expiry in the
+ * future (G1); a renewal matches only while the row holds this run's
+ * owner, which is new at every start, so a row claimed by another, or
+ * cleared by an operator, fails it (G3), and the mark is raised in the
+ * same statement, with GREATEST, never lowered (G4).  The SELECT ... FOR
+ * UPDATE is a locking read too, under the lock the UPDATE took: the mark
+ * it returns is the mark at the claim.  The session runs at READ
+ * COMMITTED: every plain read sees the latest committed data (no snapshot
+ * from earlier in a transaction, as REPEATABLE READ would keep), and no
+ * gap locks are taken (REPEATABLE READ locks the gap where a row is
+ * missing, which would block --init-store's INSERT of it for no gain).
+ * READ COMMITTED's "semi-consistent read" only skips a locked row whose
+ * last committed version does not match the WHERE; one that matches is
+ * waited for and evaluated again, so it never takes a pair that a
+ * concurrent renewal is extending.  The table must be InnoDB (checked at
+ * every connection): MyISAM and MEMORY have no transactions, no row locks
+ * and no crash safety.
+ *
+ * G2: the agent reads CLOCK_BOOTTIME before it sends the batch; the server
+ * takes UTC_TIMESTAMP(6) when it runs the statement, later, and the lease
+ * ends TTL after that on its clock: valid from *before* the send for
+ * ttl - margin, the margin covering the two clocks' rate difference (and
+ * a server clock stepped forward by less than it: see the guide).
+ *
+ * G5: InnoDB keeps what it committed across a crash with
+ * innodb_flush_log_at_trx_commit = 1 (checked once; a warning when not).
+ *
+ * Every call ends by its deadline: the non-blocking API of Connector/C,
+ * each wait a poll(2) bounded by the fence time (or mysql-timeout-ms), the
+ * host name resolved by resolve_bounded(); a call that times out drops the
+ * connection (closing it rolls back an open transaction).
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#ifdef AG_NO_MYSQL
+/* A build without libmariadb. */
+static int m_init(struct agent *a)
+{
+	(void)a;
+	logm(AG_ERR, "backend mysql: this snowflake-agent was built without it (libmariadb-dev)");
+	return AG_EXIT_USAGE;
+}
+
+const struct store_ops ag_mysql_ops = { .name = "mysql", .init = m_init };
+#else
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <mariadb/errmsg.h>
+#include <mariadb/mysql.h>
+#include <mariadb/mysqld_error.h>
+
+/* The longest prefix and cluster: the table's VARBINARY(64) columns. */
+#define NAME_MAX_LEN	64
+/* Statements of one batch whose results are kept. */
+#define MAX_STMTS	4
+
+/* The table's definition: docs/snowflake-mysql.sql says the same (a test compares them). */
+static const char create_table_fmt[] =
+	"CREATE TABLE IF NOT EXISTS `%s` ("
+	"prefix VARBINARY(64) NOT NULL, "
+	"cluster VARBINARY(64) NOT NULL, "
+	"datacenter INT UNSIGNED NOT NULL, "
+	"worker INT UNSIGNED NOT NULL, "
+	"owner VARBINARY(255) NOT NULL DEFAULT '', "
+	"expiry DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00', "
+	"mark BIGINT UNSIGNED NOT NULL, "
+	"PRIMARY KEY (prefix, cluster, datacenter, worker)"
+	") ENGINE=InnoDB";
+
+struct mstore {
+	MYSQL *m;
+	bool down;			/* logged already */
+	bool no_schema;			/* the database or the table is missing (logged) */
+	bool schema_ok;			/* the table was checked on this connection */
+	bool said_durable;
+	char pfx[2 * NAME_MAX_LEN + 1];	/* prefix and cluster, escaped */
+	char cl[2 * NAME_MAX_LEN + 1];
+	char own[2 * 320 + 1];		/* the owner, escaped */
+};
+
+/* What a batch gave. */
+struct reply {
+	int err;			/* 0, a server error, or -1: timed out, connection lost */
+	char msg[256];
+	int n;				/* statements run */
+	long long affected[MAX_STMTS];	/* -1: a result set */
+	bool row;			/* the result set had a row: */
+	char col[2][330];		/* its first columns ("" for NULL) */
+};
+
+static struct mstore *M(const struct agent *a)
+{
+	return a->store;
+}
+
+/*
+ * The end of a call: @deadline (0: none) or mysql-timeout-ms from now, the
+ * earlier.  --init-store is an operator's command that holds no lease and
+ * runs DDL (CREATE DATABASE, CREATE TABLE: file creation and syncs, slow on
+ * a busy server): each of its calls gets at least INIT_TIMEOUT_MS.
+ */
+#define INIT_TIMEOUT_MS	10000
+static int64_t end_of(const struct agent *a, int64_t deadline)
+{
+	int64_t t = a->c->mysql_timeout_ms;
+
+	if (a->c->init_store && t < INIT_TIMEOUT_MS)
+		t = INIT_TIMEOUT_MS;
+	return boot_ns() + ms_left(deadline, t) * NS_PER_MS;
+}
+
+/*
+ * Wait for what Connector/C asked (@status: MYSQL_WAIT_*), by @end.  The
+ * status to continue with, or -1 when @end has passed.
+ */
+static int nb_wait(MYSQL *m, int status, int64_t end)
+{
+	struct pollfd p = { .fd = mysql_get_socket(m) };
+	int64_t left;
+	int lib = -1, r;
+
+	for (;;) {
+		left = (end - boot_ns()) / NS_PER_MS;
+		if (left <= 0)
+			return -1;
+		p.events = 0;
+		if (status & MYSQL_WAIT_READ)
+			p.events |= POLLIN;
+		if (status & MYSQL_WAIT_WRITE)
+			p.events |= POLLOUT;
+		if (status & MYSQL_WAIT_EXCEPT)
+			p.events |= POLLPRI;
+		if (status & MYSQL_WAIT_TIMEOUT)
+			lib = (int)mysql_get_timeout_value_ms(m);
+		r = poll(&p, 1, lib >= 0 && lib < left ? lib : (int)(left > 1000000 ? 1000000 : left));
+		if (r < 0 && errno == EINTR)
+			continue;	/* the watchdog's signal */
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			if (lib >= 0 && lib < left)
+				return MYSQL_WAIT_TIMEOUT;
+			continue;	/* @end is checked above */
+		}
+		r = 0;
+		if (p.revents & (POLLIN | POLLHUP | POLLERR))
+			r |= MYSQL_WAIT_READ;
+		if (p.revents & (POLLOUT | POLLERR))
+			r |= MYSQL_WAIT_WRITE;
+		if (p.revents & POLLPRI)
+			r |= MYSQL_WAIT_EXCEPT;
+		return r;
+	}
+}
+
+/* Run a _start/_cont pair of Connector/C to its end (st 0) or @end (st -1). */
+#define NB_LOOP(m, st, end, cont)				\
+	do {							\
+		while ((st) > 0) {				\
+			(st) = nb_wait((m), (st), (end));	\
+			if ((st) < 0)				\
+				break;				\
+			(st) = (cont);				\
+		}						\
+	} while (0)
+
+static void mysql_drop(struct agent *a, const char *why)
+{
+	struct mstore *s = M(a);
+
+	if (!s->down)
+		logm(AG_WARN, "event=mysql_down host=%s port=%d error=\"%s\"",
+		     a->c->mysql_host, a->c->mysql_port, why);
+	else
+		logm(AG_DEBUG, "mysql still down: %s", why);
+	s->down = true;
+	if (s->m) {
+		/*
+		 * Shut the socket down first: mysql_close() then sends its
+		 * COM_QUIT into a closed socket instead of waiting on a server
+		 * that does not read.  The server rolls back what was open.
+		 */
+		if (mysql_get_socket(s->m) >= 0)
+			shutdown(mysql_get_socket(s->m), SHUT_RDWR);
+		mysql_close(s->m);
+		s->m = NULL;
+	}
+	s->schema_ok = false;
+}
+
+/* The store can never be used as configured: the agent stops with @code. */
+static void mysql_fatal(struct agent *a, int code, const char *event, const char *msg)
+{
+	struct mstore *s = M(a);
+
+	logm(AG_ERR, "event=%s host=%s port=%d user=%s database=%s table=%s: %s", event,
+	     a->c->mysql_host, a->c->mysql_port, a->c->mysql_user, a->c->mysql_database,
+	     a->c->mysql_table, msg);
+	a->fatal = code;
+	if (s->m) {
+		mysql_close(s->m);
+		s->m = NULL;
+	}
+}
+
+/* Close the connection without a word (the server rolls back what was open). */
+static void close_quietly(struct agent *a)
+{
+	struct mstore *s = M(a);
+
+	if (s->m) {
+		mysql_close(s->m);
+		s->m = NULL;
+	}
+	s->schema_ok = false;
+}
+
+static bool auth_error(unsigned int e)
+{
+	return e == ER_ACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR ||
+	       e == ER_TABLEACCESS_DENIED_ERROR || e == ER_COLUMNACCESS_DENIED_ERROR ||
+	       e == ER_SPECIFIC_ACCESS_DENIED_ERROR || e == ER_ACCESS_DENIED_NO_PASSWORD_ERROR;
+}
+
+static void no_schema(struct agent *a, const char *what)
+{
+	struct mstore *s = M(a);
+
+	logm(s->no_schema || a->c->init_store ? AG_DEBUG : AG_WARN,
+	     "event=mysql_no_schema database=%s table=%s: %s: no pair has a mark; create the table and its rows with snowflake-agent --init-store (docs/snowflake-mysql.sql, docs/deployment-mysql.md)",
+	     a->c->mysql_database, a->c->mysql_table, what);
+	s->no_schema = true;
+}
+
+/*
+ * After a failed call: what the error means.  Credentials or privileges
+ * refused: fatal (AG_EXIT_AUTH); a table that is not the agent's: fatal
+ * (AG_EXIT_USAGE); the schema missing: logged; anything else: the
+ * connection is dropped (a transaction left open is rolled back).
+ */
+static void on_error(struct agent *a, unsigned int e, const char *msg)
+{
+	char buf[400];
+
+	if (auth_error(e)) {
+		snprintf(buf, sizeof(buf), "%s (mysql-user, mysql-password, and the grants of docs/deployment-mysql.md)", msg);
+		mysql_fatal(a, AG_EXIT_AUTH, "mysql_auth_failed", buf);
+		return;
+	}
+	if (e == ER_BAD_FIELD_ERROR) {
+		snprintf(buf, sizeof(buf), "%s: mysql-table is not snowflake-agent's table (docs/snowflake-mysql.sql)", msg);
+		mysql_fatal(a, AG_EXIT_USAGE, "mysql_bad_schema", buf);
+		return;
+	}
+	if (e == ER_NO_SUCH_TABLE || e == ER_BAD_DB_ERROR) {
+		no_schema(a, msg);
+		close_quietly(a);
+		return;
+	}
+	if (e == ER_OPTION_PREVENTS_STATEMENT) {
+		snprintf(buf, sizeof(buf), "%s (a read-only server: a replica, or a failover under way?)", msg);
+		mysql_drop(a, buf);
+		return;
+	}
+	mysql_drop(a, msg);
+}
+
+/*
+ * Run @sql (one statement or a batch) by @end, collecting each statement's
+ * affected rows and the first row of the first result set.  On a server
+ * error the batch stops there (r->err, r->msg).  On a timeout or a lost
+ * connection r->err is -1 and the connection is dropped.
+ */
+static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply *r)
+{
+	struct mstore *s = M(a);
+	MYSQL *m = s->m;
+	MYSQL_RES *res;
+	int st, rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	st = mysql_real_query_start(&rc, m, sql, (unsigned long)strlen(sql));
+	NB_LOOP(m, st, end, mysql_real_query_cont(&rc, m, st));
+	for (;;) {
+		if (st < 0) {
+			r->err = -1;
+			snprintf(r->msg, sizeof(r->msg), "no reply within the time left (mysql-timeout-ms %u, or the fence)",
+				 a->c->mysql_timeout_ms);
+			mysql_drop(a, r->msg);
+			return;
+		}
+		if (rc) {
+			unsigned int e = mysql_errno(m);
+
+			snprintf(r->msg, sizeof(r->msg), "%u: %s", e, mysql_error(m));
+			/* A client error (the connection), or none said (out of memory). */
+			if (!e || (e >= CR_MIN_ERROR && e <= CR_MAX_ERROR)) {
+				r->err = -1;
+				mysql_drop(a, r->msg);
+			} else {
+				r->err = (int)e;
+			}
+			return;
+		}
+		res = NULL;
+		st = mysql_store_result_start(&res, m);
+		NB_LOOP(m, st, end, mysql_store_result_cont(&res, m, st));
+		if (st < 0)
+			continue;
+		if (res) {
+			MYSQL_ROW row = mysql_fetch_row(res);
+			unsigned int i, nf = mysql_num_fields(res);
+
+			if (r->n < MAX_STMTS)
+				r->affected[r->n] = -1;
+			if (row && !r->row) {
+				r->row = true;
+				for (i = 0; i < nf && i < 2; i++)
+					snprintf(r->col[i], sizeof(r->col[i]), "%s", row[i] ? row[i] : "");
+			}
+			mysql_free_result(res);
+		} else if (mysql_field_count(m)) {
+			rc = 1;		/* a result set that could not be read */
+			continue;
+		} else if (r->n < MAX_STMTS) {
+			r->affected[r->n] = (long long)mysql_affected_rows(m);
+		}
+		r->n++;
+		if (!mysql_more_results(m))
+			return;
+		st = mysql_next_result_start(&rc, m);
+		NB_LOOP(m, st, end, mysql_next_result_cont(&rc, m, st));
+		if (st >= 0 && rc < 0)
+			return;		/* no more results */
+	}
+}
+
+/* run_sql() and the error handling: 0, or -1 (the connection may be gone). */
+static int exec(struct agent *a, int64_t end, const char *sql, struct reply *r)
+{
+	if (!M(a)->m)
+		return -1;
+	run_sql(a, end, sql, r);
+	if (!r->err)
+		return 0;
+	if (r->err > 0) {
+		logm(AG_DEBUG, "mysql: %s: %.200s", r->msg, sql);
+		on_error(a, (unsigned int)r->err, r->msg);
+	}
+	return -1;
+}
+
+/* A statement into @buf: 0, or -1 when it does not fit (never run a cut statement). */
+static int __attribute__((format(printf, 3, 4), warn_unused_result)) sqlf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len) {
+		logm(AG_ERR, "mysql: a statement longer than %zu bytes", len);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The checks of a connection, once per connection and while the schema
+ * is missing: the table exists and is InnoDB, it has the agent's columns;
+ * the server keeps what it commits (a warning once).  true when usable.
+ */
+static bool check_table(struct agent *a, int64_t end)
+{
+	struct mstore *s = M(a);
+	struct reply r;
+	char sql[512];
+
+	if (s->schema_ok)
+		return true;
+	if (sqlf(sql, sizeof(sql),
+		 "SELECT ENGINE, @@innodb_flush_log_at_trx_commit FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '%s'",
+		 a->c->mysql_table) || exec(a, end, sql, &r))
+		return false;
+	if (!r.row) {
+		no_schema(a, "no such table");
+		return false;
+	}
+	if (strcasecmp(r.col[0], "InnoDB") != 0) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "the table's engine is %.40s, not InnoDB: without transactions, row locks and crash recovery a lease or a mark can be lost or doubled; ALTER TABLE ... ENGINE=InnoDB",
+			 r.col[0]);
+		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
+		return false;
+	}
+	if (!s->said_durable && strcmp(r.col[1], "1") != 0)
+		logm(AG_WARN, "event=mysql_not_durable host=%s port=%d innodb_flush_log_at_trx_commit=%s: a crash of the server can lose the last commits, the pairs' timestamp marks among them; set it to 1 (docs/deployment-mysql.md)",
+		     a->c->mysql_host, a->c->mysql_port, r.col[1]);
+	s->said_durable = true;
+	if (sqlf(sql, sizeof(sql), "SELECT prefix, cluster, datacenter, worker, owner, expiry, mark FROM `%s` LIMIT 0",
+		 a->c->mysql_table) || exec(a, end, sql, &r))
+		return false;
+	if (s->no_schema)
+		logm(AG_INFO, "event=mysql_schema_found database=%s table=%s",
+		     a->c->mysql_database, a->c->mysql_table);
+	s->no_schema = false;
+	s->schema_ok = true;
+	return true;
+}
+
+/*
+ * Connect by @end (name lookup, the handshake, the session settings),
+ * into database mysql-database (@with_db) or none.  true when connected;
+ * false with the connection dropped, a->fatal set, or the database
+ * missing (s->no_schema).
+ */
+static bool mysql_connect_db(struct agent *a, int64_t end, bool with_db)
+{
+	const struct ag_conf *c = a->c;
+	struct mstore *s = M(a);
+	char addr[256], err[512], msg[600];
+	unsigned int e;
+	MYSQL *ret = NULL;
+	struct reply r;
+	int st;
+
+	if (s->m)
+		return true;
+	if (a->fatal)
+		return false;
+	if (resolve_bounded(c->mysql_host, ms_left(end, c->mysql_timeout_ms), addr, sizeof(addr),
+			    err, sizeof(err))) {
+		mysql_drop(a, err);
+		return false;
+	}
+	s->m = mysql_init(NULL);
+	if (!s->m) {
+		mysql_drop(a, "out of memory");
+		return false;
+	}
+	mysql_options(s->m, MYSQL_OPT_NONBLOCK, NULL);
+	mysql_options(s->m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	st = mysql_real_connect_start(&ret, s->m, addr, c->mysql_user,
+				      c->mysql_password ? c->mysql_password : "",
+				      with_db ? c->mysql_database : NULL, (unsigned int)c->mysql_port,
+				      NULL, CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS);
+	NB_LOOP(s->m, st, end, mysql_real_connect_cont(&ret, s->m, st));
+	if (st < 0) {
+		mysql_drop(a, "connecting took longer than the time left");
+		return false;
+	}
+	if (!ret) {
+		e = mysql_errno(s->m);
+		snprintf(msg, sizeof(msg), "%u: %s", e, mysql_error(s->m));
+		if (e >= CR_MIN_ERROR && e <= CR_MAX_ERROR)
+			mysql_drop(a, msg);
+		else
+			on_error(a, e, msg);
+		return false;
+	}
+	/*
+	 * READ COMMITTED (see the top of this file), and a lock wait that
+	 * gives up within a second rather than innodb_lock_wait_timeout's
+	 * 50 s (the call's own deadline comes first anyway).
+	 */
+	if (exec(a, end, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION innodb_lock_wait_timeout = 1; SET SESSION autocommit = 1",
+		 &r))
+		return false;
+	mysql_real_escape_string(s->m, s->pfx, c->prefix, (unsigned long)strlen(c->prefix));
+	mysql_real_escape_string(s->m, s->cl, c->cluster, (unsigned long)strlen(c->cluster));
+	mysql_real_escape_string(s->m, s->own, a->owner, (unsigned long)strlen(a->owner));
+	if (s->down)
+		logm(AG_INFO, "event=mysql_up host=%s port=%d", c->mysql_host, c->mysql_port);
+	s->down = false;
+	return true;
+}
+
+/* Connected to mysql-database, the table checked: true. */
+static bool mysql_ready(struct agent *a, int64_t end)
+{
+	return mysql_connect_db(a, end, true) && check_table(a, end);
+}
+
+/* WHERE clause of pair (@dc, @w) in our key space. */
+static void pair_where(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len)
+{
+	snprintf(buf, len, "prefix = '%s' AND cluster = '%s' AND datacenter = %u AND worker = %u",
+		 M(a)->pfx, M(a)->cl, dc, w);
+}
+
+static int mark_of(const char *s, uint64_t *mark)
+{
+	char *end;
+
+	if (!*s)
+		return -1;
+	errno = 0;
+	*mark = strtoull(s, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+static int m_init(struct agent *a)
+{
+	const struct ag_conf *c = a->c;
+
+	if (strlen(c->prefix) > NAME_MAX_LEN || strlen(c->cluster) > NAME_MAX_LEN) {
+		logm(AG_ERR, "backend mysql: prefix and cluster are at most %d bytes (the table's columns)",
+		     NAME_MAX_LEN);
+		return AG_EXIT_USAGE;
+	}
+	a->store = calloc(1, sizeof(struct mstore));
+	if (!a->store) {
+		logm(AG_ERR, "out of memory");
+		return AG_EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+static void m_fini(struct agent *a)
+{
+	struct mstore *s = M(a);
+
+	if (!s)
+		return;
+	if (s->m)
+		mysql_close(s->m);
+	free(s);
+	a->store = NULL;
+}
+
+static void m_describe(const struct agent *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "mysql=%s:%d database=%s table=%s", a->c->mysql_host, a->c->mysql_port,
+		 a->c->mysql_database, a->c->mysql_table);
+}
+
+/* InnoDB keeps its committed rows across a restart: no wait (G5). */
+static int64_t m_claim_wait(struct agent *a)
+{
+	(void)a;
+	return 0;
+}
+
+/* INSERT the pair's row with @value as its mark: 1 created, 0 present, -1 failed. */
+static int insert_row(struct agent *a, int64_t end, uint32_t dc, uint32_t w, uint64_t value)
+{
+	struct mstore *s = M(a);
+	struct reply r;
+	char sql[1024];
+
+	if (sqlf(sql, sizeof(sql),
+		 "INSERT INTO `%s` (prefix, cluster, datacenter, worker, mark) VALUES ('%s', '%s', %u, %u, %llu)",
+		 a->c->mysql_table, s->pfx, s->cl, dc, w, (unsigned long long)value))
+		return -1;
+	run_sql(a, end, sql, &r);
+	if (!r.err)
+		return 1;
+	if (r.err == ER_DUP_ENTRY)
+		return 0;	/* an existing mark is never changed (never lowered) */
+	if (r.err > 0) {
+		logm(AG_WARN, "INSERT of pair %u:%u: %s", dc, w, r.msg);
+		on_error(a, (unsigned int)r.err, r.msg);
+	}
+	return -1;
+}
+
+static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
+		   uint64_t init_mark)
+{
+	const struct ag_conf *c = a->c;
+	struct mstore *s = M(a);
+	int64_t end = end_of(a, 0);
+	char where[600], sql[4096];
+	struct reply r;
+
+	if (!mysql_ready(a, end))
+		return s->no_schema && !a->fatal ? TRY_NO_MARK : TRY_ERROR;
+	if (init_mark && insert_row(a, end, dc, w, init_mark) < 0)
+		return TRY_ERROR;
+	pair_where(a, dc, w, where, sizeof(where));
+	if (sqlf(sql, sizeof(sql),
+		 "START TRANSACTION; "
+		 "UPDATE `%s` SET owner = '%s', expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND WHERE %s AND expiry < UTC_TIMESTAMP(6); "
+		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
+		 "COMMIT",
+		 c->mysql_table, s->own, c->ttl_ms * 1000ULL, where, c->mysql_table, where))
+		return TRY_ERROR;
+	*sent = boot_ns();
+	if (exec(a, end, sql, &r))
+		return TRY_ERROR;
+	if (r.n != 4 || r.affected[1] < 0) {
+		logm(AG_WARN, "claim of pair %u:%u: an odd reply (%d statements)", dc, w, r.n);
+		mysql_drop(a, "odd reply");
+		return TRY_ERROR;
+	}
+	if (!r.row)
+		return TRY_NO_MARK;	/* no row: a pair without a mark; nothing was written */
+	if (r.affected[1] == 0)
+		return TRY_HELD;
+	if (r.affected[1] != 1 || strcmp(r.col[0], a->owner) != 0 || mark_of(r.col[1], mark)) {
+		logm(AG_WARN, "claim of pair %u:%u: an odd reply (affected %lld, mark '%s')", dc, w,
+		     r.affected[1], r.col[1]);
+		mysql_drop(a, "odd reply");
+		return TRY_ERROR;
+	}
+	return TRY_TAKEN;
+}
+
+/*
+ * The renewal batch (see the top of this file) on pair (@dc, @w): 1
+ * renewed (*@mark the mark after the raise), 0 lost (logged, but for
+ * a re-adoption: it is not ours), -1 failed.
+ */
+static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, uint64_t raise,
+		       bool readopt, int64_t *sent, uint64_t *mark)
+{
+	const struct ag_conf *c = a->c;
+	struct mstore *s = M(a);
+	char where[600], sql[4096];
+	struct reply r;
+
+	if (!mysql_ready(a, end))
+		return s->no_schema && !a->fatal ? 0 : -1;
+	pair_where(a, dc, w, where, sizeof(where));
+	if (sqlf(sql, sizeof(sql),
+		 "START TRANSACTION; "
+		 "UPDATE `%s` SET expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND, mark = GREATEST(mark, %llu) WHERE %s AND owner = '%s'; "
+		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
+		 "COMMIT",
+		 c->mysql_table, c->ttl_ms * 1000ULL, (unsigned long long)raise, where, s->own,
+		 c->mysql_table, where))
+		return -1;
+	*sent = boot_ns();
+	if (exec(a, end, sql, &r)) {
+		/* The table dropped under a held lease: the lease is gone. */
+		return s->no_schema && !a->fatal ? 0 : -1;
+	}
+	if (r.n != 4 || r.affected[1] < 0) {
+		mysql_drop(a, "odd reply to a renewal");
+		return -1;
+	}
+	if (r.affected[1] == 0) {
+		if (readopt)
+			return 0;
+		logm(AG_WARN, "event=key_lost datacenter=%u worker=%u table=%s: %s", dc, w,
+		     c->mysql_table,
+		     !r.row ? "the pair's row is gone (deleted, and its mark with it)" :
+		     !r.col[0][0] ? "the lease was cleared (owner emptied)" :
+				    "the row holds another owner now");
+		return 0;
+	}
+	if (!r.row || mark_of(r.col[1], mark) || (raise && *mark < raise)) {
+		mysql_drop(a, "odd reply to a renewal");
+		return -1;
+	}
+	return 1;
+}
+
+/* The row still holds this run's owner: renew it, with the mark at least ours. */
+static int m_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
+{
+	int ret = renew_batch(a, end_of(a, 0), dc, w, a->mark_ms, true, sent, mark);
+
+	if (ret < 0)
+		return TRY_ERROR;
+	return ret ? TRY_TAKEN : TRY_HELD;
+}
+
+static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+{
+	uint64_t mark;
+
+	return renew_batch(a, end_of(a, deadline), a->dc, a->w, raise_to, false, sent, &mark);
+}
+
+static void m_release(struct agent *a)
+{
+	int64_t end = end_of(a, 0);
+	char where[600], sql[4096];
+	struct reply r;
+
+	if (!mysql_ready(a, end)) {
+		logm(AG_WARN, "event=release_failed key=%s: it expires by itself", a->key);
+		return;
+	}
+	pair_where(a, a->dc, a->w, where, sizeof(where));
+	if (sqlf(sql, sizeof(sql),
+		 "UPDATE `%s` SET expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
+		 a->c->mysql_table, where, M(a)->own) || exec(a, end, sql, &r)) {
+		logm(AG_WARN, "event=release_failed key=%s: MySQL failed; it expires by itself", a->key);
+		return;
+	}
+	if (r.affected[0] == 1)
+		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
+	else
+		logm(AG_WARN, "event=release_failed key=%s: not ours any more", a->key);
+}
+
+/*
+ * --init-store: the database and the table where missing (the first
+ * call), then the pair's row with its mark where missing.
+ */
+static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
+{
+	struct mstore *s = M(a);
+	int64_t end = end_of(a, 0);
+	char sql[1024];
+	struct reply r;
+
+	if (!s->schema_ok) {
+		if (!mysql_connect_db(a, end, true)) {
+			if (a->fatal || !s->no_schema)
+				return -1;
+			/* No database: create it. */
+			if (!mysql_connect_db(a, end, false))
+				return -1;
+			if (sqlf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS `%s`; USE `%s`",
+				 a->c->mysql_database, a->c->mysql_database) ||
+			    exec(a, end, sql, &r))
+				return -1;
+			logm(AG_INFO, "event=mysql_database_created database=%s", a->c->mysql_database);
+		}
+		if (sqlf(sql, sizeof(sql), create_table_fmt, a->c->mysql_table) ||
+		    exec(a, end, sql, &r))
+			return -1;
+		if (!check_table(a, end))
+			return -1;
+	}
+	return insert_row(a, end, dc, w, mark);
+}
+
+const struct store_ops ag_mysql_ops = {
+	.name = "mysql",
+	.init = m_init,
+	.fini = m_fini,
+	.describe = m_describe,
+	.claim_wait = m_claim_wait,
+	.claim = m_claim,
+	.readopt = m_readopt,
+	.renew = m_renew,
+	.release = m_release,
+	.init_mark = m_init_mark,
+};
+#endif /* AG_NO_MYSQL */
