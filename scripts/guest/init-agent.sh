@@ -211,8 +211,10 @@ kill "$cat_pid" 2>/dev/null
 # at every renewal), not fenced by anyone; once the agent runs again it has
 # a lease again and the device serves, with larger IDs.
 S=/sys/class/misc/snowflake
+# Its mark 10 s ahead (mark-step-ms): the ceiling stays above what the
+# device reaches before the deadline, so the deadline is what refuses.
 snowflake-agent --config /dev/null --ttl-ms "$TTL" --redis-timeout-ms 300 --state-file '' \
-	--datacenter-ids 1 --log-level debug 2>/tmp/agent3.log &
+	--datacenter-ids 1 --log-level debug --mark-step-ms 10000 2>/tmp/agent3.log &
 agent_pid=$!
 if wait_reads ok 30; then ok "deadline: a third agent serves"; else bad "deadline: the third agent never served"; fi
 id_before=$last_id
