@@ -21,6 +21,9 @@ while [ $i -lt 200 ] && [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" !
 	sleep 0.05
 	i=$((i + 1))
 done
+# A new key space: the pool's timestamp marks, once.
+snowflake-agent --config /dev/null --datacenter-ids 1 --init-store 2>/tmp/init.log ||
+	echo "VMCLONE-ERROR --init-store failed: $(cat /tmp/init.log)"
 snowflake-agent --config /dev/null --ttl-ms 3000 --redis-timeout-ms 300 --state-file '' \
 	--datacenter-ids 1 --log-level debug 2>/tmp/agent.log &
 i=0
