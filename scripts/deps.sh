@@ -25,6 +25,7 @@ PKGS=(
 	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
 	nodejs openjdk-17-jdk-headless golang-go
 	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2 openssl
+	zookeeperd libzookeeper-mt-dev zookeeper-bin
 )
 
 export DEBIAN_FRONTEND=noninteractive

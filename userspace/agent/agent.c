@@ -42,6 +42,7 @@
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@
 /* The signals that stop the agent (fence, release, exit 0). */
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 #define SIG_WATCHDOG	(SIGRTMIN + 1)
+#define SIG_WAKE	(SIGRTMIN + 2)	/* ag_store_lost() wakes the main loop */
 
 static volatile sig_atomic_t stop_signal;
 static enum ag_level log_level = AG_INFO;
@@ -75,6 +77,15 @@ static int wd_dev_fd = -1;		/* the device, -1 in dry-run */
 static volatile sig_atomic_t wd_fired;
 static timer_t wd_timer;
 static bool wd_ok;
+
+/*
+ * ag_store_lost(): set by a store library's thread, read and cleared by
+ * the main loop (atomics: two threads).  The main thread's id, for its
+ * wake-up signal.
+ */
+static int store_lost;
+static pthread_t main_thread;
+static bool main_thread_set;
 
 int64_t boot_ns(void)
 {
@@ -170,6 +181,36 @@ static void on_watchdog(int sig)
 		(void)ioctl(wd_dev_fd, SNOWFLAKE_IOC_SET_FENCE, &f);
 	wd_fired = 1;
 	errno = saved;
+}
+
+/* SIG_WAKE: nothing to do; its delivery ends the main loop's sleep. */
+static void on_wake(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * The flag first, then the fence: program_pair() lifts the fence and only
+ * then reads the flag, so whichever order the two threads run in, the
+ * device ends fenced (a fence before the lift is seen by the read after
+ * it; a fence after the lift stays).
+ */
+void ag_store_lost(void)
+{
+	struct snowflake_fence f = { .flags = SNOWFLAKE_FENCE_ON };
+	int saved = errno;
+
+	__atomic_store_n(&store_lost, 1, __ATOMIC_SEQ_CST);
+	if (wd_dev_fd >= 0)
+		(void)ioctl(wd_dev_fd, SNOWFLAKE_IOC_SET_FENCE, &f);
+	if (__atomic_load_n(&main_thread_set, __ATOMIC_ACQUIRE))
+		pthread_kill(main_thread, SIG_WAKE);
+	errno = saved;
+}
+
+static bool store_lost_seen(void)
+{
+	return __atomic_load_n(&store_lost, __ATOMIC_SEQ_CST);
 }
 
 /* Arm the watchdog at @at (boottime ns), or disarm it (0). */
@@ -341,6 +382,10 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 		ret = -ETIME;
 		goto out;
 	}
+	if (store_lost_seen()) {
+		ret = -ENOLINK;
+		goto out;
+	}
 	if (a->mark_ms < a->floor_ms) {
 		ret = -ERANGE;	/* no mark above the floor yet: a bug */
 		goto out;
@@ -380,6 +425,18 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 		goto out;
 	}
 	a->fenced = false;
+	/*
+	 * The store's library saw the connection drop (ag_store_lost()): it
+	 * may have fenced the device before the lift above, which undid it.
+	 * Fenced again, and the lease dropped by the caller.
+	 */
+	if (store_lost_seen()) {
+		wd_arm(0);
+		if (a->sf)
+			(void)snowflake_set_fence(a->sf, 1);
+		a->fenced = true;
+		ret = -ENOLINK;
+	}
 out:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (ret == -ETIME) {
@@ -387,8 +444,8 @@ out:
 		     a->dc, a->w, (long long)((from - until) / NS_PER_MS));
 		return ret;
 	}
-	if (ret == -ESTALE)
-		return ret;	/* a VM fork: vm_forked() logs it */
+	if (ret == -ESTALE || ret == -ENOLINK)
+		return ret;	/* a VM fork: vm_forked() logs it; the loop drops a lost store's lease */
 	if (ret == -EOPNOTSUPP) {
 		logm(AG_ERR, "event=set_lease_failed datacenter=%u worker=%u: the module has no timestamp window (SNOWFLAKE_IDS_WINDOW): it is older than this agent, which needs snowflake 1.4; update the module",
 		     a->dc, a->w);
@@ -1024,6 +1081,11 @@ static int run(struct agent *a)
 		}
 		now = boot_ns();
 
+		/* The store's library saw the connection drop: fenced already. */
+		if (a->held && store_lost_seen()) {
+			lease_lost(a, "store-connection-lost");
+			continue;
+		}
 		if (a->held && (now >= a->fence_at || wd_fired)) {
 			lease_lost(a, "lease-not-renewed");
 			if (!a->fenced)
@@ -1044,6 +1106,10 @@ static int run(struct agent *a)
 			}
 			if (ret == -ETIME) {
 				lease_lost(a, "reply-too-late");
+				continue;
+			}
+			if (ret == -ENOLINK) {
+				lease_lost(a, "store-connection-lost");
 				continue;
 			}
 			if (ret == 0) {
@@ -1086,6 +1152,11 @@ static int run(struct agent *a)
 			continue;
 		}
 		if (!a->held && now >= a->next_acquire) {
+			/*
+			 * A connection lost while no lease was held says nothing
+			 * of a claim sent from now on (ag_store_lost()).
+			 */
+			__atomic_store_n(&store_lost, 0, __ATOMIC_SEQ_CST);
 			ret = acquire(a);
 			if (ret == TRY_TAKEN) {
 				/* Served by the settle step above, at once or after settle-ms. */
@@ -1196,7 +1267,21 @@ static int setup_signals(struct agent *a)
 		sigaddset(&block, stop_signals[i]);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * ag_store_lost()'s wake-up of this thread, sent by a library's thread:
+	 * blocked like the stop signals, so that it is let in only where the
+	 * loop sleeps (sleep_until()), and one sent while the loop works is
+	 * not lost but ends the next sleep at once.
+	 */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_wake;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIG_WAKE, &sa, NULL);
+	sigaddset(&block, SIG_WAKE);
 	sigprocmask(SIG_BLOCK, &block, NULL);
+	main_thread = pthread_self();
+	__atomic_store_n(&main_thread_set, true, __ATOMIC_RELEASE);
 
 	/* The watchdog: never blocked but around its own re-arming. */
 	memset(&sa, 0, sizeof(sa));
@@ -1334,6 +1419,8 @@ int main(int argc, char **argv)
 	}
 	a.c = &conf;
 	a.st = conf.backend == AG_ETCD ? &ag_etcd_ops : &ag_redis_ops;
+	if (conf.backend == AG_ZOOKEEPER)
+		a.st = &ag_zookeeper_ops;
 	log_level = conf.level;
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);

@@ -19,13 +19,14 @@
 const char ag_usage[] =
 "Usage: snowflake-agent [OPTIONS]\n"
 "\n"
-"Claim a unique (datacenter, worker) id pair for this host from etcd or Redis,\n"
-"set it on /dev/snowflake and keep it; fence the device when the lease could\n"
-"expire.\n"
+"Claim a unique (datacenter, worker) id pair for this host from etcd, Redis or\n"
+"ZooKeeper, set it on /dev/snowflake and keep it; fence the device when the\n"
+"lease could expire.\n"
 "\n"
 "  --config FILE             key=value file (default " AG_DEFAULT_CONFIG ",\n"
 "                            when it exists); the command line wins\n"
-"  --backend etcd|redis      the lease store (default redis)\n"
+"  --backend etcd|redis|zookeeper\n"
+"                            the lease store (default redis)\n"
 "  --etcd-endpoints URLS     comma-separated, tried in turn (default\n"
 "                            http://127.0.0.1:2379)\n"
 "  --etcd-user USER          authenticate as USER (default: no authentication)\n"
@@ -34,6 +35,13 @@ const char ag_usage[] =
 "  --etcd-cert FILE          client certificate (with --etcd-key)\n"
 "  --etcd-key FILE           client key\n"
 "  --etcd-timeout-ms MS      every request, connecting included (default 500)\n"
+"  --zookeeper-hosts HOSTS   host:port,... with an optional /chroot at the\n"
+"                            end (default 127.0.0.1:2181)\n"
+"  --zookeeper-root PATH     the znode the pairs' nodes live under, created\n"
+"                            if absent (default /snowflake)\n"
+"  --zookeeper-user USER     digest authentication (default: none)\n"
+"  --zookeeper-password PASS USER's password\n"
+"  --zookeeper-timeout-ms MS connecting, and every request (default 500)\n"
 "  --redis-host HOST         Redis address, numeric or a name (default 127.0.0.1)\n"
 "  --redis-port PORT         (default 6379)\n"
 "  --redis-password PASS     AUTH with it (default: none)\n"
@@ -98,6 +106,7 @@ enum {
 	O_ETCD_EP, O_ETCD_USER, O_ETCD_PW, O_ETCD_CA, O_ETCD_CERT, O_ETCD_KEY,
 	O_ETCD_TIMEOUT, O_HISTORY, O_SETTLE, O_PRINT, O_VERSION, O_METRICS,
 	O_CLOCK_OFFSET, O_MARK_STEP, O_QUARANTINE, O_INIT_MARK, O_INIT_STORE,
+	O_ZK_HOSTS, O_ZK_ROOT, O_ZK_USER, O_ZK_PW, O_ZK_TIMEOUT,
 };
 
 static const struct option opts[] = {
@@ -110,6 +119,11 @@ static const struct option opts[] = {
 	{ "etcd-cert", required_argument, NULL, O_ETCD_CERT },
 	{ "etcd-key", required_argument, NULL, O_ETCD_KEY },
 	{ "etcd-timeout-ms", required_argument, NULL, O_ETCD_TIMEOUT },
+	{ "zookeeper-hosts", required_argument, NULL, O_ZK_HOSTS },
+	{ "zookeeper-root", required_argument, NULL, O_ZK_ROOT },
+	{ "zookeeper-user", required_argument, NULL, O_ZK_USER },
+	{ "zookeeper-password", required_argument, NULL, O_ZK_PW },
+	{ "zookeeper-timeout-ms", required_argument, NULL, O_ZK_TIMEOUT },
 	{ "history", required_argument, NULL, O_HISTORY },
 	{ "settle-ms", required_argument, NULL, O_SETTLE },
 	{ "redis-host", required_argument, NULL, O_HOST },
@@ -234,8 +248,39 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 			c->backend = AG_REDIS;
 		else if (!strcmp(v, "etcd"))
 			c->backend = AG_ETCD;
+		else if (!strcmp(v, "zookeeper"))
+			c->backend = AG_ZOOKEEPER;
 		else
 			goto bad;
+		return 0;
+	case O_ZK_HOSTS:
+		if (!*v || strpbrk(v, " \t\r\n"))
+			goto bad;
+		set_str(&c->zk_hosts, v);
+		return 0;
+	case O_ZK_ROOT:
+		/* An absolute path, no empty component, no trailing slash. */
+		if (v[0] != '/' || strstr(v, "//") || (v[1] && v[strlen(v) - 1] == '/') ||
+		    strpbrk(v, " \t\r\n"))
+			goto bad;
+		set_str(&c->zk_root, v);
+		return 0;
+	case O_ZK_USER:
+	case O_ZK_PW: {
+		char **dst = key == O_ZK_USER ? &c->zk_user : &c->zk_password;
+
+		free(*dst);
+		*dst = NULL;
+		if (key == O_ZK_USER && strchr(v, ':'))
+			goto bad;	/* digest's "user:password" */
+		if (*v)
+			set_str(dst, v);
+		return 0;
+	}
+	case O_ZK_TIMEOUT:
+		if (parse_uint(v, 600000, &n) || n < 10)
+			goto bad;
+		c->zk_timeout_ms = (unsigned int)n;
 		return 0;
 	case O_ETCD_EP:
 		if (!*v || strpbrk(v, " \t\r\n"))
@@ -471,6 +516,9 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	memset(c, 0, sizeof(*c));
 	set_str(&c->etcd_endpoints, "http://127.0.0.1:2379");
 	c->etcd_timeout_ms = 500;
+	set_str(&c->zk_hosts, "127.0.0.1:2181");
+	set_str(&c->zk_root, "/snowflake");
+	c->zk_timeout_ms = 500;
 	set_str(&c->history, "");
 	set_str(&c->redis_host, "127.0.0.1");
 	c->redis_port = 6379;
@@ -541,6 +589,8 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 			c->argv_secret = "--redis-password";
 		else if (o == O_ETCD_PW)
 			c->argv_secret = "--etcd-password";
+		else if (o == O_ZK_PW)
+			c->argv_secret = "--zookeeper-password";
 	}
 	if (optind < argc)
 		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
@@ -549,12 +599,15 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 
 unsigned int ag_conf_timeout_ms(const struct ag_conf *c)
 {
+	if (c->backend == AG_ZOOKEEPER)
+		return c->zk_timeout_ms;
 	return c->backend == AG_ETCD ? c->etcd_timeout_ms : c->redis_timeout_ms;
 }
 
 int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 {
-	const char *tname = c->backend == AG_ETCD ? "etcd-timeout-ms" : "redis-timeout-ms";
+	const char *tname = c->backend == AG_ZOOKEEPER ? "zookeeper-timeout-ms" :
+			    c->backend == AG_ETCD ? "etcd-timeout-ms" : "redis-timeout-ms";
 
 	if (!c->renew_ms)
 		c->renew_ms = c->ttl_ms / 3;
@@ -587,6 +640,8 @@ int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 		return fail(err, errlen, "etcd-user needs etcd-password");
 	if (!!c->etcd_cert != !!c->etcd_key)
 		return fail(err, errlen, "etcd-cert and etcd-key go together");
+	if (!!c->zk_user != !!c->zk_password)
+		return fail(err, errlen, "zookeeper-user and zookeeper-password go together");
 	return 0;
 }
 
@@ -603,7 +658,8 @@ static void print_range(FILE *f, const char *name, const struct ag_range *r)
 void ag_conf_print(const struct ag_conf *c, FILE *f)
 {
 	fprintf(f, "# config file: %s\n", c->config ? c->config : "(none)");
-	fprintf(f, "backend = %s\n", c->backend == AG_ETCD ? "etcd" : "redis");
+	fprintf(f, "backend = %s\n", c->backend == AG_ZOOKEEPER ? "zookeeper" :
+				     c->backend == AG_ETCD ? "etcd" : "redis");
 	fprintf(f, "etcd-endpoints = %s\n", c->etcd_endpoints);
 	fprintf(f, "etcd-user = %s\n", c->etcd_user ? c->etcd_user : "");
 	fprintf(f, "etcd-password = %s\n", c->etcd_password ? "(set)" : "");
@@ -611,6 +667,11 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "etcd-cert = %s\n", c->etcd_cert ? c->etcd_cert : "");
 	fprintf(f, "etcd-key = %s\n", c->etcd_key ? c->etcd_key : "");
 	fprintf(f, "etcd-timeout-ms = %u\n", c->etcd_timeout_ms);
+	fprintf(f, "zookeeper-hosts = %s\n", c->zk_hosts);
+	fprintf(f, "zookeeper-root = %s\n", c->zk_root);
+	fprintf(f, "zookeeper-user = %s\n", c->zk_user ? c->zk_user : "");
+	fprintf(f, "zookeeper-password = %s\n", c->zk_password ? "(set)" : "");
+	fprintf(f, "zookeeper-timeout-ms = %u\n", c->zk_timeout_ms);
 	fprintf(f, "redis-host = %s\n", c->redis_host);
 	fprintf(f, "redis-port = %d\n", c->redis_port);
 	fprintf(f, "redis-password = %s\n", c->redis_password ? "(set)" : "");
@@ -650,6 +711,10 @@ void ag_conf_free(struct ag_conf *c)
 	free(c->etcd_cacert);
 	free(c->etcd_cert);
 	free(c->etcd_key);
+	free(c->zk_hosts);
+	free(c->zk_root);
+	free(c->zk_user);
+	free(c->zk_password);
 	free(c->history);
 	free(c->redis_host);
 	free(c->redis_password);

@@ -36,7 +36,7 @@ struct ag_conf {
 	bool config_given;		/* --config: a missing file is an error */
 	const char *argv_secret;	/* a password option given on the command line */
 
-	enum { AG_REDIS, AG_ETCD } backend;
+	enum { AG_REDIS, AG_ETCD, AG_ZOOKEEPER } backend;
 	char *redis_host;
 	int redis_port;
 	char *redis_password;		/* NULL: no AUTH */
@@ -48,6 +48,12 @@ struct ag_conf {
 	char *etcd_password;
 	char *etcd_cacert, *etcd_cert, *etcd_key;	/* TLS; NULL: defaults */
 	unsigned int etcd_timeout_ms;	/* every request, connection included */
+
+	char *zk_hosts;			/* host:port,... [/chroot] (the C client's string) */
+	char *zk_root;			/* the znode the pairs' nodes live under */
+	char *zk_user;			/* digest authentication; NULL: none */
+	char *zk_password;
+	unsigned int zk_timeout_ms;	/* connecting, and every request */
 
 	char *prefix;
 	char *cluster;
