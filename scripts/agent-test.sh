@@ -37,8 +37,10 @@
 #   - etcd: every lease key deleted (etcdctl del --prefix) while A holds the
 #     one pair and B waits: A fences at its next renewal (event=key_lost),
 #     B serves after it, in real time and in timestamps
-# Then, unless AGENT_GUEST=0, the end-to-end test in a guest
-# (scripts/agent-guest.sh).  Prints "agent: N passed, M failed".
+#   - ZooKeeper: scripts/agent-zk-test.sh (its lines count here)
+# Then, unless AGENT_GUEST=0, the end-to-end tests in a guest
+# (scripts/agent-guest.sh, scripts/agent-zk-guest.sh).  Prints "agent: N
+# passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -917,6 +919,27 @@ check "no interval is longer than TTL - margin ($longest ms <= $((TTL - TTL / 5)
 
 echo "figures: $N_AGENTS agents, TTL $TTL ms; worst fence latency after the last renewal: SIGSTOP $fig_stop ms, kill $fig_kill ms; $(grep -o '[0-9]* intervals' "$tmp/check.out"), $(grep -o '[0-9]* overlaps' "$tmp/check.out")"
 
+# sub_test NAME SCRIPT: another test script's ok/FAIL lines count here.
+sub_test() {
+	local name=$1 script=$2 out rc line
+	out=$(bash "$ROOT/scripts/$script" 2>&1)
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok   "*) ok "$name: ${line#ok   }" ;;
+		"FAIL "*) bad "$name: ${line#FAIL }" ;;
+		*": "[0-9]*" passed, "[0-9]*" failed") ;;
+		*) echo "$line" ;;
+		esac
+	done <<<"$out"
+	if ! grep -qE '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' <<<"$out"; then
+		bad "$name: scripts/$script gave no result (exit $rc)"
+	fi
+}
+
+echo "==== ZooKeeper (scripts/agent-zk-test.sh) ===="
+sub_test zookeeper agent-zk-test.sh
+
 if [ "${AGENT_GUEST:-1}" != 0 ]; then
 	echo "==== end to end in a guest (scripts/agent-guest.sh) ===="
 	guest_out=$(bash "$ROOT/scripts/agent-guest.sh" 2>&1)
@@ -932,5 +955,9 @@ if [ "${AGENT_GUEST:-1}" != 0 ]; then
 	if ! grep -q '^agent-guest: [0-9]* passed' <<<"$guest_out"; then
 		bad "guest: scripts/agent-guest.sh gave no result (exit $grc)"
 	fi
+fi
+if [ "${AGENT_GUEST:-1}" != 0 ]; then
+	echo "==== end to end in a guest with ZooKeeper (scripts/agent-zk-guest.sh) ===="
+	sub_test "zookeeper guest" agent-zk-guest.sh
 fi
 finish

@@ -21,8 +21,8 @@
 # clients of clients/ against a recorded ID stream, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
 # in a 6.12 guest, scripts/agent-test.sh; lease: the fault-injection proof
-# of snowflake-agent against a 3-member etcd cluster and one redis-server,
-# ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
+# of snowflake-agent against a 3-member etcd cluster, one redis-server and a
+# 3-server ZooKeeper ensemble, ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
 # disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the

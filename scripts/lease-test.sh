@@ -1,10 +1,13 @@
 #!/bin/bash
 # The fault-injection proof of snowflake-agent (issue 11): against a real
-# 3-member etcd cluster, then a single redis-server, all on 127.0.0.1, 16
+# 3-member etcd cluster, then a single redis-server, then a 3-server
+# ZooKeeper ensemble (issue 18), all on 127.0.0.1, 16
 # agents (--dry-run, one shared --history) contend for 10 pairs while
 # scripts/lease-faults.py injects faults at random for LEASE_SECONDS (180)
 # per store: agents stopped past their TTL or killed and restarted, store
-# members (the etcd leader and followers) killed and restarted or stopped.
+# members (the etcd leader and followers) killed and restarted or stopped
+# (ZooKeeper: also two of three stopped, no quorum, past the session
+# timeout).
 # Every agent start is a new host with its own clock (offsets mostly within
 # +-30 s, sometimes +-10 min), and deleting every lease key is one of the
 # store faults.  scripts/lease-check.py then judges every history: no two
@@ -24,6 +27,10 @@ fail=0
 for cmd in etcd redis-server python3; do
 	command -v "$cmd" >/dev/null || { echo "FAIL $cmd is missing (scripts/deps.sh)"; fail=1; }
 done
+for f in /usr/share/zookeeper/bin/zkServer.sh /usr/lib/zookeeper/bin/cli_mt; do
+	case " ${LEASE_STORES:-zookeeper} " in *" zookeeper "*) ;; *) continue ;; esac
+	[ -x "$f" ] || { echo "FAIL $f is missing (scripts/deps.sh: zookeeperd, zookeeper-bin)"; fail=1; }
+done
 if [ "$fail" -ne 0 ]; then
 	echo "lease: $pass passed, $fail failed"
 	exit 1
@@ -33,7 +40,7 @@ if ! make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent; then
 	echo "lease: 0 passed, 1 failed"
 	exit 1
 fi
-for store in ${LEASE_STORES:-etcd redis}; do
+for store in ${LEASE_STORES:-etcd redis zookeeper}; do
 	out=$BUILD/lease-$store
 	rm -rf "$out"
 	echo "==== $store: ${SECS}s of faults (logs in ${out#"$ROOT"/}) ===="
