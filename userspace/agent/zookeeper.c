@@ -477,6 +477,61 @@ static bool timeout_ok(struct agent *a)
 }
 
 /*
+ * zookeeper-hosts with every name resolved by @dl (the library would
+ * resolve them itself, without a bound): "a:p,b:p[/chroot]" in @out.  0,
+ * -EINVAL (not a host:port list: a->fatal set), or -1 (a name that does
+ * not resolve now: logged).
+ */
+static int resolve_hosts(struct agent *a, int64_t dl, char *out, size_t len)
+{
+	char list[1024], *chroot, *tok, *save = NULL, addr[256], err[512];
+	size_t n = 0;
+
+	if (snprintf(list, sizeof(list), "%s", a->c->zk_hosts) >= (int)sizeof(list))
+		goto bad;
+	chroot = strchr(list, '/');
+	if (chroot)
+		*chroot = '\0';
+	out[0] = '\0';
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *port = strrchr(tok, ':'), *end;
+		unsigned long p;
+		int w;
+
+		if (!port || port == tok)
+			goto bad;
+		*port++ = '\0';
+		p = strtoul(port, &end, 10);
+		if (!*port || *end || !p || p > 65535)
+			goto bad;
+		if (tok[0] == '[' && tok[strlen(tok) - 1] == ']') {
+			tok[strlen(tok) - 1] = '\0';
+			tok++;
+		}
+		if (resolve_bounded(tok, ms_left(dl, a->c->zk_timeout_ms), addr, sizeof(addr), err,
+				    sizeof(err))) {
+			zk_down(a, err);
+			return -1;
+		}
+		/* The library takes the port after the last colon, IPv6 too. */
+		w = snprintf(out + n, len - n, "%s%s:%lu", n ? "," : "", addr, p);
+		if (w < 0 || (size_t)w >= len - n)
+			goto bad;
+		n += (size_t)w;
+	}
+	if (!n)
+		goto bad;
+	if (chroot && snprintf(out + n, len - n, "/%s", chroot + 1) >= (int)(len - n))
+		goto bad;
+	return 0;
+bad:
+	logm(AG_ERR, "zookeeper-hosts %s: not a valid host:port list (with an optional /chroot at its end)",
+	     a->c->zk_hosts);
+	a->fatal = AG_EXIT_USAGE;
+	return -EINVAL;
+}
+
+/*
  * A session to work with, connected by @deadline (0: within
  * zookeeper-timeout-ms): a new one when there is none or the last one
  * expired.  false when not connected in time (or a->fatal).
@@ -506,13 +561,16 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 		zk_close(z);
 	}
 	if (!z->zh) {
+		char hosts[2048];
 		sigset_t all, old;
 
+		if (resolve_hosts(a, dl, hosts, sizeof(hosts)))
+			return false;
 		/* The library's threads inherit a mask that blocks every signal. */
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &old);
 		errno = 0;
-		z->zh = zookeeper_init2(a->c->zk_hosts, on_event, (int)a->c->ttl_ms, NULL, z,
+		z->zh = zookeeper_init2(hosts, on_event, (int)a->c->ttl_ms, NULL, z,
 					ZOO_NO_LOG_CLIENTENV, on_log);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (!z->zh) {
