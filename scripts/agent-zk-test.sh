@@ -287,6 +287,29 @@ check "key deletion: A's validity of before the deletion ended before B's began 
 check "key deletion: B's timestamps are above A's ($(hist_of "$oA" ts_until last) < $(hist_of "$oB" ts_from first))" \
 	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]' _ "$(hist_of "$oA" ts_until last)" "$(hist_of "$oB" ts_from first)"
 
+echo "==== the key replaced by another session's node ===="
+# Deleted and created again between two renewals (a second cli_mt: a
+# persistent node, ephemeralOwner 0): the key exists, but it is not this
+# session's.  A renewal that only checked that the key exists would go on.
+rflags=(--cluster rep --worker-ids 0 --settle-ms 0)
+"$AGENT" "${flags[@]}" "${rflags[@]}" --init-store 2>>"$tmp/init.log"
+start_agent 12 "${rflags[@]}"
+wait_one 12 "event=unfenced" 15 || bad "replaced key: the agent never served"
+off=$(size_of 12)
+zkc delete "$(keypath 0:0 rep)" >/dev/null
+zkc create "$(keypath 0:0 rep)" >/dev/null
+check "the key replaced: a node of no session there now ($(zowner "$(keypath 0:0 rep)"))" \
+	test "$(zowner "$(keypath 0:0 rep)")" = 0
+if wait_one 12 "event=key_lost" $((TTL * 2 / 1000 + 2)) "$off" && wait_one 12 "event=fenced" 2 "$off"; then
+	ok "the key replaced: the agent fenced at its next renewal ($(tail -c +"$((off + 1))" "$tmp/agent.12.log" | grep -o 'event=key_lost.*' | head -n1 | cut -d: -f2-))"
+else
+	bad "the key replaced: the agent went on (a renewal that proved only that the key exists)"
+fi
+check "the key replaced: never taken back while it is not ours" \
+	bash -c '! tail -c +"$(($1 + 1))" "$2" | grep -q "event=unfenced"' _ "$off" "$tmp/agent.12.log"
+stop_agent 12
+zkc delete "$(keypath 0:0 rep)" >/dev/null
+
 echo "==== the server killed: fenced at once; back within the session timeout: the same session ===="
 # A long lease (10 s, fence 8 s after a renewal): a fence on the lost
 # connection comes long before the fence time.
