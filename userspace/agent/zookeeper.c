@@ -130,6 +130,7 @@ struct zstore {
 
 	/* The main thread's. */
 	bool root_ok;			/* ROOT exists (checked by this handle) */
+	bool drop;			/* close the session before the next claim */
 	bool timeout_said;
 	bool down;			/* logged already */
 	bool mine;			/* this session created the key of (mine_dc, mine_w) */
@@ -560,6 +561,9 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 		     z->session);
 		zk_close(z);
 	}
+	if (z->zh && z->drop)
+		zk_close(z);
+	z->drop = false;
 	if (!z->zh) {
 		char hosts[2048];
 		sigset_t all, old;
@@ -656,7 +660,6 @@ static int create_node(struct agent *a, int64_t deadline, const char *path, cons
 
 	if (!c)
 		return ZSYSTEMERROR;
-
 	call_started(c, zoo_acreate(z->zh, path, data, data ? (int)strlen(data) : -1, z->acl,
 				    flags, cb_string, c));
 	rc = call_wait(z, c, dl_of(a, deadline));
@@ -713,13 +716,19 @@ static bool zk_ready(struct agent *a, int64_t deadline)
 }
 
 /*
- * The session is given up: closed, so that the ensemble deletes a key of
- * ours that may still exist (the only way to delete exactly our own).
+ * The session is given up: closed before the next claim (after the loop
+ * has fenced: closing may wait for the socket), so that the ensemble
+ * deletes a key of ours that may still exist (the only way to delete
+ * exactly our own).  Nothing is claimed or renewed on it meanwhile.
  */
 static void zk_drop_session(struct agent *a, const char *why)
 {
-	logm(AG_WARN, "event=zookeeper_session_closed key=%s: %s", a->key, why);
-	zk_close(Z(a));
+	struct zstore *z = Z(a);
+
+	logm(AG_WARN, "event=zookeeper_session_dropped key=%s: %s", a->key, why);
+	z->drop = true;
+	z->mine = false;
+	set_holding(z, false);
 }
 
 /* ---------------------------------------------------------------- */
@@ -1011,15 +1020,15 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 	int rc, step, tries;
 	bool create = false;
 
-	if (!z->zh || !z->mine)
+	if (!z->zh || !z->mine || z->drop)
 		return 0;
 	if (!timeout_ok(a))
 		return -1;
 	rc = prove(a, deadline, a->dc, a->w, sent, &k, NULL);
 	if (rc != ZOK) {
 		zk_error(a, rc, "renewal");
-		/* An expired session: the ensemble has deleted the key. */
-		return rc == ZSESSIONEXPIRED ? 0 : -1;
+		/* An expired session (the handle too): the ensemble has deleted the key. */
+		return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ? 0 : -1;
 	}
 	if (k->rc != ZOK || !session || k->stat.ephemeralOwner != z->mine_session ||
 	    session != z->mine_session) {
