@@ -39,6 +39,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
@@ -495,6 +497,102 @@ static void state_load(struct agent *a)
 		logm(AG_WARN, "%s: no pair within the pool: ignored", path);
 	}
 	fclose(f);
+}
+
+/* FNV-1a, 64 bits: a host name or a machine id spread over the pool. */
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/*
+ * The host's IPv4 address as a number: the first one, in the kernel's
+ * order of the interfaces, that is up and neither loopback nor link-local
+ * (169.254/16).  0 when there is none.
+ */
+static uint32_t host_ipv4(char *text, size_t len)
+{
+	struct ifaddrs *ifs, *i;
+	uint32_t v = 0;
+
+	if (getifaddrs(&ifs))
+		return 0;
+	for (i = ifs; i && !v; i = i->ifa_next) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)i->ifa_addr;
+		uint32_t h;
+
+		if (!in || in->sin_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		h = ntohl(in->sin_addr.s_addr);
+		if ((h >> 16) == 0xa9fe || (h >> 24) == 127 || !h)
+			continue;
+		v = h;
+		inet_ntop(AF_INET, &in->sin_addr, text, (socklen_t)len);
+	}
+	freeifaddrs(ifs);
+	return v;
+}
+
+/*
+ * prefer = ip, hostname or machine-id: a pair derived from the host (what
+ * the ID generators that take worker ids from a store do: the low bits of
+ * the address, a hash of a name), so that a host tends to get the same
+ * pair each time, which helps operators read IDs.  Only a hint for which
+ * free pair to try first (acquire()): it is claimed like any other, a held
+ * one is skipped, and it never replaces a lease.  The number, modulo the
+ * pool, is the pair's place in the order acquire() walks the pool in.
+ */
+static void prefer_derived(struct agent *a)
+{
+	const struct ag_conf *c = a->c;
+	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
+	char from[256] = "", line[128];
+	uint64_t v = 0, n;
+	FILE *f;
+
+	switch (c->prefer) {
+	case AG_PREFER_IP:
+		v = host_ipv4(from, sizeof(from));
+		break;
+	case AG_PREFER_HOSTNAME:
+		if (!gethostname(from, sizeof(from) - 1) && from[0])
+			v = fnv1a(from);
+		break;
+	case AG_PREFER_MACHINE_ID:
+		f = fopen("/etc/machine-id", "re");
+		if (f && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (line[0]) {
+				v = fnv1a(line);
+				snprintf(from, sizeof(from), "%s", line);
+			}
+		}
+		if (f)
+			fclose(f);
+		break;
+	default:
+		return;
+	}
+	if (!v) {
+		logm(AG_WARN, "event=prefer_unavailable prefer=%s: %s; no pair is preferred",
+		     ag_prefer_name(c->prefer),
+		     c->prefer == AG_PREFER_IP ? "no IPv4 address on an interface that is up" :
+		     c->prefer == AG_PREFER_HOSTNAME ? "no host name" : "no /etc/machine-id");
+		return;
+	}
+	n = v % a->pool;
+	a->have_pref = true;
+	a->pref_dc = a->dc_lo + (uint32_t)(n % ndc);
+	a->pref_w = a->w_lo + (uint32_t)(n / ndc);
+	logm(AG_INFO, "event=preferred datacenter=%u worker=%u prefer=%s from=%s",
+	     a->pref_dc, a->pref_w, ag_prefer_name(c->prefer), from);
 }
 
 /*
@@ -1476,7 +1574,10 @@ int main(int argc, char **argv)
 	hist(&a, "start owner=%s space=%s:%s pid=%d at=%lld clock_offset_ms=%lld", a.owner,
 	     conf.prefix, conf.cluster, (int)getpid(), (long long)boot_ns(),
 	     conf.dry_run_clock_offset_ms);
-	state_load(&a);
+	if (conf.prefer == AG_PREFER_STATE)
+		state_load(&a);
+	else
+		prefer_derived(&a);
 	a.next_acquire = boot_ns();
 
 	ret = run(&a);

@@ -64,6 +64,11 @@ const char ag_usage[] =
 "                            persists every write)\n"
 "  --device PATH             the device (default $SNOWFLAKE_DEVICE, else\n"
 "                            /dev/snowflake)\n"
+"  --prefer state-file|ip|hostname|machine-id\n"
+"                            the pair to try first: the state file's (default),\n"
+"                            or one derived from the host's IPv4 address, name\n"
+"                            or /etc/machine-id; only a hint, claimed like any\n"
+"                            other pair\n"
 "  --state-file PATH         remembers the last id, to claim it again (default\n"
 "                            " AG_DEFAULT_STATE "; empty: none)\n"
 "  --owner LABEL             label of the lease value (default: the host name);\n"
@@ -107,6 +112,7 @@ enum {
 	O_ETCD_TIMEOUT, O_HISTORY, O_SETTLE, O_PRINT, O_VERSION, O_METRICS,
 	O_CLOCK_OFFSET, O_MARK_STEP, O_QUARANTINE, O_INIT_MARK, O_INIT_STORE,
 	O_ZK_HOSTS, O_ZK_ROOT, O_ZK_USER, O_ZK_PW, O_ZK_TIMEOUT,
+	O_PREFER,
 };
 
 static const struct option opts[] = {
@@ -141,6 +147,7 @@ static const struct option opts[] = {
 	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "state-file", required_argument, NULL, O_STATE },
+	{ "prefer", required_argument, NULL, O_PREFER },
 	{ "metrics-file", required_argument, NULL, O_METRICS },
 	{ "owner", required_argument, NULL, O_OWNER },
 	{ "dry-run", optional_argument, NULL, O_DRY },
@@ -225,6 +232,13 @@ static void set_str(char **dst, const char *v)
 		perror("snowflake-agent");
 		exit(AG_EXIT_RUNTIME);
 	}
+}
+
+const char *ag_prefer_name(int prefer)
+{
+	static const char * const names[] = { "state-file", "ip", "hostname", "machine-id" };
+
+	return prefer >= 0 && prefer <= AG_PREFER_MACHINE_ID ? names[prefer] : "?";
 }
 
 const char *ag_level_name(enum ag_level l)
@@ -380,6 +394,14 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 	case O_STATE:
 		set_str(&c->state_file, v);
 		return 0;
+	case O_PREFER:
+		for (d = AG_PREFER_STATE; d <= AG_PREFER_MACHINE_ID; d++) {
+			if (!strcmp(v, ag_prefer_name((int)d))) {
+				c->prefer = d;
+				return 0;
+			}
+		}
+		goto bad;
 	case O_OWNER:
 		if (!*v || strlen(v) > 200)
 			goto bad;
@@ -688,6 +710,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
 	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
 	fprintf(f, "state-file = %s\n", c->state_file);
+	fprintf(f, "prefer = %s\n", ag_prefer_name(c->prefer));
 	fprintf(f, "metrics-file = %s\n", c->metrics_file ? c->metrics_file : "");
 	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(the host name)");
 	fprintf(f, "history = %s\n", c->history);

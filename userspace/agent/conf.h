@@ -68,6 +68,8 @@ struct ag_conf {
 
 	char *device;			/* NULL: libsnowflake's default */
 	char *state_file;		/* "" : none */
+	/* The pair to try first: the state file's, or one derived from the host. */
+	enum { AG_PREFER_STATE, AG_PREFER_IP, AG_PREFER_HOSTNAME, AG_PREFER_MACHINE_ID } prefer;
 	char *metrics_file;		/* NULL or "": none */
 	char *owner;			/* a label (NULL: the host name); a random id is added */
 	char *history;			/* "": none */
@@ -97,6 +99,7 @@ unsigned int ag_conf_timeout_ms(const struct ag_conf *c);
 void ag_conf_print(const struct ag_conf *c, FILE *f);
 void ag_conf_free(struct ag_conf *c);
 const char *ag_level_name(enum ag_level l);
+const char *ag_prefer_name(int prefer);
 
 extern const char ag_usage[];
 
