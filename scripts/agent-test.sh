@@ -37,10 +37,13 @@
 #   - etcd: every lease key deleted (etcdctl del --prefix) while A holds the
 #     one pair and B waits: A fences at its next renewal (event=key_lost),
 #     B serves after it, in real time and in timestamps
+#   - prefer = hostname, machine-id, ip: two agents of one host derive one
+#     pair: the first gets it, the second takes another
+#   - ZooKeeper: scripts/agent-zk-test.sh (its lines count here)
 # Then, unless AGENT_MYSQL=0, the same against MySQL/MariaDB
 # (scripts/agent-mysql-test.sh, with its guest), and, unless AGENT_GUEST=0,
-# the end-to-end test in a guest (scripts/agent-guest.sh).  Prints
-# "agent: N passed, M failed".
+# the end-to-end tests in a guest (scripts/agent-guest.sh,
+# scripts/agent-zk-guest.sh).  Prints "agent: N passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -900,6 +903,41 @@ for i in "${!before[@]}"; do
 done
 check "every agent claimed its previous pair again ($same of $total)" test "$same" -eq "$total"
 
+echo "==== prefer: a pair derived from the host, only a hint ===="
+# Two agents of one host derive one pair: the first gets it, the second
+# finds it held and takes another (two hosts preferring one pair).
+for how in hostname machine-id ip; do
+	pf=(--cluster "pref-$how" --datacenter-ids 0-1 --worker-ids 0-7 --state-file '' --settle-ms 0
+		--prefer "$how")
+	init_space "${pf[@]}"
+	for i in 100 101; do : >"$tmp/agent.$i.log"; done
+	"$AGENT" "${flags[@]}" "${pf[@]}" 2>>"$tmp/agent.100.log" &
+	agent_pids[100]=$!
+	wait_one 100 "event=unfenced" 10 0 || bad "prefer=$how: the first agent never served"
+	if [ "$how" = ip ] && grep -q "event=prefer_unavailable" "$tmp/agent.100.log"; then
+		ok "prefer=ip: this host has no IPv4 address but loopback: said so, no pair preferred"
+	else
+		want=$(sed -n 's/.*event=preferred datacenter=\([0-9]*\) worker=\([0-9]*\) prefer=.*/\1:\2/p' "$tmp/agent.100.log" | head -n1)
+		check "prefer=$how: the first agent claimed the pair derived from the host ($want: $(grep -o 'event=preferred.*' "$tmp/agent.100.log" | head -n1 | cut -c1-90))" \
+			bash -c '[ -n "$1" ] && [ "$1" = "$2" ]' _ "$want" "$(claimed_pair 100)"
+		"$AGENT" "${flags[@]}" "${pf[@]}" 2>>"$tmp/agent.101.log" &
+		agent_pids[101]=$!
+		wait_one 101 "event=unfenced" 10 0 || bad "prefer=$how: the second agent never served"
+		w2=$(sed -n 's/.*event=preferred datacenter=\([0-9]*\) worker=\([0-9]*\) prefer=.*/\1:\2/p' "$tmp/agent.101.log" | head -n1)
+		check "prefer=$how: the second prefers the same pair, finds it held, serves another ($w2 busy, $(claimed_pair 101))" \
+			bash -c '[ "$1" = "$2" ] && grep -q "event=preferred_busy datacenter=${1%:*} worker=${1#*:}" "$3" && [ -n "$4" ] && [ "$4" != "$1" ]' \
+			_ "$want" "$w2" "$tmp/agent.101.log" "$(claimed_pair 101)"
+		check "prefer=$how: the held pair's key still holds the first agent's owner" \
+			test "$(rcli get "$PREFIX:pref-$how:worker:${want%:*}:${want#*:}")" = "$(owner_of 100)"
+	fi
+	for i in 100 101; do
+		[ -n "${agent_pids[i]:-}" ] || continue
+		kill -TERM "${agent_pids[i]}"
+		wait "${agent_pids[i]}"
+		agent_pids[i]=
+	done
+done
+
 echo "==== stopping every agent ===="
 rcs=0
 for i in "${!agent_pids[@]}"; do
@@ -940,6 +978,27 @@ if [ "${AGENT_MYSQL:-1}" != 0 ]; then
 	[ -n "${mysql_line:-}" ] || bad "mysql: scripts/agent-mysql-test.sh gave no result"
 fi
 
+# sub_test NAME SCRIPT: another test script's ok/FAIL lines count here.
+sub_test() {
+	local name=$1 script=$2 out rc line
+	out=$(bash "$ROOT/scripts/$script" 2>&1)
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok   "*) ok "$name: ${line#ok   }" ;;
+		"FAIL "*) bad "$name: ${line#FAIL }" ;;
+		*": "[0-9]*" passed, "[0-9]*" failed") ;;
+		*) echo "$line" ;;
+		esac
+	done <<<"$out"
+	if ! grep -qE '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' <<<"$out"; then
+		bad "$name: scripts/$script gave no result (exit $rc)"
+	fi
+}
+
+echo "==== ZooKeeper (scripts/agent-zk-test.sh) ===="
+sub_test zookeeper agent-zk-test.sh
+
 if [ "${AGENT_GUEST:-1}" != 0 ]; then
 	echo "==== end to end in a guest (scripts/agent-guest.sh) ===="
 	guest_out=$(bash "$ROOT/scripts/agent-guest.sh" 2>&1)
@@ -955,5 +1014,9 @@ if [ "${AGENT_GUEST:-1}" != 0 ]; then
 	if ! grep -q '^agent-guest: [0-9]* passed' <<<"$guest_out"; then
 		bad "guest: scripts/agent-guest.sh gave no result (exit $grc)"
 	fi
+fi
+if [ "${AGENT_GUEST:-1}" != 0 ]; then
+	echo "==== end to end in a guest with ZooKeeper (scripts/agent-zk-guest.sh) ===="
+	sub_test "zookeeper guest" agent-zk-guest.sh
 fi
 finish

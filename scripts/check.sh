@@ -23,14 +23,16 @@
 # mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
 # against recorded ID and UUID streams, scripts/clients-test.sh; agent:
 # snowflake-agent against a real redis-server on 127.0.0.1, then end to end
-# in a 6.12 guest, scripts/agent-test.sh (and against a real mariadbd, with
-# its own guest, scripts/agent-mysql-test.sh); handoff: one pair handed from
+# in a 6.12 guest, scripts/agent-test.sh (and against a real ZooKeeper server
+# and a real mariadbd, each with its own guest, scripts/agent-zk-test.sh and
+# scripts/agent-mysql-test.sh); handoff: one pair handed from
 # host A to host B whose wall clock is behind (5 minutes; then a few seconds,
 # reading in every millisecond), the module, the agent and Redis in a guest,
 # every ID of B above every ID of A, on 6.12, 6.1 and 6.12-rt, ~35 s each,
 # scripts/handoff-test.sh; lease: the fault-injection proof of
-# snowflake-agent against a 3-member etcd cluster, one redis-server and one
-# mariadbd, ~3.5 min per store, scripts/lease-test.sh; restart: the crash +
+# snowflake-agent against a 3-member etcd cluster, one redis-server, a
+# 3-server ZooKeeper ensemble and one mariadbd, ~3.5 min per store,
+# scripts/lease-test.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
 # disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the

@@ -32,7 +32,7 @@ PKGS=(
 	maven libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java
 	libmaven-jar-plugin-java libmaven-install-plugin-java junit5
 	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2 openssl
-	mariadb-server libmariadb-dev
+	mariadb-server libmariadb-dev zookeeperd libzookeeper-mt-dev zookeeper-bin
 )
 
 export DEBIAN_FRONTEND=noninteractive

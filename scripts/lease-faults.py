@@ -3,14 +3,15 @@
 """Fault injection against snowflake-agent and a real lease store on
 127.0.0.1, judged by scripts/lease-check.py.
 
-  lease-faults.py --store etcd|redis|mysql --agent PATH --out DIR [--seconds 180]
-                  [--legacy]
+  lease-faults.py --store etcd|redis|zookeeper|mysql --agent PATH --out DIR
+                  [--seconds 180] [--legacy]
 
 etcd: a 3-member cluster (distinct ports).  redis: one redis-server that
 persists every write (appendonly yes, appendfsync always: the marks must
-survive its restarts).  mysql: one mariadbd (its own data directory,
-InnoDB, innodb_flush_log_at_trx_commit = 1), the agents' user with a
-password over TCP.  The key space is initialised first
+survive its restarts).  zookeeper: a 3-server ensemble (Debian's zkServer.sh,
+tickTime 500 ms, own data directories and ports).  mysql: one mariadbd (its
+own data directory, InnoDB, innodb_flush_log_at_trx_commit = 1), the agents'
+user with a password over TCP.  The key space is initialised first
 (snowflake-agent --init-store).  --agents agents (--dry-run, one shared
 --history) contend for --pairs pairs, fewer than the agents.  For
 --seconds, one fault at a time on the agents and one at a time on the
@@ -26,6 +27,9 @@ store, at random:
           owner and expiry (lease-clear: every holder's next renewal fails)
           or the expiry alone (lease-expire: the pair is free to claim while
           its holder's renewals still match, until another claims it)
+          zookeeper also: two of the three servers stopped (SIGSTOP) for
+          1.2..2 TTL (no quorum: longer than the session timeout), and the
+          key deletion by another session (the C client's cli_mt)
 
 Clock domains: every agent start is a new host with its own wall clock,
 --dry-run-clock-offset-ms drawn at random: mostly within +-30 s (about how
@@ -108,9 +112,9 @@ class Run:
         with open(self.faults_path, "a") as f:
             f.write(line)
 
-    def spawn(self, argv, log):
+    def spawn(self, argv, log, env=None):
         p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
-                             stdin=subprocess.DEVNULL)
+                             stdin=subprocess.DEVNULL, env=env)
         self.procs.append(p)
         return p
 
@@ -142,6 +146,8 @@ class Run:
                     return True
                 time.sleep(0.05)
             return False
+        if a.store == "zookeeper":
+            return self.zk_start()
         self.cports = [free_port() for _ in range(3)]
         self.pports = [free_port() for _ in range(3)]
         self.members = [None, None, None]
@@ -158,6 +164,9 @@ class Run:
         a = self.a
         if a.store == "mysql":
             self.members[0] = self.spawn(self.mysql_argv(), os.path.join(self.out, "mariadbd.log"))
+            return
+        if a.store == "zookeeper":
+            self.zk_member(i)
             return
         if a.store == "redis":
             argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.rport),
@@ -252,6 +261,78 @@ class Run:
                 return i
         return None
 
+    # ---- ZooKeeper: three zkServer.sh instances on 127.0.0.1
+    ZK_SERVER = "/usr/share/zookeeper/bin/zkServer.sh"
+
+    def zk_start(self):
+        self.cports = [free_port() for _ in range(3)]
+        peers = [(free_port(), free_port()) for _ in range(3)]
+        self.members = [None, None, None]
+        for i in range(3):
+            d = os.path.join(self.out, "zk%d" % i)
+            os.makedirs(os.path.join(d, "data"), exist_ok=True)
+            with open(os.path.join(d, "data", "myid"), "w") as f:
+                f.write("%d\n" % (i + 1))
+            # tickTime 500 ms: sessions of 1..10 s (2..20 ticks); the
+            # agents' margin (TTL/5, 600 ms) covers a follower's half-tick
+            # delay in passing a session's pings to the leader.
+            cfg = ["tickTime=500", "initLimit=10", "syncLimit=4",
+                   "dataDir=" + os.path.join(d, "data"), "clientPort=%d" % self.cports[i],
+                   "clientPortAddress=127.0.0.1", "admin.enableServer=false",
+                   "4lw.commands.whitelist=srvr", "maxClientCnxns=0"]
+            cfg += ["server.%d=127.0.0.1:%d:%d" % (j + 1, peers[j][0], peers[j][1])
+                    for j in range(3)]
+            with open(os.path.join(d, "zoo.cfg"), "w") as f:
+                f.write("\n".join(cfg) + "\n")
+        for i in range(3):
+            self.start_member(i)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            modes = [self.zk_mode(i) for i in range(3)]
+            if modes.count("leader") == 1 and modes.count("follower") == 2:
+                return True
+            time.sleep(0.3)
+        return False
+
+    def zk_member(self, i):
+        d = os.path.join(self.out, "zk%d" % i)
+        env = dict(os.environ, JMXDISABLE="true", ZOO_LOG_DIR=d,
+                   JVMFLAGS="-Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k")
+        # start-foreground execs java: the pid is the server's.
+        self.members[i] = self.spawn([self.ZK_SERVER, "start-foreground",
+                                      os.path.join(d, "zoo.cfg")],
+                                     os.path.join(self.out, "zk-n%d.log" % i), env=env)
+
+    def zk_mode(self, i):
+        """leader, follower, or None (down, stopped, no quorum)."""
+        if self.members[i] is None or self.members[i].poll() is not None:
+            return None
+        try:
+            with socket.create_connection(("127.0.0.1", self.cports[i]), timeout=0.5) as s:
+                s.settimeout(0.5)
+                s.sendall(b"srvr")
+                out = b""
+                while True:
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    out += b
+        except OSError:
+            return None
+        for line in out.decode(errors="replace").splitlines():
+            if line.startswith("Mode: "):
+                return line[6:].strip()
+        return None
+
+    def zk_hosts(self):
+        return ",".join("127.0.0.1:%d" % p for p in self.cports)
+
+    def zk_cli(self, cmd):
+        """One command of the C client's cli_mt, in a session of its own."""
+        r = subprocess.run(["/usr/lib/zookeeper/bin/cli_mt", "-h", self.zk_hosts(), "-c", cmd],
+                           capture_output=True, text=True, timeout=5)
+        return r.stdout + r.stderr
+
     # ---- the agents
     def agent_argv(self, i):
         a = self.a
@@ -267,6 +348,9 @@ class Run:
         elif a.store == "mysql":
             argv += ["--backend", "mysql", "--mysql-port", str(self.mport), "--mysql-user", "sf",
                      "--mysql-timeout-ms", "300"]
+        elif a.store == "zookeeper":
+            argv += ["--backend", "zookeeper", "--zookeeper-timeout-ms", "400",
+                     "--zookeeper-hosts", self.zk_hosts(), "--zookeeper-root", "/sffaults"]
         else:
             argv += ["--backend", "etcd", "--etcd-timeout-ms", "400", "--etcd-endpoints",
                      ",".join("http://127.0.0.1:%d" % p for p in self.cports)]
@@ -307,6 +391,21 @@ class Run:
         prefix = "sffaults:%s:worker:" % self.a.store
         if self.a.store == "mysql":
             return self.clear_rows()
+        if self.a.store == "zookeeper":
+            # The ephemeral nodes are deleted by another session: a delete
+            # needs no ownership (an operator's `deleteall`, a script).
+            try:
+                out = self.zk_cli("ls /sffaults")
+                if "rc = 0" not in out:
+                    return -1
+                n = 0
+                for name in out.split():
+                    if name.startswith(prefix):
+                        if "rc = 0" in self.zk_cli("delete /sffaults/" + name):
+                            n += 1
+                return n
+            except (OSError, subprocess.TimeoutExpired):
+                return -1
         if self.a.store == "redis":
             lua = ("local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
                    "n = n + redis.call('DEL', k) end return n")
@@ -366,7 +465,8 @@ class Run:
         if not self.start_store():
             self.bad("the %s store did not start (logs in %s)" % (a.store, self.out))
             return
-        self.ok("%s started (%s)" % (a.store, "3 members" if a.store == "etcd" else "one server"))
+        self.ok("%s started (%s)" % (a.store, {"etcd": "3 members", "zookeeper": "3 servers"}.get(
+            a.store, "one server")))
         self.clear_kind = None
         with open(self.faults_path, "a") as f:
             f.write("clockbase boot_to_wall_ns=%d\n" % (time.time_ns() - now_ns()))
@@ -396,7 +496,11 @@ class Run:
                 next_agent = t + self.rng.uniform(0.5, 2.0)
             if store_busy and t >= store_busy[2]:
                 kind, m, _, t0 = store_busy
-                if kind == "store-stop":
+                if kind == "store-stop2":
+                    for j in m:
+                        os.kill(self.members[j].pid, signal.SIGCONT)
+                    self.fault("store-stop2", members="%d+%d" % tuple(m), at=t0, until=now_ns())
+                elif kind == "store-stop":
                     os.kill(self.members[m].pid, signal.SIGCONT)
                     self.fault("store-stop", member=m, at=t0, until=now_ns())
                 else:
@@ -422,8 +526,23 @@ class Run:
                     self.fault(self.clear_kind if a.store == "mysql" else "key-delete",
                                deleted=n, at=now_ns())
                 next_store = t + self.rng.uniform(1.0, 4.0)
+            if not store_busy and t >= next_store and a.store == "zookeeper" and \
+                    self.rng.random() < 0.2:
+                # Two of three stopped: no quorum, for longer than the sessions' timeout.
+                m = self.rng.sample(range(3), 2)
+                for j in m:
+                    os.kill(self.members[j].pid, signal.SIGSTOP)
+                store_busy = ("store-stop2", m, t + ttl * self.rng.uniform(1.2, 2.0), now_ns())
             if not store_busy and t >= next_store:
-                if a.store == "etcd":
+                if a.store == "zookeeper":
+                    modes = [self.zk_mode(j) for j in range(3)]
+                    leader = modes.index("leader") if "leader" in modes else None
+                    if leader is None or self.rng.random() < 0.4:
+                        m = self.rng.randrange(3)
+                    else:
+                        m = leader
+                    role = "leader" if m == leader else "follower"
+                elif a.store == "etcd":
                     leader = self.etcd_leader()
                     if leader is None or self.rng.random() < 0.4:
                         m = self.rng.randrange(3)
@@ -453,7 +572,11 @@ class Run:
                 self.start_agent(i)
         if store_busy:
             kind, m, _, t0 = store_busy
-            if kind == "store-stop":
+            if kind == "store-stop2":
+                for j in m:
+                    os.kill(self.members[j].pid, signal.SIGCONT)
+                self.fault("store-stop2", members="%d+%d" % tuple(m), at=t0, until=now_ns())
+            elif kind == "store-stop":
                 os.kill(self.members[m].pid, signal.SIGCONT)
                 self.fault("store-stop", member=m, at=t0, until=now_ns())
             else:
@@ -528,8 +651,8 @@ class Run:
               "%+d..%+d ms), longest gap %s ms (pair vacancy %s ms), mark writes %.1f/s "
               "(%.0f/s per 1,000 serving hosts), closest handoff %s ms, %s overlaps, %s timestamp "
               "overlaps%s" % (
-                  a.store, {"etcd": "3 etcd members", "mysql": "1 mariadbd"}.get(
-                      a.store, "1 redis-server"),
+                  a.store, {"etcd": "3 etcd members", "redis": "1 redis-server",
+                            "zookeeper": "3 zookeeper servers", "mysql": "1 mariadbd"}[a.store],
                   a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults,
                   deletions, len(offs), far,
                   min(offs) if offs else 0, max(offs) if offs else 0,
@@ -540,7 +663,7 @@ class Run:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--store", choices=("etcd", "redis", "mysql"), required=True)
+    ap.add_argument("--store", choices=("etcd", "redis", "zookeeper", "mysql"), required=True)
     ap.add_argument("--agent", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--agents", type=int, default=16)

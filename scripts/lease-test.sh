@@ -1,12 +1,14 @@
 #!/bin/bash
 # The fault-injection proof of snowflake-agent (issue 11): against a real
-# 3-member etcd cluster, then a single redis-server, then a single mariadbd
-# (issue 18: an operator clearing the lease rows is its deletion fault),
-# all on 127.0.0.1, 16 agents (--dry-run, one shared --history) contend
-# for 10 pairs while
+# 3-member etcd cluster, then a single redis-server, then a 3-server
+# ZooKeeper ensemble, then a single mariadbd (issue 18: an operator clearing
+# the lease rows is its deletion fault), all on 127.0.0.1, 16 agents
+# (--dry-run, one shared --history) contend for 10 pairs while
 # scripts/lease-faults.py injects faults at random for LEASE_SECONDS (180)
 # per store: agents stopped past their TTL or killed and restarted, store
-# members (the etcd leader and followers) killed and restarted or stopped.
+# members (the etcd leader and followers) killed and restarted or stopped
+# (ZooKeeper: also two of three stopped, no quorum, past the session
+# timeout).
 # Every agent start is a new host with its own clock (offsets mostly within
 # +-30 s, sometimes +-10 min), and deleting every lease key is one of the
 # store faults.  scripts/lease-check.py then judges every history: no two
@@ -25,6 +27,10 @@ pass=0
 fail=0
 for cmd in etcd redis-server python3 mariadbd mariadb-install-db; do
 	command -v "$cmd" >/dev/null || { echo "FAIL $cmd is missing (scripts/deps.sh)"; fail=1; }
+done
+for f in /usr/share/zookeeper/bin/zkServer.sh /usr/lib/zookeeper/bin/cli_mt; do
+	case " ${LEASE_STORES:-zookeeper} " in *" zookeeper "*) ;; *) continue ;; esac
+	[ -x "$f" ] || { echo "FAIL $f is missing (scripts/deps.sh: zookeeperd, zookeeper-bin)"; fail=1; }
 done
 if [ "$fail" -ne 0 ]; then
 	echo "lease: $pass passed, $fail failed"
@@ -51,7 +57,7 @@ harness() {
 	fi
 }
 
-for store in ${LEASE_STORES:-etcd redis mysql}; do
+for store in ${LEASE_STORES:-etcd redis zookeeper mysql}; do
 	out=$BUILD/lease-$store
 	rm -rf "$out"
 	echo "==== $store: ${SECS}s of faults (logs in ${out#"$ROOT"/}) ===="

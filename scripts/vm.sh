@@ -112,23 +112,28 @@ vm_kmemleak() {
 	return 0
 }
 
-# vm_add_agent STAGE OUT: a static snowflake-agent (the Redis store only: no
-# static libcurl for etcd, no MySQL) and Debian's redis-server and redis-cli
-# with the shared libraries ldd names, into the initramfs tree STAGE (the static
+# vm_add_agent STAGE OUT: a static snowflake-agent (the Redis store, and
+# ZooKeeper's when libzookeeper_mt.a is there; no static libcurl for etcd,
+# no MySQL) and Debian's redis-server and redis-cli with the shared
+# libraries ldd names, into the initramfs tree STAGE (the static
 # library comes from userspace/; OUT holds the build log).  Returns 1, with
 # the log printed, when something could not be built.
 vm_add_agent() {
-	local stage=$1 out=$2 hiredis_a b lib
+	local stage=$1 out=$2 hiredis_a zk_a zk b lib
 	mkdir -p "$out"
 	make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowflake.a" ||
 		return 1
 	hiredis_a=$(find /usr/lib /usr/lib64 -name libhiredis.a 2>/dev/null | head -n1)
+	# The ZooKeeper store too, when its static library is there.
+	zk_a=$(find /usr/lib /usr/lib64 -name libzookeeper_mt.a 2>/dev/null | head -n1)
+	zk=(-DAG_NO_ZOOKEEPER)
+	[ -n "$zk_a" ] && zk=(-pthread "$zk_a")
 	# hiredis resolves the address with getaddrinfo(), which static glibc
 	# supports for numeric addresses.
 	if [ -z "$hiredis_a" ] ||
 		! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -DAG_NO_MYSQL \
 			-I"$ROOT/userspace/include" -I"$ROOT/uapi" -o "$out/snowflake-agent" \
-			"$ROOT"/userspace/agent/*.c "$BUILD/userspace/libsnowflake.a" "$hiredis_a" \
+			"$ROOT"/userspace/agent/*.c "$BUILD/userspace/libsnowflake.a" "$hiredis_a" "${zk[@]}" \
 			2>"$out/agent-build.log"; then
 		cat "$out/agent-build.log"
 		echo "building a static snowflake-agent failed (libhiredis.a: ${hiredis_a:-missing})"

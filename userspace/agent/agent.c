@@ -39,9 +39,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,6 +64,7 @@
 /* The signals that stop the agent (fence, release, exit 0). */
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 #define SIG_WATCHDOG	(SIGRTMIN + 1)
+#define SIG_WAKE	(SIGRTMIN + 2)	/* ag_store_lost() wakes the main loop */
 
 static volatile sig_atomic_t stop_signal;
 static enum ag_level log_level = AG_INFO;
@@ -75,6 +79,15 @@ static int wd_dev_fd = -1;		/* the device, -1 in dry-run */
 static volatile sig_atomic_t wd_fired;
 static timer_t wd_timer;
 static bool wd_ok;
+
+/*
+ * ag_store_lost(): set by a store library's thread, read and cleared by
+ * the main loop (atomics: two threads).  The main thread's id, for its
+ * wake-up signal.
+ */
+static int store_lost;
+static pthread_t main_thread;
+static bool main_thread_set;
 
 int64_t boot_ns(void)
 {
@@ -170,6 +183,36 @@ static void on_watchdog(int sig)
 		(void)ioctl(wd_dev_fd, SNOWFLAKE_IOC_SET_FENCE, &f);
 	wd_fired = 1;
 	errno = saved;
+}
+
+/* SIG_WAKE: nothing to do; its delivery ends the main loop's sleep. */
+static void on_wake(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * The flag first, then the fence: program_pair() lifts the fence and only
+ * then reads the flag, so whichever order the two threads run in, the
+ * device ends fenced (a fence before the lift is seen by the read after
+ * it; a fence after the lift stays).
+ */
+void ag_store_lost(void)
+{
+	struct snowflake_fence f = { .flags = SNOWFLAKE_FENCE_ON };
+	int saved = errno;
+
+	__atomic_store_n(&store_lost, 1, __ATOMIC_SEQ_CST);
+	if (wd_dev_fd >= 0)
+		(void)ioctl(wd_dev_fd, SNOWFLAKE_IOC_SET_FENCE, &f);
+	if (__atomic_load_n(&main_thread_set, __ATOMIC_ACQUIRE))
+		pthread_kill(main_thread, SIG_WAKE);
+	errno = saved;
+}
+
+static bool store_lost_seen(void)
+{
+	return __atomic_load_n(&store_lost, __ATOMIC_SEQ_CST);
 }
 
 /* Arm the watchdog at @at (boottime ns), or disarm it (0). */
@@ -341,6 +384,10 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 		ret = -ETIME;
 		goto out;
 	}
+	if (store_lost_seen()) {
+		ret = -ENOLINK;
+		goto out;
+	}
 	if (a->mark_ms < a->floor_ms) {
 		ret = -ERANGE;	/* no mark above the floor yet: a bug */
 		goto out;
@@ -380,6 +427,18 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 		goto out;
 	}
 	a->fenced = false;
+	/*
+	 * The store's library saw the connection drop (ag_store_lost()): it
+	 * may have fenced the device before the lift above, which undid it.
+	 * Fenced again, and the lease dropped by the caller.
+	 */
+	if (store_lost_seen()) {
+		wd_arm(0);
+		if (a->sf)
+			(void)snowflake_set_fence(a->sf, 1);
+		a->fenced = true;
+		ret = -ENOLINK;
+	}
 out:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (ret == -ETIME) {
@@ -387,8 +446,8 @@ out:
 		     a->dc, a->w, (long long)((from - until) / NS_PER_MS));
 		return ret;
 	}
-	if (ret == -ESTALE)
-		return ret;	/* a VM fork: vm_forked() logs it */
+	if (ret == -ESTALE || ret == -ENOLINK)
+		return ret;	/* a VM fork: vm_forked() logs it; the loop drops a lost store's lease */
 	if (ret == -EOPNOTSUPP) {
 		logm(AG_ERR, "event=set_lease_failed datacenter=%u worker=%u: the module has no timestamp window (SNOWFLAKE_IDS_WINDOW): it is older than this agent, which needs snowflake 1.4; update the module",
 		     a->dc, a->w);
@@ -438,6 +497,102 @@ static void state_load(struct agent *a)
 		logm(AG_WARN, "%s: no pair within the pool: ignored", path);
 	}
 	fclose(f);
+}
+
+/* FNV-1a, 64 bits: a host name or a machine id spread over the pool. */
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/*
+ * The host's IPv4 address as a number: the first one, in the kernel's
+ * order of the interfaces, that is up and neither loopback nor link-local
+ * (169.254/16).  0 when there is none.
+ */
+static uint32_t host_ipv4(char *text, size_t len)
+{
+	struct ifaddrs *ifs, *i;
+	uint32_t v = 0;
+
+	if (getifaddrs(&ifs))
+		return 0;
+	for (i = ifs; i && !v; i = i->ifa_next) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)i->ifa_addr;
+		uint32_t h;
+
+		if (!in || in->sin_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		h = ntohl(in->sin_addr.s_addr);
+		if ((h >> 16) == 0xa9fe || (h >> 24) == 127 || !h)
+			continue;
+		v = h;
+		inet_ntop(AF_INET, &in->sin_addr, text, (socklen_t)len);
+	}
+	freeifaddrs(ifs);
+	return v;
+}
+
+/*
+ * prefer = ip, hostname or machine-id: a pair derived from the host (what
+ * the ID generators that take worker ids from a store do: the low bits of
+ * the address, a hash of a name), so that a host tends to get the same
+ * pair each time, which helps operators read IDs.  Only a hint for which
+ * free pair to try first (acquire()): it is claimed like any other, a held
+ * one is skipped, and it never replaces a lease.  The number, modulo the
+ * pool, is the pair's place in the order acquire() walks the pool in.
+ */
+static void prefer_derived(struct agent *a)
+{
+	const struct ag_conf *c = a->c;
+	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
+	char from[256] = "", line[128];
+	uint64_t v = 0, n;
+	FILE *f;
+
+	switch (c->prefer) {
+	case AG_PREFER_IP:
+		v = host_ipv4(from, sizeof(from));
+		break;
+	case AG_PREFER_HOSTNAME:
+		if (!gethostname(from, sizeof(from) - 1) && from[0])
+			v = fnv1a(from);
+		break;
+	case AG_PREFER_MACHINE_ID:
+		f = fopen("/etc/machine-id", "re");
+		if (f && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (line[0]) {
+				v = fnv1a(line);
+				snprintf(from, sizeof(from), "%s", line);
+			}
+		}
+		if (f)
+			fclose(f);
+		break;
+	default:
+		return;
+	}
+	if (!v) {
+		logm(AG_WARN, "event=prefer_unavailable prefer=%s: %s; no pair is preferred",
+		     ag_prefer_name(c->prefer),
+		     c->prefer == AG_PREFER_IP ? "no IPv4 address on an interface that is up" :
+		     c->prefer == AG_PREFER_HOSTNAME ? "no host name" : "no /etc/machine-id");
+		return;
+	}
+	n = v % a->pool;
+	a->have_pref = true;
+	a->pref_dc = a->dc_lo + (uint32_t)(n % ndc);
+	a->pref_w = a->w_lo + (uint32_t)(n / ndc);
+	logm(AG_INFO, "event=preferred datacenter=%u worker=%u prefer=%s from=%s",
+	     a->pref_dc, a->pref_w, ag_prefer_name(c->prefer), from);
 }
 
 /*
@@ -1028,6 +1183,11 @@ static int run(struct agent *a)
 		}
 		now = boot_ns();
 
+		/* The store's library saw the connection drop: fenced already. */
+		if (a->held && store_lost_seen()) {
+			lease_lost(a, "store-connection-lost");
+			continue;
+		}
 		if (a->held && (now >= a->fence_at || wd_fired)) {
 			lease_lost(a, "lease-not-renewed");
 			if (!a->fenced)
@@ -1048,6 +1208,10 @@ static int run(struct agent *a)
 			}
 			if (ret == -ETIME) {
 				lease_lost(a, "reply-too-late");
+				continue;
+			}
+			if (ret == -ENOLINK) {
+				lease_lost(a, "store-connection-lost");
 				continue;
 			}
 			if (ret == 0) {
@@ -1087,6 +1251,11 @@ static int run(struct agent *a)
 			continue;
 		}
 		if (!a->held && now >= a->next_acquire) {
+			/*
+			 * A connection lost while no lease was held says nothing
+			 * of a claim sent from now on (ag_store_lost()).
+			 */
+			__atomic_store_n(&store_lost, 0, __ATOMIC_SEQ_CST);
 			ret = acquire(a);
 			if (ret == TRY_TAKEN) {
 				/* Served by the settle step above, at once or after settle-ms. */
@@ -1207,7 +1376,21 @@ static int setup_signals(struct agent *a)
 		sigaddset(&block, stop_signals[i]);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * ag_store_lost()'s wake-up of this thread, sent by a library's thread:
+	 * blocked like the stop signals, so that it is let in only where the
+	 * loop sleeps (sleep_until()), and one sent while the loop works is
+	 * not lost but ends the next sleep at once.
+	 */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_wake;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIG_WAKE, &sa, NULL);
+	sigaddset(&block, SIG_WAKE);
 	sigprocmask(SIG_BLOCK, &block, NULL);
+	main_thread = pthread_self();
+	__atomic_store_n(&main_thread_set, true, __ATOMIC_RELEASE);
 
 	/* The watchdog: never blocked but around its own re-arming. */
 	memset(&sa, 0, sizeof(sa));
@@ -1347,6 +1530,8 @@ int main(int argc, char **argv)
 	a.st = conf.backend == AG_ETCD ? &ag_etcd_ops : &ag_redis_ops;
 	if (conf.backend == AG_MYSQL)
 		a.st = &ag_mysql_ops;
+	if (conf.backend == AG_ZOOKEEPER)
+		a.st = &ag_zookeeper_ops;
 	log_level = conf.level;
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -1402,7 +1587,10 @@ int main(int argc, char **argv)
 	hist(&a, "start owner=%s space=%s:%s pid=%d at=%lld clock_offset_ms=%lld", a.owner,
 	     conf.prefix, conf.cluster, (int)getpid(), (long long)boot_ns(),
 	     conf.dry_run_clock_offset_ms);
-	state_load(&a);
+	if (conf.prefer == AG_PREFER_STATE)
+		state_load(&a);
+	else
+		prefer_derived(&a);
 	a.next_acquire = boot_ns();
 
 	ret = run(&a);

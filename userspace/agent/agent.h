@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * snowflake-agent(8): what the lease loop (agent.c) and the stores
- * (redis.c, etcd.c) share: the one store interface.  Times are CLOCK_BOOTTIME nanoseconds: that
+ * (redis.c, etcd.c, zookeeper.c) share: the one store interface.  Times are CLOCK_BOOTTIME nanoseconds: that
  * clock runs on through suspend, so a lease never looks younger than it is.
  */
 #ifndef SNOWFLAKE_AGENT_H
@@ -27,7 +27,7 @@ struct agent;
 enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1, TRY_NO_MARK = 2 };
 
 /*
- * A lease store: the one interface every backend (redis.c, etcd.c) sits
+ * A lease store: the one interface every backend (redis.c, etcd.c, zookeeper.c) sits
  * behind.  The loop, the deadline, the fencing, the window and the
  * history live once, in agent.c; a backend speaks only its store's client
  * library and answers these calls.
@@ -121,6 +121,17 @@ struct store_ops {
 extern const struct store_ops ag_redis_ops;
 extern const struct store_ops ag_etcd_ops;
 extern const struct store_ops ag_mysql_ops;
+extern const struct store_ops ag_zookeeper_ops;
+
+/*
+ * For a backend whose client library learns on a thread of its own that
+ * the lease may be gone before any call of the loop could (ZooKeeper: the
+ * connection to the ensemble dropped).  Fences the device at once, from
+ * the calling thread, and makes the loop drop the lease (fence, forget)
+ * at its next step; a claim or a re-adoption sent after the call is not
+ * affected.  Thread-safe, and async-signal-safe; never blocks.
+ */
+void ag_store_lost(void);
 
 struct agent {
 	struct ag_conf *c;

@@ -19,13 +19,13 @@
 const char ag_usage[] =
 "Usage: snowflake-agent [OPTIONS]\n"
 "\n"
-"Claim a unique (datacenter, worker) id pair for this host from etcd, Redis\n"
-"or MySQL/MariaDB, set it on /dev/snowflake and keep it; fence the device\n"
-"when the lease could expire.\n"
+"Claim a unique (datacenter, worker) id pair for this host from etcd, Redis,\n"
+"ZooKeeper or MySQL/MariaDB, set it on /dev/snowflake and keep it; fence the\n"
+"device when the lease could expire.\n"
 "\n"
 "  --config FILE             key=value file (default " AG_DEFAULT_CONFIG ",\n"
 "                            when it exists); the command line wins\n"
-"  --backend etcd|redis|mysql\n"
+"  --backend etcd|redis|zookeeper|mysql\n"
 "                            the lease store (default redis)\n"
 "  --etcd-endpoints URLS     comma-separated, tried in turn (default\n"
 "                            http://127.0.0.1:2379)\n"
@@ -35,6 +35,13 @@ const char ag_usage[] =
 "  --etcd-cert FILE          client certificate (with --etcd-key)\n"
 "  --etcd-key FILE           client key\n"
 "  --etcd-timeout-ms MS      every request, connecting included (default 500)\n"
+"  --zookeeper-hosts HOSTS   host:port,... with an optional /chroot at the\n"
+"                            end (default 127.0.0.1:2181)\n"
+"  --zookeeper-root PATH     the znode the pairs' nodes live under, created\n"
+"                            if absent (default /snowflake)\n"
+"  --zookeeper-user USER     digest authentication (default: none)\n"
+"  --zookeeper-password PASS USER's password\n"
+"  --zookeeper-timeout-ms MS connecting, and every request (default 500)\n"
 "  --redis-host HOST         Redis address, numeric or a name (default 127.0.0.1)\n"
 "  --redis-port PORT         (default 6379)\n"
 "  --redis-password PASS     AUTH with it (default: none)\n"
@@ -65,6 +72,11 @@ const char ag_usage[] =
 "                            persists every write)\n"
 "  --device PATH             the device (default $SNOWFLAKE_DEVICE, else\n"
 "                            /dev/snowflake)\n"
+"  --prefer state-file|ip|hostname|machine-id\n"
+"                            the pair to try first: the state file's (default),\n"
+"                            or one derived from the host's IPv4 address, name\n"
+"                            or /etc/machine-id; only a hint, claimed like any\n"
+"                            other pair\n"
 "  --state-file PATH         remembers the last id, to claim it again (default\n"
 "                            " AG_DEFAULT_STATE "; empty: none)\n"
 "  --owner LABEL             label of the lease value (default: the host name);\n"
@@ -109,6 +121,8 @@ enum {
 	O_CLOCK_OFFSET, O_MARK_STEP, O_QUARANTINE, O_INIT_MARK, O_INIT_STORE,
 	O_MYSQL_HOST, O_MYSQL_PORT, O_MYSQL_USER, O_MYSQL_PW, O_MYSQL_DB, O_MYSQL_TABLE,
 	O_MYSQL_TIMEOUT,
+	O_ZK_HOSTS, O_ZK_ROOT, O_ZK_USER, O_ZK_PW, O_ZK_TIMEOUT,
+	O_PREFER,
 };
 
 static const struct option opts[] = {
@@ -128,6 +142,11 @@ static const struct option opts[] = {
 	{ "mysql-database", required_argument, NULL, O_MYSQL_DB },
 	{ "mysql-table", required_argument, NULL, O_MYSQL_TABLE },
 	{ "mysql-timeout-ms", required_argument, NULL, O_MYSQL_TIMEOUT },
+	{ "zookeeper-hosts", required_argument, NULL, O_ZK_HOSTS },
+	{ "zookeeper-root", required_argument, NULL, O_ZK_ROOT },
+	{ "zookeeper-user", required_argument, NULL, O_ZK_USER },
+	{ "zookeeper-password", required_argument, NULL, O_ZK_PW },
+	{ "zookeeper-timeout-ms", required_argument, NULL, O_ZK_TIMEOUT },
 	{ "history", required_argument, NULL, O_HISTORY },
 	{ "settle-ms", required_argument, NULL, O_SETTLE },
 	{ "redis-host", required_argument, NULL, O_HOST },
@@ -145,6 +164,7 @@ static const struct option opts[] = {
 	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "state-file", required_argument, NULL, O_STATE },
+	{ "prefer", required_argument, NULL, O_PREFER },
 	{ "metrics-file", required_argument, NULL, O_METRICS },
 	{ "owner", required_argument, NULL, O_OWNER },
 	{ "dry-run", optional_argument, NULL, O_DRY },
@@ -231,6 +251,13 @@ static void set_str(char **dst, const char *v)
 	}
 }
 
+const char *ag_prefer_name(int prefer)
+{
+	static const char * const names[] = { "state-file", "ip", "hostname", "machine-id" };
+
+	return prefer >= 0 && prefer <= AG_PREFER_MACHINE_ID ? names[prefer] : "?";
+}
+
 const char *ag_level_name(enum ag_level l)
 {
 	static const char * const names[] = { "err", "warn", "info", "debug" };
@@ -254,8 +281,39 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 			c->backend = AG_ETCD;
 		else if (!strcmp(v, "mysql"))
 			c->backend = AG_MYSQL;
+		else if (!strcmp(v, "zookeeper"))
+			c->backend = AG_ZOOKEEPER;
 		else
 			goto bad;
+		return 0;
+	case O_ZK_HOSTS:
+		if (!*v || strpbrk(v, " \t\r\n"))
+			goto bad;
+		set_str(&c->zk_hosts, v);
+		return 0;
+	case O_ZK_ROOT:
+		/* An absolute path, no empty component, no trailing slash. */
+		if (v[0] != '/' || strstr(v, "//") || (v[1] && v[strlen(v) - 1] == '/') ||
+		    strpbrk(v, " \t\r\n"))
+			goto bad;
+		set_str(&c->zk_root, v);
+		return 0;
+	case O_ZK_USER:
+	case O_ZK_PW: {
+		char **dst = key == O_ZK_USER ? &c->zk_user : &c->zk_password;
+
+		free(*dst);
+		*dst = NULL;
+		if (key == O_ZK_USER && strchr(v, ':'))
+			goto bad;	/* digest's "user:password" */
+		if (*v)
+			set_str(dst, v);
+		return 0;
+	}
+	case O_ZK_TIMEOUT:
+		if (parse_uint(v, 600000, &n) || n < 10)
+			goto bad;
+		c->zk_timeout_ms = (unsigned int)n;
 		return 0;
 	case O_ETCD_EP:
 		if (!*v || strpbrk(v, " \t\r\n"))
@@ -388,6 +446,14 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 	case O_STATE:
 		set_str(&c->state_file, v);
 		return 0;
+	case O_PREFER:
+		for (d = AG_PREFER_STATE; d <= AG_PREFER_MACHINE_ID; d++) {
+			if (!strcmp(v, ag_prefer_name((int)d))) {
+				c->prefer = d;
+				return 0;
+			}
+		}
+		goto bad;
 	case O_OWNER:
 		if (!*v || strlen(v) > 200)
 			goto bad;
@@ -530,6 +596,9 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 	set_str(&c->mysql_database, "snowflake");
 	set_str(&c->mysql_table, "snowflake_lease");
 	c->mysql_timeout_ms = 500;
+	set_str(&c->zk_hosts, "127.0.0.1:2181");
+	set_str(&c->zk_root, "/snowflake");
+	c->zk_timeout_ms = 500;
 	set_str(&c->history, "");
 	set_str(&c->redis_host, "127.0.0.1");
 	c->redis_port = 6379;
@@ -602,6 +671,8 @@ int ag_conf_load(struct ag_conf *c, int argc, char **argv, char *err, size_t err
 			c->argv_secret = "--etcd-password";
 		else if (o == O_MYSQL_PW)
 			c->argv_secret = "--mysql-password";
+		else if (o == O_ZK_PW)
+			c->argv_secret = "--zookeeper-password";
 	}
 	if (optind < argc)
 		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
@@ -612,12 +683,15 @@ unsigned int ag_conf_timeout_ms(const struct ag_conf *c)
 {
 	if (c->backend == AG_MYSQL)
 		return c->mysql_timeout_ms;
+	if (c->backend == AG_ZOOKEEPER)
+		return c->zk_timeout_ms;
 	return c->backend == AG_ETCD ? c->etcd_timeout_ms : c->redis_timeout_ms;
 }
 
 int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 {
-	const char *tname = c->backend == AG_ETCD ? "etcd-timeout-ms" :
+	const char *tname = c->backend == AG_ZOOKEEPER ? "zookeeper-timeout-ms" :
+			    c->backend == AG_ETCD ? "etcd-timeout-ms" :
 			    c->backend == AG_MYSQL ? "mysql-timeout-ms" : "redis-timeout-ms";
 
 	if (!c->renew_ms)
@@ -651,6 +725,8 @@ int ag_conf_finish(struct ag_conf *c, char *err, size_t errlen)
 		return fail(err, errlen, "etcd-user needs etcd-password");
 	if (!!c->etcd_cert != !!c->etcd_key)
 		return fail(err, errlen, "etcd-cert and etcd-key go together");
+	if (!!c->zk_user != !!c->zk_password)
+		return fail(err, errlen, "zookeeper-user and zookeeper-password go together");
 	return 0;
 }
 
@@ -667,7 +743,8 @@ static void print_range(FILE *f, const char *name, const struct ag_range *r)
 void ag_conf_print(const struct ag_conf *c, FILE *f)
 {
 	fprintf(f, "# config file: %s\n", c->config ? c->config : "(none)");
-	fprintf(f, "backend = %s\n", c->backend == AG_ETCD ? "etcd" :
+	fprintf(f, "backend = %s\n", c->backend == AG_ZOOKEEPER ? "zookeeper" :
+				      c->backend == AG_ETCD ? "etcd" :
 				      c->backend == AG_MYSQL ? "mysql" : "redis");
 	fprintf(f, "etcd-endpoints = %s\n", c->etcd_endpoints);
 	fprintf(f, "etcd-user = %s\n", c->etcd_user ? c->etcd_user : "");
@@ -683,6 +760,11 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "mysql-database = %s\n", c->mysql_database);
 	fprintf(f, "mysql-table = %s\n", c->mysql_table);
 	fprintf(f, "mysql-timeout-ms = %u\n", c->mysql_timeout_ms);
+	fprintf(f, "zookeeper-hosts = %s\n", c->zk_hosts);
+	fprintf(f, "zookeeper-root = %s\n", c->zk_root);
+	fprintf(f, "zookeeper-user = %s\n", c->zk_user ? c->zk_user : "");
+	fprintf(f, "zookeeper-password = %s\n", c->zk_password ? "(set)" : "");
+	fprintf(f, "zookeeper-timeout-ms = %u\n", c->zk_timeout_ms);
 	fprintf(f, "redis-host = %s\n", c->redis_host);
 	fprintf(f, "redis-port = %d\n", c->redis_port);
 	fprintf(f, "redis-password = %s\n", c->redis_password ? "(set)" : "");
@@ -699,6 +781,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "redis-min-uptime-ms = %d\n", c->min_uptime_ms);
 	fprintf(f, "device = %s\n", c->device ? c->device : "(default)");
 	fprintf(f, "state-file = %s\n", c->state_file);
+	fprintf(f, "prefer = %s\n", ag_prefer_name(c->prefer));
 	fprintf(f, "metrics-file = %s\n", c->metrics_file ? c->metrics_file : "");
 	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(the host name)");
 	fprintf(f, "history = %s\n", c->history);
@@ -727,6 +810,10 @@ void ag_conf_free(struct ag_conf *c)
 	free(c->mysql_password);
 	free(c->mysql_database);
 	free(c->mysql_table);
+	free(c->zk_hosts);
+	free(c->zk_root);
+	free(c->zk_user);
+	free(c->zk_password);
 	free(c->history);
 	free(c->redis_host);
 	free(c->redis_password);

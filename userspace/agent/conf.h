@@ -36,7 +36,7 @@ struct ag_conf {
 	bool config_given;		/* --config: a missing file is an error */
 	const char *argv_secret;	/* a password option given on the command line */
 
-	enum { AG_REDIS, AG_ETCD, AG_MYSQL } backend;
+	enum { AG_REDIS, AG_ETCD, AG_MYSQL, AG_ZOOKEEPER } backend;
 	char *redis_host;
 	int redis_port;
 	char *redis_password;		/* NULL: no AUTH */
@@ -56,6 +56,11 @@ struct ag_conf {
 	char *mysql_database;
 	char *mysql_table;
 	unsigned int mysql_timeout_ms;	/* name lookup, connection and every statement */
+	char *zk_hosts;			/* host:port,... [/chroot] (the C client's string) */
+	char *zk_root;			/* the znode the pairs' nodes live under */
+	char *zk_user;			/* digest authentication; NULL: none */
+	char *zk_password;
+	unsigned int zk_timeout_ms;	/* connecting, and every request */
 
 	char *prefix;
 	char *cluster;
@@ -70,6 +75,8 @@ struct ag_conf {
 
 	char *device;			/* NULL: libsnowflake's default */
 	char *state_file;		/* "" : none */
+	/* The pair to try first: the state file's, or one derived from the host. */
+	enum { AG_PREFER_STATE, AG_PREFER_IP, AG_PREFER_HOSTNAME, AG_PREFER_MACHINE_ID } prefer;
 	char *metrics_file;		/* NULL or "": none */
 	char *owner;			/* a label (NULL: the host name); a random id is added */
 	char *history;			/* "": none */
@@ -99,6 +106,7 @@ unsigned int ag_conf_timeout_ms(const struct ag_conf *c);
 void ag_conf_print(const struct ag_conf *c, FILE *f);
 void ag_conf_free(struct ag_conf *c);
 const char *ag_level_name(enum ag_level l);
+const char *ag_prefer_name(int prefer);
 
 extern const char ag_usage[];
 

@@ -1,0 +1,1209 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snowflake-agent(8): leases in ZooKeeper (3.5 and later; Debian's 3.8),
+ * through the C client's multithreaded library (libzookeeper_mt).
+ *
+ * The session is the lease.  The pair's key is the ephemeral znode
+ * ROOT/PREFIX:CLUSTER:worker:DC:W, created by this run's session; the
+ * ensemble deletes it when the session ends (closed, or expired: not
+ * heard from for the session timeout).  The pair's mark is the persistent
+ * znode ROOT/PREFIX:CLUSTER:mark:DC:W beside it, its data "MARK OWNER" (20
+ * digits, then the owner of the run that wrote it; --init-store writes the
+ * digits alone).  ROOT (zookeeper-root) is created if absent; a chroot is
+ * the C client's own (zookeeper-hosts "h1:2181,h2:2181/chroot").
+ *
+ *   claim:   sync; get(mark); exists(key)      (one pipeline)
+ *            multi(create(key, owner, EPHEMERAL), check(mark, version read))
+ *   renew:   sync; exists(key): its ephemeralOwner is our session id
+ *            [raise: multi(check(key, version), setData(mark, RAISE OWNER,
+ *             the version our claim read or our last raise wrote))]
+ *   readopt: after a reconnection with the same session: renew's proof
+ *   release: exists(key) ours: delete(key, its version); then the session
+ *            is closed (the ensemble deletes whatever else is ours)
+ *
+ * G1: the create fails when the key exists, whoever's it is.
+ *
+ * G2: the ensemble's leader expires a session it has not heard from for
+ * the session timeout, which is the negotiated one, never below ttl-ms
+ * (the agent refuses a lower one: see timeout_ok()).  Each of our requests
+ * reaches a server after *sent, read before the pipeline's first request
+ * went out, and counts there as the session's sign of life; a follower
+ * hands its sessions' signs to the leader at its next ping (every half
+ * tickTime).  So the leader does not expire the session before *sent +
+ * timeout - (tickTime / 2 + the servers' network delay): the margin
+ * covers that (margin-ms >= tickTime; docs/deployment-zookeeper.md).  A
+ * leader change gives every session a full timeout again.  The library's
+ * own pings are not counted: they are invisible here.
+ *
+ * G3: a follower answers reads from its own copy, which may lag the
+ * leader (one cut off from the leader answers until it notices, up to
+ * syncLimit ticks later).  So every proof starts with a sync: the server
+ * catches up with the leader before it answers the exists that follows
+ * (one session's requests are answered in order), and the leader checks
+ * that the session lives when it handles the sync.  The proof says: the
+ * key was this session's at an instant after *sent.  The owner is the
+ * node's ephemeralOwner, the session id, not a string: a key deleted (an
+ * operator) and created again by another agent is another session's.
+ * Whoever takes the pair after a deletion or an expiry after that instant
+ * serves settle-ms (one TTL) later, after this holder's validity (*sent +
+ * ttl - margin) has ended.
+ *
+ * The connection: the library's watcher runs on its own thread.  A
+ * connection lost while a lease is held (ZOO_CONNECTING_STATE after
+ * ZOO_CONNECTED_STATE: ZooKeeper's "Disconnected") fences the device at
+ * once (ag_store_lost()); the lease is taken back (readopt) only after
+ * the library reconnected with the same session and the key is still
+ * this session's.  An expired session (ZOO_EXPIRED_SESSION_STATE) has
+ * lost its key: the handle is closed and a new session claims again.
+ *
+ * G4: the mark is raised only by a setData at the version this holder
+ * knows: the one its claim read, atomically with its create (the multi's
+ * check), or the one its own last raise wrote; a write by anyone else in
+ * between fails it (ZBADVERSION).  A new holder raises the mark before it
+ * serves (agent.c, serve()), so of two holders whose leases overlap only
+ * the one whose claim read the latest version can ever serve: the other's
+ * raise fails, which is a lost lease.  Every successful raise therefore
+ * extends a chain of writes each made on top of the one before, its value
+ * only growing: a holder's floor (the value read + 1) is above every
+ * ceiling given before its claim, and every ceiling after it is a raise of
+ * its own or of a later holder.  The same multi checks that the key still
+ * exists at the version seen, so a raise after the key's deletion fails.
+ * An abandoned raise (no answer by the deadline) may still land: the next
+ * raise then fails on the version, the mark is read again, and a mark
+ * written by this very run (the owner in its data) is taken as its own.
+ *
+ * G5: ZooKeeper acknowledges a write once a quorum has it in its
+ * transaction log, fsynced (forceSync=yes, the default; do not turn it
+ * off).
+ *
+ * Every call ends by its deadline: the library's requests are asynchronous
+ * and waited for here with a bound (a request abandoned at its deadline is
+ * answered to nobody).  The library's threads run with every signal
+ * blocked, so the agent's signals (the watchdog's among them) reach the
+ * main thread only.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#ifdef AG_NO_ZOOKEEPER
+/* A build without libzookeeper_mt. */
+static int z_init(struct agent *a)
+{
+	(void)a;
+	logm(AG_ERR, "backend zookeeper: this snowflake-agent was built without it (libzookeeper-mt-dev)");
+	return AG_EXIT_USAGE;
+}
+
+const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init };
+#else
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner */
+
+/*
+ * Guards what the library's threads write (the session's state, the
+ * calls' results) and the calls' reference counts.
+ */
+static pthread_mutex_t zk_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct zstore {
+	zhandle_t *zh;
+	int evfd;			/* a completion or a state change: wakes the waiter */
+	const struct ACL_vector *acl;	/* of the nodes we create */
+
+	/* Written by the library's threads, under zk_mu. */
+	int state;			/* the session's last state */
+	int64_t session;		/* its id, once connected */
+	bool expired, auth_failed;
+	bool holding;			/* a lease is held: a lost connection fences */
+
+	/* The main thread's. */
+	bool root_ok;			/* ROOT exists (checked by this handle) */
+	bool drop;			/* close the session before the next claim */
+	bool timeout_said;
+	bool down;			/* logged already */
+	bool mine;			/* this session created the key of (mine_dc, mine_w) */
+	uint32_t mine_dc, mine_w;
+	int64_t mine_session;
+	int32_t key_version;		/* of our key, as last seen */
+	int32_t mark_version;		/* of the mark: read at the claim, or our last raise's */
+};
+
+/* One request in flight, shared by the caller and the completion. */
+struct zcall {
+	int refs;			/* the caller's and the completion's; under zk_mu */
+	bool done;			/* under zk_mu */
+	bool abandoned;			/* the caller's own: its deadline came first */
+	int rc;
+	struct zstore *z;
+	struct Stat stat;		/* exists, get; the multi's setData */
+	int len;
+	char data[ZDATA_MAX];
+	zoo_op_result_t res[2];
+	char created[16];		/* the multi's create writes its path here (unused) */
+};
+
+static struct zstore *Z(const struct agent *a)
+{
+	return a->store;
+}
+
+static void wake(struct zstore *z)
+{
+	uint64_t one = 1;
+
+	(void)!write(z->evfd, &one, sizeof(one));
+}
+
+/* Drop one reference (zk_mu held); the last frees. */
+static void call_put_locked(struct zcall *c)
+{
+	if (--c->refs == 0)
+		free(c);
+}
+
+static void call_put(struct zcall *c)
+{
+	pthread_mutex_lock(&zk_mu);
+	call_put_locked(c);
+	pthread_mutex_unlock(&zk_mu);
+}
+
+static void call_done(struct zcall *c, int rc, const struct Stat *st, const char *v, int len)
+{
+	struct zstore *z = c->z;
+
+	pthread_mutex_lock(&zk_mu);
+	c->rc = rc;
+	if (st)
+		c->stat = *st;
+	if (v && len > 0) {
+		c->len = len < ZDATA_MAX - 1 ? len : ZDATA_MAX - 1;
+		memcpy(c->data, v, (size_t)c->len);
+	}
+	c->data[c->len] = '\0';
+	c->done = true;
+	call_put_locked(c);
+	pthread_mutex_unlock(&zk_mu);
+	wake(z);
+}
+
+/* The library's completions (its completion thread, or zookeeper_close()). */
+static void cb_void(int rc, const void *data)
+{
+	call_done((struct zcall *)data, rc, NULL, NULL, 0);
+}
+
+static void cb_string(int rc, const char *value, const void *data)
+{
+	(void)value;
+	call_done((struct zcall *)data, rc, NULL, NULL, 0);
+}
+
+static void cb_stat(int rc, const struct Stat *stat, const void *data)
+{
+	call_done((struct zcall *)data, rc, rc == ZOK ? stat : NULL, NULL, 0);
+}
+
+static void cb_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
+{
+	call_done((struct zcall *)data, rc, rc == ZOK ? stat : NULL, value, len);
+}
+
+static struct zcall *call_new(struct zstore *z)
+{
+	struct zcall *c = calloc(1, sizeof(*c));
+
+	if (c) {
+		c->refs = 2;
+		c->z = z;
+	}
+	return c;
+}
+
+/*
+ * A call holds two references, the caller's (call_put() once it has read
+ * the results) and the completion's.  After zoo_a*(): a request the
+ * library refused gets no completion.
+ */
+static void call_started(struct zcall *c, int ret)
+{
+	if (ret == ZOK)
+		return;
+	pthread_mutex_lock(&zk_mu);
+	c->rc = ret;
+	c->done = true;
+	c->refs--;
+	pthread_mutex_unlock(&zk_mu);
+}
+
+/*
+ * Wait for @c until @deadline (boottime ns): its result code, or
+ * ZOPERATIONTIMEOUT with c->abandoned set when the deadline came first
+ * (the library may still write into it until its completion; the
+ * results are read only when not abandoned).
+ */
+static int call_wait(struct zstore *z, struct zcall *c, int64_t deadline)
+{
+	struct pollfd p = { .fd = z->evfd, .events = POLLIN };
+	uint64_t n;
+	int rc;
+
+	for (;;) {
+		int64_t left;
+
+		pthread_mutex_lock(&zk_mu);
+		if (c->done) {
+			rc = c->rc;
+			pthread_mutex_unlock(&zk_mu);
+			return rc;
+		}
+		pthread_mutex_unlock(&zk_mu);
+		left = (deadline - boot_ns()) / NS_PER_MS;
+		if (left <= 0) {
+			c->abandoned = true;
+			return ZOPERATIONTIMEOUT;
+		}
+		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+			(void)!read(z->evfd, &n, sizeof(n));
+	}
+}
+
+/* The deadline of a call: @deadline, or zookeeper-timeout-ms from now. */
+static int64_t dl_of(const struct agent *a, int64_t deadline)
+{
+	return deadline ? deadline : boot_ns() + (int64_t)a->c->zk_timeout_ms * NS_PER_MS;
+}
+
+static void path_of(const struct agent *a, bool mark, uint32_t dc, uint32_t w, char *buf,
+		    size_t len)
+{
+	const char *root = a->c->zk_root;
+	char key[512];
+
+	if (mark)
+		mark_key_of(a, dc, w, key, sizeof(key));
+	else
+		key_of(a, dc, w, key, sizeof(key));
+	snprintf(buf, len, "%s/%s", strcmp(root, "/") ? root : "", key);
+}
+
+/* A mark's data, "MARK OWNER" or "MARK": 0 on success. */
+static int mark_parse(const char *data, uint64_t *mark, const char **owner)
+{
+	char *end;
+
+	if (*data < '0' || *data > '9')
+		return -1;
+	errno = 0;
+	*mark = strtoull(data, &end, 10);
+	if (errno || (*end && *end != ' '))
+		return -1;
+	*owner = *end ? end + 1 : "";
+	return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* The session                                                       */
+/* ---------------------------------------------------------------- */
+
+static const char *state_name(int s)
+{
+	if (s == ZOO_CONNECTED_STATE)
+		return "connected";
+	if (s == ZOO_CONNECTING_STATE)
+		return "connecting";
+	if (s == ZOO_ASSOCIATING_STATE)
+		return "associating";
+	if (s == ZOO_EXPIRED_SESSION_STATE)
+		return "expired";
+	if (s == ZOO_AUTH_FAILED_STATE)
+		return "auth-failed";
+	return "closed";
+}
+
+/*
+ * The library's watcher, on its completion thread: the session's state.
+ * Disconnected, expired or refused while a lease is held: the device is
+ * fenced now (ag_store_lost()).
+ */
+static void on_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	struct zstore *z = ctx;
+	bool lost = false;
+	int64_t id = 0;
+
+	(void)path;
+	if (type != ZOO_SESSION_EVENT)
+		return;
+	if (state == ZOO_CONNECTED_STATE)
+		id = zoo_client_id(zh)->client_id;
+	pthread_mutex_lock(&zk_mu);
+	if (state == ZOO_CONNECTED_STATE) {
+		z->session = id;
+	} else {
+		lost = z->holding;
+		z->holding = false;
+		if (state == ZOO_EXPIRED_SESSION_STATE)
+			z->expired = true;
+		if (state == ZOO_AUTH_FAILED_STATE)
+			z->auth_failed = true;
+	}
+	z->state = state;
+	pthread_mutex_unlock(&zk_mu);
+	if (lost)
+		ag_store_lost();
+	if (state == ZOO_CONNECTED_STATE)
+		logm(AG_DEBUG, "event=zookeeper_connected session=0x%" PRIx64, id);
+	else
+		logm(lost ? AG_WARN : AG_DEBUG, "event=zookeeper_%s%s", state_name(state),
+		     lost ? " fenced=1: the lease is dropped until the same session is back with its key" : "");
+	wake(z);
+}
+
+/* The library's log lines, at debug level (its own level: warnings). */
+static void on_log(const char *msg)
+{
+	size_t n = strlen(msg);
+
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		n--;
+	logm(AG_DEBUG, "zookeeper: %.*s", (int)n, msg);
+}
+
+static void zk_down(struct agent *a, const char *why)
+{
+	struct zstore *z = Z(a);
+
+	if (!z->down)
+		logm(AG_WARN, "event=zookeeper_down hosts=%s error=\"%s\"", a->c->zk_hosts, why);
+	else
+		logm(AG_DEBUG, "zookeeper still down: %s", why);
+	z->down = true;
+}
+
+/* Close the handle: the session ends (the ensemble deletes our key). */
+static void zk_close(struct zstore *z)
+{
+	if (!z->zh)
+		return;
+	zookeeper_close(z->zh);
+	z->zh = NULL;
+	pthread_mutex_lock(&zk_mu);
+	z->state = 0;
+	z->session = 0;
+	z->expired = false;
+	z->auth_failed = false;
+	z->holding = false;
+	pthread_mutex_unlock(&zk_mu);
+	z->mine = false;
+	z->root_ok = false;
+	z->timeout_said = false;
+}
+
+/*
+ * A result that means the configuration can never work: a->fatal set.
+ * ZNOAUTH: the nodes' ACL refuses us (a wrong or missing password).
+ */
+static bool zk_fatal(struct agent *a, int rc, const char *what)
+{
+	if (rc != ZNOAUTH && rc != ZAUTHFAILED)
+		return false;
+	logm(AG_ERR, "event=zookeeper_auth_failed %s: %s: the nodes' ACL refuses this client (zookeeper-user, zookeeper-password)",
+	     what, zerror(rc));
+	a->fatal = AG_EXIT_AUTH;
+	return true;
+}
+
+/* An error of a call: logged; an expired session noted. */
+static void zk_error(struct agent *a, int rc, const char *what)
+{
+	struct zstore *z = Z(a);
+
+	if (zk_fatal(a, rc, what))
+		return;
+	if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {
+		pthread_mutex_lock(&zk_mu);
+		z->expired = true;
+		pthread_mutex_unlock(&zk_mu);
+	}
+	if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED ||
+	    rc == ZCLOSING || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "%s: %s", what, zerror(rc));
+		zk_down(a, why);
+		return;
+	}
+	logm(AG_WARN, "zookeeper %s: %s", what, zerror(rc));
+}
+
+/*
+ * The session's timeout is what the ensemble negotiated, within its
+ * minSessionTimeout..maxSessionTimeout: a lower one than ttl-ms would
+ * expire the key before the agent's validity ends.  false (a->fatal set)
+ * when it is lower.
+ */
+static bool timeout_ok(struct agent *a)
+{
+	struct zstore *z = Z(a);
+	int t = zoo_recv_timeout(z->zh);
+
+	if (t > 0 && (unsigned int)t < a->c->ttl_ms) {
+		logm(AG_ERR, "event=zookeeper_timeout_too_short negotiated_ms=%d ttl_ms=%u: the ensemble's maxSessionTimeout is below ttl-ms, so a key could expire before the agent fences; lower ttl-ms or raise maxSessionTimeout (default 20 tickTime)",
+		     t, a->c->ttl_ms);
+		a->fatal = AG_EXIT_USAGE;
+		return false;
+	}
+	if (!z->timeout_said && t > 0) {
+		logm((unsigned int)t > a->c->ttl_ms ? AG_INFO : AG_DEBUG,
+		     "event=zookeeper_session session=0x%" PRIx64 " timeout_ms=%d ttl_ms=%u%s",
+		     z->session, t, a->c->ttl_ms,
+		     (unsigned int)t > a->c->ttl_ms ?
+		     " (above ttl-ms: a dead holder's pair stays held that long; minSessionTimeout is 2 tickTime)" : "");
+		z->timeout_said = true;
+	}
+	return true;
+}
+
+/*
+ * zookeeper-hosts with every name resolved by @dl (the library would
+ * resolve them itself, without a bound): "a:p,b:p[/chroot]" in @out.  0,
+ * -EINVAL (not a host:port list: a->fatal set), or -1 (a name that does
+ * not resolve now: logged).
+ */
+static int resolve_hosts(struct agent *a, int64_t dl, char *out, size_t len)
+{
+	char list[1024], *chroot, *tok, *save = NULL, addr[256], err[512];
+	size_t n = 0;
+
+	if (snprintf(list, sizeof(list), "%s", a->c->zk_hosts) >= (int)sizeof(list))
+		goto bad;
+	chroot = strchr(list, '/');
+	if (chroot)
+		*chroot = '\0';
+	out[0] = '\0';
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *port = strrchr(tok, ':'), *end;
+		unsigned long p;
+		int w;
+
+		if (!port || port == tok)
+			goto bad;
+		*port++ = '\0';
+		p = strtoul(port, &end, 10);
+		if (!*port || *end || !p || p > 65535)
+			goto bad;
+		if (tok[0] == '[' && tok[strlen(tok) - 1] == ']') {
+			tok[strlen(tok) - 1] = '\0';
+			tok++;
+		}
+		if (resolve_bounded(tok, ms_left(dl, a->c->zk_timeout_ms), addr, sizeof(addr), err,
+				    sizeof(err))) {
+			zk_down(a, err);
+			return -1;
+		}
+		/* The library takes the port after the last colon, IPv6 too. */
+		w = snprintf(out + n, len - n, "%s%s:%lu", n ? "," : "", addr, p);
+		if (w < 0 || (size_t)w >= len - n)
+			goto bad;
+		n += (size_t)w;
+	}
+	if (!n)
+		goto bad;
+	if (chroot && snprintf(out + n, len - n, "/%s", chroot + 1) >= (int)(len - n))
+		goto bad;
+	return 0;
+bad:
+	logm(AG_ERR, "zookeeper-hosts %s: not a valid host:port list (with an optional /chroot at its end)",
+	     a->c->zk_hosts);
+	a->fatal = AG_EXIT_USAGE;
+	return -EINVAL;
+}
+
+/*
+ * A session to work with, connected by @deadline (0: within
+ * zookeeper-timeout-ms): a new one when there is none or the last one
+ * expired.  false when not connected in time (or a->fatal).
+ */
+static bool zk_connect(struct agent *a, int64_t deadline)
+{
+	struct zstore *z = Z(a);
+	int64_t dl = dl_of(a, deadline);
+	struct pollfd p = { .fd = z->evfd, .events = POLLIN };
+	bool expired, auth_failed;
+	int state;
+	uint64_t n;
+
+	if (a->fatal)
+		return false;
+	pthread_mutex_lock(&zk_mu);
+	expired = z->expired;
+	auth_failed = z->auth_failed;
+	pthread_mutex_unlock(&zk_mu);
+	if (auth_failed) {
+		zk_fatal(a, ZAUTHFAILED, "session");
+		return false;
+	}
+	if (z->zh && expired) {
+		logm(AG_WARN, "event=zookeeper_session_expired session=0x%" PRIx64 ": a new session claims again",
+		     z->session);
+		zk_close(z);
+	}
+	if (z->zh && z->drop)
+		zk_close(z);
+	z->drop = false;
+	if (!z->zh) {
+		char hosts[2048];
+		sigset_t all, old;
+
+		if (resolve_hosts(a, dl, hosts, sizeof(hosts)))
+			return false;
+		/* The library's threads inherit a mask that blocks every signal. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		errno = 0;
+		z->zh = zookeeper_init2(hosts, on_event, (int)a->c->ttl_ms, NULL, z,
+					ZOO_NO_LOG_CLIENTENV, on_log);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!z->zh) {
+			if (errno == EINVAL) {
+				logm(AG_ERR, "zookeeper-hosts %s: not a valid host:port list (with an optional /chroot at its end)",
+				     a->c->zk_hosts);
+				a->fatal = AG_EXIT_USAGE;
+			} else {
+				zk_down(a, strerror(errno ? errno : ENOMEM));
+			}
+			return false;
+		}
+		if (a->c->zk_user) {
+			char cred[512];
+			int len = snprintf(cred, sizeof(cred), "%s:%s", a->c->zk_user, a->c->zk_password);
+
+			/* Digest: sent at every (re)connection, before any request. */
+			if (len >= (int)sizeof(cred) ||
+			    zoo_add_auth(z->zh, "digest", cred, len, NULL, NULL) != ZOK) {
+				logm(AG_ERR, "zookeeper: cannot add the digest authentication");
+				a->fatal = AG_EXIT_USAGE;
+				return false;
+			}
+		}
+	}
+	for (;;) {
+		int64_t left;
+
+		pthread_mutex_lock(&zk_mu);
+		state = z->state;
+		expired = z->expired;
+		pthread_mutex_unlock(&zk_mu);
+		if (state == ZOO_CONNECTED_STATE)
+			break;
+		if (expired)
+			return false;	/* the next call starts a new session */
+		left = (dl - boot_ns()) / NS_PER_MS;
+		if (left <= 0) {
+			zk_down(a, "not connected");
+			return false;
+		}
+		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+			(void)!read(z->evfd, &n, sizeof(n));
+	}
+	if (!timeout_ok(a))
+		return false;
+	if (z->down)
+		logm(AG_INFO, "event=zookeeper_up hosts=%s session=0x%" PRIx64, a->c->zk_hosts,
+		     z->session);
+	z->down = false;
+	return true;
+}
+
+/*
+ * The handle's session id (0 before its first connection).  A handle
+ * keeps one session for life: the library reconnects with it, and an
+ * expired one ends the handle (zk_connect() makes a new one).
+ */
+static int64_t session_of(struct zstore *z)
+{
+	int64_t s;
+
+	pthread_mutex_lock(&zk_mu);
+	s = z->session;
+	pthread_mutex_unlock(&zk_mu);
+	return s;
+}
+
+static void set_holding(struct zstore *z, bool on)
+{
+	pthread_mutex_lock(&zk_mu);
+	z->holding = on;
+	pthread_mutex_unlock(&zk_mu);
+}
+
+/* create(@path) with @data: ZOK, ZNODEEXISTS, or an error. */
+static int create_node(struct agent *a, int64_t deadline, const char *path, const char *data,
+		       int flags)
+{
+	struct zstore *z = Z(a);
+	struct zcall *c = call_new(z);
+	int rc;
+
+	if (!c)
+		return ZSYSTEMERROR;
+	call_started(c, zoo_acreate(z->zh, path, data, data ? (int)strlen(data) : -1, z->acl,
+				    flags, cb_string, c));
+	rc = call_wait(z, c, dl_of(a, deadline));
+	call_put(c);
+	return rc;
+}
+
+/*
+ * ROOT and its parents, created where absent (once per session).  A chroot
+ * that does not exist shows as ZNONODE on the first component: fatal.
+ */
+static bool root_ready(struct agent *a)
+{
+	struct zstore *z = Z(a);
+	char path[512], *s;
+	int rc;
+
+	if (z->root_ok)
+		return true;
+	if (!strcmp(a->c->zk_root, "/")) {
+		z->root_ok = true;
+		return true;
+	}
+	snprintf(path, sizeof(path), "%s", a->c->zk_root);
+	for (s = path + 1;; s++) {
+		bool last = !*s;
+
+		if (*s != '/' && !last)
+			continue;
+		*s = '\0';
+		rc = create_node(a, 0, path, NULL, ZOO_PERSISTENT);
+		if (rc != ZOK && rc != ZNODEEXISTS) {
+			if (rc == ZNONODE) {
+				logm(AG_ERR, "event=zookeeper_no_chroot hosts=%s: creating %s: %s: the chroot named in zookeeper-hosts does not exist; create it first",
+				     a->c->zk_hosts, path, zerror(rc));
+				a->fatal = AG_EXIT_USAGE;
+			} else {
+				zk_error(a, rc, "creating zookeeper-root");
+			}
+			return false;
+		}
+		if (last)
+			break;
+		*s = '/';
+	}
+	z->root_ok = true;
+	return true;
+}
+
+/* Connected, with ROOT. */
+static bool zk_ready(struct agent *a, int64_t deadline)
+{
+	return zk_connect(a, deadline) && root_ready(a);
+}
+
+/*
+ * The session is given up: closed before the next claim (after the loop
+ * has fenced: closing may wait for the socket), so that the ensemble
+ * deletes a key of ours that may still exist (the only way to delete
+ * exactly our own).  Nothing is claimed or renewed on it meanwhile.
+ */
+static void zk_drop_session(struct agent *a, const char *why)
+{
+	struct zstore *z = Z(a);
+
+	logm(AG_WARN, "event=zookeeper_session_dropped key=%s: %s", a->key, why);
+	z->drop = true;
+	z->mine = false;
+	set_holding(z, false);
+}
+
+/* ---------------------------------------------------------------- */
+/* The store's calls                                                 */
+/* ---------------------------------------------------------------- */
+
+static int z_init(struct agent *a)
+{
+	struct zstore *z = calloc(1, sizeof(*z));
+
+	if (!z) {
+		logm(AG_ERR, "out of memory");
+		return AG_EXIT_RUNTIME;
+	}
+	z->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (z->evfd < 0) {
+		logm(AG_ERR, "eventfd: %s", strerror(errno));
+		free(z);
+		return AG_EXIT_RUNTIME;
+	}
+	z->acl = a->c->zk_user ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+	a->store = z;
+	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+	return 0;
+}
+
+static void z_fini(struct agent *a)
+{
+	struct zstore *z = Z(a);
+
+	if (!z)
+		return;
+	zk_close(z);
+	close(z->evfd);
+	free(z);
+	a->store = NULL;
+}
+
+static void z_describe(const struct agent *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "zookeeper=%s root=%s", a->c->zk_hosts, a->c->zk_root);
+}
+
+static int64_t z_claim_wait(struct agent *a)
+{
+	(void)a;
+	return 0;	/* a quorum keeps every write in its fsynced log */
+}
+
+/* Create the mark of (@dc, @w) at @value if it is missing: 1 created, 0 present, -1 failed. */
+static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
+{
+	char path[600], v[32];
+	int rc;
+
+	if (!zk_ready(a, 0))
+		return -1;
+	path_of(a, true, dc, w, path, sizeof(path));
+	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
+	rc = create_node(a, 0, path, v, ZOO_PERSISTENT);
+	if (rc == ZOK)
+		return 1;
+	if (rc == ZNODEEXISTS)
+		return 0;
+	zk_error(a, rc, "creating a mark");
+	return -1;
+}
+
+/*
+ * The proof (G3) and, with @mark, the mark's read, one pipeline by
+ * @deadline: sync; [get(mark);] exists(key).  *@sent before it.  Results:
+ * the exists' code and stat in *@kc, the get's in *@mc (NULL: none).
+ * ZOK, or the first failed step's code (a missing node is not a failure).
+ */
+static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int64_t *sent,
+		 struct zcall **kc, struct zcall **mc)
+{
+	struct zstore *z = Z(a);
+	int64_t dl = dl_of(a, deadline);
+	char kpath[600], mpath[600];
+	struct zcall *s, *k, *m = NULL;
+	int rc, krc, mrc = ZOK;
+
+	path_of(a, false, dc, w, kpath, sizeof(kpath));
+	path_of(a, true, dc, w, mpath, sizeof(mpath));
+	s = call_new(z);
+	k = call_new(z);
+	if (mc)
+		m = call_new(z);
+	if (!s || !k || (mc && !m)) {
+		free(s);
+		free(k);
+		free(m);
+		return ZSYSTEMERROR;
+	}
+	*sent = boot_ns();
+	call_started(s, zoo_async(z->zh, a->c->zk_root, cb_string, s));
+	if (m)
+		call_started(m, zoo_aget(z->zh, mpath, 0, cb_data, m));
+	call_started(k, zoo_aexists(z->zh, kpath, 0, cb_stat, k));
+	rc = call_wait(z, s, dl);
+	call_put(s);
+	if (m)
+		mrc = call_wait(z, m, dl);
+	krc = call_wait(z, k, dl);
+	if (rc == ZOK && mrc != ZOK && mrc != ZNONODE)
+		rc = mrc;
+	if (rc == ZOK && krc != ZOK && krc != ZNONODE)
+		rc = krc;
+	if (rc != ZOK) {
+		call_put(k);
+		if (m)
+			call_put(m);
+		return rc;
+	}
+	*kc = k;
+	if (mc)
+		*mc = m;
+	return ZOK;
+}
+
+/*
+ * The mark as read (@m: a finished get): is it the one this run knows, at
+ * z->mark_version, or one written by this run since (a raise abandoned at
+ * its deadline that landed)?  Then its version is taken as ours.
+ */
+static bool mark_is_ours(struct agent *a, const struct zcall *m, uint64_t *value)
+{
+	struct zstore *z = Z(a);
+	const char *owner;
+
+	if (m->rc != ZOK || mark_parse(m->data, value, &owner))
+		return false;
+	if (m->stat.version != z->mark_version && strcmp(owner, a->owner) != 0)
+		return false;
+	z->mark_version = m->stat.version;
+	return true;
+}
+
+static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
+		   uint64_t init_mark)
+{
+	struct zstore *z = Z(a);
+	char kpath[600], mpath[600];
+	int tries, rc, ret;
+	int64_t session;
+
+	if (!zk_ready(a, 0))
+		return TRY_ERROR;
+	/* One key per session: the loop comes to ours (readopt, or here). */
+	if (z->mine && (z->mine_dc != dc || z->mine_w != w))
+		return TRY_HELD;
+	if (init_mark && z_init_mark(a, dc, w, init_mark) < 0)
+		return TRY_ERROR;
+	path_of(a, false, dc, w, kpath, sizeof(kpath));
+	path_of(a, true, dc, w, mpath, sizeof(mpath));
+	session = session_of(z);
+	for (tries = 0; tries < 2; tries++) {
+		struct zcall *k, *m, *c;
+		const char *owner;
+		zoo_op_t ops[2];
+
+		rc = prove(a, 0, dc, w, sent, &k, &m);
+		if (rc != ZOK) {
+			zk_error(a, rc, "claim");
+			return TRY_ERROR;
+		}
+		if (m->rc == ZOK && mark_parse(m->data, mark, &owner)) {
+			logm(AG_WARN, "event=mark_unreadable path=%s data=\"%.40s\"", mpath, m->data);
+			call_put(k);
+			call_put(m);
+			return TRY_ERROR;
+		}
+		if (k->rc == ZOK) {
+			if (!session || k->stat.ephemeralOwner != session) {
+				z->mine = false;	/* another session's (ours is gone) */
+				ret = TRY_HELD;
+			} else if (m->rc != ZOK) {
+				ret = TRY_NO_MARK;	/* ours, but no mark to read */
+			} else {
+				/* Our own key, claimed before and not served: ours still. */
+				z->mine = true;
+				z->mine_dc = dc;
+				z->mine_w = w;
+				z->mine_session = session;
+				z->key_version = k->stat.version;
+				z->mark_version = m->stat.version;
+				set_holding(z, true);
+				ret = TRY_TAKEN;
+			}
+			call_put(k);
+			call_put(m);
+			return ret;
+		}
+		z->mine = false;
+		if (m->rc == ZNONODE) {
+			call_put(k);
+			call_put(m);
+			return TRY_NO_MARK;
+		}
+		/* Free, with a mark: create the key while the mark is as read. */
+		c = call_new(z);
+		if (!c) {
+			call_put(k);
+			call_put(m);
+			return TRY_ERROR;
+		}
+		zoo_create_op_init(&ops[0], kpath, a->owner, (int)strlen(a->owner), z->acl,
+				   ZOO_EPHEMERAL, c->created, sizeof(c->created));
+		zoo_check_op_init(&ops[1], mpath, m->stat.version);
+		call_started(c, zoo_amulti(z->zh, 2, ops, c->res, cb_void, c));
+		rc = call_wait(z, c, dl_of(a, 0));
+		if (rc == ZOK) {
+			z->mine = true;
+			z->mine_dc = dc;
+			z->mine_w = w;
+			z->mine_session = session;
+			z->key_version = 0;
+			z->mark_version = m->stat.version;
+			set_holding(z, true);
+			ret = TRY_TAKEN;
+		} else if (!c->abandoned && c->res[0].err == ZNODEEXISTS) {
+			ret = TRY_HELD;
+		} else if (!c->abandoned && (c->res[1].err == ZBADVERSION || c->res[1].err == ZNONODE)) {
+			ret = -2;	/* the mark moved between the read and the create: again */
+		} else {
+			zk_error(a, rc, "claim (multi)");
+			ret = TRY_ERROR;
+		}
+		call_put(c);
+		call_put(k);
+		call_put(m);
+		if (ret != -2)
+			return ret;
+	}
+	return TRY_ERROR;
+}
+
+/*
+ * Raise the mark to @raise in one multi with a check of our key at its
+ * version (G4): setData at the version we know, or create when the mark is
+ * gone (@create).  ZOK, or the multi's code with the failed step in
+ * *@step (0 the key, 1 the mark; -1 none known).
+ */
+static int raise_mark(struct agent *a, int64_t deadline, uint64_t raise, bool create, int *step)
+{
+	struct zstore *z = Z(a);
+	char kpath[600], mpath[600], v[ZDATA_MAX];
+	struct zcall *c = call_new(z);
+	zoo_op_t ops[2];
+	int rc;
+
+	*step = -1;
+	if (!c)
+		return ZSYSTEMERROR;
+	path_of(a, false, a->dc, a->w, kpath, sizeof(kpath));
+	path_of(a, true, a->dc, a->w, mpath, sizeof(mpath));
+	snprintf(v, sizeof(v), MARK_FMT " %s", (unsigned long long)raise, a->owner);
+	zoo_check_op_init(&ops[0], kpath, z->key_version);
+	if (create)
+		zoo_create_op_init(&ops[1], mpath, v, (int)strlen(v), z->acl, ZOO_PERSISTENT,
+				   c->created, sizeof(c->created));
+	else
+		zoo_set_op_init(&ops[1], mpath, v, (int)strlen(v), z->mark_version, &c->stat);
+	call_started(c, zoo_amulti(z->zh, 2, ops, c->res, cb_void, c));
+	rc = call_wait(z, c, dl_of(a, deadline));
+	if (rc == ZOK) {
+		/* create: version 0; setData: the stat the server returned. */
+		z->mark_version = create ? 0 : c->stat.version;
+	} else if (!c->abandoned) {
+		if (c->res[0].err != ZOK && c->res[0].err != ZRUNTIMEINCONSISTENCY)
+			*step = 0;
+		else if (c->res[1].err != ZOK && c->res[1].err != ZRUNTIMEINCONSISTENCY)
+			*step = 1;
+	}
+	call_put(c);
+	return rc;
+}
+
+/*
+ * Prove the key is ours and, with @raise, raise the mark (see the top of
+ * this file).  1 ours (raised), 0 not ours any more, -1 failed.
+ */
+static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise)
+{
+	struct zstore *z = Z(a);
+	struct zcall *k, *m;
+	int64_t session = session_of(z), again;
+	int rc, step, tries;
+	bool create = false;
+
+	if (!z->zh || !z->mine || z->drop)
+		return 0;
+	if (!timeout_ok(a))
+		return -1;
+	rc = prove(a, deadline, a->dc, a->w, sent, &k, NULL);
+	if (rc != ZOK) {
+		zk_error(a, rc, "renewal");
+		/* An expired session (the handle too): the ensemble has deleted the key. */
+		return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ? 0 : -1;
+	}
+	if (k->rc != ZOK || !session || k->stat.ephemeralOwner != z->mine_session ||
+	    session != z->mine_session) {
+		logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
+		     k->rc != ZOK ? "the key is gone (deleted, or its session expired)" :
+				    "the key is another session's now");
+		call_put(k);
+		z->mine = false;
+		set_holding(z, false);
+		return 0;
+	}
+	z->key_version = k->stat.version;
+	call_put(k);
+	for (tries = 0; raise && tries < 3; tries++) {
+		rc = raise_mark(a, deadline, raise, create, &step);
+		if (rc == ZOK)
+			break;
+		if (step == 0) {
+			/* Our key changed or went between the proof and the multi. */
+			zk_drop_session(a, "the key changed while raising the mark");
+			return 0;
+		}
+		if (step != 1 || (rc != ZBADVERSION && rc != ZNONODE && rc != ZNODEEXISTS)) {
+			zk_error(a, rc, "raising the mark");
+			return -1;
+		}
+		/* The mark is not as we knew it: read it again (*@sent stays the proof's). */
+		rc = prove(a, deadline, a->dc, a->w, &again, &k, &m);
+		if (rc != ZOK) {
+			zk_error(a, rc, "reading the mark");
+			return -1;
+		}
+		call_put(k);
+		if (m->rc == ZNONODE) {
+			call_put(m);
+			logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
+			     a->key, (unsigned long long)raise);
+			create = true;
+			continue;
+		}
+		{
+			uint64_t cur;
+
+			if (!mark_is_ours(a, m, &cur)) {
+				logm(AG_WARN, "event=mark_taken key=%s: another holder raised the pair's mark since this run's claim: the pair is not ours",
+				     a->key);
+				call_put(m);
+				zk_drop_session(a, "the mark moved under us");
+				return 0;
+			}
+			call_put(m);
+			if (cur >= raise)
+				break;	/* our own abandoned raise landed, as high */
+			create = false;
+		}
+	}
+	if (raise && tries == 3)
+		return -1;
+	set_holding(z, true);
+	return 1;
+}
+
+/* The same session (after a reconnection), the key still its own: ours again. */
+static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
+{
+	struct zstore *z = Z(a);
+	struct zcall *k, *m;
+	int64_t session;
+	int rc;
+
+	if (!z->mine || dc != z->mine_dc || w != z->mine_w)
+		return TRY_HELD;
+	if (!zk_ready(a, 0))
+		return TRY_ERROR;
+	session = session_of(z);
+	if (!z->mine || session != z->mine_session) {
+		z->mine = false;	/* a new session: the old one's key is gone */
+		return TRY_HELD;
+	}
+	rc = prove(a, 0, dc, w, sent, &k, &m);
+	if (rc != ZOK) {
+		zk_error(a, rc, "re-adoption");
+		return TRY_ERROR;
+	}
+	if (k->rc != ZOK || k->stat.ephemeralOwner != session) {
+		call_put(k);
+		call_put(m);
+		z->mine = false;
+		return TRY_HELD;
+	}
+	z->key_version = k->stat.version;
+	call_put(k);
+	if (m->rc == ZNONODE) {
+		/* Ours, the mark gone: made again at what this run had raised it to. */
+		int step;
+
+		call_put(m);
+		rc = raise_mark(a, 0, a->mark_ms, true, &step);
+		if (rc != ZOK) {
+			zk_error(a, rc, "re-creating the mark");
+			return TRY_ERROR;
+		}
+		*mark = a->mark_ms;
+	} else if (!mark_is_ours(a, m, mark)) {
+		call_put(m);
+		zk_drop_session(a, "the mark moved while the connection was lost");
+		return TRY_HELD;
+	} else {
+		call_put(m);
+	}
+	set_holding(z, true);
+	return TRY_TAKEN;
+}
+
+static int z_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+{
+	return renew_key(a, deadline, sent, raise_to);
+}
+
+/*
+ * Delete our key, when it is still ours (its version as the exists saw
+ * it: a key deleted and made again by another session in between would
+ * have to reach that very version).  The session is closed by fini().
+ */
+static void z_release(struct agent *a)
+{
+	struct zstore *z = Z(a);
+	char kpath[600];
+	struct zcall *k, *c;
+	int64_t sent;
+	int rc;
+
+	set_holding(z, false);
+	if (!z->zh || !z->mine || session_of(z) != z->mine_session) {
+		logm(AG_WARN, "event=release_failed key=%s: no session holds it; it ends with its session",
+		     a->key);
+		return;
+	}
+	rc = prove(a, 0, z->mine_dc, z->mine_w, &sent, &k, NULL);
+	if (rc != ZOK || k->rc != ZOK || k->stat.ephemeralOwner != z->mine_session) {
+		logm(AG_WARN, "event=release_failed key=%s: %s", a->key,
+		     rc != ZOK ? zerror(rc) : "not ours any more");
+		if (rc == ZOK)
+			call_put(k);
+		z->mine = false;
+		return;
+	}
+	path_of(a, false, z->mine_dc, z->mine_w, kpath, sizeof(kpath));
+	c = call_new(z);
+	if (c) {
+		call_started(c, zoo_adelete(z->zh, kpath, k->stat.version, cb_void, c));
+		rc = call_wait(z, c, dl_of(a, 0));
+		call_put(c);
+	} else {
+		rc = ZSYSTEMERROR;
+	}
+	call_put(k);
+	z->mine = false;
+	if (rc == ZOK)
+		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
+	else
+		logm(AG_WARN, "event=release_failed key=%s: %s; it ends with the session", a->key,
+		     zerror(rc));
+}
+
+const struct store_ops ag_zookeeper_ops = {
+	.name = "zookeeper",
+	.init = z_init,
+	.fini = z_fini,
+	.describe = z_describe,
+	.claim_wait = z_claim_wait,
+	.claim = z_claim,
+	.readopt = z_readopt,
+	.renew = z_renew,
+	.release = z_release,
+	.init_mark = z_init_mark,
+};
+#endif /* AG_NO_ZOOKEEPER */
