@@ -61,7 +61,7 @@ make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowfla
 	finish
 }
 # shellcheck disable=SC2046 # pkg-config's words
-if ! gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -DSNOWFLAKE_VERSION="\"$(cat "$ROOT/VERSION")\"" \
+if ! gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -DAG_NO_ZOOKEEPER -DSNOWFLAKE_VERSION="\"$(cat "$ROOT/VERSION")\"" \
 	-I"$ROOT/userspace/include" -I"$ROOT/uapi" -o "$out/snowflake-agent" \
 	"$ROOT"/userspace/agent/*.c "$BUILD/userspace/libsnowflake.a" -lhiredis \
 	$(pkg-config --libs libmariadb) 2>"$out/agent-build.log"; then

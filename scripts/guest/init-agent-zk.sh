@@ -34,7 +34,7 @@ wait_reads() {
 			[ "$want" = ok ] && { last_id=$out; return 0; }
 		else
 			case $out in
-			*"strict mode without a worker id, or fenced"*)
+			*"reads refused: strict mode without a worker id"*)
 				[ "$want" = fail ] && return 0 ;;
 			*) echo "  unexpected read error: $out" ;;
 			esac
