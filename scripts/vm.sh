@@ -27,6 +27,7 @@ vm_stage() {
 	done < <("$bb" --list-full)
 	[ -e "$dir/bin/sh" ] || ln -s /bin/busybox "$dir/bin/sh"
 	install -m 0644 "$ROOT/scripts/guest/init-common.sh" "$dir/etc/init-common.sh"
+	install -m 0644 "$ROOT/scripts/guest/agent-common.sh" "$dir/etc/agent-common.sh"
 	install -m 0755 "$init" "$dir/init"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
 		>"$dir/etc/passwd"

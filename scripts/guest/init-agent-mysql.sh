@@ -13,13 +13,14 @@
 
 # shellcheck source=scripts/guest/init-common.sh
 . /etc/init-common.sh
+# shellcheck source=scripts/guest/agent-common.sh
+. /etc/agent-common.sh
 
 TTL=3000
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 S=/sys/class/misc/snowflake
 # mark-step-ms 10 s: the ceiling stays at least 5 s ahead of the device's
 # clock at every renewal, so a stopped agent's device meets the deadline
@@ -33,25 +34,6 @@ echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
 insmod /snowflake.ko strict=1
 echo "SNOWFLAKE-INSMOD rc=$?"
 
-read_id() { snowflake next 2>&1; }
-# wait_reads ok|fail SECONDS: until reads succeed (fail with ENOTCONN).
-wait_reads() {
-	want=$1
-	deadline=$(($(ms) + $2 * 1000))
-	while [ "$(ms)" -lt "$deadline" ]; do
-		if out=$(read_id); then
-			[ "$want" = ok ] && { last_id=$out; return 0; }
-		else
-			case $out in
-			*"reads refused: strict mode without a worker id"*)
-				[ "$want" = fail ] && return 0 ;;
-			*) echo "  unexpected read error: $out" ;;
-			esac
-		fi
-		sleep 0.05
-	done
-	return 1
-}
 
 t0=$(ms)
 mariadbd --no-defaults --datadir=/var/lib/mysql --user=root --bind-address=127.0.0.1 \
@@ -142,7 +124,7 @@ if wait_reads fail $((TTL * 3 / 1000)); then
 else
 	bad "mariadbd stopped: reads never failed"
 fi
-lat=$(sed -n 's/.*event=fence_latency .*since_renew_ms=\([0-9]*\).*/\1/p' /tmp/agent.log | tail -n1)
+lat=$(fence_latency)
 if [ -n "$lat" ] && [ "$lat" -lt "$TTL" ]; then
 	ok "fenced ${lat} ms after the last renewal was sent: before the ${TTL} ms lease could expire"
 else

@@ -10,6 +10,8 @@
 
 # shellcheck source=scripts/guest/init-common.sh
 . /etc/init-common.sh
+# shellcheck source=scripts/guest/agent-common.sh
+. /etc/agent-common.sh
 
 TTL=4000
 S=/sys/class/misc/snowflake
@@ -17,32 +19,12 @@ pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
 echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
 insmod /snowflake.ko strict=1
 echo "SNOWFLAKE-INSMOD rc=$?"
 
-read_id() { snowflake next 2>&1; }
 
-# wait_reads ok|fail SECONDS: until reads succeed (fail with ENOTCONN).
-wait_reads() {
-	want=$1
-	deadline=$(($(ms) + $2 * 1000))
-	while [ "$(ms)" -lt "$deadline" ]; do
-		if out=$(read_id); then
-			[ "$want" = ok ] && { last_id=$out; return 0; }
-		else
-			case $out in
-			*"reads refused: strict mode without a worker id"*)
-				[ "$want" = fail ] && return 0 ;;
-			*) echo "  unexpected read error: $out" ;;
-			esac
-		fi
-		sleep 0.05
-	done
-	return 1
-}
 
 # The server: standalone, tickTime 500 ms (sessions of 1..10 s).
 mkdir -p /tmp/zk

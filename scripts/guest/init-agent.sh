@@ -8,13 +8,14 @@
 
 # shellcheck source=scripts/guest/init-common.sh
 . /etc/init-common.sh
+# shellcheck source=scripts/guest/agent-common.sh
+. /etc/agent-common.sh
 
 TTL=3000
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
 echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
 # Without strict=1 the device issues IDs with its own ids before any lease:
@@ -33,27 +34,7 @@ rmmod snowflake
 insmod /snowflake.ko strict=1
 echo "SNOWFLAKE-INSMOD rc=$?"
 
-# read_id: one ID on stdout, 0; or the CLI's error on stdout, nonzero.
-read_id() { snowflake next 2>&1; }
 
-# wait_reads ok|fail SECONDS: until reads succeed (fail with ENOTCONN).
-wait_reads() {
-	want=$1
-	deadline=$(($(ms) + $2 * 1000))
-	while [ "$(ms)" -lt "$deadline" ]; do
-		if out=$(read_id); then
-			[ "$want" = ok ] && { last_id=$out; return 0; }
-		else
-			case $out in
-			*"reads refused: strict mode without a worker id"*)
-				[ "$want" = fail ] && return 0 ;;
-			*) echo "  unexpected read error: $out" ;;
-			esac
-		fi
-		sleep 0.05
-	done
-	return 1
-}
 
 start_redis() {
 	redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly yes --appendfsync always \
@@ -68,9 +49,6 @@ start_redis() {
 	return 1
 }
 
-fence_latency() { # the since_renew_ms of the last fence_latency line
-	sed -n 's/.*event=fence_latency .*since_renew_ms=\([0-9]*\).*/\1/p' /tmp/agent.log | tail -n1
-}
 
 if out=$(read_id); then bad "strict=1: reads refused before the agent runs (got $out)"
 else ok "strict=1: reads refused before the agent runs"; fi
