@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The strict parsers of validate.h: what a store returns is input.  Pure:
+ * built into the agent, userspace/tests/agent_validate_test.c and the
+ * libFuzzer targets of fuzz/.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "validate.h"
+
+/* @len digits at @s as a number; -1 if one is not a digit or it overflows. */
+static int digits(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (!len)
+		return -1;
+	for (i = 0; i < len; i++) {
+		unsigned int d;
+
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		d = (unsigned int)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int ag_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!s || !len || len > 20 || (len > 1 && s[0] == '0'))
+		return -1;
+	if (digits(s, len, &v) || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int ag_mark_parse(const char *s, size_t len, enum ag_mark_form form, uint64_t max_ms,
+		  uint64_t *out)
+{
+	uint64_t v;
+
+	if (!s)
+		return -1;
+	switch (form) {
+	case AG_MARK_FIXED20:
+		if (len != AG_MARK_DIGITS || digits(s, len, &v))
+			return -1;
+		break;
+	case AG_MARK_PLAIN:
+		if (ag_parse_u64(s, len, UINT64_MAX, &v))
+			return -1;
+		break;
+	default:
+		return -1;
+	}
+	if (v == 0 || v > max_ms)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+uint64_t ag_layout_max_ms(uint64_t epoch_ms, unsigned int ts_bits, uint64_t unit_ms)
+{
+	uint64_t ticks, span;
+
+	if (ts_bits == 0 || ts_bits >= 64 || unit_ms == 0)
+		return UINT64_MAX - 1;
+	ticks = (1ULL << ts_bits) - 1;
+	if (ticks > (UINT64_MAX - 1) / unit_ms)
+		return UINT64_MAX - 1;
+	span = ticks * unit_ms;
+	if (span > UINT64_MAX - 1 - epoch_ms)
+		return UINT64_MAX - 1;
+	return epoch_ms + span ? epoch_ms + span : 1;
+}
+
+void ag_shorten(const char *s, size_t len, char *out, size_t out_len)
+{
+	size_t i, n, room;
+	char tail[32];
+
+	if (!out_len)
+		return;
+	if (!s)
+		len = 0;
+	room = out_len - 1;
+	n = len;
+	tail[0] = '\0';
+	if (len > room) {
+		snprintf(tail, sizeof(tail), "...(%zu bytes)", len);
+		n = room > strlen(tail) ? room - strlen(tail) : 0;
+	}
+	for (i = 0; i < n; i++)
+		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	out[n] = '\0';
+	if (tail[0])
+		snprintf(out + n, out_len - n, "%s", tail);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What a store returns is input: the strict parsers every backend runs a
+ * stored value through before the agent uses it.  Pure (no I/O, no
+ * globals), so the same file builds into the agent, its unit tests and the
+ * libFuzzer targets of fuzz/.
+ *
+ * The rule: a value is accepted only in the exact form the agent writes it
+ * and within range; anything else is *invalid*, never a number read
+ * leniently (strtoull() reads "-1" as 2^64-1 and "1000x" as 1000).  An
+ * invalid mark is treated like a missing one (the quarantine applies); it
+ * never widens a window.
+ */
+#ifndef SNOWFLAKE_AGENT_VALIDATE_H
+#define SNOWFLAKE_AGENT_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The mark's text in Redis, etcd and ZooKeeper: exactly this many digits. */
+#define AG_MARK_DIGITS	20
+
+/* How a mark was stored. */
+enum ag_mark_form {
+	/* Exactly AG_MARK_DIGITS decimal digits (MARK_FMT): Redis, etcd, ZooKeeper. */
+	AG_MARK_FIXED20,
+	/* A decimal with no sign and no leading zero ("0" alone): MySQL's BIGINT UNSIGNED. */
+	AG_MARK_PLAIN,
+};
+
+/*
+ * Parse the mark in the @len bytes at @s (not NUL-terminated necessarily)
+ * in @form.  Accepted only when the value is within [1, @max_ms] (@max_ms:
+ * the last Unix ms the device's layout can stamp, ag_layout_max_ms()).
+ * 0 with *@out set, or -1 (invalid; *@out untouched).
+ */
+int ag_mark_parse(const char *s, size_t len, enum ag_mark_form form, uint64_t max_ms,
+		  uint64_t *out);
+
+/*
+ * An unsigned decimal as a store renders a number (lease ids, revisions,
+ * versions, row counts, session ids): 1 to 20 digits, no sign, no leading
+ * zero unless "0", no space, within [0, @max].  0 or -1.
+ */
+int ag_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
+
+/*
+ * The last Unix ms a layout can stamp: @epoch_ms + (2^@ts_bits - 1) *
+ * @unit_ms, or UINT64_MAX - 1 where that does not fit.  Never 0.
+ */
+uint64_t ag_layout_max_ms(uint64_t epoch_ms, unsigned int ts_bits, uint64_t unit_ms);
+
+/*
+ * @s (@len bytes) for a log line: at most @out_len - 1 bytes, bytes
+ * outside printable ASCII as '?', "..." and the length when cut.
+ */
+void ag_shorten(const char *s, size_t len, char *out, size_t out_len);
+
+#endif /* SNOWFLAKE_AGENT_VALIDATE_H */
