@@ -260,7 +260,7 @@ int sf_core_init(struct sf_core *c, const struct snowflake_config *cfg,
 {
 	int ret;
 
-	*c = (struct sf_core){ 0 };
+	*c = (struct sf_core){ .raw_seen_ms = now_ms };
 	ret = sf_core_check_config(cfg, why);
 	if (!ret)
 		ret = sf_check_layout(c, cfg, now_ms, why);
@@ -395,11 +395,29 @@ static int sf_check_floor(const struct sf_core *c, u64 floor_ms)
 	return 0;
 }
 
-/* Raise the floor to @floor_ms, which sf_check_floor() accepted. */
+/*
+ * Raise the floor to @floor_ms, which sf_check_floor() accepted.
+ *
+ * A floor above the generator's clock moves the clock to the start of the
+ * floor's tick, measured from the raw time @now_ms.  A reading that is S ms
+ * stale when it is used moves the clock S ms too far: the host then stamps
+ * S ms ahead of the floor from the start and reaches a lease's ceiling S ms
+ * early (never a wrong ID: the floor only bounds from below, and the ceiling
+ * check is with the tick actually used).  S is bounded twice.  The caller
+ * bounds it as for reads (the driver: sf_lock_now(), two jiffies plus the ms
+ * rounding).  And the jump is measured from the latest raw time any call
+ * passed in (@c->raw_seen_ms, kept under the same lock), not from an older
+ * @now_ms: every reading was taken before it was passed in, so the latest is
+ * never later than real time, and the clock never ends up behind the start
+ * of the floor's tick (sf_core_tick() keeps IDs at or above the floor's
+ * tick in any case).
+ */
 static void sf_raise_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
 {
 	u64 tick, target, clock;
 
+	if (now_ms > c->raw_seen_ms)
+		c->raw_seen_ms = now_ms;
 	if (floor_ms <= c->floor_ms)
 		return;
 
@@ -410,7 +428,7 @@ static void sf_raise_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
 	target = floor_ms;
 	if (floor_ms > c->cfg.epoch_ms)
 		target = c->cfg.epoch_ms + tick * c->cfg.time_unit_ms;
-	clock = sf_clock(c, now_ms);
+	clock = sf_clock(c, c->raw_seen_ms);
 	if (clock < target) {
 		c->offset_ms += target - clock;
 		c->stats.floor_jumps++;
@@ -421,7 +439,8 @@ static void sf_raise_floor(struct sf_core *c, u64 floor_ms, u64 now_ms)
  * sf_core_set_floor() - raise the floor
  * @c:		the generator.
  * @floor_ms:	no ID may get a timestamp below this (Unix ms).
- * @now_ms:	raw time now.
+ * @now_ms:	raw time now; the caller bounds how stale it may be (see
+ *		sf_raise_floor()).
  *
  * A floor at or below the current one changes nothing.  A floor above the
  * generator's clock moves the clock forward to the start of the floor's tick.
@@ -555,18 +574,32 @@ void sf_core_rearm(struct sf_core *c, const struct snowflake_ids *ids)
  * @floor_ms:	the window's floor (0: leave the floor as it is).
  * @ceiling_ms:	the window's ceiling (SNOWFLAKE_NO_CEILING: none).
  *
- * A floor above the ceiling is sf_core_check_ids()'s to refuse (it needs
- * no generator).
+ * An ID's timestamp is the start of its tick (epoch + tick * unit), so a
+ * window can serve only if the start of some tick lies in [@floor_ms,
+ * @ceiling_ms]: the first tick at or above the floor (sf_tick_up(), the
+ * floor's tick that sf_core_tick() never goes below) must be below the
+ * ceiling's end (sf_ceiling_end(), the first tick that
+ * sf_core_past_ceiling() refuses).  With a unit above 1 ms a window of
+ * several ms may hold none (unit 10, epoch 0: [1001, 1009]); every read
+ * would fail with -ENOTCONN, so it is refused here, before anything
+ * changes.  This covers a ceiling below the epoch (its end is tick 0) and
+ * a floor above the ceiling (sf_core_check_ids() refuses that without a
+ * generator).  The window is judged on its own: the device's floor, if
+ * higher, may still refuse reads (a ceiling below it is taken and
+ * refuses, as a SET_FLOOR above the ceiling).
  *
- * Return: 0; -EINVAL for a ceiling below the epoch (no timestamp is below
- * the epoch: nothing could ever be issued); -EOVERFLOW for a floor that
- * sf_core_set_floor() would refuse.
+ * Return: 0; -EINVAL when no tick starts within the window; -EOVERFLOW
+ * for a floor that sf_core_set_floor() would refuse.
  */
 int sf_core_check_window(const struct sf_core *c, u64 floor_ms, u64 ceiling_ms)
 {
-	if (ceiling_ms < c->cfg.epoch_ms)
+	int ret = sf_check_floor(c, floor_ms);
+
+	if (ret)
+		return ret;
+	if (sf_tick_up(&c->cfg, floor_ms) >= sf_ceiling_end(&c->cfg, ceiling_ms))
 		return -EINVAL;
-	return sf_check_floor(c, floor_ms);
+	return 0;
 }
 
 /**
@@ -623,8 +656,9 @@ void sf_core_set_window(struct sf_core *c, u64 floor_ms, u64 ceiling_ms,
  * together (the caller holds its lock across the call).
  *
  * Return: 0; -ESTALE (sf_core_check_vm_forks()); -EINVAL for an id that
- * does not fit its width or a ceiling below the epoch; -EOVERFLOW for a
- * window's floor that does not fit.  On error nothing changed.
+ * does not fit its width or a window in which no tick starts
+ * (sf_core_check_window()); -EOVERFLOW for a window's floor that does not
+ * fit.  On error nothing changed.
  */
 int sf_core_set_ids_arg(struct sf_core *c, const struct snowflake_ids *ids,
 			u64 deadline_ms, u64 now_ms)

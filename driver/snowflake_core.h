@@ -56,6 +56,8 @@ static inline u64 div_u64(u64 dividend, u32 divisor)
  * @floor_ms:		no timestamp below this (Unix ms).
  * @floor_tick:		@floor_ms in ticks since the epoch, rounded up.
  * @offset_ms:		forward moves of the clock; never decreases.
+ * @raw_seen_ms:	the latest raw time a reservation or a floor was
+ *			given (see sf_raise_floor()); never decreases.
  * @last_tick:		tick of the last reservation.
  * @next_seq:		next free sequence number in @last_tick;
  *			above @seq_max when that tick is used up.
@@ -92,6 +94,7 @@ struct sf_core {
 	u64 floor_ms;
 	u64 floor_tick;
 	u64 offset_ms;
+	u64 raw_seen_ms;
 	u64 last_tick;
 	u64 next_seq;
 	bool issued;
@@ -276,6 +279,9 @@ static inline int sf_core_reserve(struct sf_core *c, u64 now_ms, u32 want,
 	/* The count is returned as an int. */
 	if (want > SNOWFLAKE_MAX_IDS_PER_READ)
 		want = SNOWFLAKE_MAX_IDS_PER_READ;
+	/* For a floor raised later: see sf_raise_floor(). */
+	if (now_ms > c->raw_seen_ms)
+		c->raw_seen_ms = now_ms;
 	if (c->refusing) {
 		c->stats.refused_reads++;
 		return -ENOTCONN;

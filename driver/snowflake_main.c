@@ -685,11 +685,13 @@ static int sf_ioctl_set_ids(struct snowflake_dev *sf, const struct file *file,
 	if (ret)
 		return ret;
 	deadline_ms = sf_boottime_to_raw_ms(sf, ids.deadline_ns);
-	/* For the window's floor, as sf_set_floor() (never under the lock). */
-	now = sf_now_ms(sf);
 
-	spin_lock(&sf->lock);
-	sf_sync_vm_forks(sf);
+	/*
+	 * The time is for the window's floor: as in sf_set_floor(), a
+	 * reading at most two jiffies old, so that the floor's jump does
+	 * not run the clock ahead by however long we were preempted.
+	 */
+	now = sf_lock_now(sf);
 	ret = sf_core_set_ids_arg(&sf->core, &ids, deadline_ms, now);
 	spin_unlock(&sf->lock);
 
@@ -736,12 +738,21 @@ static int sf_ioctl_get_floor(struct snowflake_dev *sf, void __user *uptr,
 	return sf_copy_out(uptr, usize, &fl, sizeof(fl));
 }
 
+/*
+ * A floor above the generator's clock moves the clock to the floor's tick,
+ * measured from the time read here: a reading S ms stale moves it S ms too
+ * far, and the host then stamps S ms ahead of the floor and reaches a
+ * lease's ceiling S ms early (sf_raise_floor()).  So the reading is taken
+ * as for reads, by sf_lock_now(): at most two jiffies old (plus the ms it
+ * is rounded down to) when it is used, not however long this thread was
+ * preempted between the clock and the lock.
+ */
 static int sf_set_floor(struct snowflake_dev *sf, u64 floor_ms)
 {
-	u64 now = sf_now_ms(sf);
+	u64 now;
 	int ret;
 
-	spin_lock(&sf->lock);
+	now = sf_lock_now(sf);
 	ret = sf_core_set_floor(&sf->core, floor_ms, now);
 	spin_unlock(&sf->lock);
 

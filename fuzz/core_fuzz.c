@@ -229,7 +229,7 @@ static void op_set_ids(struct run *r)
 static void op_set_floor(struct run *r)
 {
 	struct sf_core before = r->c;
-	u64 floor;
+	u64 floor, now, seen;
 	int ret;
 
 	switch (fin_u8(&r->in) % 4) {
@@ -246,7 +246,13 @@ static void op_set_floor(struct run *r)
 		floor = UINT64_MAX - fin_range(&r->in, 1U << 24);
 		break;
 	}
-	ret = sf_core_set_floor(&r->c, floor, r->now);
+	/*
+	 * A reading read before the lock may be stale when used: a floor
+	 * jump is measured from the latest reading given, not from it.
+	 */
+	now = r->now - (fin_bool(&r->in) ? 0 : fin_range(&r->in, r->now < 5000 ? r->now : 5000));
+	seen = now > before.raw_seen_ms ? now : before.raw_seen_ms;
+	ret = sf_core_set_floor(&r->c, floor, now);
 	if (floor <= before.floor_ms) {
 		CHECK(ret == 0, "a lower floor refused: %d", ret);
 		CHECK(fz_core_eq(&before, &r->c), "a lower floor changed the state");
@@ -267,6 +273,12 @@ static void op_set_floor(struct run *r)
 		      "clock %llu below the floor's tick start %llu",
 		      (unsigned long long)clock_of(&r->c, r->now),
 		      (unsigned long long)start);
+		/* A jump lands on the start, not past it by the staleness. */
+		if (r->c.stats.floor_jumps != before.stats.floor_jumps)
+			CHECK(clock_of(&r->c, seen) == start,
+			      "floor jump to %llu, the tick starts at %llu",
+			      (unsigned long long)clock_of(&r->c, seen),
+			      (unsigned long long)start);
 	}
 }
 
@@ -301,12 +313,17 @@ static void op_window(struct run *r)
 
 	ids.floor_ms = window_ms(r);
 	ids.ceiling_ms = window_ms(r);
+	/* A window narrower than two ticks: it may hold no tick start. */
+	if (fin_bool(&r->in) && ids.floor_ms < (1ULL << 63))
+		ids.ceiling_ms = ids.floor_ms + fin_range(&r->in, 2 * r->c.cfg.time_unit_ms);
 	if (ids.floor_ms > ids.ceiling_ms || ids.ceiling_ms < before.cfg.epoch_ms)
 		want = -EINVAL;
 	else if (ids.floor_ms > before.floor_ms &&
 		 (ids.floor_ms > (1ULL << 63) - 1 ||
 		  tick_up(&before.cfg, ids.floor_ms) > before.ts_max))
 		want = -EOVERFLOW;
+	else if (!fz_window_has_tick(&before.cfg, ids.floor_ms, ids.ceiling_ms))
+		want = -EINVAL;
 
 	ret = sf_core_check_ids(&ids, sizeof(ids));
 	if (!ret)

@@ -129,6 +129,21 @@ static inline bool fz_above_ceiling(const struct snowflake_config *cfg,
 	       (unsigned __int128)tick * cfg->time_unit_ms > ceiling_ms;
 }
 
+/*
+ * The lease's window, written again from uapi/linux/snowflake.h: does a
+ * tick start, epoch_ms + k * time_unit_ms, lie within [@floor_ms,
+ * @ceiling_ms]?  A window without one is refused (it could never serve).
+ */
+static inline bool fz_window_has_tick(const struct snowflake_config *cfg,
+				      u64 floor_ms, u64 ceiling_ms)
+{
+	unsigned __int128 unit = cfg->time_unit_ms, start = cfg->epoch_ms;
+
+	if (floor_ms > cfg->epoch_ms)
+		start += (floor_ms - cfg->epoch_ms + unit - 1) / unit * unit;
+	return start <= ceiling_ms;
+}
+
 /* Every field of @cfg from the input, in order; @__reserved only if @reserved. */
 static inline void fz_raw_config(struct fin *in, struct snowflake_config *cfg,
 				 bool reserved)

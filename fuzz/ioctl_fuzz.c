@@ -140,6 +140,9 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	ids.__reserved = fin_bool(in) ? fin_u32(in) : 0;
 	ids.floor_ms = fin_bool(in) ? window_ms(in, c) : 0;
 	ids.ceiling_ms = fin_bool(in) ? window_ms(in, c) : 0;
+	/* A window narrower than two ticks: it may hold no tick start. */
+	if (fin_bool(in) && ids.floor_ms < (1ULL << 63))
+		ids.ceiling_ms = ids.floor_ms + fin_range(in, 2 * c->cfg.time_unit_ms);
 	/* The size the caller gives: the kernel reads zeros past it. */
 	size = sizes[fin_u8(in) % 4];
 	if (size < SNOWFLAKE_IDS_SIZE_VER2)
@@ -171,6 +174,10 @@ static void do_set_ids(struct fin *in, struct sf_core *c)
 	    (ids.floor_ms > (1ULL << 63) - 1 ||
 	     tick_up(&before.cfg, ids.floor_ms) > before.ts_max))
 		want = -EOVERFLOW;
+	/* And a tick must start within it. */
+	if (!want && window &&
+	    !fz_window_has_tick(&before.cfg, ids.floor_ms, ids.ceiling_ms))
+		want = -EINVAL;
 
 	/* As sf_ioctl_set_ids(). */
 	ret = sf_core_check_ids(&ids, size);

@@ -119,6 +119,48 @@ while read -r name kind; do
 	done
 done <<<"$metrics"
 
+# The structure sizes the documents state (docs/reference.md said
+# SNOWFLAKE_IDS_SIZE_VER1 was 24 bytes; it is 32) against the header's
+# *_SIZE_VER* defines, which the module checks against sizeof with
+# BUILD_BUG_ON.  Read with markup stripped and lines joined: "NAME, N bytes",
+# "NAME (N bytes)", "N bytes, NAME", "N since NAME", and "struct snowflake_x:
+# N bytes" (VER0) or "(N, M or K bytes)" (every version).
+size_docs=(docs/reference.md userspace/man/snowflake.4 userspace/man/libsnowflake.3 README.md)
+sizes_out=$(perl -e '
+	my %size;
+	open(my $h, "<", shift) or die "$!\n";
+	while (<$h>) { $size{$1} = $2 if /^#define\s+(SNOWFLAKE_\w+_SIZE_VER\d+)\s+(\d+)\b/; }
+	die "no *_SIZE_VER defines\n" unless %size;
+	my $n = 0;
+	sub said { my ($f, $name, $said) = @_; $n++;
+		if (!exists $size{$name}) { print "bad\t$f: $name (said to be $said bytes) is not in the header\n"; }
+		elsif ($size{$name} != $said) { print "bad\t$f: says $name is $said bytes, the header $size{$name}\n"; }
+		else { print "ok\t$f: $name is $said bytes\n"; } }
+	for my $f (@ARGV) {
+		open(my $d, "<", $f) or die "$f: $!\n";
+		my $t = join(" ", map { s/^\.[A-Z]+\s+//; $_ } <$d>);
+		$t =~ s/\\f[BIRP]|\\c|\\-|`|\*\*//g;
+		$t =~ s/\s+/ /g;
+		while ($t =~ /(\d+) bytes\W{1,4}(SNOWFLAKE_[A-Z]+_SIZE_VER\d+)/g) { said($f, $2, $1); }
+		while ($t =~ /(SNOWFLAKE_[A-Z]+_SIZE_VER\d+)\W{1,4}(\d+) bytes/g) { said($f, $1, $2); }
+		while ($t =~ /(\d+) since (SNOWFLAKE_[A-Z]+_SIZE_VER\d+)/g) { said($f, $2, $1); }
+		while ($t =~ /struct snowflake_([a-z]+)\W{1,4}((?:\d+(?:, | or ))*\d+) bytes/g) {
+			my ($s, @said) = ("SNOWFLAKE_" . uc($1) . "_SIZE_VER", split(/, | or /, $2));
+			said($f, $s . $_, $said[$_]) for 0 .. $#said;
+			print "bad\t$f: struct snowflake_$1 has more versions than the " . scalar(@said) . " stated\n"
+				if @said > 1 && exists $size{$s . @said};
+		}
+	}
+	print "bad\tonly $n structure sizes found in the documents: did their wording change?\n" if $n < 8;
+' uapi/linux/snowflake.h "${size_docs[@]}" 2>&1) || bad "reading the structure sizes: $sizes_out"
+while IFS=$'\t' read -r verdict msg; do
+	case $verdict in
+	ok) ok "size $msg" ;;
+	bad) bad "size $msg" ;;
+	*) bad "size check: $verdict $msg" ;;
+	esac
+done <<<"$sizes_out"
+
 # The README's examples that run on the host (Python, PHP, C; the shell ones
 # run in the guest): each of their ok/FAIL lines counts here.
 rc=0

@@ -155,6 +155,24 @@ static void expect_at_ceiling(struct __test_metadata *_metadata, int fd)
 	sf_expect_reads_refused(_metadata, fd);
 }
 
+/* Reload the module with @params, open the device, read its config. */
+static int reload_open(struct __test_metadata *_metadata, const char *params,
+		       struct snowflake_config *cfg)
+{
+	int fd;
+
+	if (sf_reload(params)) {
+		TH_LOG("cannot reload with %s", params);
+		return -1;
+	}
+	fd = sf_open(O_RDONLY);
+	if (fd >= 0 && sf_get_config(fd, cfg)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 FIXTURE(cl) {
 	int fd;
 	struct snowflake_config cfg;
@@ -253,10 +271,8 @@ TEST(used_up_last_tick_refuses_at_once)
 	uint64_t id, start;
 	int fd;
 
-	ASSERT_EQ(0, sf_reload("sequence_bits=0 time_unit_ms=5000"));
-	fd = sf_open(O_RDONLY);
+	fd = reload_open(_metadata, "sequence_bits=0 time_unit_ms=5000", &cfg);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, sf_get_config(fd, &cfg));
 	/* A fresh tick: the floor moves the clock to its start. */
 	ASSERT_EQ(0, sf_get_stats(fd, &st));
 	ASSERT_EQ(0, sf_set_floor(fd, st.clock_ms + 5000));
@@ -513,6 +529,40 @@ TEST_F(cl, bad_windows_change_nothing)
 	EXPECT_EQ(6, sf_decode(&self->cfg, id).worker);
 }
 
+/*
+ * With a unit above 1 ms, a window in which no tick starts would never
+ * serve (issue 23: unit 10 ms, [1001, 1009] past a tick start at 1000):
+ * EINVAL, nothing changes.  The next tick's start as the ceiling serves.
+ */
+TEST(window_without_tick_start_refused)
+{
+	struct snowflake_config cfg;
+	struct snap s;
+	uint64_t t, id;
+	int fd;
+
+	fd = reload_open(_metadata, "time_unit_ms=10", &cfg);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(10, cfg.time_unit_ms);
+	ASSERT_EQ(0, set_window(fd, 1, LEASE_FLAGS, 0, SNOWFLAKE_NO_CEILING));
+	ASSERT_EQ(0, sf_read1(fd, &id));
+	/* A tick start a minute ahead. */
+	t = sf_decode(&cfg, id).ms + 60000;
+	take(_metadata, fd, &s);
+
+	EXPECT_EQ(-EINVAL, set_window(fd, 2, LEASE_FLAGS, t + 1, t + 9));
+	expect_same(_metadata, fd, &s, "[t + 1, t + 9]");
+	EXPECT_EQ(1, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(-EINVAL, set_window(fd, 2, LEASE_FLAGS, t + 5, t + 5));
+	expect_same(_metadata, fd, &s, "[t + 5, t + 5]");
+
+	ASSERT_EQ(0, set_window(fd, 2, LEASE_FLAGS, t + 1, t + 10));
+	ASSERT_EQ(0, sf_read1(fd, &id)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(t + 10, sf_decode(&cfg, id).ms);
+	EXPECT_EQ(2, sf_decode(&cfg, id).worker);
+	close(fd);
+}
+
 /* A blocked reader (used-up tick) when a renewal lowers the ceiling: refused. */
 TEST(blocked_reader_refused_by_lower_ceiling)
 {
@@ -522,10 +572,8 @@ TEST(blocked_reader_refused_by_lower_ceiling)
 	pid_t pid;
 	int fd, status;
 
-	ASSERT_EQ(0, sf_reload("sequence_bits=0 time_unit_ms=5000"));
-	fd = sf_open(O_RDONLY);
+	fd = reload_open(_metadata, "sequence_bits=0 time_unit_ms=5000", &cfg);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, sf_get_config(fd, &cfg));
 	ASSERT_EQ(0, sf_get_stats(fd, &st));
 	ASSERT_EQ(0, sf_set_floor(fd, st.clock_ms + 5000));
 	ASSERT_EQ(0, sf_read1(fd, &id));

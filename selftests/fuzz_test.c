@@ -252,6 +252,8 @@ static int rule_floor_ms(const struct fz *z, uint64_t v);
 static int rule_ids(const struct fz *z, const struct snowflake_ids *ids, size_t size)
 {
 	bool window = ids->flags & SNOWFLAKE_IDS_WINDOW;
+	unsigned __int128 start, unit = z->cfg.time_unit_ms;
+	int ret;
 
 	/* No deadline is ever sent: SNOWFLAKE_IDS_DEADLINE alone is EINVAL. */
 	if ((ids->flags & ~SNOWFLAKE_IDS_FLAGS_ALL) || ids->__reserved ||
@@ -265,7 +267,14 @@ static int rule_ids(const struct fz *z, const struct snowflake_ids *ids, size_t 
 	if (size < SNOWFLAKE_IDS_SIZE_VER2 || ids->floor_ms > ids->ceiling_ms ||
 	    ids->ceiling_ms < z->cfg.epoch_ms)
 		return -EINVAL;
-	return rule_floor_ms(z, ids->floor_ms);
+	ret = rule_floor_ms(z, ids->floor_ms);
+	if (ret)
+		return ret;
+	/* And a tick starts in it, epoch_ms + k * time_unit_ms (any, with 1 ms). */
+	start = z->cfg.epoch_ms;
+	if (ids->floor_ms > start)
+		start += ((unsigned __int128)ids->floor_ms - start + unit - 1) / unit * unit;
+	return start <= ids->ceiling_ms ? 0 : -EINVAL;
 }
 
 /* A ceiling that would be accepted and could be reached: moved far up. */

@@ -887,6 +887,87 @@ TEST_F(core, set_ids_window_all_or_nothing)
 }
 
 /*
+ * A floor raised with a stale reading: the clock jumps to the floor's start
+ * as measured from the latest reading the generator was given, not from the
+ * stale one, so it does not run ahead by the staleness (issue 23: a floor of
+ * 100010 set with a reading 50 ms stale stamped 100060 at time 100000, and
+ * a ceiling was reached 50 ms early).  Through SET_FLOOR and SET_IDS.
+ */
+TEST_F(core, stale_reading_does_not_overshoot_floor)
+{
+	struct snowflake_stats st;
+	struct sf_block b;
+
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, NOW + 10, NOW - 50));
+	EXPECT_EQ(10, self->c.offset_ms);
+	sf_core_stats(&self->c, NOW, &st);
+	EXPECT_EQ(NOW + 10, st.clock_ms);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	EXPECT_EQ(NOW + 10, ts_ms(&self->cfg, b.first));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 1, 1, 0, &b));
+	EXPECT_EQ(NOW + 11, ts_ms(&self->cfg, b.first));
+
+	/* The window's floor, with a ceiling 20 ms above it. */
+	ASSERT_EQ(0, sf_core_init(&self->c, &self->cfg, NOW - 1000, &self->why));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW, 1, 0, &b));
+	ASSERT_EQ(0, set_window(&self->c, NOW + 10, NOW + 30, NOW - 50));
+	EXPECT_EQ(10, self->c.offset_ms);
+	ASSERT_EQ(1, sf_core_reserve(&self->c, NOW + 20, 1, 0, &b))
+		TH_LOG("the ceiling was reached early");
+	EXPECT_EQ(NOW + 30, ts_ms(&self->cfg, b.first));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, NOW + 21, 1, 0, &b));
+
+	/* A reading fresher than any before is used as it is. */
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, NOW + 1000, NOW + 500));
+	EXPECT_EQ(500, self->c.offset_ms);
+	/* Never behind the floor's start, whatever the readings. */
+	ASSERT_EQ(0, sf_core_set_floor(&self->c, NOW + 5000, 0));
+	sf_core_stats(&self->c, NOW + 500, &st);
+	EXPECT_EQ(NOW + 5000, st.clock_ms);
+}
+
+/*
+ * A window in which no tick starts would never serve (issue 23: unit 10 ms,
+ * epoch 0, [1001, 1009]: every read ENOTCONN): refused, nothing changes.
+ * One tick start in it, at either end, is enough.
+ */
+TEST_F(core, window_without_tick_start_refused)
+{
+	struct snowflake_config cfg = default_config();
+	struct sf_core before;
+	struct sf_block b;
+
+	cfg.epoch_ms = 0;
+	cfg.time_unit_ms = 10;
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, 900, &self->why));
+	before = self->c;
+	EXPECT_EQ(-EINVAL, set_window(&self->c, 1001, 1009, 900));
+	EXPECT_TRUE(core_eq(&before, &self->c));
+	EXPECT_EQ(SNOWFLAKE_NO_CEILING, self->c.ceiling_ms);
+	EXPECT_EQ(-EINVAL, set_window(&self->c, 1001, 1001, 900));
+	EXPECT_TRUE(core_eq(&before, &self->c));
+
+	/* The next tick's start as the ceiling: served, at that start. */
+	ASSERT_EQ(0, set_window(&self->c, 1001, 1010, 900));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, 900, 1, 0, &b));
+	EXPECT_EQ(1010, ts_ms(&cfg, b.first));
+	EXPECT_EQ(-ENOTCONN, sf_core_reserve(&self->c, 910, 1, 0, &b));
+
+	/* A tick's start as the floor, a ceiling within that tick. */
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, 900, &self->why));
+	ASSERT_EQ(0, set_window(&self->c, 1000, 1009, 900));
+	ASSERT_EQ(1, sf_core_reserve(&self->c, 900, 1, 0, &b));
+	EXPECT_EQ(1000, ts_ms(&cfg, b.first));
+	/* No floor given: tick 0, the epoch, counts. */
+	ASSERT_EQ(0, sf_core_init(&self->c, &cfg, 900, &self->why));
+	ASSERT_EQ(0, set_window(&self->c, 0, 9, 900));
+	/* With 1 ms ticks every ms starts one. */
+	ASSERT_EQ(0, sf_core_init(&self->c, &self->cfg, NOW, &self->why));
+	ASSERT_EQ(0, set_window(&self->c, NOW + 1, NOW + 1, NOW));
+}
+
+/*
  * A layout change before the first ID recomputes the ceiling's tick: the
  * ceiling is in ms, its tick depends on the epoch and the unit.
  */

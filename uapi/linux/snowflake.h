@@ -132,10 +132,14 @@ struct snowflake_config {
  * raises the pair's mark in its store to the ceiling *before* it gives the
  * ceiling to the device, so the next holder's floor is above every
  * timestamp this one may stamp, whatever the two wall clocks say.
- * -EINVAL: a floor above the ceiling, a ceiling below epoch_ms; -EOVERFLOW:
- * a floor SNOWFLAKE_IOC_SET_FLOOR would refuse.  Without this flag both
- * fields must be zero and the ceiling stays as it is (none at load): older
- * binaries and static ids behave as they always did.
+ * -EINVAL: a window in which no tick starts, i.e. no epoch_ms + k *
+ * time_unit_ms in [@floor_ms, @ceiling_ms] (an ID's timestamp is the start
+ * of its tick, so such a window could never serve: a floor above the
+ * ceiling, a ceiling below epoch_ms, or with a unit above 1 ms a window
+ * between two tick starts, as [1001, 1009] with unit 10 and epoch 0);
+ * -EOVERFLOW: a floor SNOWFLAKE_IOC_SET_FLOOR would refuse.  Without this
+ * flag both fields must be zero and the ceiling stays as it is (none at
+ * load): older binaries and static ids behave as they always did.
  *
  * The ids, the deadline, the window and the re-arm of one call take effect
  * together under the generator's lock, or none of them.

@@ -131,9 +131,10 @@ int snowflake_get_vm_forks(struct snowflake *sf, uint32_t *vm_forks);
  * timestamps (SNOWFLAKE_IDS_WINDOW), set together or not at all: the floor
  * rises to @floor_ms (0: as it is) and no ID is stamped above @ceiling_ms
  * (Unix ms; SNOWFLAKE_NO_CEILING: none): at the ceiling reads fail with
- * -ENOTCONN until a call sets a higher one.  -EINVAL for a floor above the
- * ceiling or a ceiling below the epoch, -EOVERFLOW for a floor that does
- * not fit; -EOPNOTSUPP when the module is too old to know the window (it
+ * -ENOTCONN until a call sets a higher one.  -EINVAL for a window in
+ * which no tick starts (a floor above the ceiling, a ceiling below the
+ * epoch, or with a time unit above 1 ms a window between two tick starts:
+ * snowflake(4), LEASE WINDOW), -EOVERFLOW for a floor that does not fit; -EOPNOTSUPP when the module is too old to know the window (it
  * refused the call and changed nothing).
  */
 int snowflake_set_lease_window(struct snowflake *sf, uint32_t datacenter_id,
