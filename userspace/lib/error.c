@@ -29,7 +29,7 @@ SF_EXPORT const char *snowflake_strerror(int err)
 	case ENOTCONN:
 		return "reads refused: strict mode without a worker id, fenced, or past the lease's deadline or ceiling";
 	case EOVERFLOW:
-		return "timestamp does not fit timestamp_bits from the epoch";
+		return "time out of range: does not fit timestamp_bits from the epoch (or, decoded, 64-bit Unix ms)";
 	case EBUSY:
 		return "layout is fixed once an ID was issued";
 	case EPERM:

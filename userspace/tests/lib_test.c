@@ -1144,4 +1144,127 @@ TEST(nonblocking_torn_id_waits)
 	rmdir(dir);
 }
 
+/*
+ * Every function of libsnowflake(3) with bad input: the errno it returns
+ * and its message, one "# bad-input: FUNCTION | INPUT | RESULT | MESSAGE"
+ * line each (scripts/userspace.sh checks that every function of
+ * snowflake.h has one).  The handle is a regular file standing in for the
+ * device (its ioctls fail with ENOTTY as a foreign device's would).
+ */
+#define BAD(fn, input, want, expr) do {						\
+	long got_ = (long)(expr);						\
+	EXPECT_EQ((long)(want), got_) TH_LOG("%s(%s)", fn, input);		\
+	printf("# bad-input: %s | %s | %s%ld | %s\n", fn, input,		\
+	       got_ < 0 ? "-" : "", got_ < 0 ? -got_ : got_,			\
+	       got_ < 0 ? snowflake_strerror((int)got_) : "");			\
+} while (0)
+
+TEST(bad_input_every_function)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 8], buf[SNOWFLAKE_FORMAT_MAX];
+	uint8_t u[SNOWFLAKE_UUID_SIZE], uu[2][SNOWFLAKE_UUID_SIZE];
+	struct snowflake_config cfg, bad;
+	struct snowflake_parts parts;
+	struct snowflake_stats st;
+	struct snowflake *sf, *nsf;
+	uint64_t id, ids[2];
+	uint32_t forks;
+	int on;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	write_ids_file(path, 1, 1);
+	ASSERT_EQ(0, snowflake_open(&sf, path, 0));
+	snowflake_default_layout(&cfg);
+	bad = cfg;
+	bad.timestamp_bits = 60;	/* 60+5+5+12 > 63 */
+	memset(&parts, 0, sizeof(parts));
+
+	BAD("snowflake_open", "flags 0x4", -EINVAL, snowflake_open(&nsf, path, 0x4));
+	BAD("snowflake_open", "sf NULL", -EINVAL, snowflake_open(NULL, path, 0));
+	BAD("snowflake_open", "missing path", -ENOENT, snowflake_open(&nsf, "/nonexistent/x", 0));
+	sf_testing_any_file = false;
+	BAD("snowflake_open", "/dev/null (major 1)", -ENOTTY, snowflake_open(&nsf, "/dev/null", 0));
+	BAD("snowflake_open", "a regular file", -ENOTTY, snowflake_open(&nsf, path, 0));
+	BAD("snowflake_uuid_open", "a regular file", -ENOTTY, snowflake_uuid_open(&nsf, path, 0));
+	sf_testing_any_file = true;
+	BAD("snowflake_uuid_open", "SNOWFLAKE_CONFIGURE", -EINVAL,
+	    snowflake_uuid_open(&nsf, path, SNOWFLAKE_CONFIGURE));
+	snowflake_close(NULL);
+	printf("# bad-input: snowflake_close | NULL | (void) | does nothing\n");
+	BAD("snowflake_fd", "NULL", -EBADF, snowflake_fd(NULL));
+	BAD("snowflake_next", "sf NULL", -EINVAL, snowflake_next(NULL, &id));
+	BAD("snowflake_next", "id NULL", -EINVAL, snowflake_next(sf, NULL));
+	BAD("snowflake_next_n", "ids NULL, n 1", -EINVAL, snowflake_next_n(sf, NULL, 1));
+	BAD("snowflake_next_n", "n LONG_MAX", -EINVAL, snowflake_next_n(sf, ids, (size_t)LONG_MAX));
+	BAD("snowflake_get_config", "cfg NULL", -EINVAL, snowflake_get_config(sf, NULL));
+	BAD("snowflake_get_config", "not the device", -ENOTTY, snowflake_get_config(sf, &cfg));
+	BAD("snowflake_set_config", "cfg NULL", -EINVAL, snowflake_set_config(sf, NULL));
+	BAD("snowflake_set_config", "not the device", -ENOTTY, snowflake_set_config(sf, &cfg));
+	BAD("snowflake_set_ids", "sf NULL", -EINVAL, snowflake_set_ids(NULL, 1, 2));
+	BAD("snowflake_set_ids", "not the device", -ENOTTY, snowflake_set_ids(sf, 1, 2));
+	BAD("snowflake_assign_ids", "sf NULL", -EINVAL, snowflake_assign_ids(NULL, 1, 2));
+	BAD("snowflake_set_lease", "sf NULL", -EINVAL, snowflake_set_lease(NULL, 1, 2, 1, 0));
+	BAD("snowflake_set_lease", "not the device", -ENOTTY, snowflake_set_lease(sf, 1, 2, 1, 0));
+	BAD("snowflake_rearm_ids", "sf NULL", -EINVAL, snowflake_rearm_ids(NULL, 1, 2, 0));
+	BAD("snowflake_rearm_ids", "not the device", -ENOTTY, snowflake_rearm_ids(sf, 1, 2, 0));
+	BAD("snowflake_get_vm_forks", "vm_forks NULL", -EINVAL, snowflake_get_vm_forks(sf, NULL));
+	BAD("snowflake_get_vm_forks", "not a char device", -ENOTTY,
+	    snowflake_get_vm_forks(sf, &forks));
+	BAD("snowflake_set_lease_window", "sf NULL", -EINVAL,
+	    snowflake_set_lease_window(NULL, 1, 2, 1, 0, 0, 0));
+	BAD("snowflake_set_lease_window", "not the device", -ENOTTY,
+	    snowflake_set_lease_window(sf, 1, 2, 1, 0, 0, SNOWFLAKE_NO_CEILING));
+	BAD("snowflake_get_stats", "st NULL", -EINVAL, snowflake_get_stats(sf, NULL));
+	BAD("snowflake_get_stats", "not the device", -ENOTTY, snowflake_get_stats(sf, &st));
+	BAD("snowflake_get_floor", "sf NULL", -EINVAL, snowflake_get_floor(NULL, &id, NULL));
+	BAD("snowflake_set_floor", "sf NULL", -EINVAL, snowflake_set_floor(NULL, 1));
+	BAD("snowflake_set_floor", "not the device", -ENOTTY, snowflake_set_floor(sf, 1));
+	BAD("snowflake_set_fence", "sf NULL", -EINVAL, snowflake_set_fence(NULL, 1));
+	BAD("snowflake_get_fence", "on NULL", -EINVAL, snowflake_get_fence(sf, NULL, NULL));
+	BAD("snowflake_get_fence", "not the device", -ENOTTY, snowflake_get_fence(sf, &on, NULL));
+	BAD("snowflake_uuid_next", "sf NULL", -EINVAL, snowflake_uuid_next(NULL, u));
+	BAD("snowflake_uuid_next_n", "uuids NULL, n 1", -EINVAL, snowflake_uuid_next_n(sf, NULL, 1));
+	BAD("snowflake_uuid_next_n", "n LONG_MAX", -EINVAL,
+	    snowflake_uuid_next_n(sf, uu, (size_t)LONG_MAX));
+	BAD("snowflake_uuid_format", "len 36", -ENOSPC, snowflake_uuid_format(u, buf, 36));
+	BAD("snowflake_uuid_format", "uuid NULL", -EINVAL, snowflake_uuid_format(NULL, buf, 37));
+	BAD("snowflake_uuid_parse", "\"017f22e2-79b0-7cc3-98c4-dc0c0c07398\" (35 digits)", -EINVAL,
+	    snowflake_uuid_parse("017f22e2-79b0-7cc3-98c4-dc0c0c07398", u));
+	BAD("snowflake_uuid_parse", "\"017f22e2_79b0-7cc3-98c4-dc0c0c07398f\"", -EINVAL,
+	    snowflake_uuid_parse("017f22e2_79b0-7cc3-98c4-dc0c0c07398f", u));
+	ASSERT_EQ(0, snowflake_uuid_parse("017f22e2-79b0-4cc3-98c4-dc0c0c07398f", u));
+	BAD("snowflake_uuid_time", "a UUIDv4", -EINVAL, snowflake_uuid_time(u, &id));
+	snowflake_default_layout(NULL);
+	printf("# bad-input: snowflake_default_layout | NULL | (void) | does nothing\n");
+	BAD("snowflake_check_layout", "NULL", -EINVAL, snowflake_check_layout(NULL));
+	BAD("snowflake_check_layout", "60/5/5/12", -EINVAL, snowflake_check_layout(&bad));
+	BAD("snowflake_decode", "bit 63", -EINVAL, snowflake_decode(&cfg, 1ULL << 63, &parts));
+	BAD("snowflake_decode", "layout 60/5/5/12", -EINVAL, snowflake_decode(&bad, 1, &parts));
+	BAD("snowflake_decode", "parts NULL", -EINVAL, snowflake_decode(&cfg, 1, NULL));
+	bad = cfg;
+	bad.timestamp_bits = 63;
+	bad.datacenter_bits = bad.worker_bits = bad.sequence_bits = 0;
+	bad.time_unit_ms = 2;
+	BAD("snowflake_decode", "0x7fffffffffffffff, 63/0/0/0 unit 2", -EOVERFLOW,
+	    snowflake_decode(&bad, INT64_MAX, &parts));
+	parts.sequence = 4096;
+	BAD("snowflake_compose", "sequence 4096 of 12 bits", -ERANGE,
+	    snowflake_compose(&cfg, &parts, &id));
+	BAD("snowflake_compose", "parts NULL", -EINVAL, snowflake_compose(&cfg, NULL, &id));
+	BAD("snowflake_format", "len 2", -ENOSPC, snowflake_format(123, SNOWFLAKE_FORMAT_DEC, buf, 2));
+	BAD("snowflake_format", "format 7", -EINVAL,
+	    snowflake_format(1, (enum snowflake_format)7, buf, sizeof(buf)));
+	BAD("snowflake_parse", "\"12x\"", -EINVAL, snowflake_parse("12x", &id));
+	BAD("snowflake_parse", "\"18446744073709551616\"", -ERANGE,
+	    snowflake_parse("18446744073709551616", &id));
+	BAD("snowflake_parse", "NULL", -EINVAL, snowflake_parse(NULL, &id));
+	EXPECT_STREQ("unknown error -2147483648", snowflake_strerror(INT_MIN));
+	printf("# bad-input: snowflake_strerror | INT_MIN | \"%s\" |\n", snowflake_strerror(INT_MIN));
+
+	snowflake_close(sf);
+	unlink(path);
+	rmdir(dir);
+}
+
 TEST_HARNESS_MAIN
