@@ -209,6 +209,16 @@ bad 2 "stats: --json and --prometheus exclude each other" -- stats --json --prom
 bad 2 "stats: unknown option --worker" -- stats --worker 1
 bad 2 "stats: unexpected argument 'x'" -- stats x
 echo "# the table: $table"
+# ... and every function of snowflake.h has a bad-input line in lib_test's log.
+missing=()
+while read -r f; do
+	grep -q "^# bad-input: $f |" "$out/tests/lib_test.log" 2>/dev/null || missing+=("$f")
+done < <(sed -n 's/^[a-z].*[ *]\(snowflake_[a-z_]*\)(.*/\1/p' "$dir/include/snowflake.h" | sort -u)
+if [ "${#missing[@]}" -eq 0 ]; then
+	ok "lib_test gives every function of snowflake.h bad input"
+else
+	notok "no bad input in lib_test for: ${missing[*]}"
+fi
 
 # decode reads IDs from standard input (no ID, or -): the forms of the
 # arguments (quoted, hex, upper-case and quoted UUIDs), blanks and lines.

@@ -72,14 +72,16 @@ static const char usage_uuid[] =
 "  -h, --help         show this help\n";
 
 static const char usage_decode[] =
-"Usage: snowflake decode [--json] [--layout-from-device] [--device PATH] ID...\n"
-"       snowflake decode [--json] [--epoch MS] [--unit MS] [--bits T/D/W/S] ID...\n"
+"Usage: snowflake decode [--json] [--layout-from-device] [--device PATH] [ID... | -]\n"
+"       snowflake decode [--json] [--epoch MS] [--unit MS] [--bits T/D/W/S] [ID... | -]\n"
 "\n"
-"Split each ID (decimal or 0x-hex) into its UTC time, datacenter, worker and\n"
-"sequence.  The layout is read from the device, unless --epoch, --unit or\n"
-"--bits is given: then the default layout with those values changed is used,\n"
-"and the device is not opened.  A UUIDv7 in the canonical form is decoded\n"
-"into its time (no layout, no device).\n"
+"Split each ID (decimal or 0x-hex, optionally in double quotes) into its UTC\n"
+"time, datacenter, worker and sequence; with no ID or '-', the IDs (words)\n"
+"are read from standard input.  The layout is read from the device, unless\n"
+"--epoch, --unit or --bits is given: then the default layout with those\n"
+"values changed is used, and the device is not opened.  A UUIDv7 in the\n"
+"canonical form (any case, optionally quoted) is decoded into its time (no\n"
+"layout, no device).\n"
 "\n"
 "  --json                 one JSON object per line (the ID as a string)\n"
 "  --layout-from-device   read the layout from the device, fail without one\n"
