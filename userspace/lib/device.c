@@ -66,7 +66,7 @@ static int identify_by_ioctl(int fd, const char *name)
 	struct snowflake_config c;
 	int r;
 
-	if (strcmp(name, SNOWFLAKE_DEVICE_NAME))
+	if (strcmp(name, SNOWFLAKE_DEVICE_NAME) != 0)
 		return -ENOTTY;
 	memset(&c, 0, sizeof(c));
 	do {
