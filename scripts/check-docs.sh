@@ -99,6 +99,76 @@ for pair in userspace/cli/opts.c:userspace/man/snowflake.1 \
 		fi
 	done
 done
+# snowflake(1) lists exactly what the CLI's parser accepts, command by
+# command, both ways: the options of each struct option table of
+# userspace/cli/opts.c (and the short ones of its getopt string) are those
+# of the command's SYNOPSIS lines, of its OPTIONS subsection (the .TP heads)
+# and of its --help text in userspace/cli/main.c; nothing more, nothing less.
+cli_out=$(python3 - userspace/cli/opts.c userspace/cli/main.c userspace/man/snowflake.1 <<'PY'
+import re, sys
+opts_c, main_c, man = (open(f).read() for f in sys.argv[1:4])
+cmds = ["next", "decode", "config", "stats", "uuid"]
+glob = {"device", "help"}      # every command's, documented as global options
+shorts = dict(re.findall(r'\[SF_CMD_([A-Z]+)\] = ":([a-z:]*)"', opts_c))
+def table(name):
+    body = re.search(r"struct option %s\[\] = \{(.*?)\n\};" % name, opts_c, re.S).group(1)
+    return set(re.findall(r'\{ "([a-z-]+)", [a-z_]+_argument', body))
+def man_opts(text):
+    return {o.replace("\\-", "-") for o in re.findall(r"\\-\\-([a-z](?:[a-z]|\\-)*)", text)} | \
+        {"-" + c for c in re.findall(r"(?<![\\a-z-])\\-([a-z])\b", text)}
+syn = man.split(".SH SYNOPSIS", 1)[1].split(".SH ", 1)[0]
+blocks = re.findall(r"\.SY snowflake\n(.*?)\.YS", syn, re.S)
+opt_sec = man.split(".SH OPTIONS", 1)[1].split("\n.SH ", 1)[0]
+def subsection(title):
+    m = re.search(r"^\.SS %s\n(.*?)(?=^\.SS |\Z)" % re.escape(title), opt_sec, re.S | re.M)
+    return m.group(1) if m else ""
+def tp_heads(text):
+    return "\n".join(re.findall(r"^\.TP\n(.*)$", text, re.M))
+bad = 0
+def cmp(what, want, got):
+    global bad
+    if want == got:
+        print("ok   %s: %s" % (what, " ".join(sorted(want))))
+    else:
+        bad += 1
+        print("FAIL %s: missing %s, not accepted %s" % (what, sorted(want - got), sorted(got - want)))
+for c in cmds:
+    want = table(c + "_opts") - glob
+    want |= {"-" + x for x in re.findall(r"([a-z]):", shorts[c.upper()])}
+    mine = [b for b in blocks if re.search(r"^\.B %s$" % c, b, re.M)]
+    got = set().union(*(man_opts(re.split(r"^\.B %s$" % c, b, 1, re.M)[1]) for b in mine)) if mine else set()
+    cmp("snowflake(1) SYNOPSIS of %s" % c, want, got)
+    cmp("snowflake(1) OPTIONS of %s" % c, want, man_opts(tp_heads(subsection(c))))
+    usage = re.search(r"usage_%s\[\] =\n(.*?);\n" % c, main_c, re.S).group(1)
+    got = {o for o in re.findall(r"--([a-z][a-z-]*)", usage)} | set(re.findall(r"(?<![a-z-])(-[a-z]),", usage))
+    cmp("snowflake %s --help" % c, want | glob | {"-h"}, got)
+g = table("global_opts") | {"-h"}
+cmp("snowflake(1) global options", g, man_opts(tp_heads(subsection("Global options"))))
+sys.exit(1 if bad else 0)
+PY
+) || true
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) ok "${line#ok   }" ;;
+	"FAIL "*) bad "${line#FAIL }" ;;
+	*) echo "$line" ;;
+	esac
+done <<<"$cli_out"
+[ -n "$cli_out" ] || bad "the snowflake(1) option check printed nothing"
+
+# libsnowflake(3): its NAME and SYNOPSIS list exactly the functions of
+# snowflake.h.
+want=$(sed -n 's/^[a-z].*[ *]\(snowflake_[a-z_]*\)(.*/\1/p' userspace/include/snowflake.h | sort -u)
+name=$(sed -n '/^\.SH NAME/,/^\.SH /p' userspace/man/libsnowflake.3 | grep -o 'snowflake_[a-z_]*' | sort -u)
+synopsis=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' userspace/man/libsnowflake.3 | grep -o 'snowflake_[a-z_]*(' | tr -d '(' | sort -u)
+for part in name synopsis; do
+	if [ "${!part}" = "$want" ]; then
+		ok "libsnowflake(3) ${part^^} lists the $(wc -l <<<"$want") functions of snowflake.h"
+	else
+		bad "libsnowflake(3) ${part^^} differs from snowflake.h: $(diff <(echo "$want") <(echo "${!part}") | grep '^[<>]' | tr '\n' ' ')"
+	fi
+done
+
 # The metrics table of the CLI: counters are snowflake_<name>_total, times
 # (M_MS) snowflake_<name without _ms>_seconds, the ids labels of snowflake_info.
 metrics=$(sed -n 's/^[[:space:]]*{ "\([a-z_]*\)", M_\([A-Z]*\), .*/\1 \2/p' userspace/cli/main.c)

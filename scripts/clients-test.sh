@@ -106,6 +106,15 @@ mapfile -t sample < <(sed -n '1p;2p;4096p;4097p;$p' "$OUT/ids.txt")
 	"${sample[@]}" 9223372036854775807 >"$OUT/decoded-custom.jsonl"
 mapfile -t usample < <(sed -n '1p;700p;701p;$p' "$OUT/uuids.txt")
 "$CLI" decode --json "${usample[@]}" >"$OUT/uuids-decoded.jsonl"
+# A node for a misc device that is not ours (fuse, or another harmless
+# one): every client must refuse it as "not a snowflake device" (issue 24).
+for m in fuse loop-control hw_random; do
+	[ -r "/sys/class/misc/$m/dev" ] || continue
+	FOREIGN_DEVNUM=$(cat "/sys/class/misc/$m/dev")
+	mknod -m 0666 "$OUT/foreign" c "${FOREIGN_DEVNUM%:*}" "${FOREIGN_DEVNUM#*:}" && break
+done
+[ -c "$OUT/foreign" ] || notok "mknod of a foreign misc device for the identity tests (needs root)"
+export FOREIGN_DEVICE=$OUT/foreign FOREIGN_DEVNUM
 export IDS_FILE=$OUT/ids.txt UUIDS_FILE=$OUT/uuids.txt DECODED=$OUT/decoded.jsonl \
 	DECODED_CUSTOM=$OUT/decoded-custom.jsonl UUIDS_DECODED=$OUT/uuids-decoded.jsonl
 

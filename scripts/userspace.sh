@@ -96,6 +96,187 @@ if [ "${#missing[@]}" -eq 0 ] && bash -n "$comp"; then
 else
 	notok "the bash completion lacks: ${missing[*]}"
 fi
+# 1e. snowflake(1) with bad input (issue 24): every command refuses it with
+# a message and its exit code, and prints nothing on stdout.  The table
+# (input, message, exit code) is written to $out/cli-bad-input.md.  A node
+# made with mknod for a misc device that is not ours (fuse, 10:229, or
+# another harmless one) stands in for a wrong --device.
+TAP_PREFIX="cli: "
+cli=$out/snowflake
+san=$out/san/snowflake
+mk "$san" >/dev/null
+ctmp=$(mktemp -d "$out/cli.XXXXXX")
+table=$out/cli-bad-input.md
+printf '| input | message (stderr, first line) | exit |\n|---|---|---|\n' >"$table"
+# bad RC PATTERN [VAR=VALUE...] -- ARG...: `snowflake ARG...` (stdin from
+# $bad_in, else /dev/null) exits RC, says PATTERN (fixed string) on stderr,
+# and prints nothing on stdout.
+bad() {
+	local want=$1 pat=$2 envs=() rc=0 first
+	shift 2
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	env "${envs[@]}" "$cli" "$@" <"${bad_in:-/dev/null}" >"$ctmp/out" 2>"$ctmp/err" || rc=$?
+	first=$(head -n1 "$ctmp/err")
+	first=${first//"$ctmp"/DIR}
+	# shellcheck disable=SC2016 # backquotes of Markdown
+	printf '| %s`snowflake %s`%s | %s | %s |\n' "${envs[*]:+${envs[*]//"$ctmp"/DIR} }" "${*//"$ctmp"/DIR}" \
+		"${bad_in:+ < $(basename "$bad_in")}" "${first//|/\\|}" "$rc" >>"$table"
+	if [ "$rc" -eq "$want" ] && grep -qF -- "$pat" "$ctmp/err" && [ ! -s "$ctmp/out" ]; then
+		ok "snowflake $* (${envs[*]:-}): exit $rc, '$pat'"
+	else
+		notok "snowflake $* (${envs[*]:-}): exit $rc (want $want), '$pat' wanted on stderr, stdout empty"
+		indent <"$ctmp/err"
+		head -c 300 "$ctmp/out" | indent
+	fi
+}
+foreign=
+for m in fuse loop-control hw_random; do
+	[ -r "/sys/class/misc/$m/dev" ] || continue
+	IFS=: read -r fmaj fmin <"/sys/class/misc/$m/dev"
+	mknod "$ctmp/$m" c "$fmaj" "$fmin" 2>/dev/null && foreign=$ctmp/$m && break
+done
+nsd="not a snowflake device"
+if [ -n "$foreign" ]; then
+	# Issue 24, item 4: the device is identified at open (its sysfs name).
+	bad 1 "$nsd" -- --device "$foreign" next -n 2
+	bad 1 "$nsd" -- next --device "$foreign" -f json
+	bad 1 "$nsd" SNOWFLAKE_DEVICE="$foreign" -- next
+	bad 1 "$nsd" -- uuid --device "$foreign" -n 2
+	bad 1 "$nsd" SNOWFLAKE_UUID_DEVICE="$foreign" -- uuid
+	bad 1 "$nsd" -- config --device "$foreign"
+	bad 1 "$nsd" -- config --device "$foreign" --worker 1
+	bad 1 "$nsd" -- stats --device "$foreign"
+	bad 1 "$nsd" -- stats --device "$foreign" --prometheus
+	bad 1 "$nsd" -- decode --device "$foreign" 1
+	bad 1 "$nsd" -- decode --device "$foreign" --layout-from-device 1
+elif [ "$(id -u)" -eq 0 ]; then
+	notok "mknod of a foreign misc device (fuse, loop-control, hw_random) failed as root"
+else
+	echo "# not root: the foreign-device checks need mknod (make check runs as root)"
+fi
+bad 1 "no such device" -- --device "$ctmp/missing" next
+bad 1 "$nsd" -- --device /dev/null next
+bad 1 "$nsd" -- uuid --device /dev/null
+bad 1 "$nsd" -- --device "$ctmp" config
+# The command line: exit 2, nothing done.
+bad 2 "no command given" --
+bad 2 "unknown command 'frob'" -- frob
+bad 2 "unknown option --bogus" -- --bogus next
+bad 2 "--device: empty path" -- --device= next
+bad 2 "help: unknown command 'nope'" -- help nope
+bad 2 "help: unexpected argument 'extra'" -- help next extra
+bad 2 "help: unexpected argument '--bogus'" -- help decode --bogus
+bad 2 "next: -n: 0 is out of range" -- next -n 0
+bad 2 "next: --count: 'x' is not an unsigned decimal number" -- next --count x
+bad 2 "next: --count: 4294967296 is out of range" -- next --count=4294967296
+bad 2 "next: --format: 'xml' is not dec, hex or json" -- next -f xml
+bad 2 "next: option --format needs a value" -- next --format
+bad 2 "next: unexpected argument '3'" -- next 3
+bad 2 "next: unknown option --json" -- next --json
+bad 2 "uuid: -n: 0 is out of range" -- uuid -n 0
+bad 2 "uuid: --count: '-1' is not an unsigned decimal number" -- uuid --count=-1
+bad 2 "uuid: unknown option --format" -- uuid --format hex
+bad 2 "uuid: unexpected argument 'x'" -- uuid x
+bad 2 "decode: 'x1' is not an ID" -- decode --bits 41/5/5/12 x1
+bad 2 "decode: '18446744073709551616' does not fit 64 bits" -- decode 18446744073709551616
+bad 2 "is not a UUIDv7" -- decode 017f22e2-79b0-4cc3-98c4-dc0c0c07398f
+bad 2 "decode: 1024 has bits set above the 10/0/0/0 layout" -- decode --bits 10/0/0/0 1024
+bad 2 "decode: 0x8000000000000000 has bits set above" -- decode --unit 1 0x8000000000000000
+# Issue 24, item 6: the time overflows, the bits fit.
+bad 2 "decode: 0x7fffffffffffffff: its time does not fit 64-bit Unix ms" -- \
+	decode --bits 63/0/0/0 --unit 2 0x7fffffffffffffff
+bad 2 "decode: --bits: '41/5//12' is not" -- decode --bits 41/5//12 1
+bad 2 "decode: --unit: 0 is out of range" -- decode --unit 0 1
+bad 2 "decode: --epoch: '-1' is not an unsigned decimal number" -- decode --epoch -1 1
+bad 2 "is not valid" -- decode --bits 41/32/0/0 1
+bad 2 "exclude each other" -- decode --epoch 1 --layout-from-device 1
+bad 2 "decode: '-' (standard input) goes alone" -- decode --unit 1 1 -
+printf '1\n2 x3\n' >"$ctmp/ids"
+bad_in=$ctmp/ids bad 2 "decode: standard input line 2: 'x3' is not an ID" -- decode --unit 1 -
+bad_in=/dev/null bad 2 "decode: no ID on standard input" -- decode --unit 1
+bad 2 "config: --worker: 'x' is not an unsigned decimal number" -- config --worker x
+bad 2 "config: --datacenter: 4294967296 is out of range" -- config --datacenter 4294967296
+bad 2 "config: --random-sequence: 2 is out of range (0..1)" -- config --random-sequence 2
+bad 2 "config: --fence: 2 is out of range (0..1)" -- config --fence 2
+bad 2 "config: --rearm needs --worker" -- config --rearm
+bad 2 "config: --force goes with --floor" -- config --force
+bad 2 "config: --json shows the configuration; it takes no change" -- config --json --worker 1
+bad 2 "config: --floor 9999999999999 is" -- config --floor 9999999999999
+bad 2 "config: --floor: 9223372036854775808 is out of range" -- config --floor 9223372036854775808
+bad 2 "config: unexpected argument 'x'" -- config x
+bad 2 "stats: --json and --prometheus exclude each other" -- stats --json --prometheus
+bad 2 "stats: unknown option --worker" -- stats --worker 1
+bad 2 "stats: unexpected argument 'x'" -- stats x
+echo "# the table: $table"
+# ... and every function of snowflake.h has a bad-input line in lib_test's log.
+missing=()
+while read -r f; do
+	grep -q "^# bad-input: $f |" "$out/tests/lib_test.log" 2>/dev/null || missing+=("$f")
+done < <(sed -n 's/^[a-z].*[ *]\(snowflake_[a-z_]*\)(.*/\1/p' "$dir/include/snowflake.h" | sort -u)
+if [ "${#missing[@]}" -eq 0 ]; then
+	ok "lib_test gives every function of snowflake.h bad input"
+else
+	notok "no bad input in lib_test for: ${missing[*]}"
+fi
+
+# decode reads IDs from standard input (no ID, or -): the forms of the
+# arguments (quoted, hex, upper-case and quoted UUIDs), blanks and lines.
+printf '1 "7"\n0x10\t"017F22E2-79B0-7CC3-98C4-DC0C0C07398F"\n' >"$ctmp/in"
+want=$("$cli" decode --unit 1 1 '"7"' 0x10 '"017F22E2-79B0-7CC3-98C4-DC0C0C07398F"')
+check "decode reads IDs from standard input, as arguments" \
+	test "$("$cli" decode --unit 1 <"$ctmp/in")" = "$want" -a \
+	"$("$cli" decode --unit 1 - <"$ctmp/in")" = "$want" -a "$(wc -l <<<"$want")" -eq 4
+
+# Issue 24, item 8: a closed pipe is exit 1, silently, for every command
+# that writes much (it was 141, SIGPIPE); SIGPIPE ignored by the caller
+# or not.  A file of IDs stands in for the device (test build).
+python3 -c 'import struct,sys; sys.stdout.buffer.write(b"".join(struct.pack("<Q", i) for i in range(1, 200001)))' >"$ctmp/ids.bin"
+pipe_rc() { # CMD...: "exit status of CMD | head -1, bytes on stderr"
+	local rcs
+	"$@" 2>"$ctmp/perr" | head -n1 >/dev/null
+	rcs=("${PIPESTATUS[@]}")
+	echo "${rcs[0]} $(wc -c <"$ctmp/perr")"
+}
+seq 1 200000 >"$ctmp/seq"
+export SF_TESTING_ANY_FILE=1
+for c in "next -n 200000" "next -n 200000 -f json" "decode --unit 1 -"; do
+	# shellcheck disable=SC2086 # $c is a list of words
+	got=$(pipe_rc "$san" --device "$ctmp/ids.bin" $c <"$ctmp/seq")
+	check "snowflake $c | head -1: exit 1, silent (got: exit, stderr bytes: $got)" test "$got" = "1 0"
+done
+unset SF_TESTING_ANY_FILE
+
+# Issue 24, item 5: uuid stops at the first write error (it read on: 336 s
+# for 200,000 UUIDs).  A FIFO fed by a writer that counts what it could
+# write before the reader went away: one chunk (64 KiB) and the pipe's
+# buffer, not the 3.2 MB asked for.
+mkfifo "$ctmp/fifo"
+for c in uuid next; do
+	python3 - "$ctmp/fifo" >"$ctmp/written" <<'PY' &
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+n, chunk = 0, bytes(range(7 * 16, 8 * 16)) * 256
+try:
+    while n < 8 << 20:
+        n += os.write(fd, chunk)
+except BrokenPipeError:
+    pass
+print(n)
+PY
+	wpid=$!
+	rc=0
+	SF_TESTING_ANY_FILE=1 timeout 60 "$san" $c --device "$ctmp/fifo" -n 200000 >/dev/full 2>"$ctmp/ferr" || rc=$?
+	wait "$wpid" || true
+	written=$(cat "$ctmp/written")
+	if [ "$rc" -eq 1 ] && grep -q "No space left on device" "$ctmp/ferr" && [ "$written" -lt 1048576 ]; then
+		ok "$c -n 200000 >/dev/full: exit 1 at the first write error (the device gave $written bytes)"
+	else
+		notok "$c -n 200000 >/dev/full: exit $rc, the device gave $written bytes (want 1 and < 1 MiB)"
+		indent <"$ctmp/ferr"
+	fi
+done
+rm -rf "$ctmp"
 TAP_PREFIX="install: "
 
 # 2. Install into a temporary tree, as a distribution package would.

@@ -106,6 +106,17 @@ TEST_F(lib, open_paths_and_environment)
 	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, "/proc/self/stat", 0));
 	EXPECT_EQ(NULL, sf);
 	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, "/dev/null", 0));
+	/*
+	 * Issue 24: each generator is known by its sysfs name: the real
+	 * /dev/uuidv7 is not /dev/snowflake and the reverse; each opens as
+	 * itself.
+	 */
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, "/dev/" SNOWFLAKE_UUID_DEVICE_NAME, 0));
+	EXPECT_EQ(-ENOTTY, snowflake_uuid_open(&sf, SF_DEV, 0));
+	ASSERT_EQ(0, snowflake_uuid_open(&sf, "/dev/" SNOWFLAKE_UUID_DEVICE_NAME, 0));
+	snowflake_close(sf);
+	ASSERT_EQ(0, snowflake_open(&sf, SF_DEV, SNOWFLAKE_NONBLOCK));
+	snowflake_close(sf);
 	/* The descriptor polls readable while IDs are available. */
 	EXPECT_EQ(POLLIN, sf_poll_in(snowflake_fd(self->sf), 1000) & POLLIN);
 }

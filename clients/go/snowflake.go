@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -46,6 +47,9 @@ var (
 	ErrRefused  = errors.New("the device refuses IDs (ENOTCONN)")
 	ErrNoDevice = errors.New("no such device")
 	ErrDenied   = errors.New("permission denied")
+	// ErrNotDevice: a character device that is not the generator (ENOTTY),
+	// e.g. /dev/hwrng, /dev/null, or /dev/uuidv7 given as /dev/snowflake.
+	ErrNotDevice = errors.New("not a snowflake device")
 )
 
 // Error is an error of the device: Op ("open" or "read"), Path and the errno.
@@ -68,6 +72,8 @@ func (e *Error) Is(target error) bool {
 		return e.Errno == syscall.ENOENT || e.Errno == syscall.ENODEV || e.Errno == syscall.ENXIO
 	case ErrDenied:
 		return e.Errno == syscall.EACCES || e.Errno == syscall.EPERM
+	case ErrNotDevice:
+		return e.Errno == syscall.ENOTTY
 	}
 	return false
 }
@@ -87,6 +93,9 @@ func Describe(errno syscall.Errno, path string) string {
 	case syscall.ENOENT, syscall.ENODEV, syscall.ENXIO:
 		return fmt.Sprintf("%s: no such device (%s): is the snowflake module loaded? "+
 			"(`modprobe snowflake`; in a container: --device %s)", path, errnoNames[errno], path)
+	case syscall.ENOTTY:
+		return path + ": not a snowflake device (ENOTTY): a character device that is not " +
+			"the generator (see its /sys/dev/char entry)"
 	case syscall.EACCES, syscall.EPERM:
 		return fmt.Sprintf("%s: permission denied (%s): reading needs the group snowflake "+
 			"(`usermod -aG snowflake USER`, SupplementaryGroups=snowflake in a unit, "+
@@ -112,7 +121,34 @@ type stream struct {
 	rest []byte // a part of a record: from a pipe, never from the device
 }
 
-func open(path, env, dflt string, size int) (stream, error) {
+// sysfsRoot is where the kernel names the devices (/sys/dev/char/MAJ:MIN ->
+// .../misc/NAME); the tests point it at a fake tree.
+var sysfsRoot = "/sys"
+
+// identify: a character device must be the misc device called name
+// ("snowflake" or "uuidv7"); other files (a recording, a FIFO) are read as
+// they are.  Without sysfs a device cannot be identified and is refused.
+func identify(fd int, name string) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+		return nil
+	}
+	rdev := uint64(st.Rdev)
+	major := (rdev>>8)&0xfff | (rdev>>32)&^uint64(0xfff)
+	minor := rdev&0xff | (rdev>>12)&^uint64(0xff)
+	if major == 10 {
+		link, err := os.Readlink(fmt.Sprintf("%s/dev/char/%d:%d", sysfsRoot, major, minor))
+		if err == nil && strings.HasSuffix(link, "/misc/"+name) {
+			return nil
+		}
+	}
+	return syscall.ENOTTY
+}
+
+func open(path, env, dflt, name string, size int) (stream, error) {
 	if path == "" {
 		path = os.Getenv(env)
 	}
@@ -131,6 +167,10 @@ func open(path, env, dflt string, size int) (stream, error) {
 		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	}
 	if err != nil {
+		return stream{}, wrap("open", path, err)
+	}
+	if err := identify(fd, name); err != nil {
+		syscall.Close(fd)
 		return stream{}, wrap("open", path, err)
 	}
 	return stream{Path: path, f: os.NewFile(uintptr(fd), path), own: true, size: size}, nil
@@ -178,7 +218,7 @@ type Reader struct{ stream }
 
 // Open opens the device at path ("": $SNOWFLAKE_DEVICE, else DefaultPath).
 func Open(path string) (*Reader, error) {
-	s, err := open(path, "SNOWFLAKE_DEVICE", DefaultPath, 8)
+	s, err := open(path, "SNOWFLAKE_DEVICE", DefaultPath, "snowflake", 8)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +287,7 @@ type UUIDReader struct{ stream }
 
 // OpenUUID opens /dev/uuidv7 at path ("": $SNOWFLAKE_UUID_DEVICE, else DefaultUUIDPath).
 func OpenUUID(path string) (*UUIDReader, error) {
-	s, err := open(path, "SNOWFLAKE_UUID_DEVICE", DefaultUUIDPath, 16)
+	s, err := open(path, "SNOWFLAKE_UUID_DEVICE", DefaultUUIDPath, "uuidv7", 16)
 	if err != nil {
 		return nil, err
 	}

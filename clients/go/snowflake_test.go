@@ -285,3 +285,45 @@ func TestASignalDoesNotBreakARead(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24: any character device opened as the generator (/dev/hwrng gave
+// random numbers).  /dev/null, and FOREIGN_DEVICE: a node for a misc device
+// that is not ours (fuse), made by clients-test.sh with mknod.
+func TestRefusesACharacterDeviceThatIsNotTheGenerator(t *testing.T) {
+	foreign := os.Getenv("FOREIGN_DEVICE")
+	for _, p := range []string{"/dev/null", foreign} {
+		if _, err := Open(p); !errors.Is(err, ErrNotDevice) ||
+			!strings.Contains(err.Error(), "not a snowflake device") {
+			t.Errorf("Open(%s): %v, want ErrNotDevice", p, err)
+		}
+		if _, err := OpenUUID(p); !errors.Is(err, ErrNotDevice) {
+			t.Errorf("OpenUUID(%s): %v, want ErrNotDevice", p, err)
+		}
+	}
+	// A sysfs that names the node: each reader takes only its own device.
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "dev", "char"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "dev", "char", os.Getenv("FOREIGN_DEVNUM"))
+	sysfsRoot = root
+	defer func() { sysfsRoot = "/sys" }()
+	for _, name := range []string{"snowflake", "uuidv7"} {
+		os.Remove(link)
+		if err := os.Symlink("../../devices/virtual/misc/"+name, link); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(foreign)
+		u, uerr := OpenUUID(foreign)
+		if name == "snowflake" && (err != nil || !errors.Is(uerr, ErrNotDevice)) ||
+			name == "uuidv7" && (uerr != nil || !errors.Is(err, ErrNotDevice)) {
+			t.Errorf("sysfs names it %s: Open %v, OpenUUID %v", name, err, uerr)
+		}
+		if err == nil {
+			r.Close()
+		}
+		if uerr == nil {
+			u.Close()
+		}
+	}
+}

@@ -30,6 +30,10 @@ export class DeviceNotFound extends SnowflakeError {}
 export class Denied extends SnowflakeError {}
 /** ENOTCONN: strict mode without a worker id, or fenced by snowflake-agent. */
 export class Refused extends SnowflakeError {}
+/** ENOTTY: a character device that is not the generator (/dev/hwrng, /dev/null). */
+export class NotSnowflakeDevice extends SnowflakeError {}
+/** For the tests: where sysfs is (default '/sys'). */
+export function setSysfsRoot(root: string): void;
 
 /** IDs of /dev/snowflake ($SNOWFLAKE_DEVICE). */
 export class Snowflake {

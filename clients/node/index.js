@@ -33,6 +33,9 @@ function describe(code, path = DEFAULT_PATH) {
     case 'ENOENT': case 'ENODEV': case 'ENXIO':
       return `${path}: no such device (${code}): is the snowflake module loaded? ` +
         `(\`modprobe snowflake\`; in a container: --device ${path})`;
+    case 'ENOTTY':
+      return `${path}: not a snowflake device (ENOTTY): a character device that is not ` +
+        'the generator (see its /sys/dev/char entry)';
     case 'EACCES': case 'EPERM':
       return `${path}: permission denied (${code}): reading needs the group snowflake ` +
         '(`usermod -aG snowflake USER`, SupplementaryGroups=snowflake in a unit, ' +
@@ -56,6 +59,32 @@ class DeviceNotFound extends SnowflakeError {}
 class Denied extends SnowflakeError {}
 /** ENOTCONN: strict mode without a worker id, or fenced by snowflake-agent. */
 class Refused extends SnowflakeError {}
+/** ENOTTY: a character device that is not the generator (/dev/hwrng, /dev/null). */
+class NotSnowflakeDevice extends SnowflakeError {}
+
+// Where the kernel names the devices (/sys/dev/char/MAJ:MIN -> .../misc/NAME);
+// the tests point it at a fake tree (setSysfsRoot).
+let sysfsRoot = '/sys';
+
+// A character device must be the misc device called name ('snowflake' or
+// 'uuidv7'); other files (a recording, a FIFO) are read as they are.
+// Without sysfs a device cannot be identified and is refused.
+function identify(fd, path, name) {
+  const st = fs.fstatSync(fd, { bigint: true });
+  if (!st.isCharacterDevice())
+    return;
+  const r = st.rdev;
+  const major = ((r >> 8n) & 0xfffn) | ((r >> 32n) & ~0xfffn);
+  const minor = (r & 0xffn) | ((r >> 12n) & ~0xffn);
+  let link = '';
+  if (major === 10n) {
+    try {
+      link = fs.readlinkSync(`${sysfsRoot}/dev/char/${major}:${minor}`);
+    } catch (e) { /* not known: refused below */ }
+  }
+  if (!link.endsWith(`/misc/${name}`))
+    throw new NotSnowflakeDevice('ENOTTY', path);
+}
 
 function toError(e, path) {
   const cls = { ENOTCONN: Refused, ENOENT: DeviceNotFound, ENODEV: DeviceNotFound,
@@ -64,7 +93,7 @@ function toError(e, path) {
 }
 
 class Reader {
-  constructor(size, env, dflt, opts) {
+  constructor(size, env, dflt, name, opts) {
     if (typeof opts === 'string' || opts === undefined || opts === null)
       opts = { path: opts };
     this.size = size;
@@ -80,6 +109,12 @@ class Reader {
       this.fd = fs.openSync(this.path, 'r');   // libuv adds O_CLOEXEC
     } catch (e) {
       throw toError(e, this.path);
+    }
+    try {
+      identify(this.fd, this.path, name);
+    } catch (e) {
+      fs.closeSync(this.fd);
+      throw e;
     }
     this.own = true;
   }
@@ -120,7 +155,7 @@ class Reader {
 
 /** IDs of /dev/snowflake ($SNOWFLAKE_DEVICE), as BigInts. */
 class Snowflake extends Reader {
-  constructor(opts) { super(8, 'SNOWFLAKE_DEVICE', DEFAULT_PATH, opts); }
+  constructor(opts) { super(8, 'SNOWFLAKE_DEVICE', DEFAULT_PATH, 'snowflake', opts); }
   /** n IDs (BigInt), strictly increasing. */
   next(n = 1) { return this.records(n); }
   record(data, i) {
@@ -135,7 +170,7 @@ function formatUUID(b) {
 
 /** UUIDv7s of /dev/uuidv7 ($SNOWFLAKE_UUID_DEVICE), in the canonical form. */
 class UUIDv7 extends Reader {
-  constructor(opts) { super(16, 'SNOWFLAKE_UUID_DEVICE', DEFAULT_UUID_PATH, opts); }
+  constructor(opts) { super(16, 'SNOWFLAKE_UUID_DEVICE', DEFAULT_UUID_PATH, 'uuidv7', opts); }
   /** n UUIDv7s (strings), strictly increasing. */
   next(n = 1) { return this.records(n); }
   record(data, i) { return formatUUID(data.subarray(i, i + 16)); }
@@ -219,5 +254,8 @@ function toJSONIds(ids) {
 
 module.exports = {
   DEFAULT_LAYOUT, DEFAULT_PATH, DEFAULT_UUID_PATH, Denied, DeviceNotFound, Refused,
+  NotSnowflakeDevice,
+  /** For the tests: where sysfs is (default '/sys'). */
+  setSysfsRoot(root) { sysfsRoot = root; },
   Snowflake, SnowflakeError, UUIDv7, decode, decodeUUID, describe, toJSONIds,
 };

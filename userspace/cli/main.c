@@ -9,10 +9,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <snowflake.h>
 
@@ -70,14 +72,16 @@ static const char usage_uuid[] =
 "  -h, --help         show this help\n";
 
 static const char usage_decode[] =
-"Usage: snowflake decode [--json] [--layout-from-device] [--device PATH] ID...\n"
-"       snowflake decode [--json] [--epoch MS] [--unit MS] [--bits T/D/W/S] ID...\n"
+"Usage: snowflake decode [--json] [--layout-from-device] [--device PATH] [ID... | -]\n"
+"       snowflake decode [--json] [--epoch MS] [--unit MS] [--bits T/D/W/S] [ID... | -]\n"
 "\n"
-"Split each ID (decimal or 0x-hex) into its UTC time, datacenter, worker and\n"
-"sequence.  The layout is read from the device, unless --epoch, --unit or\n"
-"--bits is given: then the default layout with those values changed is used,\n"
-"and the device is not opened.  A UUIDv7 in the canonical form is decoded\n"
-"into its time (no layout, no device).\n"
+"Split each ID (decimal or 0x-hex, optionally in double quotes) into its UTC\n"
+"time, datacenter, worker and sequence; with no ID or '-', the IDs (words)\n"
+"are read from standard input.  The layout is read from the device, unless\n"
+"--epoch, --unit or --bits is given: then the default layout with those\n"
+"values changed is used, and the device is not opened.  A UUIDv7 in the\n"
+"canonical form (any case, optionally quoted) is decoded into its time (no\n"
+"layout, no device).\n"
 "\n"
 "  --json                 one JSON object per line (the ID as a string)\n"
 "  --layout-from-device   read the layout from the device, fail without one\n"
@@ -181,11 +185,44 @@ static int open_dev(const struct sf_cli *cli, struct snowflake **sf, int flags)
 	return 0;
 }
 
-/* Flush stdout: a full disk or a closed pipe is a runtime error. */
+/* The errno of the first failed write to stdout (0: none yet). */
+static int out_errno;
+
+/*
+ * Has writing stdout failed?  Asked right after a printf, when errno is
+ * still the write's own (EPIPE, ENOSPC), which is kept for the message.
+ */
+static bool output_error(void)
+{
+	if (!ferror(stdout))
+		return false;
+	if (!out_errno)
+		out_errno = errno ? errno : EIO;
+	return true;
+}
+
+/*
+ * After a chunk of output: true when writing failed, so that no more is
+ * taken from the device (or decoded) for nothing.
+ */
+static bool output_failed(void)
+{
+	errno = 0;
+	if (fflush(stdout) && !out_errno)
+		out_errno = errno ? errno : EIO;
+	return output_error();
+}
+
+/*
+ * Flush stdout: a full disk is a runtime error (exit 1, with a message); a
+ * closed pipe too, silently (SIGPIPE is ignored, see main(): the reader
+ * went away on purpose, `snowflake next -n 100 | head -1`).
+ */
 static int finish_output(void)
 {
-	if (fflush(stdout) || ferror(stdout)) {
-		msg("writing the output: %s", strerror(errno ? errno : EIO));
+	if (output_failed()) {
+		if (out_errno != EPIPE)
+			msg("writing the output: %s", strerror(out_errno));
 		return SF_EXIT_RUNTIME;
 	}
 	return SF_EXIT_OK;
@@ -225,7 +262,7 @@ static int cmd_next(const struct sf_cli *cli)
 		}
 		left -= (uint64_t)n;
 		/* Stop at the first write error: no more IDs taken for nothing. */
-		if (left && (fflush(stdout) || ferror(stdout))) {
+		if (left && output_failed()) {
 			snowflake_close(sf);
 			return finish_output();
 		}
@@ -302,6 +339,11 @@ static int cmd_uuid(const struct sf_cli *cli)
 			printf("%s\n", buf);
 		}
 		left -= (uint64_t)n;
+		/* Stop at the first write error, as next does. */
+		if (left && output_failed()) {
+			snowflake_close(sf);
+			return finish_output();
+		}
 	}
 	snowflake_close(sf);
 	return finish_output();
@@ -327,37 +369,79 @@ static void decode_uuid(const struct sf_cli *cli, const uint8_t *u)
 }
 
 
-static int cmd_decode(const struct sf_cli *cli)
+/*
+ * decode's IDs from standard input: words separated by blanks or newlines,
+ * each checked as an argument would be (nothing is printed before all are
+ * read and checked).
+ */
+static int read_ids(struct sf_cli *cli)
+{
+	char *line = NULL, *tok, *save, where[64], err[512];
+	unsigned long lineno = 0;
+	size_t cap = 0;
+	int ret = SF_EXIT_OK;
+
+	if (cli->ids_stdin_implicit && isatty(STDIN_FILENO)) {
+		msg("decode: no ID given (as arguments, or on standard input: '-')");
+		return SF_EXIT_USAGE;
+	}
+	while (getline(&line, &cap, stdin) > 0) {
+		lineno++;
+		for (tok = strtok_r(line, " \t\r\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\r\n", &save)) {
+			snprintf(where, sizeof(where), "standard input line %lu: ", lineno);
+			ret = sf_cli_add_id(cli, tok, where, err, sizeof(err));
+			if (ret) {
+				msg("%s", err);
+				goto out;
+			}
+		}
+	}
+	if (ferror(stdin)) {
+		msg("decode: reading standard input: %s", strerror(errno));
+		ret = SF_EXIT_RUNTIME;
+	} else if (!cli->nids) {
+		msg("decode: no ID on standard input");
+		ret = SF_EXIT_USAGE;
+	}
+out:
+	free(line);
+	return ret;
+}
+
+static int cmd_decode(struct sf_cli *cli)
 {
 	struct snowflake_config layout = cli->layout;
+	char when[40], err[512], text[48];
 	bool fallback;
-	char when[40];
 	size_t i;
 	int ret;
 
+	if (cli->ids_stdin) {
+		ret = read_ids(cli);
+		if (ret)
+			return ret;
+	}
 	if (cli->from_device && cli->nsnowflakes) {
 		ret = decode_layout(cli, &layout, &fallback);
 		if (ret)
 			return ret;
 		/* Every ID is checked before anything is printed. */
 		for (i = 0; i < cli->nids; i++) {
-			struct snowflake_parts p;
-
 			if (cli->is_uuid[i])
 				continue;
-			if (snowflake_decode(&layout, cli->ids[i], &p)) {
-				msg("decode: %llu (0x%llx) has bits set above the %s %u/%u/%u/%u layout",
-				    (unsigned long long)cli->ids[i],
-				    (unsigned long long)cli->ids[i],
-				    fallback ? "default" : "device's", layout.timestamp_bits,
-				    layout.datacenter_bits, layout.worker_bits,
-				    layout.sequence_bits);
+			snprintf(text, sizeof(text), "%llu (0x%llx)",
+				 (unsigned long long)cli->ids[i],
+				 (unsigned long long)cli->ids[i]);
+			if (sf_check_id(&layout, cli->ids[i], text,
+					fallback ? "default " : "device's ", err, sizeof(err))) {
+				msg("%s", err);
 				return SF_EXIT_USAGE;
 			}
 		}
 	}
 
-	for (i = 0; i < cli->nids; i++) {
+	for (i = 0; i < cli->nids && !output_error(); i++) {
 		struct snowflake_parts p;
 		bool has_time;
 
@@ -743,6 +827,12 @@ int main(int argc, char **argv)
 	char err[512];
 	int ret;
 
+	/*
+	 * A closed pipe is a write error (EPIPE, exit 1, silently), not a
+	 * death by SIGPIPE (141): one exit status whatever disposition the
+	 * caller left us (Python's subprocess, a service manager may ignore it).
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	ret = sf_cli_parse(&cli, argc, argv, err, sizeof(err));
 	if (ret) {
 		msg("%s", err);

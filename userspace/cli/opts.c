@@ -143,7 +143,10 @@ void sf_cli_free(struct sf_cli *cli)
 	free(cli->is_uuid);
 	free(cli->uuids);
 	cli->ids = NULL;
+	cli->is_uuid = NULL;
+	cli->uuids = NULL;
 	cli->nids = 0;
+	cli->cap = 0;
 }
 
 static int __attribute__((format(printf, 3, 4)))
@@ -268,49 +271,113 @@ static int num_opt(const char *opt, const char *arg, uint64_t min, uint64_t max,
 	return 0;
 }
 
+/* Room for one more ID of decode. */
+static int grow_ids(struct sf_cli *cli)
+{
+	size_t cap = cli->cap ? cli->cap * 2 : 16;
+	uint64_t *ids;
+	bool *is_uuid;
+	uint8_t (*uuids)[SNOWFLAKE_UUID_SIZE];
+
+	if (cli->nids < cli->cap)
+		return 0;
+	ids = realloc(cli->ids, cap * sizeof(*ids));
+	if (ids)
+		cli->ids = ids;
+	is_uuid = realloc(cli->is_uuid, cap * sizeof(*is_uuid));
+	if (is_uuid)
+		cli->is_uuid = is_uuid;
+	uuids = realloc(cli->uuids, cap * sizeof(*uuids));
+	if (uuids)
+		cli->uuids = uuids;
+	if (!ids || !is_uuid || !uuids)
+		return -ENOMEM;
+	cli->cap = cap;
+	return 0;
+}
+
+int sf_check_id(const struct snowflake_config *layout, uint64_t id, const char *text,
+		const char *which, char *err, size_t errlen)
+{
+	struct snowflake_parts parts;
+	int ret = snowflake_decode(layout, id, &parts);
+
+	if (ret == -EOVERFLOW)
+		return usage_err(err, errlen,
+				 "decode: %s: its time does not fit 64-bit Unix ms: timestamp %llu ticks of %u ms from epoch_ms %llu (the %s%u/%u/%u/%u layout)",
+				 text, (unsigned long long)(id >> (layout->datacenter_bits +
+								   layout->worker_bits +
+								   layout->sequence_bits)),
+				 layout->time_unit_ms, (unsigned long long)layout->epoch_ms,
+				 which, layout->timestamp_bits, layout->datacenter_bits,
+				 layout->worker_bits, layout->sequence_bits);
+	if (ret)
+		return usage_err(err, errlen,
+				 "decode: %s has bits set above the %s%u/%u/%u/%u layout",
+				 text, which, layout->timestamp_bits, layout->datacenter_bits,
+				 layout->worker_bits, layout->sequence_bits);
+	return 0;
+}
+
+int sf_cli_add_id(struct sf_cli *cli, const char *text, const char *where, char *err,
+		  size_t errlen)
+{
+	size_t i = cli->nids;
+	uint64_t ms;
+	int ret;
+
+	if (grow_ids(cli))
+		return usage_err(err, errlen, "decode: out of memory");
+	cli->ids[i] = 0;
+	cli->is_uuid[i] = false;
+	/* A UUID in the canonical form: only a UUIDv7 has a time. */
+	if (!snowflake_uuid_parse(text, cli->uuids[i])) {
+		if (snowflake_uuid_time(cli->uuids[i], &ms))
+			return usage_err(err, errlen,
+					 "decode: %s'%s' is not a UUIDv7 (version 7, RFC 9562 variant)",
+					 where, text);
+		cli->is_uuid[i] = true;
+		cli->nids++;
+		return 0;
+	}
+	ret = snowflake_parse(text, &cli->ids[i]);
+	if (ret == -ERANGE)
+		return usage_err(err, errlen, "decode: %s'%s' does not fit 64 bits", where, text);
+	if (ret)
+		return usage_err(err, errlen,
+				 "decode: %s'%s' is not an ID (decimal or 0x-hex)",
+				 where, text);
+	if (!cli->from_device) {
+		char what[160];
+
+		snprintf(what, sizeof(what), "%s%s", where, text);
+		ret = sf_check_id(&cli->layout, cli->ids[i], what, "", err, errlen);
+		if (ret)
+			return ret;
+	}
+	cli->nsnowflakes++;
+	cli->nids++;
+	return 0;
+}
+
 static int parse_ids(struct sf_cli *cli, int argc, char **argv, int first,
 		     char *err, size_t errlen)
 {
 	int i, ret;
 
-	if (first >= argc)
-		return usage_err(err, errlen, "decode: no ID given");
-	cli->nids = (size_t)(argc - first);
-	cli->ids = calloc(cli->nids, sizeof(*cli->ids));
-	cli->is_uuid = calloc(cli->nids, sizeof(*cli->is_uuid));
-	cli->uuids = calloc(cli->nids, sizeof(*cli->uuids));
-	if (!cli->ids || !cli->is_uuid || !cli->uuids)
-		return usage_err(err, errlen, "decode: out of memory");
+	/* No ID, or "-" alone: the IDs are read from standard input. */
+	if (first >= argc || (argc - first == 1 && !strcmp(argv[first], "-"))) {
+		cli->ids_stdin = true;
+		cli->ids_stdin_implicit = first >= argc;
+		return 0;
+	}
 	for (i = first; i < argc; i++) {
-		struct snowflake_parts parts;
-		uint64_t ms;
-
-		/* A UUID in the canonical form: only a UUIDv7 has a time. */
-		if (!snowflake_uuid_parse(argv[i], cli->uuids[i - first])) {
-			if (snowflake_uuid_time(cli->uuids[i - first], &ms))
-				return usage_err(err, errlen,
-						 "decode: '%s' is not a UUIDv7 (version 7, RFC 9562 variant)",
-						 argv[i]);
-			cli->is_uuid[i - first] = true;
-			continue;
-		}
-		cli->nsnowflakes++;
-		ret = snowflake_parse(argv[i], &cli->ids[i - first]);
-		if (ret == -ERANGE)
-			return usage_err(err, errlen, "decode: '%s' does not fit 64 bits",
-					 argv[i]);
+		if (!strcmp(argv[i], "-"))
+			return usage_err(err, errlen,
+					 "decode: '-' (standard input) goes alone, without IDs as arguments");
+		ret = sf_cli_add_id(cli, argv[i], "", err, errlen);
 		if (ret)
-			return usage_err(err, errlen,
-					 "decode: '%s' is not an ID (decimal or 0x-hex)",
-					 argv[i]);
-		if (!cli->from_device &&
-		    snowflake_decode(&cli->layout, cli->ids[i - first], &parts))
-			return usage_err(err, errlen,
-					 "decode: %s has bits set above the %u/%u/%u/%u layout",
-					 argv[i], cli->layout.timestamp_bits,
-					 cli->layout.datacenter_bits,
-					 cli->layout.worker_bits,
-					 cli->layout.sequence_bits);
+			return ret;
 	}
 	return 0;
 }
@@ -367,14 +434,15 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 	};
 	const char *name = sf_cmd_name(cli->cmd);
 	bool offline = false;
-	char obuf[64];
+	char obuf[64], nbuf[64];
+	int c, ret, li = -1;
 	uint64_t v = 0;
-	int c, ret;
 
 	optind = 0;	/* glibc: a full reset, for a second parse in one process */
 	opterr = 0;
+	/* @li: the long option's index, -1 for a short one (-n or --count). */
 	while ((c = getopt_long(argc, argv, shortopts[cli->cmd], longopts[cli->cmd],
-				NULL)) != -1) {
+				&li)) != -1) {
 		switch (c) {
 		case 'h':
 			cli->help = true;
@@ -385,8 +453,9 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 			cli->device = optarg;
 			break;
 		case 'n':
-			ret = num_opt(cli->cmd == SF_CMD_UUID ? "uuid: -n" : "next: -n",
-				      optarg, 1, SF_CLI_MAX_COUNT, &cli->count,
+			/* Named as it was given: -n or --count. */
+			snprintf(nbuf, sizeof(nbuf), "%s: %s", name, li >= 0 ? "--count" : "-n");
+			ret = num_opt(nbuf, optarg, 1, SF_CLI_MAX_COUNT, &cli->count,
 				      err, errlen);
 			if (ret)
 				return ret;
@@ -481,6 +550,7 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 			return usage_err(err, errlen, "%s: unknown option %s", name,
 					 bad_option(argv, argc, obuf, sizeof(obuf)));
 		}
+		li = -1;
 	}
 
 	if (cli->rearm && !cli->set_worker)
@@ -555,6 +625,12 @@ int sf_cli_parse(struct sf_cli *cli, int argc, char **argv, char *err, size_t er
 				return usage_err(err, errlen, "help: unknown command '%s'",
 						 argv[optind + 1]);
 			}
+		}
+		/* help takes one word: anything after it is a mistake, not ignored. */
+		if (optind + 2 < argc) {
+			cli->help = false;
+			return usage_err(err, errlen, "help: unexpected argument '%s'",
+					 argv[optind + 2]);
 		}
 		return SF_EXIT_OK;
 	}

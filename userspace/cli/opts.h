@@ -51,6 +51,9 @@ struct sf_cli {
 	bool *is_uuid;
 	uint8_t (*uuids)[SNOWFLAKE_UUID_SIZE];
 	size_t nsnowflakes;		/* arguments that are Snowflake IDs */
+	size_t cap;			/* room in ids, is_uuid, uuids */
+	bool ids_stdin;			/* no ID, or "-": read them from standard input */
+	bool ids_stdin_implicit;	/* ... because no ID was given */
 
 	/* config */
 	bool set_worker, set_datacenter, set_random, set_floor, set_fence;
@@ -84,6 +87,24 @@ int sf_check_floor_ahead(uint64_t floor_ms, uint64_t now_ms, bool force, char *e
  */
 int sf_cli_parse(struct sf_cli *cli, int argc, char **argv, char *err, size_t errlen);
 void sf_cli_free(struct sf_cli *cli);
+
+/*
+ * One ID of decode, as text: a decimal or 0x-hex ID (optionally in double
+ * quotes) or a UUIDv7 (canonical form, any case, optionally quoted),
+ * appended to cli->ids; checked against the offline layout unless the
+ * layout comes from the device.  @where prefixes the messages ("" for an
+ * argument, "standard input line N: ").  SF_EXIT_OK or SF_EXIT_USAGE with
+ * a message in @err.
+ */
+int sf_cli_add_id(struct sf_cli *cli, const char *text, const char *where, char *err,
+		  size_t errlen);
+/*
+ * Does @id (written @text) fit @layout, whose kind @which names ("",
+ * "default ", "device's ")?  SF_EXIT_OK, or SF_EXIT_USAGE with the reason
+ * in @err: a bit set above the widths, or a time past 64-bit Unix ms.
+ */
+int sf_check_id(const struct snowflake_config *layout, uint64_t id, const char *text,
+		const char *which, char *err, size_t errlen);
 
 /* The device: --device, else $SNOWFLAKE_DEVICE (when not empty), else /dev/snowflake. */
 const char *sf_cli_device(const struct sf_cli *cli);

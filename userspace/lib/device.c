@@ -29,18 +29,93 @@
 /* The native unit tests let FIFOs and files stand in for the device. */
 bool sf_testing_any_file;
 #define SF_ANY_FILE	sf_testing_any_file
+/* ... and point the identity check at a fake sysfs tree. */
+const char *sf_testing_sysfs = "/sys";
+#define SF_SYSFS	sf_testing_sysfs
+
+/*
+ * The CLI linked with this test build (san/snowflake, for
+ * scripts/userspace.sh) takes the two from the environment.  Never in the
+ * installed library: SF_TESTING only.
+ */
+__attribute__((constructor)) static void sf_testing_env(void)
+{
+	const char *v = getenv("SF_TESTING_SYSFS");
+
+	if (getenv("SF_TESTING_ANY_FILE"))
+		sf_testing_any_file = true;
+	if (v && *v)
+		sf_testing_sysfs = v;
+}
 #else
 #define SF_ANY_FILE	false
+#define SF_SYSFS	"/sys"
 #endif
 
 /*
- * Anything but a misc character device is refused with -ENOTTY ("not a
- * snowflake device"): a regular file would hand every opener the same
- * numbers.  The open is non-blocking, so that a FIFO is refused instead of
- * waiting for a writer; the caller's blocking mode is set afterwards.
+ * No sysfs to ask (/sys/dev/char missing: a chroot or a container without
+ * /sys): /dev/snowflake is still known by SNOWFLAKE_IOC_GET_CONFIG, a
+ * read-only ioctl of our own magic (0xB9) that copies a layout out and
+ * changes nothing; any error of a foreign driver (ENOTTY, EINVAL, EFAULT,
+ * ...) or a layout that is not valid means "not ours".  /dev/uuidv7 has no
+ * ioctl: without sysfs it cannot be told from another device, so it is
+ * refused (fail closed; mount sysfs, read-only is enough).
+ */
+static int identify_by_ioctl(int fd, const char *name)
+{
+	struct snowflake_config c;
+	int r;
+
+	if (strcmp(name, SNOWFLAKE_DEVICE_NAME) != 0)
+		return -ENOTTY;
+	memset(&c, 0, sizeof(c));
+	do {
+		r = ioctl(fd, SNOWFLAKE_IOC_GET_CONFIG, &c);
+	} while (r < 0 && errno == EINTR);
+	return r == 0 && snowflake_check_layout(&c) == 0 ? 0 : -ENOTTY;
+}
+
+/*
+ * Is the misc device @st the one called @name ("snowflake" or "uuidv7")?
+ * Its sysfs entry /sys/dev/char/MAJ:MIN, made by the kernel for the
+ * device numbers themselves (whatever the node's path or name), links to
+ * .../misc/NAME, the name the module registered: the only identity no
+ * other driver can claim, read without touching the device.  0, or
+ * -ENOTTY ("not a snowflake device") for any other device, an unknown
+ * number, or a sysfs that cannot be read.
+ */
+static int identify(int fd, const struct stat *st, const char *name)
+{
+	char path[PATH_MAX], link[PATH_MAX], want[64];
+	size_t nl, nw;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/dev/char/%u:%u", SF_SYSFS,
+		 major(st->st_rdev), minor(st->st_rdev));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0) {
+		snprintf(path, sizeof(path), "%s/dev/char", SF_SYSFS);
+		if (errno == ENOENT && access(path, F_OK) && errno == ENOENT)
+			return identify_by_ioctl(fd, name);
+		return -ENOTTY;
+	}
+	link[n] = '\0';
+	snprintf(want, sizeof(want), "/misc/%s", name);
+	nl = (size_t)n;
+	nw = strlen(want);
+	return nl > nw && !strcmp(link + nl - nw, want) ? 0 : -ENOTTY;
+}
+
+/*
+ * Anything but the misc character device called @name is refused with
+ * -ENOTTY ("not a snowflake device"): a regular file would hand every
+ * opener the same numbers, another misc device (/dev/hwrng, /dev/fuse)
+ * random bytes or its own errors.  The open is non-blocking, so that a FIFO
+ * is refused instead of waiting for a writer; the caller's blocking mode is
+ * set afterwards.
  * @access: O_RDONLY or O_RDWR.
  */
-static int open_mode(const char *path, int flags, int access)
+static int open_mode(const char *path, int flags, int access, const char *name)
 {
 	int oflags = access | O_CLOEXEC | O_NOCTTY;
 	struct stat st;
@@ -65,6 +140,9 @@ static int open_mode(const char *path, int flags, int access)
 		err = -ENOTTY;
 		goto err_close;
 	}
+	err = identify(fd, &st, name);
+	if (err)
+		goto err_close;
 	if (!(flags & SNOWFLAKE_NONBLOCK) &&
 	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
 		err = -errno;
@@ -83,19 +161,24 @@ err_close:
  * CAP_SYS_ADMIN then still configures, and without it the set ioctls say
  * -EPERM.
  */
-static int open_device(const char *path, int flags)
+static int open_device(const char *path, int flags, const char *name)
 {
 	int fd;
 
 	if (flags & SNOWFLAKE_CONFIGURE) {
-		fd = open_mode(path, flags, O_RDWR);
+		fd = open_mode(path, flags, O_RDWR, name);
 		if (fd != -EACCES && fd != -EPERM && fd != -EROFS)
 			return fd;
 	}
-	return open_mode(path, flags, O_RDONLY);
+	return open_mode(path, flags, O_RDONLY, name);
 }
 
-SF_EXPORT int snowflake_open(struct snowflake **sf, const char *path, int flags)
+/*
+ * snowflake_open() and snowflake_uuid_open(): @path, else $@env, else
+ * @def, which must be the misc device called @name.
+ */
+int sf_open(struct snowflake **sf, const char *path, int flags, const char *env,
+	    const char *def, const char *name)
 {
 	struct snowflake *h;
 	int fd;
@@ -107,14 +190,14 @@ SF_EXPORT int snowflake_open(struct snowflake **sf, const char *path, int flags)
 		return -EINVAL;
 	if (!path) {
 		/* Not from the environment of a set-user-ID program's caller. */
-		path = secure_getenv(SNOWFLAKE_PATH_ENV);
+		path = secure_getenv(env);
 		if (!path || !*path)
-			path = SNOWFLAKE_DEFAULT_PATH;
+			path = def;
 	}
 	h = malloc(sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	fd = open_device(path, flags);
+	fd = open_device(path, flags, name);
 	if (fd < 0) {
 		free(h);
 		return fd;
@@ -122,6 +205,12 @@ SF_EXPORT int snowflake_open(struct snowflake **sf, const char *path, int flags)
 	h->fd = fd;
 	*sf = h;
 	return 0;
+}
+
+SF_EXPORT int snowflake_open(struct snowflake **sf, const char *path, int flags)
+{
+	return sf_open(sf, path, flags, SNOWFLAKE_PATH_ENV, SNOWFLAKE_DEFAULT_PATH,
+		       SNOWFLAKE_DEVICE_NAME);
 }
 
 SF_EXPORT void snowflake_close(struct snowflake *sf)

@@ -1,17 +1,25 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * libsnowflake: messages for the errors of the device and the library.
- * Static strings only (no strerror(), no buffer): thread-safe.
+ * Static strings for every errno the library documents (no strerror());
+ * any other value gets "unknown error N" in a thread-local buffer:
+ * thread-safe either way.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 
 #include "internal.h"
 
 SF_EXPORT const char *snowflake_strerror(int err)
 {
-	if (err < 0)
-		err = err == -2147483647 - 1 ? 0 : -err;
-	switch (err) {
+	static __thread char unknown[32];
+	int e = err;
+
+	/* -errno as documented (a positive errno is taken too); INT_MIN has no opposite. */
+	if (e < 0)
+		e = e == INT_MIN ? INT_MAX : -e;
+	switch (e) {
 	case 0:
 		return "success";
 	case EINVAL:
@@ -21,7 +29,7 @@ SF_EXPORT const char *snowflake_strerror(int err)
 	case ENOTCONN:
 		return "reads refused: strict mode without a worker id, fenced, or past the lease's deadline or ceiling";
 	case EOVERFLOW:
-		return "timestamp does not fit timestamp_bits from the epoch";
+		return "time out of range: does not fit timestamp_bits from the epoch (or, decoded, 64-bit Unix ms)";
 	case EBUSY:
 		return "layout is fixed once an ID was issued";
 	case EPERM:
@@ -72,7 +80,14 @@ SF_EXPORT const char *snowflake_strerror(int err)
 		return "file name too long";
 	case EROFS:
 		return "read-only file system";
+	case ESTALE:
+		return "the VM was cloned or restored since the lease was taken (another vm_forks): nothing changed";
+	case EPROTO:
+		return "unexpected content in the device's sysfs file";
+	case EPIPE:
+		return "broken pipe";
 	default:
-		return "unknown error";
+		snprintf(unknown, sizeof(unknown), "unknown error %d", err);
+		return unknown;
 	}
 }

@@ -22,13 +22,8 @@ SF_EXPORT int snowflake_uuid_open(struct snowflake **sf, const char *path, int f
 			*sf = NULL;
 		return -EINVAL;
 	}
-	if (!path) {
-		/* Not from the environment of a set-user-ID program's caller. */
-		path = secure_getenv(SNOWFLAKE_UUID_PATH_ENV);
-		if (!path || !*path)
-			path = SNOWFLAKE_UUID_DEFAULT_PATH;
-	}
-	return snowflake_open(sf, path, flags);
+	return sf_open(sf, path, flags, SNOWFLAKE_UUID_PATH_ENV, SNOWFLAKE_UUID_DEFAULT_PATH,
+		       SNOWFLAKE_UUID_DEVICE_NAME);
 }
 
 SF_EXPORT long snowflake_uuid_next_n(struct snowflake *sf,

@@ -149,6 +149,12 @@ TEST(global_options_and_commands)
 	EXPECT_TRUE(cli.help);
 	EXPECT_EQ(SF_CMD_NONE, cli.cmd);
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "help", "nope"));
+	/* Issue 24: help takes one word; more were ignored (exit 0). */
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "help", "next", "extra"));
+	EXPECT_STREQ("help: unexpected argument 'extra'", err);
+	EXPECT_FALSE(cli.help);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "help", "decode", "--bogus"));
+	EXPECT_STREQ("help: unexpected argument '--bogus'", err);
 	EXPECT_EQ(0, PARSE(&cli, err, "stats", "-h"));
 	EXPECT_TRUE(cli.help);
 	EXPECT_EQ(SF_CMD_STATS, cli.cmd);
@@ -216,6 +222,13 @@ TEST(next_options)
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "-n", "0"));
 	EXPECT_STREQ("next: -n: 0 is out of range (1..4294967295)", err);
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "-n", "4294967296"));
+	/* Issue 24: the option as it was given, not always -n. */
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "--count", "0"));
+	EXPECT_STREQ("next: --count: 0 is out of range (1..4294967295)", err);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "--format", "hex", "--count=x"));
+	EXPECT_STREQ("next: --count: 'x' is not an unsigned decimal number", err);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "--format", "hex", "-n", "0"));
+	EXPECT_STREQ("next: -n: 0 is out of range (1..4294967295)", err);
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "-n", "five"));
 	EXPECT_STREQ("next: -n: 'five' is not an unsigned decimal number", err);
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "next", "-n"));
@@ -270,8 +283,42 @@ TEST(decode_options)
 	EXPECT_EQ(41, cli.layout.timestamp_bits);
 	sf_cli_free(&cli);
 
-	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "decode"));
-	EXPECT_STREQ("decode: no ID given", err);
+	/* No ID, or "-" alone: standard input (read by main.c). */
+	ASSERT_EQ(0, PARSE(&cli, err, "decode"));
+	EXPECT_TRUE(cli.ids_stdin);
+	EXPECT_TRUE(cli.ids_stdin_implicit);
+	EXPECT_EQ(0, cli.nids);
+	sf_cli_free(&cli);
+	ASSERT_EQ(0, PARSE(&cli, err, "decode", "--bits", "41/5/5/12", "-"));
+	EXPECT_TRUE(cli.ids_stdin);
+	EXPECT_FALSE(cli.ids_stdin_implicit);
+	/* What main.c does with each word of standard input. */
+	EXPECT_EQ(0, sf_cli_add_id(&cli, "\"12\"", "standard input line 1: ", err, sizeof(err)));
+	EXPECT_EQ(0, sf_cli_add_id(&cli, "017F22E2-79B0-7CC3-98C4-DC0C0C07398F", "", err,
+				   sizeof(err)));
+	ASSERT_EQ(2, cli.nids);
+	EXPECT_EQ(12, cli.ids[0]);
+	EXPECT_TRUE(cli.is_uuid[1]);
+	EXPECT_EQ(1, cli.nsnowflakes);
+	for (int i = 0; i < 40; i++)	/* past the first allocation */
+		ASSERT_EQ(0, sf_cli_add_id(&cli, "7", "", err, sizeof(err)));
+	EXPECT_EQ(SF_EXIT_USAGE, sf_cli_add_id(&cli, "x", "standard input line 3: ", err,
+					       sizeof(err)));
+	EXPECT_STREQ("decode: standard input line 3: 'x' is not an ID (decimal or 0x-hex)", err);
+	EXPECT_EQ(42, cli.nids);
+	sf_cli_free(&cli);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "decode", "1", "-"));
+	EXPECT_STREQ("decode: '-' (standard input) goes alone, without IDs as arguments", err);
+	sf_cli_free(&cli);
+	/*
+	 * Issue 24: an ID that fits the layout but whose time overflows
+	 * 64-bit ms was said to have "bits set above the layout".
+	 */
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "decode", "--bits", "63/0/0/0", "--unit", "2",
+				       "0x7fffffffffffffff"));
+	EXPECT_EQ(NULL, strstr(err, "bits set above")) TH_LOG("%s", err);
+	EXPECT_STREQ("decode: 0x7fffffffffffffff: its time does not fit 64-bit Unix ms: timestamp 9223372036854775807 ticks of 2 ms from epoch_ms 1288834974657 (the 63/0/0/0 layout)",
+		     err);
 	sf_cli_free(&cli);
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "decode", "1", "x1"));
 	EXPECT_STREQ("decode: 'x1' is not an ID (decimal or 0x-hex)", err);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -485,14 +486,14 @@ TEST(strerror_coverage)
 		EINVAL, EAGAIN, ENOTCONN, EOVERFLOW, EBUSY, EPERM, ENOTTY, ENOENT,
 		EACCES, E2BIG, EFAULT, ERANGE, ENOSPC, EINTR, ENODATA, ENOMEM, EBADF,
 		ESPIPE, EIO, ENODEV, ENXIO, EISDIR, EMFILE, ENFILE, ENOTDIR, ELOOP,
-		ENAMETOOLONG, EROFS, EOPNOTSUPP,
+		ENAMETOOLONG, EROFS, EOPNOTSUPP, ESTALE, EPROTO, EPIPE,
 	};
 
 	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
 		const char *m = snowflake_strerror(-errs[i]);
 
 		ASSERT_NE(NULL, m);
-		EXPECT_STRNE("unknown error", m) TH_LOG("errno %d", errs[i]);
+		EXPECT_NE(0, strncmp("unknown error", m, 13)) TH_LOG("errno %d", errs[i]);
 		EXPECT_NE(0U, strlen(m));
 		/* The sign does not matter; the strings are static. */
 		EXPECT_EQ(m, snowflake_strerror(errs[i]));
@@ -504,11 +505,187 @@ TEST(strerror_coverage)
 	EXPECT_STREQ("reads refused: strict mode without a worker id, fenced, or past the lease's deadline or ceiling",
 		     snowflake_strerror(-ENOTCONN));
 	EXPECT_STREQ("not a snowflake device", snowflake_strerror(-ENOTTY));
-	EXPECT_STREQ("unknown error", snowflake_strerror(-4095));
-	EXPECT_STREQ("unknown error", snowflake_strerror(123456));
-	EXPECT_STREQ("unknown error", snowflake_strerror(INT_MAX));
+	/* An unknown value: a generic message with the number as given. */
+	EXPECT_STREQ("unknown error -4095", snowflake_strerror(-4095));
+	EXPECT_STREQ("unknown error 123456", snowflake_strerror(123456));
+	EXPECT_STREQ("unknown error 2147483647", snowflake_strerror(INT_MAX));
 	EXPECT_STREQ("success", snowflake_strerror(0));
-	EXPECT_NE(NULL, snowflake_strerror(INT_MIN));
+	/* INT_MIN has no opposite: it was "success". */
+	EXPECT_STREQ("unknown error -2147483648", snowflake_strerror(INT_MIN));
+	EXPECT_STREQ("unknown error -2147483647", snowflake_strerror(INT_MIN + 1));
+	/* config --rearm on a VM-fork race. */
+	EXPECT_EQ(0, strncmp("the VM was cloned", snowflake_strerror(-ESTALE), 17));
+}
+
+/*
+ * Every errno libsnowflake(3) names (ESTALE was documented and had no
+ * message) has one of its own.
+ */
+TEST(strerror_every_documented_errno)
+{
+	FILE *f = fopen("man/libsnowflake.3", "r");
+	char *page = NULL;
+	size_t len = 0;
+	int named = 0;
+
+	ASSERT_NE(NULL, f) TH_LOG("man/libsnowflake.3 (run from userspace/): %m");
+	ASSERT_LT(0, (long)getdelim(&page, &len, '\0', f));
+	fclose(f);
+	for (int e = 1; e < 134; e++) {
+		const char *name = strerrorname_np(e);
+		const char *p;
+		size_t n;
+
+		if (!name)
+			continue;
+		n = strlen(name);
+		for (p = strstr(page, name); p; p = strstr(p + 1, name)) {
+			/* A whole word: not EPERM inside EPERMS. */
+			if ((p > page && (p[-1] >= 'A' && p[-1] <= 'Z')) ||
+			    (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9'))
+				continue;
+			named++;
+			EXPECT_NE(0, strncmp("unknown error", snowflake_strerror(-e), 13))
+				TH_LOG("%s is in libsnowflake(3) without a message", name);
+			break;
+		}
+	}
+	EXPECT_LT(15, named);
+	free(page);
+}
+
+/*
+ * A misc device of the host that is not ours and whose open has no side
+ * effect (never a watchdog): its "MAJ:MIN" into @dev.  0, or -1 when none.
+ */
+static int foreign_misc(char *dev, size_t len)
+{
+	static const char * const names[] = { "fuse", "loop-control", "hw_random" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[128];
+		FILE *f;
+		int ok;
+
+		snprintf(path, sizeof(path), "/sys/class/misc/%s/dev", names[i]);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		ok = fgets(dev, (int)len, f) != NULL;
+		fclose(f);
+		if (ok) {
+			dev[strcspn(dev, "\n")] = '\0';
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* A fake sysfs in @root whose dev/char/@dev links to @target (NULL: none). */
+static void fake_sysfs(const char *root, const char *dev, const char *target)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/dev", root);
+	mkdir(root, 0755);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/dev/char", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/dev/char/%s", root, dev);
+	unlink(path);
+	if (target)
+		symlink(target, path);
+}
+
+/*
+ * Issue 24: any misc character device opened as the generator
+ * (`snowflake --device /dev/hwrng next` printed random numbers).  The
+ * device is known by its sysfs name (/sys/dev/char/MAJ:MIN -> .../misc/
+ * snowflake or uuidv7), each open refusing the other's; without sysfs,
+ * /dev/snowflake by its GET_CONFIG ioctl, /dev/uuidv7 not at all.  A node
+ * made with mknod for a foreign misc device (fuse) stands in, its
+ * identity given by the real sysfs or by a fake one.
+ */
+TEST(open_identifies_the_device)
+{
+	char dir[PATH_MAX], node[PATH_MAX + 8], sys[PATH_MAX + 8], nosys[PATH_MAX + 8];
+	char dev[32], path[PATH_MAX + 64];
+	struct snowflake *sf = (struct snowflake *)&sf;
+	unsigned int maj, min;
+	int fds;
+
+	if (foreign_misc(dev, sizeof(dev)) || sscanf(dev, "%u:%u", &maj, &min) != 2)
+		SKIP(return, "no fuse, loop-control or hw_random misc device on this host");
+	ASSERT_EQ(10U, maj);
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(node, sizeof(node), "%s/node", dir);
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	snprintf(nosys, sizeof(nosys), "%s/nosys", dir);
+	if (mknod(node, S_IFCHR | 0600, makedev(maj, min))) {
+		rmdir(dir);
+		SKIP(return, "mknod: %m (needs CAP_MKNOD)");
+	}
+	sf_testing_any_file = false;
+	fds = count_fds();
+
+	/* The real sysfs: fuse is not ours, through every way in. */
+	sf_testing_sysfs = "/sys";
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, 0));
+	EXPECT_EQ(NULL, sf);
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, SNOWFLAKE_NONBLOCK | SNOWFLAKE_CONFIGURE));
+	EXPECT_EQ(-ENOTTY, snowflake_uuid_open(&sf, node, 0));
+	ASSERT_EQ(0, setenv(SNOWFLAKE_PATH_ENV, node, 1));
+	ASSERT_EQ(0, setenv(SNOWFLAKE_UUID_PATH_ENV, node, 1));
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, NULL, 0));
+	EXPECT_EQ(-ENOTTY, snowflake_uuid_open(&sf, NULL, 0));
+	unsetenv(SNOWFLAKE_PATH_ENV);
+	unsetenv(SNOWFLAKE_UUID_PATH_ENV);
+
+	/* A sysfs that names it snowflake: snowflake_open only. */
+	sf_testing_sysfs = sys;
+	fake_sysfs(sys, dev, "../../devices/virtual/misc/snowflake");
+	ASSERT_EQ(0, snowflake_open(&sf, node, 0));
+	snowflake_close(sf);
+	EXPECT_EQ(-ENOTTY, snowflake_uuid_open(&sf, node, 0));
+	/* uuidv7: snowflake_uuid_open only. */
+	fake_sysfs(sys, dev, "../../devices/virtual/misc/uuidv7");
+	ASSERT_EQ(0, snowflake_uuid_open(&sf, node, 0));
+	snowflake_close(sf);
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, 0));
+	/* The name must be the misc device's, whole. */
+	fake_sysfs(sys, dev, "../../devices/virtual/misc/xsnowflake");
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, 0));
+	fake_sysfs(sys, dev, "../../devices/virtual/tty/snowflake");
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, 0));
+	fake_sysfs(sys, dev, "../../devices/virtual/misc/fuse");
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, 0));
+	/* A sysfs without this device number: not ours. */
+	fake_sysfs(sys, dev, NULL);
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, 0));
+	EXPECT_EQ(-ENOTTY, snowflake_uuid_open(&sf, node, 0));
+
+	/*
+	 * No sysfs at all: GET_CONFIG, which fuse refuses (its ENOTTY, or
+	 * whatever a foreign driver says, is "not ours"); uuidv7 cannot be
+	 * known and is refused.
+	 */
+	sf_testing_sysfs = nosys;
+	EXPECT_EQ(-ENOTTY, snowflake_open(&sf, node, 0));
+	EXPECT_EQ(-ENOTTY, snowflake_uuid_open(&sf, node, 0));
+	EXPECT_EQ(NULL, sf);
+	EXPECT_EQ(fds, count_fds());
+
+	sf_testing_sysfs = "/sys";
+	sf_testing_any_file = true;
+	snprintf(path, sizeof(path), "%s/dev/char/%s", sys, dev);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/dev/char", sys);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/dev", sys);
+	rmdir(path);
+	rmdir(sys);
+	unlink(node);
+	rmdir(dir);
 }
 
 TEST(open_nonexistent)
@@ -962,6 +1139,129 @@ TEST(nonblocking_torn_id_waits)
 	for (size_t i = 0; i < 3; i++)
 		EXPECT_EQ(0x1122334455667788ULL + i, ids[i]);
 	close(w.fd);
+	snowflake_close(sf);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
+ * Every function of libsnowflake(3) with bad input: the errno it returns
+ * and its message, one "# bad-input: FUNCTION | INPUT | RESULT | MESSAGE"
+ * line each (scripts/userspace.sh checks that every function of
+ * snowflake.h has one).  The handle is a regular file standing in for the
+ * device (its ioctls fail with ENOTTY as a foreign device's would).
+ */
+#define BAD(fn, input, want, expr) do {						\
+	long got_ = (long)(expr);						\
+	EXPECT_EQ((long)(want), got_) TH_LOG("%s(%s)", fn, input);		\
+	printf("# bad-input: %s | %s | %s%ld | %s\n", fn, input,		\
+	       got_ < 0 ? "-" : "", got_ < 0 ? -got_ : got_,			\
+	       got_ < 0 ? snowflake_strerror((int)got_) : "");			\
+} while (0)
+
+TEST(bad_input_every_function)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 8], buf[SNOWFLAKE_FORMAT_MAX];
+	uint8_t u[SNOWFLAKE_UUID_SIZE], uu[2][SNOWFLAKE_UUID_SIZE];
+	struct snowflake_config cfg, bad;
+	struct snowflake_parts parts;
+	struct snowflake_stats st;
+	struct snowflake *sf, *nsf;
+	uint64_t id, ids[2];
+	uint32_t forks;
+	int on;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	write_ids_file(path, 1, 1);
+	ASSERT_EQ(0, snowflake_open(&sf, path, 0));
+	snowflake_default_layout(&cfg);
+	bad = cfg;
+	bad.timestamp_bits = 60;	/* 60+5+5+12 > 63 */
+	memset(&parts, 0, sizeof(parts));
+
+	BAD("snowflake_open", "flags 0x4", -EINVAL, snowflake_open(&nsf, path, 0x4));
+	BAD("snowflake_open", "sf NULL", -EINVAL, snowflake_open(NULL, path, 0));
+	BAD("snowflake_open", "missing path", -ENOENT, snowflake_open(&nsf, "/nonexistent/x", 0));
+	sf_testing_any_file = false;
+	BAD("snowflake_open", "/dev/null (major 1)", -ENOTTY, snowflake_open(&nsf, "/dev/null", 0));
+	BAD("snowflake_open", "a regular file", -ENOTTY, snowflake_open(&nsf, path, 0));
+	BAD("snowflake_uuid_open", "a regular file", -ENOTTY, snowflake_uuid_open(&nsf, path, 0));
+	sf_testing_any_file = true;
+	BAD("snowflake_uuid_open", "SNOWFLAKE_CONFIGURE", -EINVAL,
+	    snowflake_uuid_open(&nsf, path, SNOWFLAKE_CONFIGURE));
+	snowflake_close(NULL);
+	printf("# bad-input: snowflake_close | NULL | (void) | does nothing\n");
+	BAD("snowflake_fd", "NULL", -EBADF, snowflake_fd(NULL));
+	BAD("snowflake_next", "sf NULL", -EINVAL, snowflake_next(NULL, &id));
+	BAD("snowflake_next", "id NULL", -EINVAL, snowflake_next(sf, NULL));
+	BAD("snowflake_next_n", "ids NULL, n 1", -EINVAL, snowflake_next_n(sf, NULL, 1));
+	BAD("snowflake_next_n", "n LONG_MAX", -EINVAL, snowflake_next_n(sf, ids, (size_t)LONG_MAX));
+	BAD("snowflake_get_config", "cfg NULL", -EINVAL, snowflake_get_config(sf, NULL));
+	BAD("snowflake_get_config", "not the device", -ENOTTY, snowflake_get_config(sf, &cfg));
+	BAD("snowflake_set_config", "cfg NULL", -EINVAL, snowflake_set_config(sf, NULL));
+	BAD("snowflake_set_config", "not the device", -ENOTTY, snowflake_set_config(sf, &cfg));
+	BAD("snowflake_set_ids", "sf NULL", -EINVAL, snowflake_set_ids(NULL, 1, 2));
+	BAD("snowflake_set_ids", "not the device", -ENOTTY, snowflake_set_ids(sf, 1, 2));
+	BAD("snowflake_assign_ids", "sf NULL", -EINVAL, snowflake_assign_ids(NULL, 1, 2));
+	BAD("snowflake_set_lease", "sf NULL", -EINVAL, snowflake_set_lease(NULL, 1, 2, 1, 0));
+	BAD("snowflake_set_lease", "not the device", -ENOTTY, snowflake_set_lease(sf, 1, 2, 1, 0));
+	BAD("snowflake_rearm_ids", "sf NULL", -EINVAL, snowflake_rearm_ids(NULL, 1, 2, 0));
+	BAD("snowflake_rearm_ids", "not the device", -ENOTTY, snowflake_rearm_ids(sf, 1, 2, 0));
+	BAD("snowflake_get_vm_forks", "vm_forks NULL", -EINVAL, snowflake_get_vm_forks(sf, NULL));
+	BAD("snowflake_get_vm_forks", "not a char device", -ENOTTY,
+	    snowflake_get_vm_forks(sf, &forks));
+	BAD("snowflake_set_lease_window", "sf NULL", -EINVAL,
+	    snowflake_set_lease_window(NULL, 1, 2, 1, 0, 0, 0));
+	BAD("snowflake_set_lease_window", "not the device", -ENOTTY,
+	    snowflake_set_lease_window(sf, 1, 2, 1, 0, 0, SNOWFLAKE_NO_CEILING));
+	BAD("snowflake_get_stats", "st NULL", -EINVAL, snowflake_get_stats(sf, NULL));
+	BAD("snowflake_get_stats", "not the device", -ENOTTY, snowflake_get_stats(sf, &st));
+	BAD("snowflake_get_floor", "sf NULL", -EINVAL, snowflake_get_floor(NULL, &id, NULL));
+	BAD("snowflake_set_floor", "sf NULL", -EINVAL, snowflake_set_floor(NULL, 1));
+	BAD("snowflake_set_floor", "not the device", -ENOTTY, snowflake_set_floor(sf, 1));
+	BAD("snowflake_set_fence", "sf NULL", -EINVAL, snowflake_set_fence(NULL, 1));
+	BAD("snowflake_get_fence", "on NULL", -EINVAL, snowflake_get_fence(sf, NULL, NULL));
+	BAD("snowflake_get_fence", "not the device", -ENOTTY, snowflake_get_fence(sf, &on, NULL));
+	BAD("snowflake_uuid_next", "sf NULL", -EINVAL, snowflake_uuid_next(NULL, u));
+	BAD("snowflake_uuid_next_n", "uuids NULL, n 1", -EINVAL, snowflake_uuid_next_n(sf, NULL, 1));
+	BAD("snowflake_uuid_next_n", "n LONG_MAX", -EINVAL,
+	    snowflake_uuid_next_n(sf, uu, (size_t)LONG_MAX));
+	BAD("snowflake_uuid_format", "len 36", -ENOSPC, snowflake_uuid_format(u, buf, 36));
+	BAD("snowflake_uuid_format", "uuid NULL", -EINVAL, snowflake_uuid_format(NULL, buf, 37));
+	BAD("snowflake_uuid_parse", "\"017f22e2-79b0-7cc3-98c4-dc0c0c07398\" (35 digits)", -EINVAL,
+	    snowflake_uuid_parse("017f22e2-79b0-7cc3-98c4-dc0c0c07398", u));
+	BAD("snowflake_uuid_parse", "\"017f22e2_79b0-7cc3-98c4-dc0c0c07398f\"", -EINVAL,
+	    snowflake_uuid_parse("017f22e2_79b0-7cc3-98c4-dc0c0c07398f", u));
+	ASSERT_EQ(0, snowflake_uuid_parse("017f22e2-79b0-4cc3-98c4-dc0c0c07398f", u));
+	BAD("snowflake_uuid_time", "a UUIDv4", -EINVAL, snowflake_uuid_time(u, &id));
+	snowflake_default_layout(NULL);
+	printf("# bad-input: snowflake_default_layout | NULL | (void) | does nothing\n");
+	BAD("snowflake_check_layout", "NULL", -EINVAL, snowflake_check_layout(NULL));
+	BAD("snowflake_check_layout", "60/5/5/12", -EINVAL, snowflake_check_layout(&bad));
+	BAD("snowflake_decode", "bit 63", -EINVAL, snowflake_decode(&cfg, 1ULL << 63, &parts));
+	BAD("snowflake_decode", "layout 60/5/5/12", -EINVAL, snowflake_decode(&bad, 1, &parts));
+	BAD("snowflake_decode", "parts NULL", -EINVAL, snowflake_decode(&cfg, 1, NULL));
+	bad = cfg;
+	bad.timestamp_bits = 63;
+	bad.datacenter_bits = bad.worker_bits = bad.sequence_bits = 0;
+	bad.time_unit_ms = 2;
+	BAD("snowflake_decode", "0x7fffffffffffffff, 63/0/0/0 unit 2", -EOVERFLOW,
+	    snowflake_decode(&bad, INT64_MAX, &parts));
+	parts.sequence = 4096;
+	BAD("snowflake_compose", "sequence 4096 of 12 bits", -ERANGE,
+	    snowflake_compose(&cfg, &parts, &id));
+	BAD("snowflake_compose", "parts NULL", -EINVAL, snowflake_compose(&cfg, NULL, &id));
+	BAD("snowflake_format", "len 2", -ENOSPC, snowflake_format(123, SNOWFLAKE_FORMAT_DEC, buf, 2));
+	BAD("snowflake_format", "format 7", -EINVAL,
+	    snowflake_format(1, (enum snowflake_format)7, buf, sizeof(buf)));
+	BAD("snowflake_parse", "\"12x\"", -EINVAL, snowflake_parse("12x", &id));
+	BAD("snowflake_parse", "\"18446744073709551616\"", -ERANGE,
+	    snowflake_parse("18446744073709551616", &id));
+	BAD("snowflake_parse", "NULL", -EINVAL, snowflake_parse(NULL, &id));
+	EXPECT_STREQ("unknown error -2147483648", snowflake_strerror(INT_MIN));
+	printf("# bad-input: snowflake_strerror | INT_MIN | \"%s\" |\n", snowflake_strerror(INT_MIN));
+
 	snowflake_close(sf);
 	unlink(path);
 	rmdir(dir);

@@ -89,6 +89,8 @@ TEST(uuid_usage_errors)
 	}
 	ASSERT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "uuid", "-n", "0"));
 	EXPECT_STREQ("uuid: -n: 0 is out of range (1..4294967295)", err);
+	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "uuid", "--count", "0"));
+	EXPECT_STREQ("uuid: --count: 0 is out of range (1..4294967295)", err);
 	sf_cli_free(&cli);
 }
 

@@ -145,3 +145,33 @@ test('ENOTCONN is refused, and says why', async () => {
     server.close();
   }
 });
+
+// Issue 24: any character device opened as the generator (/dev/hwrng gave
+// random numbers).  /dev/null, and FOREIGN_DEVICE: a node for a misc device
+// that is not ours (fuse), made by clients-test.sh with mknod.
+test('refuses a character device that is not the generator', () => {
+  const foreign = process.env.FOREIGN_DEVICE;
+  for (const Cls of [sf.Snowflake, sf.UUIDv7]) {
+    for (const p of ['/dev/null', foreign]) {
+      assert.throws(() => new Cls(p), (e) => e instanceof sf.NotSnowflakeDevice &&
+        e.code === 'ENOTTY' && /not a snowflake device/.test(e.message));
+    }
+  }
+  // A sysfs that names the node: each reader takes only its own device.
+  const root = tmp();
+  fs.mkdirSync(path.join(root, 'dev', 'char'), { recursive: true });
+  const link = path.join(root, 'dev', 'char', process.env.FOREIGN_DEVNUM);
+  sf.setSysfsRoot(root);
+  try {
+    for (const [name, Good, Other] of [['snowflake', sf.Snowflake, sf.UUIDv7],
+      ['uuidv7', sf.UUIDv7, sf.Snowflake]]) {
+      fs.rmSync(link, { force: true });
+      fs.symlinkSync(`../../devices/virtual/misc/${name}`, link);
+      new Good(foreign).close();
+      assert.throws(() => new Other(foreign), sf.NotSnowflakeDevice);
+    }
+  } finally {
+    sf.setSysfsRoot('/sys');
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});

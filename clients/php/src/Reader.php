@@ -9,6 +9,7 @@ final class Reader
 
     private const ENV = 'SNOWFLAKE_DEVICE';
     private const DEFAULT = DEFAULT_PATH;
+    private const NAME = 'snowflake';
 
     /** @return int[] $n IDs, strictly increasing (unsigned(): as unsigned decimals). */
     public function next(int $n = 1): array

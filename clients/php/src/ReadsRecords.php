@@ -29,6 +29,12 @@ trait ReadsRecords
             throw new SnowflakeException(0, $this->path, $this->path . ': '
                 . (error_get_last()['message'] ?? 'cannot open'));
         }
+        try {
+            identify($f, $this->path, static::NAME);
+        } catch (SnowflakeException $e) {
+            fclose($f);
+            throw $e;
+        }
         stream_set_read_buffer($f, 0);   // one read(2) per fread: no read-ahead of IDs
         $this->stream = $f;
     }

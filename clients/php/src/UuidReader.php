@@ -9,6 +9,7 @@ final class UuidReader
 
     private const ENV = 'SNOWFLAKE_UUID_DEVICE';
     private const DEFAULT = DEFAULT_UUID_PATH;
+    private const NAME = 'uuidv7';
 
     /** @return string[] $n UUIDv7s, strictly increasing. */
     public function next(int $n = 1): array

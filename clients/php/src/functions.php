@@ -25,9 +25,10 @@ const EINTR = 4;
 const ENXIO = 6;
 const EACCES = 13;
 const ENODEV = 19;
+const ENOTTY = 25;
 const ENOTCONN = 107;
 const ERRNO_NAMES = [EPERM => 'EPERM', ENOENT => 'ENOENT', ENXIO => 'ENXIO', EACCES => 'EACCES',
-    ENODEV => 'ENODEV', ENOTCONN => 'ENOTCONN'];
+    ENODEV => 'ENODEV', ENOTTY => 'ENOTTY', ENOTCONN => 'ENOTCONN'];
 
 /** The message for an errno of the device at $path. */
 function describe(int $errno, string $path = DEFAULT_PATH): string
@@ -43,6 +44,9 @@ function describe(int $errno, string $path = DEFAULT_PATH): string
         case ENXIO:
             return "$path: no such device ($name): is the snowflake module loaded? "
                 . "(`modprobe snowflake`; in a container: --device $path)";
+        case ENOTTY:
+            return "$path: not a snowflake device (ENOTTY): a character device that is not "
+                . 'the generator (see its /sys/dev/char entry)';
         case EACCES:
         case EPERM:
             return "$path: permission denied ($name): reading needs the group snowflake "
@@ -59,8 +63,43 @@ function error(int $errno, string $path): SnowflakeException
         ENOTCONN => new Refused($errno, $path),
         ENOENT, ENODEV, ENXIO => new DeviceNotFound($errno, $path),
         EACCES, EPERM => new Denied($errno, $path),
+        ENOTTY => new NotSnowflakeDevice($errno, $path),
         default => new SnowflakeException($errno, $path),
     };
+}
+
+/**
+ * Where the kernel names the devices (/sys/dev/char/MAJ:MIN -> .../misc/NAME);
+ * the tests point it at a fake tree with sysfsRoot('/tmp/...').
+ */
+function sysfsRoot(?string $set = null): string
+{
+    static $root = '/sys';
+    if ($set !== null) {
+        $root = $set;
+    }
+    return $root;
+}
+
+/**
+ * A character device must be the misc device called $name ('snowflake' or
+ * 'uuidv7'); other files (a recording, a FIFO) are read as they are.
+ * Without sysfs a device cannot be identified and is refused.
+ * @param resource $stream
+ */
+function identify($stream, string $path, string $name): void
+{
+    $st = fstat($stream);
+    if ($st === false || ($st['mode'] & 0170000) !== 0020000) {
+        return;
+    }
+    $r = $st['rdev'];
+    $major = (($r >> 8) & 0xfff) | (($r >> 32) & ~0xfff);
+    $minor = ($r & 0xff) | (($r >> 12) & ~0xff);
+    $link = $major === 10 ? @readlink(sysfsRoot() . "/dev/char/$major:$minor") : false;
+    if ($link === false || !str_ends_with($link, "/misc/$name")) {
+        throw error(ENOTTY, $path);
+    }
 }
 
 /** A 64-bit value as its unsigned decimal (an int with bit 63 set is negative in PHP). */

@@ -12,6 +12,7 @@ declare(strict_types=1);
 use PHPUnit\Framework\TestCase;
 use Snowflake\Denied;
 use Snowflake\DeviceNotFound;
+use Snowflake\NotSnowflakeDevice;
 use Snowflake\Reader;
 use Snowflake\Refused;
 use Snowflake\SnowflakeException;
@@ -237,5 +238,51 @@ final class ReaderTest extends TestCase
         }
         $this->assertSame($ids, $got);
         $this->assertGreaterThan(0, $seen);
+    }
+
+    /**
+     * Issue 24: any character device opened as the generator (/dev/hwrng
+     * gave random numbers).  /dev/null, and FOREIGN_DEVICE: a node for a
+     * misc device that is not ours (fuse), made by clients-test.sh.
+     */
+    public function testRefusesACharacterDeviceThatIsNotTheGenerator(): void
+    {
+        $foreign = getenv('FOREIGN_DEVICE');
+        foreach ([Reader::class, UuidReader::class] as $cls) {
+            foreach (['/dev/null', $foreign] as $p) {
+                try {
+                    new $cls($p);
+                    $this->fail("$cls($p) opened");
+                } catch (NotSnowflakeDevice $e) {
+                    $this->assertSame(25, $e->getCode());
+                    $this->assertStringContainsString('not a snowflake device', $e->getMessage());
+                }
+            }
+        }
+        // A sysfs that names the node: each reader takes only its own device.
+        $root = sys_get_temp_dir() . '/snowflake-sysfs-' . getmypid();
+        @mkdir("$root/dev/char", 0755, true);
+        $link = "$root/dev/char/" . getenv('FOREIGN_DEVNUM');
+        \Snowflake\sysfsRoot($root);
+        try {
+            foreach ([['snowflake', Reader::class, UuidReader::class],
+                ['uuidv7', UuidReader::class, Reader::class]] as [$name, $good, $other]) {
+                @unlink($link);
+                $this->assertTrue(symlink("../../devices/virtual/misc/$name", $link));
+                (new $good($foreign))->close();
+                try {
+                    new $other($foreign);
+                    $this->fail("$other opened a node named $name");
+                } catch (NotSnowflakeDevice $e) {
+                    $this->assertSame(25, $e->getCode());
+                }
+            }
+        } finally {
+            \Snowflake\sysfsRoot('/sys');
+            @unlink($link);
+            @rmdir("$root/dev/char");
+            @rmdir("$root/dev");
+            @rmdir($root);
+        }
     }
 }

@@ -152,3 +152,31 @@ with open(sys.argv[1], "wb", buffering=0) as f:
         writer.wait()
     assert got == ids
     assert seen, "no signal arrived during the read"
+
+
+def test_refuses_a_character_device_that_is_not_the_generator(tmp_path, monkeypatch):
+    """Issue 24: any character device opened as the generator (/dev/hwrng
+    gave random numbers).  /dev/null, and FOREIGN_DEVICE: a node for a misc
+    device that is not ours (fuse), made by clients-test.sh with mknod."""
+    foreign = os.environ["FOREIGN_DEVICE"]
+    for cls in (sf.Snowflake, sf.UUIDv7):
+        for path in ("/dev/null", foreign):
+            with pytest.raises(sf.NotSnowflakeDevice) as e:
+                cls(path)
+            assert e.value.errno == errno.ENOTTY
+            assert "not a snowflake device" in str(e.value)
+    monkeypatch.setenv("SNOWFLAKE_DEVICE", foreign)
+    with pytest.raises(sf.NotSnowflakeDevice):
+        sf.Snowflake()
+    # A sysfs that names the node: each reader takes only its own device.
+    (tmp_path / "dev" / "char").mkdir(parents=True)
+    link = tmp_path / "dev" / "char" / os.environ["FOREIGN_DEVNUM"]
+    monkeypatch.setattr(sf, "_SYSFS", str(tmp_path))
+    for name, good, other in (("snowflake", sf.Snowflake, sf.UUIDv7),
+                              ("uuidv7", sf.UUIDv7, sf.Snowflake)):
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to("../../devices/virtual/misc/" + name)
+        good(foreign).close()
+        with pytest.raises(sf.NotSnowflakeDevice):
+            other(foreign)

@@ -10,17 +10,19 @@ IDs are Python ints, unsigned 64-bit; decode() gives the ID as a string, as
 JSON wants it (a JavaScript Number would round an ID).  Errors are OSErrors
 with a message that says what to do: DeviceNotFound (no module), Denied (not
 in the group), Refused (ENOTCONN: strict mode without a worker id, or fenced
-by snowflake-agent).
+by snowflake-agent), NotSnowflakeDevice (ENOTTY: a character device that
+is not the generator, e.g. /dev/hwrng).
 """
 import datetime
 import errno
 import os
+import stat
 import struct
 import sys
 import uuid as _uuid
 
 __all__ = ["DEFAULT_LAYOUT", "DEFAULT_PATH", "DEFAULT_UUID_PATH", "Denied", "DeviceNotFound",
-           "Refused", "Snowflake", "SnowflakeError", "UUIDv7", "decode", "decode_uuid",
+           "NotSnowflakeDevice", "Refused", "Snowflake", "SnowflakeError", "UUIDv7", "decode", "decode_uuid",
            "describe", "to_json_ids"]
 
 DEFAULT_PATH = "/dev/snowflake"
@@ -50,6 +52,36 @@ class Refused(SnowflakeError):
     """The device refuses IDs (ENOTCONN): strict mode without a worker id,
     or fenced by snowflake-agent (its lease was lost or ran out, or the VM
     was cloned).  Retrying later may succeed; /dev/uuidv7 keeps serving."""
+
+
+class NotSnowflakeDevice(SnowflakeError):
+    """A character device that is not the generator (ENOTTY): another misc
+    device (/dev/hwrng, /dev/fuse), /dev/null, or /dev/uuidv7 given as
+    /dev/snowflake and the reverse.  The device is known by its sysfs name;
+    without sysfs it cannot be, and is refused too."""
+
+
+# Where the kernel names the devices (/sys/dev/char/MAJ:MIN -> .../misc/NAME);
+# the tests point it at a fake tree.
+_SYSFS = "/sys"
+
+
+def _identify(fd, path, name):
+    """A character device must be the misc device called name ("snowflake" or
+    "uuidv7"); other files (a recording, a FIFO) are read as they are."""
+    st = os.fstat(fd)
+    if not stat.S_ISCHR(st.st_mode):
+        return
+    link = ""
+    if os.major(st.st_rdev) == 10:
+        try:
+            link = os.readlink("%s/dev/char/%d:%d" % (_SYSFS, os.major(st.st_rdev),
+                                                     os.minor(st.st_rdev)))
+        except OSError:
+            pass
+    if not link.endswith("/misc/" + name):
+        raise NotSnowflakeDevice(errno.ENOTTY, "%s: not a snowflake device (not the misc "
+                                 "device %s: see its /sys/dev/char entry)" % (path, name), path)
 
 
 _CLASSES = {errno.ENOENT: DeviceNotFound, errno.ENODEV: DeviceNotFound,
@@ -82,6 +114,7 @@ class _Reader:
     _size = 8
     _env = "SNOWFLAKE_DEVICE"
     _default = DEFAULT_PATH
+    _name = "snowflake"
 
     def __init__(self, path=None, fd=None):
         """Open path (None: $SNOWFLAKE_DEVICE / $SNOWFLAKE_UUID_DEVICE, else
@@ -95,6 +128,11 @@ class _Reader:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as e:
             raise _error(e.errno, self.path) from None
+        try:
+            _identify(self._fd, self.path, self._name)
+        except OSError:
+            os.close(self._fd)
+            raise
         self._own = True
 
     def _read(self, n):
@@ -145,6 +183,7 @@ class UUIDv7(_Reader):
     _size = 16
     _env = "SNOWFLAKE_UUID_DEVICE"
     _default = DEFAULT_UUID_PATH
+    _name = "uuidv7"
 
     def next(self, n=1):
         """n UUIDv7s, strictly increasing (as bytes, and as UUIDs)."""

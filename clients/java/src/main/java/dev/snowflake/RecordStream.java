@@ -30,7 +30,42 @@ abstract class RecordStream implements AutoCloseable {
     private final int size;
     private final ByteBuffer rest;   // a part of a record: from a pipe, never from the device
 
-    RecordStream(String path, String env, String dflt, int size) throws SnowflakeException {
+    /** Where the kernel names the devices (/sys/dev/char/MAJ:MIN -> .../misc/NAME); tests change it. */
+    static String sysfsRoot = "/sys";
+
+    /**
+     * A character device must be the misc device called name ("snowflake" or
+     * "uuidv7"); other files (a recording, a FIFO) are read as they are.
+     * Without sysfs a device cannot be identified and is refused.  Java has
+     * no fstat of a channel: the path is looked at just after it was opened.
+     */
+    private static void identify(String path, String name) throws SnowflakeException {
+        int mode;
+        long rdev;
+        try {
+            mode = (Integer) Files.getAttribute(Path.of(path), "unix:mode");
+            rdev = (Long) Files.getAttribute(Path.of(path), "unix:rdev");
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException x) {
+            return;   // not a device node the platform can tell: read as it is
+        }
+        if ((mode & 0170000) != 0020000)
+            return;
+        long major = ((rdev >>> 8) & 0xfff) | ((rdev >>> 32) & ~0xfffL);
+        long minor = (rdev & 0xff) | ((rdev >>> 12) & ~0xffL);
+        String link = "";
+        if (major == 10) {
+            try {
+                link = Files.readSymbolicLink(Path.of(sysfsRoot + "/dev/char/" + major + ":" + minor))
+                    .toString();
+            } catch (IOException | UnsupportedOperationException x) {
+                link = "";
+            }
+        }
+        if (!link.endsWith("/misc/" + name))
+            throw new SnowflakeException.NotSnowflakeDevice(path);
+    }
+
+    RecordStream(String path, String env, String dflt, String name, int size) throws SnowflakeException {
         String e = System.getenv(env);
         this.path = path != null ? path : e != null && !e.isEmpty() ? e : dflt;
         this.size = size;
@@ -44,6 +79,16 @@ abstract class RecordStream implements AutoCloseable {
             throw new SnowflakeException.Denied("EACCES", this.path, x);
         } catch (IOException x) {
             throw error(x.getMessage(), x);
+        }
+        try {
+            identify(this.path, name);
+        } catch (SnowflakeException x) {
+            try {
+                this.in.close();
+            } catch (IOException ignored) {
+                // refused anyway
+            }
+            throw x;
         }
     }
 

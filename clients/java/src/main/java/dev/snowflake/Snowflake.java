@@ -45,7 +45,7 @@ public final class Snowflake extends RecordStream {
 
     /** Opens path (null: $SNOWFLAKE_DEVICE, else /dev/snowflake). */
     public Snowflake(String path) throws SnowflakeException {
-        super(path, "SNOWFLAKE_DEVICE", DEFAULT_PATH, 8);
+        super(path, "SNOWFLAKE_DEVICE", DEFAULT_PATH, "snowflake", 8);
     }
 
     /** Reads a channel already open (a descriptor handed in); close() leaves it open. */
@@ -89,6 +89,9 @@ public final class Snowflake extends RecordStream {
         case "ENXIO":
             return path + ": no such device (" + errno + "): is the snowflake module loaded? "
                 + "(`modprobe snowflake`; in a container: --device " + path + ")";
+        case "ENOTTY":
+            return path + ": not a snowflake device (ENOTTY): a character device that is not "
+                + "the generator (see its /sys/dev/char entry)";
         case "EACCES":
         case "EPERM":
             return path + ": permission denied (" + errno + "): reading needs the group snowflake "

@@ -47,4 +47,17 @@ public class SnowflakeException extends IOException {
             super("ENOTCONN", path, Snowflake.describe("ENOTCONN", path), cause);
         }
     }
+
+    /**
+     * A character device that is not the generator (ENOTTY): another misc
+     * device (/dev/hwrng, /dev/fuse), /dev/null, or /dev/uuidv7 given as
+     * /dev/snowflake and the reverse.
+     */
+    public static final class NotSnowflakeDevice extends SnowflakeException {
+        private static final long serialVersionUID = 1L;
+
+        NotSnowflakeDevice(String path) {
+            super("ENOTTY", path, Snowflake.describe("ENOTTY", path), null);
+        }
+    }
 }

@@ -25,7 +25,7 @@ public final class UuidV7 extends RecordStream {
 
     /** Opens path (null: $SNOWFLAKE_UUID_DEVICE, else /dev/uuidv7). */
     public UuidV7(String path) throws SnowflakeException {
-        super(path, "SNOWFLAKE_UUID_DEVICE", Snowflake.DEFAULT_UUID_PATH, 16);
+        super(path, "SNOWFLAKE_UUID_DEVICE", Snowflake.DEFAULT_UUID_PATH, "uuidv7", 16);
     }
 
     /** Reads a channel already open; close() leaves it open. */

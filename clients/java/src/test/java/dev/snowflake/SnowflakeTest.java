@@ -159,4 +159,36 @@ class SnowflakeTest {
                 && e.getMessage().contains("fenced by snowflake-agent"), e.getMessage());
         }
     }
+
+    /**
+     * Issue 24: any character device opened as the generator (/dev/hwrng gave
+     * random numbers).  /dev/null, and FOREIGN_DEVICE: a node for a misc
+     * device that is not ours (fuse), made by clients-test.sh with mknod.
+     */
+    @Test
+    void refusesACharacterDeviceThatIsNotTheGenerator(@TempDir Path root) throws Exception {
+        String foreign = System.getenv("FOREIGN_DEVICE");
+        for (String p : new String[] {"/dev/null", foreign}) {
+            SnowflakeException e = assertThrows(SnowflakeException.NotSnowflakeDevice.class,
+                () -> new Snowflake(p));
+            assertEquals("ENOTTY", e.errno);
+            assertTrue(e.getMessage().contains("not a snowflake device"), e.getMessage());
+            assertThrows(SnowflakeException.NotSnowflakeDevice.class, () -> new UuidV7(p));
+        }
+        // A sysfs that names the node: each reader takes only its own device.
+        Files.createDirectories(root.resolve("dev/char"));
+        Path link = root.resolve("dev/char/" + System.getenv("FOREIGN_DEVNUM"));
+        RecordStream.sysfsRoot = root.toString();
+        try {
+            Files.createSymbolicLink(link, Paths.get("../../devices/virtual/misc/snowflake"));
+            new Snowflake(foreign).close();
+            assertThrows(SnowflakeException.NotSnowflakeDevice.class, () -> new UuidV7(foreign));
+            Files.delete(link);
+            Files.createSymbolicLink(link, Paths.get("../../devices/virtual/misc/uuidv7"));
+            new UuidV7(foreign).close();
+            assertThrows(SnowflakeException.NotSnowflakeDevice.class, () -> new Snowflake(foreign));
+        } finally {
+            RecordStream.sysfsRoot = "/sys";
+        }
+    }
 }
