@@ -285,6 +285,10 @@ kill "$cat_pid" 2>/dev/null
 echo "AGENT-FIGURE ids $id1 $id2 $id3"
 echo "---- agent log ----"
 grep -v "$NOISE" /tmp/agent.log
+if [ "$fail" -gt 0 ]; then
+	echo "---- $STORE_LOG (its last 40 lines) ----"
+	tail -n 40 "$STORE_LOG"
+fi
 echo "---- end of agent log ----"
 kill -KILL "$store_pid" 2>/dev/null
 rmmod snowflake

@@ -5,7 +5,8 @@
 # For BACKEND (redis, zookeeper, mysql):
 #   BACKEND_setup       sets STORE (its name), TTL (ms), AG (the agent and
 #                       its store options; no state file, no log level) and
-#                       NOISE (agent log lines left out of the console dump)
+#                       NOISE (agent log lines left out of the console dump),
+#                       STORE_LOG (the server's log, shown when a check failed)
 #   BACKEND_start       starts the server in the background, its pid in
 #                       $store_pid; 0 once it answers, with what runs on stdout
 #   BACKEND_init_check  after --init-store: what it made on stdout; nonzero
@@ -24,6 +25,7 @@ redis_setup() {
 	TTL=3000
 	AG="snowflake-agent --config /dev/null --redis-timeout-ms 300 --datacenter-ids 1"
 	NOISE='event=renewed\|redis still down'
+	STORE_LOG=/tmp/redis.log
 }
 redis_start() {
 	redis_server_start || return 1
@@ -49,7 +51,11 @@ zookeeper_setup() {
 	TTL=4000
 	AG="snowflake-agent --config /dev/null --backend zookeeper --zookeeper-hosts 127.0.0.1:2181 --zookeeper-timeout-ms 1000 --datacenter-ids 1"
 	NOISE='event=renewed\|zookeeper: \|still down'
+	STORE_LOG=/tmp/zk.log
 }
+# zk4 WORD: the server's answer to a four-letter word (5 s at most: a
+# server still starting may take the connection and not answer).
+zk4() { echo "$1" | timeout 5 nc 127.0.0.1 2181 2>/dev/null; }
 zookeeper_start() {
 	mkdir -p /tmp/zk
 	cat >/tmp/zoo.cfg <<-ZOO
@@ -69,8 +75,8 @@ zookeeper_start() {
 	store_pid=$!
 	t=$(ms)
 	while [ $(($(ms) - t)) -lt 300000 ]; do
-		if echo srvr | nc 127.0.0.1 2181 2>/dev/null | grep -q '^Mode: standalone'; then
-			echo "ZooKeeper $(echo srvr | nc 127.0.0.1 2181 | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p') on 127.0.0.1:2181 (standalone)"
+		if zk4 srvr | grep -q '^Mode: standalone'; then
+			echo "ZooKeeper $(zk4 srvr | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p') on 127.0.0.1:2181 (standalone)"
 			return 0
 		fi
 		kill -0 "$store_pid" 2>/dev/null || break
@@ -86,12 +92,12 @@ zookeeper_init_check() {
 }
 # The live session holding the pair's ephemeral node (four-letter "dump").
 zookeeper_holder() {
-	echo dump | nc 127.0.0.1 2181 2>/dev/null | awk -v k=":worker:$1:$2" '
+	zk4 dump | awk -v k=":worker:$1:$2" '
 		/^0x[0-9a-f]+:$/ { s = $1; sub(/:$/, "", s) }
 		$1 ~ /^\// && substr($1, length($1) - length(k) + 1) == k { print s }'
 }
 zookeeper_self() { sed -n 's/.*event=zookeeper_session session=\(0x[0-9a-f]*\).*/\1/p' /tmp/agent.log | tail -n1; }
-zookeeper_held() { echo dump | nc 127.0.0.1 2181 2>/dev/null | grep -c ':worker:[0-9]*:[0-9]*$'; }
+zookeeper_held() { zk4 dump | grep -c ':worker:[0-9]*:[0-9]*$'; }
 zookeeper_extra() {
 	if grep -q "event=zookeeper_session .*timeout_ms=$TTL" /tmp/agent.log; then
 		ok "the session's negotiated timeout is the TTL ($TTL ms)"
@@ -108,6 +114,7 @@ mysql_setup() {
 	TTL=3000
 	AG="snowflake-agent --config /etc/agent.conf --backend mysql --mysql-timeout-ms 400 --datacenter-ids 1 --worker-ids 0-3"
 	NOISE='event=renewed\|mysql still down'
+	STORE_LOG=/tmp/mariadbd.err
 }
 sql() { mariadb --no-defaults -S /run/mysqld.sock -uroot -N -B -e "$*"; }
 mysql_start() {
