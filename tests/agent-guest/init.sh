@@ -40,8 +40,6 @@ store setup
 # ceiling (with the default step, one TTL, the ceiling can come first:
 # refused all the same, by the kernel, but not what the deadline part shows).
 AG="$AG --ttl-ms $TTL --mark-step-ms 10000"
-# pair_of LOG: the last pair the agent of LOG claimed, "DC W".
-pair_of() { sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1 \2/p' "$1" | tail -n1; }
 # larger WHAT NEW OLD: NEW is an ID above OLD.
 larger() {
 	if [ -n "$2" ] && [ -n "$3" ] && [ "$2" -gt "$3" ] 2>/dev/null; then
@@ -50,20 +48,35 @@ larger() {
 		bad "$1: ID '$2' not above '$3'"
 	fi
 }
-# fenced_in_time WHAT FROM: the agent (of /tmp/agent.log, after line FROM)
+# store_down STOP|KILL WHAT NAME: the server sent SIGSTOP or SIGKILL
+# (WHAT: "stopped", "killed"): reads are refused (ENOTCONN) and the agent
 # fenced before its lease could expire: either at its fence time, less than
-# a TTL after the last renewal was sent (fence_latency), or earlier, when
-# the store's library saw the connection drop (store-connection-lost).
-fenced_in_time() {
-	lat=$(fence_latency "$2")
-	reason=$(fence_reason "$2")
-	if [ -n "$lat" ] && [ "$lat" -lt "$TTL" ]; then
-		ok "$1: fenced ${lat} ms after the last renewal was sent: before the ${TTL} ms lease could expire"
-	elif [ -z "$lat" ] && [ "$reason" = store-connection-lost ]; then
-		ok "$1: fenced on the store's lost connection, before its fence time"
+# a TTL after the last renewal was sent (its fence_latency line), or earlier,
+# when the store's library saw the connection drop (store-connection-lost).
+# Only what the agent logged after the signal counts.  The figure
+# store_NAME_to_refused_ms; the ID read before in $id_before.
+store_down() {
+	id_before=$(read_id)
+	from=$(log_lines)
+	kill -"$1" "$store_pid"
+	[ "$1" = KILL ] && wait "$store_pid" 2>/dev/null
+	t_down=$(ms)
+	if wait_reads fail $((TTL * 3 / 1000)); then
+		ok "$STORE $2: reads fail with ENOTCONN ($(($(ms) - t_down)) ms after SIG$1)"
 	else
-		bad "$1: fence latency '$lat' (reason '$reason') not below the TTL $TTL"
+		bad "$STORE $2: reads never failed"
 	fi
+	t_refused=$(ms)
+	lat=$(fence_latency "$from")
+	reason=$(fence_reason "$from")
+	if [ -n "$lat" ] && [ "$lat" -lt "$TTL" ]; then
+		ok "$STORE $2: fenced ${lat} ms after the last renewal was sent: before the ${TTL} ms lease could expire"
+	elif [ -z "$lat" ] && [ "$reason" = store-connection-lost ]; then
+		ok "$STORE $2: fenced on the store's lost connection, before its fence time"
+	else
+		bad "$STORE $2: fence latency '$lat' (reason '$reason') not below the TTL $TTL"
+	fi
+	echo "AGENT-FIGURE store_$3_to_refused_ms=$((t_refused - t_down)) fence_latency_ms=$lat fence_reason=$reason"
 }
 
 echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc) backend=$BACKEND"
@@ -116,7 +129,7 @@ else
 	bad "reads never succeeded"
 fi
 id1=$last_id
-pair=$(pair_of /tmp/agent.log)
+pair=$(claimed /tmp/agent.log)
 if [ -n "$pair" ] && [ "$pair" = "$(cat $S/datacenter_id) $(cat $S/worker_id)" ]; then
 	ok "the device has the claimed ids ($pair)"
 else
@@ -176,19 +189,8 @@ id2=$last_id
 larger "deadline: after SIGCONT" "$id2" "$id_before"
 
 # The server stopped: the lease cannot be renewed.
-id_before=$(read_id)
 fences0=$(cat $S/statistics/fences)
-from=$(log_lines)
-kill -STOP "$store_pid"
-t_stop=$(ms)
-if wait_reads fail $((TTL * 3 / 1000)); then
-	ok "$STORE stopped: reads fail with ENOTCONN ($(($(ms) - t_stop)) ms after SIGSTOP)"
-else
-	bad "$STORE stopped: reads never failed"
-fi
-t_refused=$(ms)
-fenced_in_time "$STORE stopped" "$from"
-echo "AGENT-FIGURE store_stop_to_refused_ms=$((t_refused - t_stop)) fence_latency_ms=$lat fence_reason=$reason"
+store_down STOP stopped stop
 [ "$(cat $S/fenced)" = 1 ] && ok "$STORE stopped: sysfs fenced is 1" || bad "$STORE stopped: sysfs fenced is not 1"
 fences1=$(cat $S/statistics/fences)
 [ "$fences1" -gt "$fences0" ] && ok "$STORE stopped: statistics/fences counted it ($fences0 -> $fences1)" ||
@@ -201,23 +203,11 @@ else
 	bad "$STORE continued: reads never succeeded again"
 fi
 larger "$STORE continued" "$last_id" "$id_before"
-pair2=$(pair_of /tmp/agent.log)
+pair2=$(claimed /tmp/agent.log)
 [ "$pair2" = "$pair" ] && ok "$STORE continued: the same pair again ($pair2)" || bad "$STORE continued: another pair: $pair2, not $pair"
 
 # The server killed, and restarted on its files.
-id_before=$(read_id)
-from=$(log_lines)
-kill -KILL "$store_pid"
-wait "$store_pid" 2>/dev/null
-t_kill=$(ms)
-if wait_reads fail $((TTL * 3 / 1000)); then
-	ok "$STORE killed: reads fail with ENOTCONN ($(($(ms) - t_kill)) ms after the kill)"
-else
-	bad "$STORE killed: reads never failed"
-fi
-t_refused=$(ms)
-fenced_in_time "$STORE killed" "$from"
-echo "AGENT-FIGURE store_kill_to_refused_ms=$((t_refused - t_kill)) fence_latency_ms=$lat fence_reason=$reason"
+store_down KILL killed kill
 t0=$(ms)
 if store start >/tmp/store-start.out 2>&1; then
 	ok "$STORE restarted ($(($(ms) - t0)) ms)"
@@ -233,7 +223,7 @@ else
 fi
 id3=$last_id
 larger "$STORE restarted" "$id3" "$id_before"
-pair3=$(pair_of /tmp/agent.log)
+pair3=$(claimed /tmp/agent.log)
 [ "$pair3" = "$pair" ] && ok "$STORE restarted: the same pair again ($pair3): the state file's" ||
 	bad "$STORE restarted: another pair: $pair3, not $pair"
 
