@@ -52,7 +52,9 @@ larger() {
 # (WHAT: "stopped", "killed"): reads are refused (ENOTCONN) and the agent
 # fenced before its lease could expire: either at its fence time, less than
 # a TTL after the last renewal was sent (its fence_latency line), or earlier,
-# when the store's library saw the connection drop (store-connection-lost).
+# when the store's library saw the connection drop (store-connection-lost:
+# then the device, read as soon as reads are refused, is fenced and its
+# lease's deadline, before the lease's end, has not passed).
 # Only what the agent logged after the signal counts.  The figure
 # store_NAME_to_refused_ms; the ID read before in $id_before.
 store_down() {
@@ -67,14 +69,16 @@ store_down() {
 		bad "$STORE $2: reads never failed"
 	fi
 	t_refused=$(ms)
+	state="fenced=$(cat $S/fenced) lease_expired=$(cat $S/lease_expired)"
 	lat=$(fence_latency "$from")
 	reason=$(fence_reason "$from")
 	if [ -n "$lat" ] && [ "$lat" -lt "$TTL" ]; then
 		ok "$STORE $2: fenced ${lat} ms after the last renewal was sent: before the ${TTL} ms lease could expire"
-	elif [ -z "$lat" ] && [ "$reason" = store-connection-lost ]; then
-		ok "$STORE $2: fenced on the store's lost connection, before its fence time"
+	elif [ -z "$lat" ] && [ "$reason" = store-connection-lost ] &&
+		[ "$state" = "fenced=1 lease_expired=0" ]; then
+		ok "$STORE $2: fenced on the store's lost connection, before the lease's deadline ($state)"
 	else
-		bad "$STORE $2: fence latency '$lat' (reason '$reason') not below the TTL $TTL"
+		bad "$STORE $2: fence latency '$lat' (reason '$reason', $state) not below the TTL $TTL"
 	fi
 	echo "AGENT-FIGURE store_$3_to_refused_ms=$((t_refused - t_down)) fence_latency_ms=$lat fence_reason=$reason"
 }
