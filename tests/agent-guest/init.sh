@@ -52,9 +52,10 @@ larger() {
 # (WHAT: "stopped", "killed"): reads are refused (ENOTCONN) and the agent
 # fenced before its lease could expire: either at its fence time, less than
 # a TTL after the last renewal was sent (its fence_latency line), or earlier,
-# when the store's library saw the connection drop (store-connection-lost:
-# then the device, read as soon as reads are refused, is fenced and its
-# lease's deadline, before the lease's end, has not passed).
+# when the store's library saw the connection drop (store-connection-lost;
+# the library may see it only after the kernel's deadline, sent + TTL -
+# margin, refused reads: the device read as soon as reads are refused is
+# fenced, or its lease expired).
 # Only what the agent logged after the signal counts.  The figure
 # store_NAME_to_refused_ms; the ID read before in $id_before.
 store_down() {
@@ -74,9 +75,8 @@ store_down() {
 	reason=$(fence_reason "$from")
 	if [ -n "$lat" ] && [ "$lat" -lt "$TTL" ]; then
 		ok "$STORE $2: fenced ${lat} ms after the last renewal was sent: before the ${TTL} ms lease could expire"
-	elif [ -z "$lat" ] && [ "$reason" = store-connection-lost ] &&
-		[ "$state" = "fenced=1 lease_expired=0" ]; then
-		ok "$STORE $2: fenced on the store's lost connection, before the lease's deadline ($state)"
+	elif [ -z "$lat" ] && [ "$reason" = store-connection-lost ] && [ "$state" != "fenced=0 lease_expired=0" ]; then
+		ok "$STORE $2: fenced on the store's lost connection; refused by that or by the lease's deadline, whichever came first ($state)"
 	else
 		bad "$STORE $2: fence latency '$lat' (reason '$reason', $state) not below the TTL $TTL"
 	fi
