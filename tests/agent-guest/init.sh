@@ -48,6 +48,18 @@ larger() {
 		bad "$1: ID '$2' not above '$3'"
 	fi
 }
+# store_up WHAT NAME: the server started (not in a subshell: $store_pid is
+# set); the figure store_NAME_ms.
+store_up() {
+	t0=$(ms)
+	if store start >/tmp/store-start.out 2>&1; then
+		ok "$1$(cat /tmp/store-start.out) ($(($(ms) - t0)) ms to start)"
+	else
+		bad "$1$STORE did not start"
+		sed 's/^/  /' /tmp/store-start.out
+	fi
+	echo "AGENT-FIGURE store_$2_ms=$(($(ms) - t0))"
+}
 # store_down STOP|KILL WHAT NAME: the server sent SIGSTOP or SIGKILL
 # (WHAT: "stopped", "killed"): reads are refused (ENOTCONN) and the agent
 # fenced before its lease could expire: either at its fence time, less than
@@ -104,15 +116,7 @@ echo "SNOWFLAKE-INSMOD rc=$?"
 if out=$(read_id); then bad "strict=1: reads refused before the agent runs (got $out)"
 else ok "strict=1: reads refused before the agent runs"; fi
 
-t0=$(ms)
-# (Not in a subshell: $store_pid is set.)
-if store start >/tmp/store-start.out 2>&1; then
-	ok "$(cat /tmp/store-start.out) ($(($(ms) - t0)) ms to start)"
-else
-	bad "$STORE did not start"
-	sed 's/^/  /' /tmp/store-start.out
-fi
-echo "AGENT-FIGURE store_start_ms=$(($(ms) - t0))"
+store_up "" start
 # A new key space: the timestamp marks of the pool, once.
 # shellcheck disable=SC2086
 if $AG --init-store 2>/tmp/init.log && what=$(store init_check); then
@@ -212,13 +216,7 @@ pair2=$(claimed /tmp/agent.log)
 
 # The server killed, and restarted on its files.
 store_down KILL killed kill
-t0=$(ms)
-if store start >/tmp/store-start.out 2>&1; then
-	ok "$STORE restarted ($(($(ms) - t0)) ms)"
-else
-	bad "$STORE did not restart"
-	sed 's/^/  /' /tmp/store-start.out
-fi
+store_up "restarted: " restart
 t_up=$(ms)
 if wait_reads ok 60; then
 	ok "$STORE restarted: reads succeed again ($(($(ms) - t_up)) ms)"
