@@ -110,9 +110,12 @@ stage_mysql() {
 	cp -r /usr/share/mysql/english /usr/share/mysql/charsets "$stage/usr/share/mysql/"
 	printf 'mysql:x:0:\n' >>"$stage/etc/group"
 
-	# The data directory: the system tables, and the agent's user.
+	# The data directory: the system tables, and the agent's user.  The
+	# servers' temporary files in a directory of their own (not /tmp, which
+	# other tests clean up).
 	data=$stage/var/lib/mysql
-	if ! mariadb-install-db --no-defaults --datadir="$data" --user="$(id -un)" \
+	mkdir -p "$out/tmp"
+	if ! mariadb-install-db --no-defaults --datadir="$data" --user="$(id -un)" --tmpdir="$out/tmp" \
 		--auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=4M \
 		>"$out/install-db.log" 2>&1; then
 		tail -n 20 "$out/install-db.log"
@@ -120,7 +123,7 @@ stage_mysql() {
 		return 1
 	fi
 	sock=$out/mysql.sock
-	mariadbd --no-defaults --datadir="$data" --user="$(id -un)" --skip-networking --socket="$sock" \
+	mariadbd --no-defaults --datadir="$data" --user="$(id -un)" --tmpdir="$out/tmp" --skip-networking --socket="$sock" \
 		--innodb-log-file-size=4M --innodb-buffer-pool-size=16M --log-error="$out/mariadbd.err" \
 		--pid-file="$out/mysql.pid" >/dev/null 2>&1 &
 	my_pid=$!
