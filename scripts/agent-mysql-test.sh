@@ -30,8 +30,8 @@
 #   - a host whose clock is 5 minutes behind takes over a pair above the
 #     old holder's timestamps; the row's mark is at or above every ceiling
 #   - every history, judged by scripts/lease-check.py
-# Then, unless AGENT_GUEST=0, the end-to-end test in a guest
-# (scripts/agent-mysql-guest.sh).  Prints "agent-mysql: N passed, M failed".
+# (Its end-to-end guest is the stage agent-guest, tests/agent-guest/run.sh
+# mysql.)  Prints "agent-mysql: N passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -594,20 +594,4 @@ cat "$tmp/check.out"
 check "lease-check: no two owners ever held one pair at once, nor stamped one timestamp" test "$crc" -eq 0
 echo "figures: mysql: 8 agents, TTL $TTL ms; worst fence latency after the last renewal: SIGSTOP $fig_stop ms, kill $fig_kill ms; $(grep -o '[0-9]* intervals' "$tmp/check.out" | head -n1), $(grep -o '[0-9]* overlaps, [0-9]* timestamp overlaps' "$tmp/check.out" | head -n1)"
 
-if [ "${AGENT_GUEST:-1}" != 0 ]; then
-	echo "==== end to end in a guest (scripts/agent-mysql-guest.sh) ===="
-	guest_out=$(bash "$ROOT/scripts/agent-mysql-guest.sh" 2>&1)
-	grc=$?
-	while IFS= read -r line; do
-		case $line in
-		"ok   "*) ok "guest: ${line#ok   }" ;;
-		"FAIL "*) bad "guest: ${line#FAIL }" ;;
-		agent-mysql-guest:*) ;;
-		*) echo "$line" ;;
-		esac
-	done <<<"$guest_out"
-	if ! grep -q '^agent-mysql-guest: [0-9]* passed' <<<"$guest_out"; then
-		bad "guest: scripts/agent-mysql-guest.sh gave no result (exit $grc)"
-	fi
-fi
 finish

@@ -41,9 +41,8 @@
 #     pair: the first gets it, the second takes another
 #   - ZooKeeper: scripts/agent-zk-test.sh (its lines count here)
 # Then, unless AGENT_MYSQL=0, the same against MySQL/MariaDB
-# (scripts/agent-mysql-test.sh, with its guest), and, unless AGENT_GUEST=0,
-# the end-to-end tests in a guest (scripts/agent-guest.sh,
-# scripts/agent-zk-guest.sh).  Prints "agent: N passed, M failed".
+# (scripts/agent-mysql-test.sh).  (The end-to-end guests are the stage
+# agent-guest, tests/agent-guest/run.sh.)  Prints "agent: N passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -999,24 +998,4 @@ sub_test() {
 echo "==== ZooKeeper (scripts/agent-zk-test.sh) ===="
 sub_test zookeeper agent-zk-test.sh
 
-if [ "${AGENT_GUEST:-1}" != 0 ]; then
-	echo "==== end to end in a guest (scripts/agent-guest.sh) ===="
-	guest_out=$(bash "$ROOT/scripts/agent-guest.sh" 2>&1)
-	grc=$?
-	while IFS= read -r line; do
-		case $line in
-		"ok   "*) ok "guest: ${line#ok   }" ;;
-		"FAIL "*) bad "guest: ${line#FAIL }" ;;
-		agent-guest:*) ;;
-		*) echo "$line" ;;
-		esac
-	done <<<"$guest_out"
-	if ! grep -q '^agent-guest: [0-9]* passed' <<<"$guest_out"; then
-		bad "guest: scripts/agent-guest.sh gave no result (exit $grc)"
-	fi
-fi
-if [ "${AGENT_GUEST:-1}" != 0 ]; then
-	echo "==== end to end in a guest with ZooKeeper (scripts/agent-zk-guest.sh) ===="
-	sub_test "zookeeper guest" agent-zk-guest.sh
-fi
 finish

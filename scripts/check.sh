@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> static -> docs -> clients -> agent -> handoff
+#   -> packaging -> deb -> static -> docs -> clients -> agent
+#   -> agent-guest -> handoff
 #   -> lease -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
@@ -22,10 +23,12 @@
 # clients of clients/ installed as packages with pip, Composer, npm, go and
 # mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
 # against recorded ID and UUID streams, scripts/clients-test.sh; agent:
-# snowflake-agent against a real redis-server on 127.0.0.1, then end to end
-# in a 6.12 guest, scripts/agent-test.sh (and against a real ZooKeeper server
-# and a real mariadbd, each with its own guest, scripts/agent-zk-test.sh and
-# scripts/agent-mysql-test.sh); handoff: one pair handed from
+# snowflake-agent against a real redis-server on 127.0.0.1,
+# scripts/agent-test.sh (and against a real ZooKeeper server and a real
+# mariadbd, scripts/agent-zk-test.sh and scripts/agent-mysql-test.sh);
+# agent-guest: one end-to-end scenario in a 6.12 guest (the module with
+# strict=1, the store's server, the agent), run once per store (Redis,
+# ZooKeeper, MariaDB), tests/agent-guest/run.sh; handoff: one pair handed from
 # host A to host B whose wall clock is behind (5 minutes; then a few seconds,
 # reading in every millisecond), the module, the agent and Redis in a guest,
 # every ID of B above every ID of A, on 6.12, 6.1 and 6.12-rt, ~35 s each,
@@ -126,6 +129,7 @@ if want docs && [ -f scripts/check-docs.sh ]; then
 fi
 want clients && run_stage clients scripts/clients-test.sh
 want agent && run_stage agent scripts/agent-test.sh
+want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff scripts/handoff-test.sh
 want lease && run_stage lease scripts/lease-test.sh
 # Every part of `make bench` once, a few iterations, nothing timed
@@ -141,7 +145,7 @@ want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,handoff,lease,restart}.log; do
+	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,agent-guest,handoff,lease,restart}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
@@ -157,9 +161,8 @@ lane_figures() {
 			/^# failslab: [0-9]+ allocation failure points/ { sub(/^# /, ""); say("failslab", $0) }
 			/^figures: [0-9]+ agents/ { say("agent", substr($0, 10)) }
 			/^figures: mysql: / { say("agent mysql", substr($0, 17)) }
-			/^figure: mysql guest: / { kk = k; k = "guest"; say("agent mysql", substr($0, 22)); k = kk }
 			/^figures: lease / { say("lease", substr($0, 16)) }
-			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
+			/^figure: [a-z]+ guest: .*(fence_latency|deadline_to_refused)_ms=/ { kk = k; k = "guest"; w = $0; sub(/^figure: [a-z]+ guest: /, "", w); say("agent " $2, w); k = kk }
 			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 			/^==== vmclone [^ ]+ [a-z]+ ====/ { k = $3 }

@@ -10,7 +10,7 @@
 # sets B's clock back only to where A read, both reading in every
 # millisecond, so that a tree which passes no time from A to B shows B
 # issuing A's very IDs.  The guest's /init is scripts/guest/init-handoff.sh;
-# the agent is the static one of scripts/agent-guest.sh (Redis only), the
+# the agent is the static one of vm_add_agent (scripts/vm.sh), the
 # CLI the static `snowflake`, handoff-ids is scripts/guest/handoff-ids.c.
 #
 #   HANDOFF_KVERS="KVER ..."  the kernels (default: all_kvers: 6.12, 6.1,

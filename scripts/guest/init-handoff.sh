@@ -18,6 +18,8 @@
 
 # shellcheck source=scripts/guest/init-common.sh
 . /etc/init-common.sh
+# shellcheck source=scripts/guest/agent-common.sh
+. /etc/agent-common.sh
 
 TTL=2000
 STEP_S=300	# host B's clock is this far behind
@@ -32,23 +34,9 @@ pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 ts_of() { echo $((($1 >> 22) + EPOCH_MS)); }
 
 echo "SNOWFLAKE-KERNEL $(uname -r) cpus=$(nproc)"
-
-start_redis() {
-	redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly yes \
-		--appendfsync always --dir /tmp --logfile /tmp/redis.log --daemonize no &
-	redis_pid=$!
-	i=0
-	while [ $i -lt 200 ]; do
-		[ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" = PONG ] && return 0
-		sleep 0.05
-		i=$((i + 1))
-	done
-	return 1
-}
 
 # The agents' common options: one pool of exactly one pair.  No state file
 # (host B never saw A's).  --redis-min-uptime-ms 0: this Redis persists
@@ -63,16 +51,6 @@ agent() {
 	# shellcheck disable=SC2086 # agent_opts is a list of words
 	snowflake-agent $agent_opts --owner "$1" 2>"$2" &
 	agent_pid=$!
-}
-
-# wait_reads SECONDS: until a read succeeds.
-wait_reads() {
-	deadline=$(($(ms) + $1 * 1000))
-	while [ "$(ms)" -lt "$deadline" ]; do
-		snowflake next >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
 }
 
 # read_ids FILE: append N_IDS IDs to FILE, CHUNK at a time; a refused read
@@ -90,10 +68,6 @@ read_ids() {
 	[ "$(wc -l <"$1")" -ge "$N_IDS" ]
 }
 
-claimed() { # the last pair an agent's log claimed: "DC W"
-	sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1 \2/p' "$1" | tail -n1
-}
-
 key_gone() { [ -z "$(redis-cli -h 127.0.0.1 -p 6379 get "snowflake:default:worker:$DC:$W")" ]; }
 
 show_logs() {
@@ -104,7 +78,7 @@ show_logs() {
 	done
 }
 
-if start_redis; then ok "redis-server on 127.0.0.1:6379 (appendfsync always)"; else bad "redis-server did not start"; cat /tmp/redis.log; fi
+if redis_server_start; then ok "redis-server on 127.0.0.1:6379 (appendfsync always)"; else bad "redis-server did not start"; cat /tmp/redis.log; fi
 
 # The pool's marks are initialised once before any agent claims, on an agent
 # that has --init-store (the fixed tree).  Today's agent has no such option
@@ -145,7 +119,7 @@ round() {
 	agent host-a "$la"
 	pid_a=$agent_pid
 	t0=$(ms)
-	if wait_reads 30; then ok "$how: agent A claimed, reads succeed ($(($(ms) - t0)) ms)"
+	if wait_reads ok 30; then ok "$how: agent A claimed, reads succeed ($(($(ms) - t0)) ms)"
 	else bad "$how: agent A: reads never succeeded"; fi
 	pair_a=$(claimed "$la")
 	if [ "$how" = replay ]; then
@@ -199,7 +173,7 @@ round() {
 	agent host-b "$lb"
 	pid_b=$agent_pid
 	t0=$(ms)
-	if wait_reads 30; then
+	if wait_reads ok 30; then
 		ok "$how: agent B claimed, reads succeed ($(($(ms) - t0)) ms)"
 		[ "$how" = replay ] || lat_b=$(($(ms) - t_step))
 	else

@@ -8,29 +8,21 @@
 # agent's log go to the console for the host to compare.
 # shellcheck source=scripts/guest/init-common.sh
 . /etc/init-common.sh
+# shellcheck source=scripts/guest/agent-common.sh
+. /etc/agent-common.sh
 
 S=/sys/class/misc/snowflake
 if ! insmod /snowflake.ko strict=1; then
 	echo "VMCLONE-ERROR insmod failed"
 	vm_done
 fi
-redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
-	--dir /tmp --logfile /tmp/redis.log --daemonize no &
-i=0
-while [ $i -lt 200 ] && [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" != PONG ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+redis_server_start || echo "VMCLONE-ERROR redis-server did not start: $(tail -n 5 /tmp/redis.log)"
 # A new key space: the pool's timestamp marks, once.
 snowflake-agent --config /dev/null --datacenter-ids 1 --init-store 2>/tmp/init.log ||
 	echo "VMCLONE-ERROR --init-store failed: $(cat /tmp/init.log)"
 snowflake-agent --config /dev/null --ttl-ms 3000 --redis-timeout-ms 300 --state-file '' \
 	--datacenter-ids 1 --log-level debug 2>/tmp/agent.log &
-i=0
-while [ $i -lt 600 ] && ! snowflake next >/dev/null 2>&1; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_reads ok 60
 echo "VMCLONE-PAIR before $(cat $S/datacenter_id) $(cat $S/worker_id)"
 (
 	while :; do
