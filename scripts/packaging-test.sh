@@ -86,7 +86,6 @@ fi
 # ...): the host's, copied into the tree for the check and removed after.
 mkdir -p "$dest/sbin" "$dest/bin" "$dest/usr/lib/systemd"
 cp -L "$(command -v modprobe)" "$dest/sbin/modprobe"
-cp -L "$(command -v udevadm)" "$dest/bin/udevadm"
 cp -L "$(command -v sh)" "$dest/bin/sh"
 cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/system"
 for unit in "$dest"/etc/systemd/system/*.service "$dest"/etc/systemd/system/*.timer; do
@@ -101,7 +100,7 @@ for unit in "$dest"/etc/systemd/system/*.service "$dest"/etc/systemd/system/*.ti
 		indent <"$OUT/verify.log"
 	fi
 done
-rm -f "$dest/sbin/modprobe" "$dest/bin/sh" "$dest/bin/udevadm"
+rm -f "$dest/sbin/modprobe" "$dest/bin/sh"
 rmdir "$dest/sbin" "$dest/bin"
 rm -rf "$dest/usr/lib/systemd"
 rmdir "$dest/usr/lib" 2>/dev/null || true
@@ -112,7 +111,7 @@ contract=('^DefaultDependencies=no$' '^After=.*systemd-modules-load\.service'
 	'^Before=.*sysinit\.target' '^Before=.*snowflake-agent\.service' '^Conflicts=shutdown\.target$'
 	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=[+]/sbin/modprobe snowflake$'
 	'^After=.*systemd-udev-trigger\.service' '^After=.*systemd-udevd\.service'
-	'^ExecStartPre=[+]/bin/udevadm wait --timeout=[0-9]+ /dev/snowflake$'
+	'^ExecStartPre=[+]/bin/sh -c .*/bin/udevadm info -q property --property=USEC_INITIALIZED /dev/snowflake'
 	'^ExecStartPre=/usr/local/sbin/snowflake-floord --restore' '^ExecStart=/usr/local/sbin/snowflake-floord '
 	'^StateDirectory=snowflake$' '^WantedBy=sysinit\.target$')
 bad=()

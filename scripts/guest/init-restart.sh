@@ -173,7 +173,8 @@ msg=$(snowflake-floord --save --state-dir "$STATE" 2>&1)
 say enospc_rc "$?"
 say enospc_msg "$msg"
 cmp -s "$STATE/floor" /tmp/floor.good && say enospc_kept yes
-[ -e "$STATE/floor.tmp" ] && say enospc_tmp left
+# A save's temporary file is floor.tmp.XXXXXX (floor.tmp before issue 24).
+ls "$STATE"/floor.tmp* >/dev/null 2>&1 && say enospc_tmp left
 rm -f /mnt/fill /mnt/fill2
 
 rmmod snowflake
