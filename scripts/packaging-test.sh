@@ -111,7 +111,7 @@ contract=('^DefaultDependencies=no$' '^After=.*systemd-modules-load\.service'
 	'^Before=.*sysinit\.target' '^Before=.*snowflake-agent\.service' '^Conflicts=shutdown\.target$'
 	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=[+]/sbin/modprobe snowflake$'
 	'^After=.*systemd-udev-trigger\.service' '^After=.*systemd-udevd\.service'
-	'^ExecStartPre=[+]/bin/sh -c .*/bin/udevadm info -q property --property=USEC_INITIALIZED /dev/snowflake'
+	'^ExecStartPre=/bin/sh -c .*until \[ -w /dev/snowflake \]'
 	'^ExecStartPre=/usr/local/sbin/snowflake-floord --restore' '^ExecStart=/usr/local/sbin/snowflake-floord '
 	'^StateDirectory=snowflake$' '^WantedBy=sysinit\.target$')
 bad=()

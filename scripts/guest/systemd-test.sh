@@ -192,7 +192,7 @@ say "# /dev/snowflake before udev has run its rule: $(stat -c '%a %U:%G' /dev/sn
 waiting_for_udev() {
 	local pid
 	pid=$(systemctl show -P ControlPID snowflake-floor.service)
-	[ "${pid:-0}" != 0 ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q USEC_INITIALIZED
+	[ "${pid:-0}" != 0 ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- '-w /dev/snowflake'
 }
 waiting_or_refused() { waiting_for_udev || floor_log_since "$cursor" | grep -q 'not permitted'; }
 # restore_waits: the restore is not run (the wait for udev is), nor failed.
