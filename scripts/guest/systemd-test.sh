@@ -181,9 +181,13 @@ systemctl stop snowflake-floor.service
 saved=$(snowflake-floord --show | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')
 echo 'options snowflake strict=0 datacenter_id=1 worker_id=2' >/etc/modprobe.d/sfsd-test.conf
 until_ok 20 rmmod snowflake
-t "the module unloaded (to be loaded again by the unit)" test ! -e /sys/module/snowflake
+t "the module unloaded (to be loaded again, strict=0)" test ! -e /sys/module/snowflake
 cursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
 udevadm control --stop-exec-queue
+# Loaded before the unit starts, as systemd-modules-load.service does at
+# boot (the unit's device cgroup, DeviceAllow=, is set up at its start and
+# needs the node to exist then).
+modprobe snowflake
 systemctl start --no-block snowflake-floor.service
 systemctl start --no-block sfsd-reader.service
 until_ok 30 test -c /dev/snowflake
