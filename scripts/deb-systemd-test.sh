@@ -52,6 +52,20 @@ StandardError=tty
 TTYPath=/dev/ttyS0
 EOF
 ln -s ../sfsd-test.service "$ov/etc/systemd/system/multi-user.target.wants/sfsd-test.service"
+# A service that reads an ID, ordered after the floor unit as every
+# ordinary one is (through sysinit.target); the test starts it.
+cat >"$ov/etc/systemd/system/sfsd-reader.service" <<'EOF'
+[Unit]
+Description=snowflake: a reader ordered after the floor unit (scripts/guest/systemd-test.sh)
+After=snowflake-floor.service
+
+[Service]
+Type=oneshot
+User=nobody
+Group=snowflake
+ExecStart=/usr/bin/snowflake next
+StandardOutput=truncate:/run/sfsd-reader.id
+EOF
 # No login prompts on the console the test writes to.
 ln -s /dev/null "$ov/etc/systemd/system/serial-getty@ttyS0.service"
 ln -s /dev/null "$ov/etc/systemd/system/getty@tty1.service"

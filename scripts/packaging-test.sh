@@ -110,6 +110,8 @@ unit=$dest/etc/systemd/system/snowflake-floor.service
 contract=('^DefaultDependencies=no$' '^After=.*systemd-modules-load\.service'
 	'^Before=.*sysinit\.target' '^Before=.*snowflake-agent\.service' '^Conflicts=shutdown\.target$'
 	'^RequiresMountsFor=/var/lib/snowflake$' '^ExecStartPre=[+]/sbin/modprobe snowflake$'
+	'^After=.*systemd-udev-trigger\.service' '^After=.*systemd-udevd\.service'
+	'^ExecStartPre=/bin/sh -c .*until \[ -w /dev/snowflake \]'
 	'^ExecStartPre=/usr/local/sbin/snowflake-floord --restore' '^ExecStart=/usr/local/sbin/snowflake-floord '
 	'^StateDirectory=snowflake$' '^WantedBy=sysinit\.target$')
 bad=()
@@ -117,7 +119,7 @@ for re in "${contract[@]}"; do
 	grep -qE "$re" "$unit" || bad+=("$re")
 done
 if [ "${#bad[@]}" -eq 0 ]; then
-	ok "snowflake-floor.service: modules-load -> restore -> sysinit.target, snowflake-agent.service"
+	ok "snowflake-floor.service: modules-load -> udev has set up /dev/snowflake -> restore -> sysinit.target, snowflake-agent.service"
 else
 	notok "snowflake-floor.service lacks: ${bad[*]}"
 fi

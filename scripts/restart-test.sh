@@ -226,6 +226,9 @@ test_kernel() {
 	fi
 	vm_stage "$stage" "$ROOT/scripts/guest/init-restart.sh"
 	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
+	# A floor file with a right checksum, floor_ms in 2100: past the layout.
+	python3 -c 'import sys, zlib; b = sys.argv[1].encode(); sys.stdout.buffer.write(b + b"crc32 %08x\n" % zlib.crc32(b))' \
+		$'snowflake-floor 1\nfloor_ms 4102444800000\n' >"$stage/floor.beyond"
 	install -m 0755 "$OUT/snowflake" "$stage/usr/bin/snowflake"
 	install -m 0755 "$OUT/snowflake-floord" "$stage/usr/sbin/snowflake-floord"
 	if ! moddir=$(modules_of "$kver") ||
@@ -342,6 +345,16 @@ test_kernel() {
 	check "$kver: a corrupt file is refused (exit 3)" [ "$(val corrupt_rc "$log2")" = 3 ]
 	read -r f0 f1 <<<"$(val corrupt_floor "$log2")"
 	check "$kver: ... and the device's floor is unchanged ($f0)" same_number "$f0" "$f1"
+	b_msg=$(val beyond_msg "$log2")
+	b_ok=no
+	[[ $(val beyond_rc "$log2") = 3 && $b_msg == *"past the last ms the device's layout can stamp"* ]] && b_ok=yes
+	check "$kver: a floor past the layout's last ms (2100) is refused by --restore (exit 3: $b_msg)" \
+		[ "$b_ok" = yes ]
+	read -r f0 f1 <<<"$(val beyond_floor "$log2")"
+	b_ok=no
+	[[ -n $f0 && $f0 = "$f1" && $(val beyond_save_rc "$log2") = 3 ]] && b_ok=yes
+	check "$kver: ... the device's floor is unchanged ($f0 = $f1), and --save refuses to carry it forward (exit 3)" \
+		[ "$b_ok" = yes ]
 	check "$kver: a full disk: --save exits 1 ($(val enospc_msg "$log2"))" \
 		[ "$(val enospc_rc "$log2")" = 1 ]
 	check "$kver: ... says 'No space left on device', keeps the old file, leaves no floor.tmp" \

@@ -85,6 +85,69 @@ if [ -x "$out/snowflake-agent" ]; then
 	rm -rf "$cred"
 fi
 
+# 1c''. snowflake-floord and what its state directory holds (issue 24): a
+# file with a right checksum over a floor no device can use is corrupt
+# (exit 3) in every mode, before any device is opened; the documented exit
+# codes for the other bad inputs; a stale temporary file is removed.
+if [ -x "$out/snowflake-floord" ]; then
+	TAP_PREFIX="floord: "
+	fd=$(mktemp -d "$out/floord.XXXXXX")
+	# put_state DIR BODY: DIR/floor with BODY and its right crc32 line.
+	put_state() {
+		mkdir -p "$1"
+		python3 -c 'import sys, zlib; b = sys.argv[1].encode(); sys.stdout.buffer.write(b + b"crc32 %08x\n" % zlib.crc32(b))' \
+			"$2" >"$1/floor"
+	}
+	# floord_case WHAT WANT-RC WANT-TEXT ARGS...: floord ARGS exits WANT-RC, saying WANT-TEXT.
+	floord_case() {
+		local what=$1 want=$2 text=$3 got rc=0
+		shift 3
+		got=$(SNOWFLAKE_DEVICE=/nonexistent/snowflake "$out/snowflake-floord" "$@" 2>&1) || rc=$?
+		if [ "$rc" = "$want" ] && grep -qF -- "$text" <<<"$got"; then
+			ok "snowflake-floord $what: exit $rc, \"$text\""
+		else
+			notok "snowflake-floord $what: exit $rc (want $want and \"$text\")"
+			indent <<<"$got"
+		fi
+	}
+	id=0f3c9a5e7d1b24c68e0a9b3f5c7d1e2a
+	put_state "$fd/max" $'snowflake-floor 1\nfloor_ms 18446744073709551615\n'
+	for mode in --show --restore --save ""; do
+		floord_case "${mode:-(daemon)} with floor_ms 18446744073709551615" 3 \
+			"floor_ms 18446744073709551615 is past year 9999" ${mode:+"$mode"} --state-dir "$fd/max"
+	done
+	put_state "$fd/y10k" $'snowflake-floor 1\nfloor_ms 253402300800000\n'
+	floord_case "--restore with floor_ms at year 10000" 3 "is past year 9999" --restore --state-dir "$fd/y10k"
+	put_state "$fd/high" "snowflake-floor 2"$'\nfloor_ms 1763769600123\nhigh_ms 1763769700123\nmargin_ms 10000\nsaved_unix_ms 1763769590125\ninstance_id '"$id"$'\n'
+	floord_case "--show with high_ms above floor_ms" 3 "high_ms 1763769700123 is above floor_ms" --show --state-dir "$fd/high"
+	put_state "$fd/margin" "snowflake-floor 2"$'\nfloor_ms 1763769600123\nhigh_ms 1763769590123\nmargin_ms 86400001\nsaved_unix_ms 1763769590125\ninstance_id '"$id"$'\n'
+	floord_case "--show with margin_ms over a day" 3 "margin_ms 86400001 is more than a day" --show --state-dir "$fd/margin"
+	put_state "$fd/v7" $'snowflake-floor 7\nfloor_ms 5\n'
+	floord_case "--restore with format version 7" 3 "unknown format: format version 7" --restore --state-dir "$fd/v7"
+	mkdir -p "$fd/torn" && printf 'snowflake-floor 1\nfloor_ms 17637696' >"$fd/torn/floor"
+	floord_case "--show with a torn file" 3 "does not end with a newline" --show --state-dir "$fd/torn"
+	put_state "$fd/good" "snowflake-floor 2"$'\nfloor_ms 1763769600123\nhigh_ms 1763769590123\nmargin_ms 10000\nsaved_unix_ms 1763769590125\ninstance_id '"$id"$'\n'
+	floord_case "--show with a good file" 0 "floor_ms 1763769600123 2025-11-22T00:00:00.123Z" --show --state-dir "$fd/good"
+	mkdir -p "$fd/empty"
+	floord_case "--show with no file" 1 "no saved floor" --show --state-dir "$fd/empty"
+	floord_case "--show with no directory" 1 "does not exist" --show --state-dir "$fd/missing"
+	floord_case "--margin 0" 2 "--margin: '0' is not a duration" --show --margin 0
+	floord_case "--margin 2s --interval 1s" 2 "must be more than twice --interval" --show --margin 2s --interval 1s
+	floord_case "--state-dir ''" 2 "--state-dir: empty" --show --state-dir ''
+	floord_case "--restore --save" 2 "exclude each other" --restore --save
+	floord_case "--bogus" 2 "unknown option '--bogus'" --bogus
+	floord_case "--show extra" 2 "unexpected argument 'extra'" --show extra
+	# An interrupted save's leftovers: removed under the lock, even with no device.
+	mkdir -p "$fd/stale"
+	: >"$fd/stale/floor.tmp"
+	: >"$fd/stale/floor.tmp.x1y2z3"
+	floord_case "--restore with two stale temporary files (and no device)" 1 \
+		"removed 2 temporary files of an interrupted save" --restore --state-dir "$fd/stale"
+	check "... and they are gone" test -z "$(find "$fd/stale" -name 'floor.tmp*')"
+	rm -rf "$fd"
+	TAP_PREFIX="build: "
+fi
+
 # 1d. The bash completion offers every long option of the CLI.
 comp=$ROOT/packaging/bash-completion/snowflake
 missing=()

@@ -166,6 +166,19 @@ say corrupt_rc "$?"
 say corrupt_floor "$f0 $(cat /sys/class/misc/snowflake/floor_ms)"
 cp /tmp/floor.good "$STATE/floor"
 
+# A right checksum over a floor past the last ms the layout stamps (year
+# 2100; 41 bits of ms from 2010 end in 2080; made on the host): refused by
+# the restore and by --save (exit 3), the device's floor unchanged.
+cp /floor.beyond "$STATE/floor"
+f0=$(cat "$SYS/floor_ms")
+msg=$(snowflake-floord --restore --state-dir "$STATE" 2>&1)
+say beyond_rc "$?"
+say beyond_floor "$f0 $(cat "$SYS/floor_ms")"
+say beyond_msg "$(echo "$msg" | head -n 1)"
+snowflake-floord --save --state-dir "$STATE" >/dev/null 2>&1
+say beyond_save_rc "$?"
+cp /tmp/floor.good "$STATE/floor"
+
 # A full disk: the save fails with a clear message and keeps the old file.
 dd if=/dev/zero of=/mnt/fill bs=1M 2>/dev/null
 dd if=/dev/zero of=/mnt/fill2 bs=1k 2>/dev/null
@@ -173,7 +186,8 @@ msg=$(snowflake-floord --save --state-dir "$STATE" 2>&1)
 say enospc_rc "$?"
 say enospc_msg "$msg"
 cmp -s "$STATE/floor" /tmp/floor.good && say enospc_kept yes
-[ -e "$STATE/floor.tmp" ] && say enospc_tmp left
+# A save's temporary file is floor.tmp.XXXXXX (floor.tmp before issue 24).
+ls "$STATE"/floor.tmp* >/dev/null 2>&1 && say enospc_tmp left
 rm -f /mnt/fill /mnt/fill2
 
 rmmod snowflake

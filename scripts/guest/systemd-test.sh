@@ -164,6 +164,65 @@ t "the restart left floor_ms, clock_offset_ms and floor_jumps alone (no skew)" \
 t "the restore logged event=restore_same_instance" same_instance_restore "$cursor"
 info floor_log_since "$cursor"
 t "the restart logged no warning (no \"may repeat\")" no_floor_warning "$cursor"
+
+# Issue 24, item 3: the restore and a node udev has not set up yet.  The
+# module creates /dev/snowflake 0444 root:root; udev's rule makes it 0460
+# snowflake-admin.  At boot the module may come before udev's coldplug
+# (systemd-modules-load.service runs before systemd-udev-trigger.service):
+# the same window here at will, udev's event queue held while the unit
+# loads the module, on a host without the agent (strict=0, static ids).
+# The old unit restored through the read-only node (EPERM), failed, and a
+# service ordered after it (as every ordinary service is, through
+# sysinit.target) read below the saved floor.
+say "# floor unit: $(systemctl show -p After snowflake-floor.service)"
+t "the floor unit is ordered after udev's coldplug (After=systemd-udev-trigger.service)" \
+	sh -c "systemctl show -P After snowflake-floor.service | grep -qw systemd-udev-trigger.service"
+systemctl stop snowflake-floor.service
+saved=$(snowflake-floord --show | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')
+echo 'options snowflake strict=0 datacenter_id=1 worker_id=2' >/etc/modprobe.d/sfsd-test.conf
+until_ok 20 rmmod snowflake
+t "the module unloaded (to be loaded again, strict=0)" test ! -e /sys/module/snowflake
+cursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
+udevadm control --stop-exec-queue
+# Loaded before the unit starts, as systemd-modules-load.service does at
+# boot (the unit's device cgroup, DeviceAllow=, is set up at its start and
+# needs the node to exist then).
+modprobe snowflake
+systemctl start --no-block snowflake-floor.service
+systemctl start --no-block sfsd-reader.service
+until_ok 30 test -c /dev/snowflake
+say "# /dev/snowflake before udev has run its rule: $(stat -c '%a %U:%G' /dev/snowflake 2>&1)"
+# waiting_for_udev: the unit's control process is its wait for udev.
+waiting_for_udev() {
+	local pid
+	pid=$(systemctl show -P ControlPID snowflake-floor.service)
+	[ "${pid:-0}" != 0 ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- '-w /dev/snowflake'
+}
+waiting_or_refused() { waiting_for_udev || floor_log_since "$cursor" | grep -q 'not permitted'; }
+# restore_waits: the restore is not run (the wait for udev is), nor failed.
+restore_waits() {
+	until_ok 30 waiting_or_refused
+	systemctl status --no-pager -n 0 snowflake-floor.service | grep -E 'Active:|udevadm|snowflake-floord'
+	floor_log_since "$cursor"
+	waiting_for_udev && ! floor_log_since "$cursor" | grep -q 'not permitted'
+}
+t "while udev has not set up the node, the restore waits for it (no SET_FLOOR through a read-only node)" \
+	restore_waits
+udevadm control --start-exec-queue
+t "once udev has, the floor unit is active" until_ok 90 systemctl is-active snowflake-floor.service
+say "# /dev/snowflake after: $(stat -c '%a %U:%G' /dev/snowflake 2>&1)"
+info floor_log_since "$cursor"
+t "the restore did not fail on the way (no EPERM, no restart)" \
+	sh -c "! journalctl --no-pager -q -o cat --after-cursor '$cursor' -u snowflake-floor.service |
+		grep -E 'restoring floor_ms|not permitted|Failed with result|[Ss]cheduled restart'"
+t "a service ordered after the floor unit has read an ID" until_ok 60 test -s /run/sfsd-reader.id
+id=$(cat /run/sfsd-reader.id 2>/dev/null)
+ms=$(snowflake decode --layout-from-device "$id" 2>/dev/null | sed -n 's/.*unix_ms=\([0-9]*\).*/\1/p')
+say "# saved floor_ms ${saved:-?}; the service read ${id:-nothing}, stamped ${ms:-?}"
+t "that ID is stamped at or above the saved floor (strict=0: no read below it)" \
+	test -n "$ms" -a -n "$saved" -a "${ms:-0}" -ge "${saved:-1}"
+echo 'options snowflake strict=1' >/etc/modprobe.d/sfsd-test.conf
+
 for u in snowflake-floor.service snowflake-agent.service; do
 	say "# systemd-analyze security $u: $(systemd-analyze security --no-pager "$u" 2>/dev/null |
 		sed -n 's/.*Overall exposure level for [^:]*: //p')"

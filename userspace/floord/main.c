@@ -267,7 +267,8 @@ static int open_device(struct floord *d, int flags)
 /* Only one writer: a lock on the state directory, held until exit. */
 static int lock_dir(const char *dir)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), n;
+	char err[512];
 
 	if (fd < 0) {
 		logp(LOG_ERR, "state directory %s: %s", dir, strerror(errno));
@@ -279,7 +280,44 @@ static int lock_dir(const char *dir)
 		close(fd);
 		return -1;
 	}
+	/*
+	 * With the lock no save is under way: a temporary file is what a
+	 * killed one left (or an older floord's floor.tmp).  It never stops a
+	 * save (each creates a new name), so failing to remove it is a note.
+	 */
+	n = sf_state_clean(dir, err, sizeof(err));
+	if (n > 0)
+		logp(LOG_NOTICE, "removed %d temporary file%s of an interrupted save from %s",
+		     n, n == 1 ? "" : "s", dir);
+	else if (n < 0)
+		logp(LOG_WARNING, "%s", err);
 	return fd;
+}
+
+/*
+ * Whether the device's layout can stamp @floor_ms (when it cannot, SET_FLOOR
+ * fails with EOVERFLOW, and a later restore would too): 0, else the exit
+ * status (logged).  Such a file is refused like a corrupt one, and never
+ * carried forward by a save.
+ */
+static int check_floor_fits(struct floord *d, uint64_t floor_ms, const char *refusing)
+{
+	struct snowflake_config cfg;
+	uint64_t last;
+	char a[40], b[40];
+	int r = snowflake_get_config(d->sf, &cfg);
+
+	if (r) {
+		logp(LOG_ERR, "%s: reading the layout: %s", d->device, snowflake_strerror(r));
+		return SF_FLOORD_EXIT_FAIL;
+	}
+	last = sf_layout_last_ms(cfg.epoch_ms, cfg.time_unit_ms, cfg.timestamp_bits);
+	if (floor_ms <= last)
+		return 0;
+	logp(LOG_ERR, "%s/%s: floor_ms %" PRIu64 " (%s) is past the last ms the device's layout can stamp, %" PRIu64 " (%s): %s (see RECOVERY in snowflake-floord(8))",
+	     d->dir, SF_STATE_FILE, floor_ms, iso(floor_ms, a, sizeof(a)), last,
+	     iso(last, b, sizeof(b)), refusing);
+	return SF_FLOORD_EXIT_CORRUPT;
 }
 
 /*
@@ -379,6 +417,11 @@ static int do_restore(struct floord *d)
 		close(lock);
 		return SF_FLOORD_EXIT_FAIL;
 	}
+	r = check_floor_fits(d, st.floor_ms, "refusing to restore it; the device keeps its floor");
+	if (r) {
+		close(lock);
+		return r;
+	}
 	high = sf_high_water(before.clock_ms, before.last_timestamp_ms, before.floor_ms);
 	how = sf_restore_decide(&st, d->instance, high);
 	d->saved = st.floor_ms;
@@ -398,7 +441,8 @@ static int do_restore(struct floord *d)
 		logp(LOG_ERR, "%s: restoring floor_ms %" PRIu64 ": %s", d->device, st.floor_ms,
 		     snowflake_strerror(r));
 		close(lock);
-		return SF_FLOORD_EXIT_FAIL;
+		/* EOVERFLOW: the floor does not fit (the layout changed meanwhile?). */
+		return r == -EOVERFLOW ? SF_FLOORD_EXIT_CORRUPT : SF_FLOORD_EXIT_FAIL;
 	}
 	clock = before.clock_ms;
 	logp(LOG_NOTICE, "restored floor_ms %" PRIu64 " (%s, saved %s) from %s/%s; the generator's clock was %" PRIu64 " ms %s it",
@@ -451,6 +495,8 @@ static int do_save(struct floord *d)
 	r = saved_floor(d);
 	if (!r)
 		r = open_device(d, 0) ? SF_FLOORD_EXIT_FAIL : 0;
+	if (!r && d->saved)
+		r = check_floor_fits(d, d->saved, "refusing to carry it forward");
 	if (!r)
 		r = save(d, "--save") ? SF_FLOORD_EXIT_FAIL : 0;
 	close(lock);
@@ -480,6 +526,11 @@ static int do_run(struct floord *d)
 		return r;
 	if (open_device(d, 0))
 		return SF_FLOORD_EXIT_FAIL;
+	if (d->saved) {
+		r = check_floor_fits(d, d->saved, "refusing to carry it forward");
+		if (r)
+			return r;
+	}
 	if (save(d, "start")) {
 		logp(LOG_ERR, "cannot save the floor at start: giving up");
 		return SF_FLOORD_EXIT_FAIL;

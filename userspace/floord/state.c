@@ -4,17 +4,25 @@
  * See state.h for the format.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "state.h"
+
+/* Called between the write and the rename of a save: the unit tests' fault point. */
+#ifndef SF_STATE_SAVE_HOOK
+#define SF_STATE_SAVE_HOOK()	((void)0)
+#endif
 
 uint32_t sf_crc32(uint32_t crc, const void *buf, size_t len)
 {
@@ -53,13 +61,56 @@ bool sf_instance_id_valid(const char *s, size_t len)
 	return true;
 }
 
+/* The keys of versions 1 and 2, in the order they are written. */
+enum { K_FLOOR, K_HIGH, K_MARGIN, K_SAVED, K_INSTANCE, NKEYS };
+
+/*
+ * Whether the values are ones a save writes (state.h): 0, or -ERANGE with
+ * @err saying which.  One check for the writer and the reader, so that what
+ * is written always reads back and nothing else does.
+ */
+static int check_values(const uint64_t v[NKEYS], char *err, size_t errlen)
+{
+	if (v[K_FLOOR] == 0) {
+		set_err(err, errlen, "floor_ms is 0");
+		return -ERANGE;
+	}
+	if (v[K_FLOOR] > SF_STATE_MAX_MS) {
+		set_err(err, errlen, "floor_ms %" PRIu64 " is past year 9999 (at most %llu): no device can be restored to it",
+			v[K_FLOOR], SF_STATE_MAX_MS);
+		return -ERANGE;
+	}
+	if (v[K_HIGH] > v[K_FLOOR]) {
+		set_err(err, errlen, "high_ms %" PRIu64 " is above floor_ms %" PRIu64 " (a save writes the mark plus a margin)",
+			v[K_HIGH], v[K_FLOOR]);
+		return -ERANGE;
+	}
+	if (v[K_MARGIN] > SF_MAX_DURATION_MS) {
+		set_err(err, errlen, "margin_ms %" PRIu64 " is more than a day (%llu)", v[K_MARGIN],
+			SF_MAX_DURATION_MS);
+		return -ERANGE;
+	}
+	if (v[K_SAVED] > SF_STATE_MAX_MS) {
+		set_err(err, errlen, "saved_unix_ms %" PRIu64 " is past year 9999 (at most %llu)",
+			v[K_SAVED], SF_STATE_MAX_MS);
+		return -ERANGE;
+	}
+	return 0;
+}
+
 int sf_state_format(const struct sf_state *st, char *buf, size_t len)
 {
+	const uint64_t v[NKEYS] = {
+		[K_FLOOR] = st->floor_ms, [K_HIGH] = st->high_ms,
+		[K_MARGIN] = st->margin_ms, [K_SAVED] = st->saved_unix_ms,
+	};
 	size_t idlen = strnlen(st->instance_id, sizeof(st->instance_id));
 	int n, m;
 
 	if (idlen && !sf_instance_id_valid(st->instance_id, idlen))
 		return -EINVAL;
+	if (check_values(v, NULL, 0))
+		return -ERANGE;
 	/* Version 1 when the instance is unknown: what an older floord reads. */
 	n = snprintf(buf, len,
 		     SF_STATE_MAGIC " %d\n"
@@ -120,9 +171,6 @@ static int parse_hex32(const char *s, size_t len, uint32_t *val)
 	*val = v;
 	return 0;
 }
-
-/* The keys of versions 1 and 2, in the order they are written. */
-enum { K_FLOOR, K_HIGH, K_MARGIN, K_SAVED, K_INSTANCE, NKEYS };
 
 int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, size_t errlen)
 {
@@ -246,10 +294,9 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 			return -EBADMSG;
 		}
 	}
-	if (vals[K_FLOOR] == 0) {
-		set_err(err, errlen, "floor_ms is 0");
+	/* A right checksum over a value no save writes: damage all the same. */
+	if (check_values(vals, err, errlen))
 		return -EBADMSG;
-	}
 	st->floor_ms = vals[K_FLOOR];
 	st->high_ms = vals[K_HIGH];
 	st->margin_ms = vals[K_MARGIN];
@@ -320,9 +367,44 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Create DIR/floor.tmp.XXXXXX anew: O_EXCL (and O_NOFOLLOW), so never a
+ * file or a link that was there, whoever made it; another name when one
+ * exists.  The directory is the daemon's (nobody else may add names), so
+ * the names need not be secret, only new.  The fd, or -errno.
+ */
+static int create_tmp(int dfd, char *name, size_t len)
+{
+	static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	struct timespec ts;
+	uint64_t x;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	x = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid() << 16;
+	for (int tries = 0; tries < 100; tries++) {
+		char sfx[7];
+		int fd;
+
+		for (int i = 0; i < 6; i++) {
+			/* xorshift64: a new suffix each time round */
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			sfx[i] = chars[x % (sizeof(chars) - 1)];
+		}
+		sfx[6] = '\0';
+		snprintf(name, len, "%s.%s", SF_STATE_TMP, sfx);
+		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}
+
 int sf_state_save(const char *dir, const struct sf_state *st, char *err, size_t errlen)
 {
-	char buf[SF_STATE_MAX];
+	char buf[SF_STATE_MAX], tmp[sizeof(SF_STATE_TMP) + 8];
+	sigset_t stop, old;
 	int dfd, fd, len, r;
 
 	len = sf_state_format(st, buf, sizeof(buf));
@@ -336,37 +418,53 @@ int sf_state_save(const char *dir, const struct sf_state *st, char *err, size_t 
 		set_err(err, errlen, "state directory %s: %s", dir, strerror(-r));
 		return r;
 	}
-	fd = openat(dfd, SF_STATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/*
+	 * From the create to the rename (or the removal), the signals that
+	 * end a program run by hand (Ctrl-C, a closed terminal, kill) wait:
+	 * they would leave the temporary file behind.  The daemon blocks
+	 * them anyway; the old mask comes back at the end, and a signal that
+	 * came meanwhile is delivered then, the save done.
+	 */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGQUIT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	fd = create_tmp(dfd, tmp, sizeof(tmp));
 	if (fd < 0) {
-		r = -errno;
-		set_err(err, errlen, "creating %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		r = fd;
+		set_err(err, errlen, "creating %s/%s.XXXXXX: %s", dir, SF_STATE_TMP, strerror(-r));
 		close(dfd);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		return r;
 	}
 	r = write_all(fd, buf, (size_t)len);
 	if (r) {
-		set_err(err, errlen, "writing %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		set_err(err, errlen, "writing %s/%s: %s", dir, tmp, strerror(-r));
 		goto fail;
 	}
+	SF_STATE_SAVE_HOOK();
 	/* The data first: a rename that reaches the disk before it would leave an empty file. */
 	if (fsync(fd)) {
 		r = -errno;
-		set_err(err, errlen, "fsync %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		set_err(err, errlen, "fsync %s/%s: %s", dir, tmp, strerror(-r));
 		goto fail;
 	}
 	if (close(fd)) {
 		fd = -1;
 		r = -errno;
-		set_err(err, errlen, "closing %s/%s: %s", dir, SF_STATE_TMP, strerror(-r));
+		set_err(err, errlen, "closing %s/%s: %s", dir, tmp, strerror(-r));
 		goto fail;
 	}
 	fd = -1;
-	if (renameat(dfd, SF_STATE_TMP, dfd, SF_STATE_FILE)) {
+	if (renameat(dfd, tmp, dfd, SF_STATE_FILE)) {
 		r = -errno;
-		set_err(err, errlen, "renaming %s/%s to %s: %s", dir, SF_STATE_TMP, SF_STATE_FILE,
+		set_err(err, errlen, "renaming %s/%s to %s: %s", dir, tmp, SF_STATE_FILE,
 			strerror(-r));
 		goto fail;
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	/* The rename itself is durable only once the directory is. */
 	if (fsync(dfd)) {
 		r = -errno;
@@ -379,9 +477,65 @@ int sf_state_save(const char *dir, const struct sf_state *st, char *err, size_t 
 fail:
 	if (fd >= 0)
 		close(fd);
-	unlinkat(dfd, SF_STATE_TMP, 0);
+	unlinkat(dfd, tmp, 0);
 	close(dfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
+}
+
+/* "floor.tmp" (older snowflake-floord) or "floor.tmp." and anything. */
+static bool is_tmp_name(const char *name)
+{
+	size_t n = strlen(SF_STATE_TMP);
+
+	return strncmp(name, SF_STATE_TMP, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
+int sf_state_clean(const char *dir, char *err, size_t errlen)
+{
+	struct dirent *de;
+	int dfd, n = 0, r = 0;
+	DIR *d;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
+		set_err(err, errlen, "state directory %s: %s", dir, strerror(-r));
+		return r;
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		r = -errno;
+		set_err(err, errlen, "state directory %s: %s", dir, strerror(-r));
+		close(dfd);
+		return r;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		if (!is_tmp_name(de->d_name))
+			continue;
+		/* unlinkat() removes a link itself, never what it points to. */
+		if (!unlinkat(dfd, de->d_name, 0))
+			n++;
+		else if (errno != ENOENT && errno != EISDIR && !r) {
+			r = -errno;
+			set_err(err, errlen, "removing %s/%s: %s", dir, de->d_name, strerror(-r));
+		}
+	}
+	if (errno && !r) {
+		r = -errno;
+		set_err(err, errlen, "reading the directory %s: %s", dir, strerror(-r));
+	}
+	closedir(d);
+	return r ? r : n;
+}
+
+uint64_t sf_layout_last_ms(uint64_t epoch_ms, uint32_t time_unit_ms, unsigned int timestamp_bits)
+{
+	uint64_t ticks = timestamp_bits >= 64 ? UINT64_MAX : (1ULL << timestamp_bits) - 1;
+
+	if (time_unit_ms && ticks > (UINT64_MAX - epoch_ms) / time_unit_ms)
+		return UINT64_MAX;
+	return epoch_ms + ticks * time_unit_ms;
 }
 
 int sf_read_instance_id(const char *path, char *id)

@@ -24,6 +24,16 @@
  * with its newline.  A file that does not parse exactly (a torn or truncated
  * write, a flipped bit, garbage) is "corrupt" and is never used.
  *
+ * The values must also be ones a save could have written, or the file is
+ * corrupt even with its checksum right: floor_ms from 1 to SF_STATE_MAX_MS
+ * (no device can be restored to a floor past year 9999, and the one this
+ * program writes is the device's clock plus a margin of at most a day);
+ * high_ms and saved_unix_ms at most SF_STATE_MAX_MS, high_ms at most
+ * floor_ms (the floor is the mark plus the margin, never lowered); margin_ms
+ * at most SF_MAX_DURATION_MS (what --margin accepts).  A floor the
+ * device's layout cannot stamp (sf_layout_last_ms()) is refused by the
+ * restore and the daemon, which then never carry it forward.
+ *
  * Versions: 1 has exactly the keys above but instance_id (floor_ms
  * required); 2 has all of them, each required.  A save writes 2 when it
  * knows the instance, else 1 (a module without instance_id), so a file stays
@@ -39,6 +49,7 @@
 #include <stdint.h>
 
 #define SF_STATE_FILE		"floor"
+/* The temporary file of a save: "floor.tmp." and 6 random characters. */
 #define SF_STATE_TMP		"floor.tmp"
 #define SF_STATE_MAGIC		"snowflake-floor"
 #define SF_STATE_VERSION	2	/* the newest this program reads and writes */
@@ -49,6 +60,8 @@
 #define SF_DEFAULT_MARGIN_MS	10000
 #define SF_MAX_DURATION_MS	86400000ULL	/* one day */
 #define SF_DEFAULT_STATE_DIR	"/var/lib/snowflake"
+/* The last ms of year 9999 (9999-12-31T23:59:59.999Z): no saved value is above it. */
+#define SF_STATE_MAX_MS		253402300799999ULL
 
 /* Exit codes (snowflake-floord(8)). */
 #define SF_FLOORD_EXIT_OK	0
@@ -74,7 +87,9 @@ uint32_t sf_crc32(uint32_t crc, const void *buf, size_t len);
 /*
  * The file's text for @st into @buf (version 2 with @st->instance_id, else
  * 1): its length, -ENOSPC if @len is too small, -EINVAL if instance_id is
- * neither empty nor valid.
+ * neither empty nor valid, -ERANGE if a value is one the parser refuses
+ * (floor_ms 0 or past SF_STATE_MAX_MS, high_ms above floor_ms, ...): what
+ * is written always reads back.
  */
 int sf_state_format(const struct sf_state *st, char *buf, size_t len);
 
@@ -92,12 +107,33 @@ int sf_state_parse(const char *buf, size_t len, struct sf_state *st, char *err, 
 int sf_state_load(const char *dir, struct sf_state *st, char *err, size_t errlen);
 
 /*
- * Replace DIR/floor crash-safely: write DIR/floor.tmp, fsync it, rename it
- * over DIR/floor, fsync DIR.  After a crash at any point DIR/floor is the old
- * file or the new one, whole.  0, or -errno with @err naming the step; on
- * error DIR/floor is unchanged and floor.tmp is removed.
+ * Replace DIR/floor crash-safely: write a new DIR/floor.tmp.XXXXXX (created
+ * with O_EXCL, so never a file or link that was there: a stale one, even
+ * root's, is no obstacle), fsync it, rename it over DIR/floor, fsync DIR.
+ * After a crash at any point DIR/floor is the old file or the new one,
+ * whole.  From the create to the rename or the removal, SIGHUP, SIGINT,
+ * SIGQUIT and SIGTERM are blocked (delivered after, if they came), so that
+ * an interrupted save by hand leaves no temporary file.  0, or -errno with
+ * @err naming the step; on error DIR/floor is unchanged and the temporary
+ * file is removed.
  */
 int sf_state_save(const char *dir, const struct sf_state *st, char *err, size_t errlen);
+
+/*
+ * Remove what an interrupted save left in DIR (SIGKILL, a crash, an older
+ * snowflake-floord: "floor.tmp" and "floor.tmp.*", whoever owns them; a
+ * symbolic link is removed, never followed; a directory is left).  Only for
+ * the holder of the directory's lock (no save under way).  The number
+ * removed, or -errno with @err set.
+ */
+int sf_state_clean(const char *dir, char *err, size_t errlen);
+
+/*
+ * The last Unix ms a layout can stamp: @epoch_ms + (2^@timestamp_bits - 1)
+ * ticks of @time_unit_ms, UINT64_MAX when that does not fit 64 bits.  A
+ * floor above it cannot be restored (SET_FLOOR fails with -EOVERFLOW).
+ */
+uint64_t sf_layout_last_ms(uint64_t epoch_ms, uint32_t time_unit_ms, unsigned int timestamp_bits);
 
 /* Whether @s is exactly an instance id: 32 lowercase hex digits, nothing else. */
 bool sf_instance_id_valid(const char *s, size_t len);

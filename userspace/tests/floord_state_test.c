@@ -16,9 +16,15 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+
+/* The fault point of a save (state.c), between its write and its rename. */
+static void (*save_hook)(void);
+#define SF_STATE_SAVE_HOOK()	do { if (save_hook) save_hook(); } while (0)
 #include "../floord/state.c"
 
 #define ID_A	"0f3c9a5e7d1b24c68e0a9b3f5c7d1e2a"
@@ -79,6 +85,21 @@ static size_t get_file(const char *path, char *buf, size_t len)
 	n = read(fd, buf, len);
 	close(fd);
 	return n < 0 ? (size_t)-1 : (size_t)n;
+}
+
+/* The temporary files in @dir ("floor.tmp" and "floor.tmp.*"), or -1. */
+static int tmp_files(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += strncmp(de->d_name, "floor.tmp", 9) == 0;
+	closedir(d);
+	return n;
 }
 
 /* A file with its checksum fixed up, so that only the content is wrong. */
@@ -221,6 +242,14 @@ TEST(bad_contents)
 		{ "snowflake-flour 1\nfloor_ms 5\n", "not a snowflake-floord state file", -EBADMSG },
 		{ "snowflake-floor 1\n", "no floor_ms", -EBADMSG },
 		{ "snowflake-floor 1\nfloor_ms 0\n", "floor_ms is 0", -EBADMSG },
+		/* Right checksums over values no save writes (issue 24): never restored. */
+		{ "snowflake-floor 1\nfloor_ms 18446744073709551615\n", "floor_ms 18446744073709551615 is past year 9999", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 253402300800000\n", "is past year 9999 (at most 253402300799999)", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 18446744073709551615\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id " ID_A "\n", "past year 9999", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 6\nmargin_ms 1\nsaved_unix_ms 4\ninstance_id " ID_A "\n", "high_ms 6 is above floor_ms 5", -EBADMSG },
+		{ "snowflake-floor 1\nfloor_ms 5\nhigh_ms 18446744073709551615\n", "high_ms 18446744073709551615 is above floor_ms 5", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 86400001\nsaved_unix_ms 4\ninstance_id " ID_A "\n", "margin_ms 86400001 is more than a day", -EBADMSG },
+		{ "snowflake-floor 2\nfloor_ms 5\nhigh_ms 4\nmargin_ms 1\nsaved_unix_ms 253402300800000\ninstance_id " ID_A "\n", "saved_unix_ms 253402300800000 is past year 9999", -EBADMSG },
 		{ "snowflake-floor 1\nfloor_ms 05\n", "not a decimal number", -EBADMSG },
 		{ "snowflake-floor 1\nfloor_ms -5\n", "not a decimal number", -EBADMSG },
 		{ "snowflake-floor 1\nfloor_ms 5 \n", "not a decimal number", -EBADMSG },
@@ -241,10 +270,52 @@ TEST(bad_contents)
 			TH_LOG("case %zu", i);
 		ASSERT_NE(NULL, strstr(err, cases[i].why)) TH_LOG("case %zu: \"%s\"", i, err);
 	}
-	/* The largest valid number is accepted. */
-	ASSERT_EQ(0, sf_state_parse(buf, (size_t)with_crc("snowflake-floor 1\nfloor_ms 18446744073709551615\n",
-							 buf, sizeof(buf)), &st, err, sizeof(err)));
-	ASSERT_EQ(UINT64_MAX, st.floor_ms);
+	/* The largest valid values are accepted. */
+	ASSERT_EQ(0, sf_state_parse(buf, (size_t)with_crc("snowflake-floor 1\nfloor_ms 253402300799999\n",
+							 buf, sizeof(buf)), &st, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(SF_STATE_MAX_MS, st.floor_ms);
+	ASSERT_EQ(0, sf_state_parse(buf, (size_t)with_crc("snowflake-floor 2\nfloor_ms 253402300799999\n"
+							 "high_ms 253402300799999\nmargin_ms 86400000\n"
+							 "saved_unix_ms 253402300799999\ninstance_id " ID_A "\n",
+							 buf, sizeof(buf)), &st, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(SF_STATE_MAX_MS, st.high_ms);
+}
+
+/* What the parser refuses is never written: the format refuses it too. */
+TEST(format_refuses_what_parse_refuses)
+{
+	static const struct sf_state bad[] = {
+		{ .floor_ms = 0 },
+		{ .floor_ms = SF_STATE_MAX_MS + 1 },
+		{ .floor_ms = UINT64_MAX, .high_ms = 1 },
+		{ .floor_ms = 5, .high_ms = 6 },
+		{ .floor_ms = 5, .margin_ms = SF_MAX_DURATION_MS + 1 },
+		{ .floor_ms = 5, .saved_unix_ms = SF_STATE_MAX_MS + 1, .instance_id = ID_A },
+	};
+	char buf[SF_STATE_MAX], dir[PATH_MAX], err[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ(-ERANGE, sf_state_format(&bad[i], buf, sizeof(buf))) TH_LOG("case %zu", i);
+	}
+	/* And a save of it changes nothing on disk. */
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	ASSERT_EQ(-ERANGE, sf_state_save(dir, &bad[2], err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "formatting the state")) TH_LOG("%s", err);
+	ASSERT_EQ(0, tmp_files(dir));
+	rmtree(dir);
+}
+
+/* The last ms a layout stamps: what SET_FLOOR takes (sf_check_floor() in the module). */
+TEST(layout_last_ms)
+{
+	/* The default layout, 41 bits of 1 ms from the Twitter epoch: 2079-09-06. */
+	ASSERT_EQ(1288834974657ULL + (1ULL << 41) - 1, sf_layout_last_ms(1288834974657ULL, 1, 41));
+	ASSERT_EQ(1000ULL + 10 * 255, sf_layout_last_ms(1000, 10, 8));
+	ASSERT_EQ(7ULL, sf_layout_last_ms(7, 1, 0));
+	/* Past 64 bits: saturated, never wrapped to a small number. */
+	ASSERT_EQ(UINT64_MAX, sf_layout_last_ms(1, 2, 63));
+	ASSERT_EQ(UINT64_MAX, sf_layout_last_ms(UINT64_MAX, 1, 1));
+	ASSERT_EQ((1ULL << 63) - 1, sf_layout_last_ms(0, 1, 63));
 }
 
 TEST(bad_framing)
@@ -296,8 +367,7 @@ TEST(save_then_load)
 	ASSERT_EQ(0, memcmp(want, have, (size_t)n));
 	ASSERT_EQ(0, stat(path, &sb));
 	ASSERT_EQ(0644, sb.st_mode & 07777);
-	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
-	ASSERT_NE(0, access(path, F_OK));
+	ASSERT_EQ(0, tmp_files(dir));
 	/* A second save replaces the first. */
 	next.floor_ms += 5000;
 	ASSERT_EQ(0, sf_state_save(dir, &next, err, sizeof(err))) TH_LOG("%s", err);
@@ -317,11 +387,161 @@ TEST(leftover_tmp_file)
 	put_file(path, "snowflake-floor 1\nfloor_", 24);
 	/* Never read: with no floor, it is a first start. */
 	ASSERT_EQ(-ENOENT, sf_state_load(dir, &st, err, sizeof(err)));
-	/* The next save overwrites it. */
+	/* The next save works beside it (a new name), ... */
 	ASSERT_EQ(0, sf_state_save(dir, &sample, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(0, sf_state_load(dir, &st, err, sizeof(err)));
 	ASSERT_EQ(sample.floor_ms, st.floor_ms);
+	/* ... and the lock holder's clean removes it. */
+	ASSERT_EQ(1, sf_state_clean(dir, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_NE(0, access(path, F_OK));
+	ASSERT_EQ(0, tmp_files(dir));
+	ASSERT_EQ(0, sf_state_clean(dir, err, sizeof(err)));
+	rmtree(dir);
+}
+
+/*
+ * Issue 24: a save by hand as root, interrupted between its create and its
+ * rename, left a root-owned 0644 floor.tmp, and every later save as the
+ * daemon's user failed (-EACCES: "creating .../floor.tmp: Permission
+ * denied"), so the file on disk never moved forward again.  Now a save
+ * creates a new name (O_EXCL), and the clean removes the stale file (the
+ * directory is the daemon's), but never what a link in it points to.
+ */
+TEST(stale_root_tmp_does_not_stop_saves)
+{
+	char dir[PATH_MAX], other[PATH_MAX], path[PATH_MAX + 32], target[PATH_MAX + 16];
+	char err[512], buf[64];
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root: a root-owned floor.tmp, then uid 65534");
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	ASSERT_NE(NULL, tmpdir(other, sizeof(other)));
+	ASSERT_EQ(0, chown(dir, 65534, 65534));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	ASSERT_EQ(0, chmod(other, 0755));
+	/* root's leftover, 0644, and a link to a file of root's elsewhere. */
+	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
+	put_file(path, "snowflake-floor 2\nfloor_", 24);
+	snprintf(target, sizeof(target), "%s/precious", other);
+	put_file(target, "keep", 4);
+	snprintf(path, sizeof(path), "%s/floor.tmp.link", dir);
+	ASSERT_EQ(0, symlink(target, path));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct sf_state st;
+		int r;
+
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(100);
+		r = sf_state_save(dir, &sample, err, sizeof(err));
+		if (r) {
+			fprintf(stderr, "# as uid 65534: save returned %d: %s\n", r, err);
+			_exit(r < 0 && -r < 100 ? -r : 101);
+		}
+		if (sf_state_load(dir, &st, err, sizeof(err)) || st.floor_ms != sample.floor_ms)
+			_exit(102);
+		r = sf_state_clean(dir, err, sizeof(err));
+		if (r != 2) {
+			fprintf(stderr, "# as uid 65534: clean returned %d: %s\n", r, err);
+			_exit(103);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("the child exited %d (13: the save got -EACCES)",
+						  WEXITSTATUS(status));
+	ASSERT_EQ(0, tmp_files(dir));
+	ASSERT_EQ(4U, get_file(target, buf, sizeof(buf)));
+	ASSERT_EQ(0, memcmp(buf, "keep", 4));
+	rmtree(dir);
+	rmtree(other);
+}
+
+static void interrupt_self(void)
+{
+	kill(getpid(), SIGINT);
+}
+
+/*
+ * Ctrl-C during a save by hand (--save, --restore): issue 24 saw it leave
+ * floor.tmp.  The signal now waits for the rename: the process dies of it
+ * with the new file in place and no temporary file.
+ */
+TEST(interrupted_save_leaves_nothing)
+{
+	char dir[PATH_MAX], err[512];
+	struct sf_state st;
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	ASSERT_EQ(0, sf_state_save(dir, &sample_v1, err, sizeof(err))) TH_LOG("%s", err);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct sf_state next = sample;
+
+		signal(SIGINT, SIG_DFL);
+		next.floor_ms += 1000;
+		save_hook = interrupt_self;
+		sf_state_save(dir, &next, err, sizeof(err));
+		_exit(0);	/* SIGINT never came */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status));
+	ASSERT_EQ(SIGINT, WTERMSIG(status));
+	ASSERT_EQ(0, tmp_files(dir)) TH_LOG("the interrupted save left a temporary file");
+	ASSERT_EQ(0, sf_state_load(dir, &st, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(sample.floor_ms + 1000, st.floor_ms);
+	/* The caller's mask is as it was: what it blocks stays blocked, nothing more. */
+	{
+		sigset_t usr1, now;
+
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
+		ASSERT_EQ(0, sf_state_save(dir, &sample, err, sizeof(err))) TH_LOG("%s", err);
+		sigprocmask(SIG_BLOCK, NULL, &now);
+		sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+		ASSERT_TRUE(sigismember(&now, SIGUSR1));
+		ASSERT_FALSE(sigismember(&now, SIGINT));
+		ASSERT_FALSE(sigismember(&now, SIGTERM));
+	}
+	rmtree(dir);
+}
+
+/* Only our names go: "floor.tmp" and "floor.tmp.*", never a directory. */
+TEST(clean_removes_only_temporaries)
+{
+	static const char *const gone[] = { "floor.tmp", "floor.tmp.abc123", "floor.tmp." };
+	static const char *const kept[] = { "floor.tmpx", "xfloor.tmp", "floor" };
+	char dir[PATH_MAX], path[PATH_MAX + 32], err[512];
+
+	ASSERT_NE(NULL, tmpdir(dir, sizeof(dir)));
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, gone[i]);
+		put_file(path, "x", 1);
+		snprintf(path, sizeof(path), "%s/%s", dir, kept[i]);
+		put_file(path, "x", 1);
+	}
+	snprintf(path, sizeof(path), "%s/floor.tmp.dir", dir);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	ASSERT_EQ(3, sf_state_clean(dir, err, sizeof(err))) TH_LOG("%s", err);
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, gone[i]);
+		ASSERT_NE(0, access(path, F_OK)) TH_LOG("%s left", gone[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, kept[i]);
+		ASSERT_EQ(0, access(path, F_OK)) TH_LOG("%s removed", kept[i]);
+	}
+	snprintf(path, sizeof(path), "%s/floor.tmp.dir", dir);
+	ASSERT_EQ(0, access(path, F_OK));
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	ASSERT_EQ(-ENOENT, sf_state_clean(path, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "state directory ")) TH_LOG("%s", err);
 	rmtree(dir);
 }
 
@@ -411,7 +631,8 @@ TEST(write_error_keeps_old_file)
 		r = sf_state_save(dir, &next, err, sizeof(err));
 		if (r != -EFBIG)
 			_exit(11);
-		if (!strstr(err, "writing ") || !strstr(err, "/floor.tmp: File too large"))
+		if (!strstr(err, "writing ") || !strstr(err, "/floor.tmp.") ||
+		    !strstr(err, ": File too large"))
 			_exit(12);
 		_exit(0);
 	}
@@ -421,8 +642,7 @@ TEST(write_error_keeps_old_file)
 	na = get_file(path, after, sizeof(after));
 	ASSERT_EQ(nb, na);
 	ASSERT_EQ(0, memcmp(before, after, nb));
-	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
-	ASSERT_NE(0, access(path, F_OK));
+	ASSERT_EQ(0, tmp_files(dir));
 	rmtree(dir);
 }
 
@@ -438,8 +658,7 @@ TEST(rename_error)
 	put_file(path, "x", 1);
 	ASSERT_GT(0, sf_state_save(dir, &sample, err, sizeof(err)));
 	ASSERT_NE(NULL, strstr(err, "renaming ")) TH_LOG("%s", err);
-	snprintf(path, sizeof(path), "%s/floor.tmp", dir);
-	ASSERT_NE(0, access(path, F_OK));
+	ASSERT_EQ(0, tmp_files(dir));
 	rmtree(dir);
 }
 
