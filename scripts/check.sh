@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> static -> docs -> clients -> agent -> handoff
+#   -> packaging -> deb -> static -> docs -> clients -> contract -> agent
+#   -> handoff
 #   -> lease -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
@@ -21,11 +22,11 @@
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ installed as packages with pip, Composer, npm, go and
 # mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
-# against recorded ID and UUID streams, scripts/clients-test.sh; agent:
-# snowflake-agent against a real redis-server on 127.0.0.1, then end to end
-# in a 6.12 guest, scripts/agent-test.sh (and against a real ZooKeeper server
-# and a real mariadbd, each with its own guest, scripts/agent-zk-test.sh and
-# scripts/agent-mysql-test.sh); handoff: one pair handed from
+# against recorded ID and UUID streams, scripts/clients-test.sh; contract:
+# snowflake-agent's contract, one scenario list against etcd (3 members),
+# Redis, ZooKeeper (3 servers) and MariaDB through a fault proxy, and each
+# store's adapter tests, tests/contract/run.sh; agent: end to end in a 6.12
+# guest per store, scripts/agent-test.sh; handoff: one pair handed from
 # host A to host B whose wall clock is behind (5 minutes; then a few seconds,
 # reading in every millisecond), the module, the agent and Redis in a guest,
 # every ID of B above every ID of A, on 6.12, 6.1 and 6.12-rt, ~35 s each,
@@ -125,6 +126,7 @@ if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
 want clients && run_stage clients scripts/clients-test.sh
+want contract && run_stage contract tests/contract/run.sh
 want agent && run_stage agent scripts/agent-test.sh
 want handoff && run_stage handoff scripts/handoff-test.sh
 want lease && run_stage lease scripts/lease-test.sh
@@ -141,7 +143,7 @@ want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,handoff,lease,restart}.log; do
+	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,contract,agent,handoff,lease,restart}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
@@ -159,6 +161,8 @@ lane_figures() {
 			/^figures: mysql: / { say("agent mysql", substr($0, 17)) }
 			/^figure: mysql guest: / { kk = k; k = "guest"; say("agent mysql", substr($0, 22)); k = kk }
 			/^figures: lease / { say("lease", substr($0, 16)) }
+			/^contract: / && !/^contract: [0-9]+ passed, / { say("contract", substr($0, 11)) }
+			/^figures: contract / { say("contract", substr($0, 19)) }
 			/^figure: fence_latency_ms=/ { k = "guest"; say("agent", $0) }
 			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
