@@ -56,12 +56,19 @@ const struct store_ops ag_etcd_ops = { .name = "etcd", .init = e_init };
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "store_parse.h"
+
+/* The largest reply read (on_data()); a longer one fails the call. */
+#define REPLY_MAX	(1 << 20)
+/* etcd's lease ids and revisions are int64, above 0. */
+#define ID_MAX		((uint64_t)INT64_MAX)
+
 struct estore {
 	CURL *h;
 	char **eps;			/* endpoints */
 	int n_eps, cur;
 	char lease[24];			/* decimal lease id, "" none */
-	char create_rev[24];		/* the revision that created our key */
+	uint64_t create_rev;		/* the revision that created our key, 0 none */
 	int64_t lease_sent;		/* before its grant or last keep-alive */
 	char auth[600];			/* "Authorization: token", "" none */
 	bool down;			/* logged already */
@@ -80,8 +87,8 @@ static size_t on_data(char *p, size_t sz, size_t n, void *arg)
 	size_t add = sz * n;
 	char *nb;
 
-	if (e->len + add > (1 << 20))
-		return 0;
+	if (add > REPLY_MAX || e->len + add > REPLY_MAX)
+		return 0;	/* libcurl fails the call: CURLE_WRITE_ERROR */
 	nb = realloc(e->body, e->len + add + 1);
 	if (!nb)
 		return 0;
@@ -113,77 +120,21 @@ static const char *jstr(struct json_object *o, const char *k)
 {
 	struct json_object *v;
 
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
+	/* Only a string: json-c would render a number or an object as one. */
+	return o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ?
+	       json_object_get_string(v) : NULL;
 }
 
-/* Base64 @in to @out (at most @outlen - 1 bytes, NUL-terminated); -1 on bad input. */
-static int unb64(const char *in, char *out, size_t outlen)
-{
-	unsigned int acc = 0, bits = 0;
-	size_t o = 0;
-
-	for (; *in && *in != '='; in++) {
-		const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		const char *p = strchr(t, *in);
-
-		if (!p)
-			return -1;
-		acc = acc << 6 | (unsigned int)(p - t);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o + 1 >= outlen)
-				return -1;
-			out[o++] = (char)(acc >> bits & 0xff);
-		}
-	}
-	out[o] = '\0';
-	return 0;
-}
-
-/* responses[@i].response_range of a Txn reply, or NULL. */
-static struct json_object *txn_range(struct json_object *j, size_t i)
-{
-	struct json_object *res, *r;
-
-	if (!json_object_object_get_ex(j, "responses", &res) ||
-	    json_object_array_length(res) <= i)
-		return NULL;
-	r = json_object_array_get_idx(res, i);
-	return json_object_object_get_ex(r, "response_range", &r) ? r : NULL;
-}
-
-/* The first key-value of a range response, or NULL (none: the key does not exist). */
-static struct json_object *range_kv(struct json_object *range)
-{
-	struct json_object *kvs;
-
-	if (!range || !json_object_object_get_ex(range, "kvs", &kvs) ||
-	    !json_object_array_length(kvs))
-		return NULL;
-	return json_object_array_get_idx(kvs, 0);
-}
-
-/* A mark's value from a key-value: 0 on success. */
-static int kv_mark(struct json_object *kv, uint64_t *mark)
-{
-	const char *v = kv ? jstr(kv, "value") : NULL;
-	char buf[64], *end;
-
-	if (!v || unb64(v, buf, sizeof(buf)) || !buf[0])
-		return -1;
-	errno = 0;
-	*mark = strtoull(buf, &end, 10);
-	return errno || *end ? -1 : 0;
-}
-
+/* The Txn reply's "succeeded" (strictly a boolean; left out: false). */
 static bool txn_ok(struct json_object *j)
 {
-	struct json_object *ok;
+	bool ok;
 
-	/* The JSON gateway leaves out false (a default value). */
-	return json_object_object_get_ex(j, "succeeded", &ok) && json_object_get_boolean(ok);
+	return ag_etcd_succeeded(j, &ok) != AG_VAL_INVALID && ok;
 }
+
+#define txn_range	ag_etcd_txn_range
+#define range_kv	ag_etcd_range_kv
 
 static void etcd_down(struct agent *a, const char *ep, const char *why)
 {
@@ -422,7 +373,7 @@ static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
 	struct estore *e = E(a);
 	struct json_object *j, *res;
 	char body[64];
-	const char *ttl;
+	uint64_t ttl;
 	int code, ret;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", e->lease);
@@ -430,12 +381,26 @@ static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
 	j = call(a, deadline, "/v3/lease/keepalive", body, &code);
 	if (!j)
 		return code == 5 ? 0 : -1;	/* 5: not found */
-	ttl = json_object_object_get_ex(j, "result", &res) ? jstr(res, "TTL") : NULL;
-	ret = ttl && atoll(ttl) > 0;
+	/* TTL left out (0): the lease is gone; not a string of digits: a bad reply. */
+	res = json_object_object_get_ex(j, "result", &res) ? res : NULL;
+	switch (ag_etcd_u64(res, "TTL", ID_MAX, &ttl)) {
+	case AG_VAL_OK:
+		ret = ttl > 0;
+		break;
+	case AG_VAL_MISSING:
+		ret = res ? 0 : -1;
+		break;
+	default:
+		ret = -1;
+		break;
+	}
+	if (ret < 0)
+		logm(AG_WARN, "etcd keep-alive of lease %s: a bad reply (no TTL as a decimal string): %.200s",
+		     e->lease, json_object_to_json_string(j));
 	json_object_put(j);
-	if (ret)
+	if (ret > 0)
 		e->lease_sent = *sent;
-	else
+	else if (!ret)
 		e->lease[0] = '\0';
 	return ret;
 }
@@ -456,7 +421,30 @@ static bool revoke(struct agent *a)
 		logm(AG_DEBUG, "event=lease_revoked lease=%s", e->lease);
 	json_object_put(j);
 	e->lease[0] = '\0';
-	return j != NULL;
+	e->create_rev = 0;
+	return j != NULL || code == 5;	/* 5: not found, gone already */
+}
+
+/*
+ * A claim whose outcome is unknown (no reply, or one that cannot be read)
+ * or that bound a key the agent will not keep (an invalid mark): its key,
+ * if the Txn committed, is bound to our lease.  The lease is revoked,
+ * which deletes that key, or, when etcd does not answer, forgotten: it is
+ * never kept alive again, so it and the key end within the TTL.  Never a
+ * key bound to a lease the agent keeps (a later claim gets a new lease).
+ */
+static void forget_claim(struct agent *a, const char *key, const char *why)
+{
+	struct estore *e = E(a);
+	char lease[sizeof(e->lease)];
+
+	snprintf(lease, sizeof(lease), "%s", e->lease);
+	if (revoke(a))
+		logm(AG_WARN, "event=claim_undone key=%s lease=%s: %s: the lease is revoked (with the key, if the claim committed)",
+		     key, lease, why);
+	else
+		logm(AG_WARN, "event=claim_undone key=%s lease=%s: %s: the lease could not be revoked; it is never kept alive again and ends within the TTL",
+		     key, lease, why);
 }
 
 /* A lease young enough to claim with: kept alive, or a new one. */
@@ -465,7 +453,7 @@ static bool have_lease(struct agent *a)
 	struct estore *e = E(a);
 	struct json_object *j;
 	char body[64];
-	const char *id;
+	uint64_t id;
 	int64_t sent;
 	int code;
 
@@ -478,10 +466,13 @@ static bool have_lease(struct agent *a)
 	j = call(a, 0, "/v3/lease/grant", body, &code);
 	if (!j)
 		return false;
-	id = jstr(j, "ID");
-	if (id && strlen(id) < sizeof(e->lease)) {
-		snprintf(e->lease, sizeof(e->lease), "%s", id);
+	if (ag_etcd_u64(j, "ID", ID_MAX, &id) == AG_VAL_OK && id) {
+		snprintf(e->lease, sizeof(e->lease), "%llu", (unsigned long long)id);
 		e->lease_sent = sent;
+	} else {
+		/* Nobody keeps an unknown lease alive: it ends by itself. */
+		logm(AG_WARN, "etcd lease grant: a bad reply (no ID as a decimal string): %.200s",
+		     json_object_to_json_string(j));
 	}
 	json_object_put(j);
 	return e->lease[0];
@@ -516,9 +507,10 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		   uint64_t init_mark)
 {
 	struct estore *e = E(a);
-	struct json_object *j, *hdr, *range;
-	char key[512], k64[700], mkey[512], m64[700], v64[440], *body;
-	const char *rev = NULL;
+	struct json_object *j, *hdr = NULL, *range;
+	char key[512], k64[700], mkey[512], m64[700], v64[440], text[64], *body;
+	uint64_t rev, count;
+	bool ok;
 	int code, ret;
 
 	if (!have_lease(a))
@@ -541,30 +533,57 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	j = call(a, 0, "/v3/kv/txn", body, &code);
 	free(body);
 	if (!j) {
-		if (code == 5)	/* the lease expired meanwhile */
+		if (code == 5)	/* the lease expired meanwhile: nothing was written */
 			e->lease[0] = '\0';
+		else if (!a->fatal)
+			forget_claim(a, key, "no reply to the claim");
 		return TRY_ERROR;
 	}
-	if (txn_ok(j)) {
+	*sent = e->lease_sent;
+	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
+		forget_claim(a, key, "a bad reply to the claim (\"succeeded\" not a boolean)");
+		ret = TRY_ERROR;
+	} else if (ok) {
 		/* Our Put is the Txn's only write: the key's create revision is the Txn's. */
-		if (json_object_object_get_ex(j, "header", &hdr))
-			rev = jstr(hdr, "revision");
-		if (!rev || strlen(rev) >= sizeof(e->create_rev) ||
-		    kv_mark(range_kv(txn_range(j, 1)), mark)) {
-			logm(AG_WARN, "etcd claim of %s: odd reply (no revision or mark)", key);
-			ret = TRY_ERROR;	/* the key expires with the lease */
-		} else {
-			snprintf(e->create_rev, sizeof(e->create_rev), "%s", rev);
-			ret = TRY_TAKEN;
+		json_object_object_get_ex(j, "header", &hdr);
+		switch (ag_etcd_kv_mark(range_kv(txn_range(j, 1)), ag_mark_max(a), mark, text,
+					sizeof(text))) {
+		case AG_VAL_OK:
+			if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) == AG_VAL_OK && rev) {
+				e->create_rev = rev;
+				ret = TRY_TAKEN;
+				break;
+			}
+			forget_claim(a, key, "a bad reply to the claim (no revision as a decimal string)");
+			ret = TRY_ERROR;
+			break;
+		case AG_VAL_INVALID:
+			ag_log_mark_invalid(mkey, text, "not 20 digits within the layout's range: the pair is not claimed (a missing mark's rules apply)");
+			forget_claim(a, key, "the pair's mark is invalid");
+			ret = AG_TRY_MARK_INVALID;
+			break;
+		default:
+			forget_claim(a, key, "a bad reply to the claim (no mark)");
+			ret = TRY_ERROR;
+			break;
 		}
 	} else {
 		range = txn_range(j, 0);
 		/* count is left out when 0: the key is free, so the mark is missing. */
-		ret = range && jstr(range, "count") && atoll(jstr(range, "count")) > 0 ?
-		      TRY_HELD : TRY_NO_MARK;
+		switch (range ? ag_etcd_u64(range, "count", ID_MAX, &count) : AG_VAL_INVALID) {
+		case AG_VAL_OK:
+			ret = count ? TRY_HELD : TRY_NO_MARK;
+			break;
+		case AG_VAL_MISSING:
+			ret = TRY_NO_MARK;
+			break;
+		default:
+			logm(AG_WARN, "etcd claim of %s: a bad reply (no count as a decimal string)", key);
+			ret = TRY_ERROR;
+			break;
+		}
 	}
 	json_object_put(j);
-	*sent = e->lease_sent;
 	return ret;
 }
 
@@ -573,20 +592,29 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
  * lease, raising the mark to @raise (0: no raise) in the same Txn (see
  * the top of this file).  1 ours (*@mark the mark, 0 when it is missing
  * and @raise is 0), 0 not ours (gone, or another's), -1 failed.
+ *
+ * With @raise, 1 only when the same Txn read back a valid mark at or
+ * above @raise: a mark that is not 20 digits fails the byte compare
+ * without being raised, so the outcome is decided on the mark as read,
+ * never on the compare alone; an invalid mark fails the raise (the agent
+ * gives its device no ceiling beyond what the store holds).
  */
 static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *mark)
 {
 	struct estore *e = E(a);
 	struct json_object *j, *kv;
-	char k64[700], mkey[512], m64[700], v[24], v64[40], *body;
+	char k64[700], mkey[512], m64[700], v[24], v64[40], text[64], *body;
 	char cmp_raise[900] = "", put_raise[900] = "";
-	const char *rev, *lease;
-	int code, ret, tries;
+	uint64_t rev, lease, lease_ours = 0;
+	int code, tries, mv;
+	bool ok;
 
 	b64(a->key, k64, sizeof(k64));
 	mark_key_of(a, a->dc, a->w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
 	*mark = 0;
+	if (ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &lease_ours) || !e->create_rev)
+		return 0;
 	for (tries = 0; tries < 2; tries++) {
 		if (raise) {
 			snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)raise);
@@ -600,38 +628,66 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, v64);
 		}
 		if (asprintf(&body,
-			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%s\"},"
+			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%llu\"},"
 			     "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"LEASE\",\"lease\":\"%s\"}%s],"
 			     "\"success\":[%s{\"request_range\":{\"key\":\"%s\"}}],"
 			     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
-			     k64, e->create_rev, k64, e->lease, cmp_raise, put_raise, m64, k64, m64) < 0)
+			     k64, (unsigned long long)e->create_rev, k64, e->lease, cmp_raise, put_raise,
+			     m64, k64, m64) < 0)
 			return -1;
 		j = call(a, deadline, "/v3/kv/txn", body, &code);
 		free(body);
 		if (!j)
 			return -1;
-		if (txn_ok(j)) {
-			kv = range_kv(txn_range(j, raise ? 1 : 0));
-			ret = !kv || !kv_mark(kv, mark) ? 1 : -1;
+		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
 			json_object_put(j);
-			return ret;
+			return -1;
+		}
+		if (ok) {
+			mv = ag_etcd_kv_mark(range_kv(txn_range(j, raise ? 1 : 0)), ag_mark_max(a), mark,
+					     text, sizeof(text));
+			json_object_put(j);
+			if (mv == AG_VAL_MISSING && !raise)
+				return 1;
+			if (mv == AG_VAL_INVALID) {
+				ag_log_mark_invalid(mkey, text, "the renewal fails: no ceiling beyond a mark the store holds");
+				return -1;
+			}
+			if (mv != AG_VAL_OK || *mark < raise) {
+				logm(AG_WARN, "etcd renewal of %s: the mark read back is %s the raise to %llu: the raise failed",
+				     a->key, mv == AG_VAL_OK ? "below" : "missing after",
+				     (unsigned long long)raise);
+				return -1;
+			}
+			return 1;
 		}
 		/* Which compare failed?  The key first. */
 		kv = range_kv(txn_range(j, 0));
-		rev = kv ? jstr(kv, "create_revision") : NULL;
-		lease = kv ? jstr(kv, "lease") : NULL;
-		if (!rev || strcmp(rev, e->create_rev) != 0 || !lease || strcmp(lease, e->lease) != 0) {
+		if (!kv || ag_etcd_u64(kv, "create_revision", ID_MAX, &rev) != AG_VAL_OK ||
+		    rev != e->create_rev || ag_etcd_u64(kv, "lease", ID_MAX, &lease) != AG_VAL_OK ||
+		    lease != lease_ours) {
 			logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
 			     kv ? "the key is another lease's now" : "the key is gone (deleted, or expired)");
 			json_object_put(j);
 			return 0;
 		}
-		/* Ours: the mark is at or above @raise already, or missing. */
-		kv = range_kv(txn_range(j, 1));
-		ret = kv ? (kv_mark(kv, mark) ? -1 : 1) : 2;
+		/* Ours: the mark is at or above @raise already, invalid, or missing. */
+		mv = ag_etcd_kv_mark(range_kv(txn_range(j, 1)), ag_mark_max(a), mark, text,
+				     sizeof(text));
 		json_object_put(j);
-		if (ret != 2)
-			return ret;
+		if (mv == AG_VAL_INVALID) {
+			ag_log_mark_invalid(mkey, text, "not raised: the renewal fails (no ceiling beyond a mark the store holds)");
+			return -1;
+		}
+		if (mv == AG_VAL_OK) {
+			if (*mark >= raise)
+				return 1;
+			logm(AG_WARN, "etcd renewal of %s: the mark %llu is below the raise to %llu and was not raised",
+			     a->key, (unsigned long long)*mark, (unsigned long long)raise);
+			return -1;
+		}
+		if (!raise)
+			return 1;
 		logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
 		     mkey, (unsigned long long)raise);
 	}
@@ -644,7 +700,7 @@ static int e_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	struct estore *e = E(a);
 	int ret;
 
-	if (!e->lease[0] || !e->create_rev[0] || dc != a->dc || w != a->w)
+	if (!e->lease[0] || !e->create_rev || dc != a->dc || w != a->w)
 		return TRY_HELD;
 	ret = keepalive(a, 0, sent);
 	if (ret <= 0)

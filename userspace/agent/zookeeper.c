@@ -109,6 +109,8 @@ const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init 
 
 #include <zookeeper/zookeeper.h>
 
+#include "store_parse.h"
+
 #define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner */
 
 /*
@@ -149,6 +151,7 @@ struct zcall {
 	struct zstore *z;
 	struct Stat stat;		/* exists, get; the multi's setData */
 	int len;
+	bool too_long;			/* the data was longer than ZDATA_MAX - 1: invalid */
 	char data[ZDATA_MAX];
 	zoo_op_result_t res[2];
 	char created[16];		/* the multi's create writes its path here (unused) */
@@ -189,6 +192,7 @@ static void call_done(struct zcall *c, int rc, const struct Stat *st, const char
 	if (st)
 		c->stat = *st;
 	if (v && len > 0) {
+		c->too_long = len > ZDATA_MAX - 1;
 		c->len = len < ZDATA_MAX - 1 ? len : ZDATA_MAX - 1;
 		memcpy(c->data, v, (size_t)c->len);
 	}
@@ -299,19 +303,30 @@ static void path_of(const struct agent *a, bool mark, uint32_t dc, uint32_t w, c
 	snprintf(buf, len, "%s/%s", strcmp(root, "/") ? root : "", key);
 }
 
-/* A mark's data, "MARK OWNER" or "MARK": 0 on success. */
-static int mark_parse(const char *data, uint64_t *mark, const char **owner)
+/*
+ * A mark's data as read by @m (a finished get), "MARK OWNER" or "MARK",
+ * strictly (ag_zk_mark_data()): AG_VAL_OK with *@mark and *@owner (""
+ * when there is none, else exactly as stored), or AG_VAL_INVALID, logged
+ * as event=mark_invalid with @path.
+ */
+static int mark_parse(const struct agent *a, const struct zcall *m, const char *path,
+		      uint64_t *mark, char *owner, size_t owner_len)
 {
-	char *end;
+	const char *o;
+	size_t olen;
+	char text[64];
 
-	if (*data < '0' || *data > '9')
-		return -1;
-	errno = 0;
-	*mark = strtoull(data, &end, 10);
-	if (errno || (*end && *end != ' '))
-		return -1;
-	*owner = *end ? end + 1 : "";
-	return 0;
+	if (!m->too_long && m->len > 0 &&
+	    ag_zk_mark_data(m->data, (size_t)m->len, ag_mark_max(a), mark, &o, &olen) == AG_VAL_OK &&
+	    olen < owner_len) {
+		memcpy(owner, o ? o : "", olen);
+		owner[olen] = '\0';
+		return AG_VAL_OK;
+	}
+	ag_shorten(m->data, m->len > 0 ? (size_t)m->len : 0, text, sizeof(text));
+	ag_log_mark_invalid(path, text, m->too_long ? "longer than a mark's data" :
+			    "not \"MARK\" or \"MARK OWNER\" with MARK 20 digits within the layout's range");
+	return AG_VAL_INVALID;
 }
 
 /* ---------------------------------------------------------------- */
@@ -858,9 +873,10 @@ static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int
 static bool mark_is_ours(struct agent *a, const struct zcall *m, uint64_t *value)
 {
 	struct zstore *z = Z(a);
-	const char *owner;
+	char owner[AG_OWNER_MAX + 1], mpath[600];
 
-	if (m->rc != ZOK || mark_parse(m->data, value, &owner))
+	path_of(a, true, a->dc, a->w, mpath, sizeof(mpath));
+	if (m->rc != ZOK || mark_parse(a, m, mpath, value, owner, sizeof(owner)))
 		return false;
 	if (m->stat.version != z->mark_version && strcmp(owner, a->owner) != 0)
 		return false;
@@ -888,7 +904,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	session = session_of(z);
 	for (tries = 0; tries < 2; tries++) {
 		struct zcall *k, *m, *c;
-		const char *owner;
+		char owner[AG_OWNER_MAX + 1];
 		zoo_op_t ops[2];
 
 		rc = prove(a, 0, dc, w, sent, &k, &m);
@@ -896,11 +912,11 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			zk_error(a, rc, "claim");
 			return TRY_ERROR;
 		}
-		if (m->rc == ZOK && mark_parse(m->data, mark, &owner)) {
-			logm(AG_WARN, "event=mark_unreadable path=%s data=\"%.40s\"", mpath, m->data);
+		if (m->rc == ZOK && mark_parse(a, m, mpath, mark, owner, sizeof(owner))) {
+			/* Never served, never a floor: a missing mark's rules apply. */
 			call_put(k);
 			call_put(m);
-			return TRY_ERROR;
+			return AG_TRY_MARK_INVALID;
 		}
 		if (k->rc == ZOK) {
 			if (!session || k->stat.ephemeralOwner != session) {
@@ -956,6 +972,17 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			ret = -2;	/* the mark moved between the read and the create: again */
 		} else {
 			zk_error(a, rc, "claim (multi)");
+			/*
+			 * The outcome is unknown (no answer: the connection lost,
+			 * the deadline): the multi may have created the key, as
+			 * an ephemeral of this session, which later claims and
+			 * renewals would keep alive.  The session is closed before
+			 * the next claim: the ensemble deletes every ephemeral of
+			 * it (or expires it, when the close does not get through).
+			 */
+			if (c->abandoned || rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+			    rc == ZSESSIONMOVED || rc == ZCLOSING)
+				zk_drop_session(a, "the claim's outcome is unknown");
 			ret = TRY_ERROR;
 		}
 		call_put(c);
