@@ -501,6 +501,7 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		if (parse_uint(v, ULONG_MAX, &n) || n >= (1ULL << 62))
 			goto bad;
 		c->init_mark_ms = n;
+		c->init_mark_given = true;
 		return 0;
 	case O_INIT_STORE:
 		c->init_store = true;

@@ -87,6 +87,7 @@ struct ag_conf {
 	long long mark_quarantine_ms;	/* claim a pair without a mark after this; -1: never */
 	bool init_store;		/* --init-store: create the pool's marks and exit */
 	uint64_t init_mark_ms;		/* the marks --init-store creates */
+	bool init_mark_given;		/* --init-mark-ms given: invalid marks may be replaced */
 	enum ag_level level;
 	bool print_config;
 	bool help;

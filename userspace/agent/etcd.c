@@ -479,11 +479,13 @@ static bool have_lease(struct agent *a)
 }
 
 /* Create the mark of (@dc, @w) at @value if it is missing: 1 created, 0 present, -1 failed. */
-static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
+static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
+			bool replace_invalid)
 {
 	struct json_object *j;
 	char mkey[512], m64[700], v[24], v64[40], *body;
 	int code, ret;
+	(void)replace_invalid;
 
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
@@ -515,7 +517,7 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 
 	if (!have_lease(a))
 		return TRY_ERROR;
-	if (init_mark && e_init_mark(a, dc, w, init_mark) < 0)
+	if (init_mark && e_init_mark(a, dc, w, init_mark, false) < 0)
 		return TRY_ERROR;
 	key_of(a, dc, w, key, sizeof(key));
 	b64(key, k64, sizeof(k64));

@@ -856,12 +856,14 @@ static void m_release(struct agent *a)
  * --init-store: the database and the table where missing (the first
  * call), then the pair's row with its mark where missing.
  */
-static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
+static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
+			bool replace_invalid)
 {
 	struct mstore *s = M(a);
 	int64_t end = end_of(a, 0);
 	char sql[1024];
 	struct reply r;
+	(void)replace_invalid;
 
 	if (!s->schema_ok) {
 		if (!mysql_connect_db(a, end, true)) {

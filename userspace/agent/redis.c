@@ -535,8 +535,10 @@ static void r_release(struct agent *a)
 		     v == 0 ? "not ours any more" : "Redis failed; it expires by itself");
 }
 
-static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
+static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
+		       bool replace_invalid)
 {
+	(void)replace_invalid;
 	if (!redis_connect(a, 0))
 		return -1;
 	return set_mark_nx(a, dc, w, mark);

@@ -794,10 +794,12 @@ static int64_t z_claim_wait(struct agent *a)
 }
 
 /* Create the mark of (@dc, @w) at @value if it is missing: 1 created, 0 present, -1 failed. */
-static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
+static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
+			bool replace_invalid)
 {
 	char path[600], v[32];
 	int rc;
+	(void)replace_invalid;
 
 	if (!zk_ready(a, 0))
 		return -1;
@@ -897,7 +899,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	/* One key per session: the loop comes to ours (readopt, or here). */
 	if (z->mine && (z->mine_dc != dc || z->mine_w != w))
 		return TRY_HELD;
-	if (init_mark && z_init_mark(a, dc, w, init_mark) < 0)
+	if (init_mark && z_init_mark(a, dc, w, init_mark, false) < 0)
 		return TRY_ERROR;
 	path_of(a, false, dc, w, kpath, sizeof(kpath));
 	path_of(a, true, dc, w, mpath, sizeof(mpath));
