@@ -478,136 +478,260 @@ static bool have_lease(struct agent *a)
 	return e->lease[0];
 }
 
-/* Create the mark of (@dc, @w) at @value if it is missing: 1 created, 0 present, -1 failed. */
-static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
-			bool replace_invalid)
-{
-	struct json_object *j;
-	char mkey[512], m64[700], v[24], v64[40], *body;
-	int code, ret;
-	(void)replace_invalid;
+/* A pair's mark as read: AG_VAL_*, the value, the revision that last wrote it, its text. */
+struct mread {
+	int v;
+	uint64_t mark, mod_rev;
+	char text[64];
+};
 
+/* @kv (NULL: none) as a struct mread; -1 when its revision is not a decimal string. */
+static int mread_of(struct agent *a, struct json_object *kv, struct mread *mr)
+{
+	mr->v = ag_etcd_kv_mark(kv, a->mark_max_ms, &mr->mark, mr->text, sizeof(mr->text));
+	mr->mod_rev = 0;
+	if (mr->v != AG_VAL_MISSING &&
+	    (ag_etcd_u64(kv, "mod_revision", ID_MAX, &mr->mod_rev) != AG_VAL_OK || !mr->mod_rev)) {
+		ag_reply_invalid(a, "etcd mod_revision", json_object_to_json_string(kv),
+				 strlen(json_object_to_json_string(kv)));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The compare "the mark is still as read" for a Txn: absent (create
+ * revision 0), or last written by the very revision read.  So a write
+ * that replaces an invalid mark replaces only the text found invalid.
+ */
+static void mark_cmp(const struct mread *mr, const char *m64, char *buf, size_t len)
+{
+	if (mr->v == AG_VAL_MISSING)
+		snprintf(buf, len, "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}",
+			 m64);
+	else
+		snprintf(buf, len, "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"MOD\",\"mod_revision\":\"%llu\"}",
+			 m64, (unsigned long long)mr->mod_rev);
+}
+
+/*
+ * Read pair (@dc, @w): its mark into *@mr and, with @count, how many keys
+ * are at its lease key (0 or 1).  0, or -1 (no reply, or a bad one).
+ */
+static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr, uint64_t *count)
+{
+	struct json_object *j, *range;
+	char key[512], k64[700], mkey[512], m64[700], *body;
+	int code, ret = 0;
+
+	key_of(a, dc, w, key, sizeof(key));
+	b64(key, k64, sizeof(k64));
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
-	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
-	b64(v, v64, sizeof(v64));
 	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
-		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
-		     m64, m64, v64) < 0)
+		     "{\"success\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
+		     m64, k64) < 0)
 		return -1;
 	j = call(a, 0, "/v3/kv/txn", body, &code);
 	free(body);
 	if (!j)
 		return -1;
-	ret = txn_ok(j) ? 1 : 0;
+	if (!txn_ok(j) || !txn_range(j, 0) || mread_of(a, range_kv(txn_range(j, 0)), mr))
+		ret = -1;
+	range = txn_range(j, 1);
+	if (!ret && count) {
+		/* count is left out when 0. */
+		switch (range ? ag_etcd_u64(range, "count", ID_MAX, count) : AG_VAL_INVALID) {
+		case AG_VAL_MISSING:
+			*count = 0;
+			break;
+		case AG_VAL_OK:
+			break;
+		default:
+			ret = -1;
+			break;
+		}
+	}
+	if (ret)
+		ag_reply_invalid(a, "etcd range of a pair", json_object_to_json_string(j),
+				 strlen(json_object_to_json_string(j)));
 	json_object_put(j);
 	return ret;
 }
 
+/*
+ * Create the mark of (@dc, @w) at @value where it is missing, replace it
+ * where it is invalid and @replace_invalid: INIT_*, or -1 failed.
+ */
+static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
+		       bool replace_invalid)
+{
+	struct json_object *j;
+	char mkey[512], m64[700], v[24], v64[40], cmp[900], *body;
+	struct mread mr;
+	int code, tries;
+	bool ok;
+
+	mark_key_of(a, dc, w, mkey, sizeof(mkey));
+	b64(mkey, m64, sizeof(m64));
+	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
+	b64(v, v64, sizeof(v64));
+	for (tries = 0; tries < 3; tries++) {
+		if (read_pair(a, dc, w, &mr, NULL))
+			return -1;
+		if (mr.v == AG_VAL_OK)
+			return INIT_PRESENT;
+		if (mr.v == AG_VAL_INVALID && !replace_invalid) {
+			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "left-alone");
+			return INIT_INVALID;
+		}
+		mark_cmp(&mr, m64, cmp, sizeof(cmp));
+		if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
+			     cmp, m64, v64) < 0)
+			return -1;
+		j = call(a, 0, "/v3/kv/txn", body, &code);
+		free(body);
+		if (!j)
+			return -1;
+		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
+			json_object_put(j);
+			return -1;
+		}
+		json_object_put(j);
+		if (!ok)
+			continue;	/* the mark changed since the read: again */
+		if (mr.v == AG_VAL_MISSING)
+			return INIT_CREATED;
+		ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
+		return INIT_REPLACED;
+	}
+	return -1;
+}
+
+/*
+ * Claim (@dc, @w): read the pair (its mark, whether its key exists), then
+ * one Txn that creates the key bound to our lease only while the key is
+ * absent and the mark is still as read, and reads the mark back:
+ *
+ *   Txn If(CreateRevision(key) == 0, <the mark as read>)
+ *       Then([Put(mark, init_mark),] Put(key, owner, lease), Range(mark))
+ *
+ * A missing or invalid mark is written (at @init_mark) only with
+ * @init_mark, in the same Txn, and only over the very text read; without,
+ * nothing is written (TRY_NO_MARK, TRY_BAD_MARK).
+ */
 static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
 {
 	struct estore *e = E(a);
-	struct json_object *j, *hdr = NULL, *range;
-	char key[512], k64[700], mkey[512], m64[700], v64[440], text[64], *body;
+	struct json_object *j, *hdr = NULL;
+	char key[512], k64[700], mkey[512], m64[700], v64[440], iv[24], iv64[40], cmp[900];
+	char put_mark[1000], text[64], *body;
 	uint64_t rev, count;
+	struct mread mr, back;
+	int code, ret, tries;
 	bool ok;
-	int code, ret;
 
 	if (!have_lease(a))
-		return TRY_ERROR;
-	if (init_mark && e_init_mark(a, dc, w, init_mark, false) < 0)
 		return TRY_ERROR;
 	key_of(a, dc, w, key, sizeof(key));
 	b64(key, k64, sizeof(k64));
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
 	b64(a->owner, v64, sizeof(v64));
-	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},"
-		     "{\"key\":\"%s\",\"result\":\"GREATER\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
-		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
-		     "{\"request_range\":{\"key\":\"%s\"}}],"
-		     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
-		     k64, m64, k64, v64, e->lease, m64, k64) < 0)
-		return TRY_ERROR;
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j) {
-		if (code == 5)	/* the lease expired meanwhile: nothing was written */
-			e->lease[0] = '\0';
-		else if (!a->fatal)
-			forget_claim(a, key, "no reply to the claim");
-		return TRY_ERROR;
-	}
-	*sent = e->lease_sent;
-	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
-		forget_claim(a, key, "a bad reply to the claim (\"succeeded\" not a boolean)");
-		ret = TRY_ERROR;
-	} else if (ok) {
-		/* Our Put is the Txn's only write: the key's create revision is the Txn's. */
+	for (tries = 0; tries < 2; tries++) {
+		if (read_pair(a, dc, w, &mr, &count))
+			return TRY_ERROR;
+		if (count)
+			return TRY_HELD;
+		if (mr.v == AG_VAL_MISSING && !init_mark)
+			return TRY_NO_MARK;
+		if (mr.v == AG_VAL_INVALID && !init_mark) {
+			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "not-served");
+			return TRY_BAD_MARK;
+		}
+		put_mark[0] = '\0';
+		if (mr.v != AG_VAL_OK) {
+			snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
+			b64(iv, iv64, sizeof(iv64));
+			snprintf(put_mark, sizeof(put_mark),
+				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, iv64);
+		}
+		mark_cmp(&mr, m64, cmp, sizeof(cmp));
+		if (asprintf(&body,
+			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},%s],"
+			     "\"success\":[%s{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
+			     "{\"request_range\":{\"key\":\"%s\"}}],"
+			     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
+			     k64, cmp, put_mark, k64, v64, e->lease, m64, k64) < 0)
+			return TRY_ERROR;
+		*sent = e->lease_sent;
+		j = call(a, 0, "/v3/kv/txn", body, &code);
+		free(body);
+		if (!j) {
+			if (code == 5)	/* the lease expired meanwhile: nothing was written */
+				e->lease[0] = '\0';
+			else if (!a->fatal)
+				forget_claim(a, key, "no reply to the claim");
+			return TRY_ERROR;
+		}
+		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
+			forget_claim(a, key, "a bad reply to the claim (\"succeeded\" not a boolean)");
+			json_object_put(j);
+			return TRY_ERROR;
+		}
+		if (!ok) {
+			/* The key was taken, or the mark changed, since the read: again. */
+			json_object_put(j);
+			continue;
+		}
+		/* Our Put is the Txn's only write to the key: its create revision is the Txn's. */
 		json_object_object_get_ex(j, "header", &hdr);
-		switch (ag_etcd_kv_mark(range_kv(txn_range(j, 1)), ag_mark_max(a), mark, text,
-					sizeof(text))) {
-		case AG_VAL_OK:
-			if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) == AG_VAL_OK && rev) {
-				e->create_rev = rev;
-				ret = TRY_TAKEN;
-				break;
-			}
-			forget_claim(a, key, "a bad reply to the claim (no revision as a decimal string)");
-			ret = TRY_ERROR;
-			break;
-		case AG_VAL_INVALID:
-			ag_log_mark_invalid(mkey, text, "not 20 digits within the layout's range: the pair is not claimed (a missing mark's rules apply)");
-			forget_claim(a, key, "the pair's mark is invalid");
-			ret = AG_TRY_MARK_INVALID;
-			break;
-		default:
-			forget_claim(a, key, "a bad reply to the claim (no mark)");
-			ret = TRY_ERROR;
-			break;
+		ret = TRY_ERROR;
+		if (mread_of(a, range_kv(txn_range(j, put_mark[0] ? 2 : 1)), &back) ||
+		    back.v != AG_VAL_OK) {
+			snprintf(text, sizeof(text), "%s", back.text);
+			ag_reply_invalid(a, "etcd mark read back at a claim", text, strlen(text));
+			forget_claim(a, key, "the mark read back at the claim is not valid");
+		} else if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) != AG_VAL_OK || !rev) {
+			ag_reply_invalid(a, "etcd claim's revision", json_object_to_json_string(j),
+					 strlen(json_object_to_json_string(j)));
+			forget_claim(a, key, "a bad reply to the claim (no revision)");
+		} else {
+			if (mr.v == AG_VAL_INVALID)
+				ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
+			e->create_rev = rev;
+			*mark = back.mark;
+			ret = TRY_TAKEN;
 		}
-	} else {
-		range = txn_range(j, 0);
-		/* count is left out when 0: the key is free, so the mark is missing. */
-		switch (range ? ag_etcd_u64(range, "count", ID_MAX, &count) : AG_VAL_INVALID) {
-		case AG_VAL_OK:
-			ret = count ? TRY_HELD : TRY_NO_MARK;
-			break;
-		case AG_VAL_MISSING:
-			ret = TRY_NO_MARK;
-			break;
-		default:
-			logm(AG_WARN, "etcd claim of %s: a bad reply (no count as a decimal string)", key);
-			ret = TRY_ERROR;
-			break;
-		}
+		json_object_put(j);
+		return ret;
 	}
-	json_object_put(j);
-	return ret;
+	return TRY_HELD;	/* the pair keeps changing under us: another's */
 }
 
 /*
  * Prove that our key is the one our claim created and still bound to our
  * lease, raising the mark to @raise (0: no raise) in the same Txn (see
  * the top of this file).  1 ours (*@mark the mark, 0 when it is missing
- * and @raise is 0), 0 not ours (gone, or another's), -1 failed.
+ * or invalid and @raise is 0), 0 not ours (gone, or another's), -1 failed.
  *
  * With @raise, 1 only when the same Txn read back a valid mark at or
  * above @raise: a mark that is not 20 digits fails the byte compare
- * without being raised, so the outcome is decided on the mark as read,
- * never on the compare alone; an invalid mark fails the raise (the agent
- * gives its device no ceiling beyond what the store holds).
+ * without being raised, so the outcome is decided on the mark as read
+ * back, never on the compare alone.  A missing or invalid mark is
+ * replaced by @raise, in a Txn that compares it with what was read (only
+ * that very text), with the proof (safe: this holder's floor is above
+ * every earlier holder's timestamps, and @raise above its own).
  */
 static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *mark)
 {
 	struct estore *e = E(a);
 	struct json_object *j, *kv;
-	char k64[700], mkey[512], m64[700], v[24], v64[40], text[64], *body;
+	char k64[700], mkey[512], m64[700], v[24], v64[40], *body;
 	char cmp_raise[900] = "", put_raise[900] = "";
 	uint64_t rev, lease, lease_ours = 0;
+	struct mread mr = { .v = AG_VAL_OK };
 	int code, tries, mv;
 	bool ok;
 
@@ -617,15 +741,19 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 	*mark = 0;
 	if (ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &lease_ours) || !e->create_rev)
 		return 0;
-	for (tries = 0; tries < 2; tries++) {
+	for (tries = 0; tries < 3; tries++) {
 		if (raise) {
 			snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)raise);
 			b64(v, v64, sizeof(v64));
-			/* A first try compares the value; a second one (no mark) its absence. */
-			snprintf(cmp_raise, sizeof(cmp_raise),
-				 tries ? ",{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}" :
+			/* A first try compares the value; a next one the mark as read. */
+			if (tries && mr.v != AG_VAL_OK) {
+				cmp_raise[0] = ',';
+				mark_cmp(&mr, m64, cmp_raise + 1, sizeof(cmp_raise) - 1);
+			} else {
+				snprintf(cmp_raise, sizeof(cmp_raise),
 					 ",{\"key\":\"%s\",\"result\":\"LESS\",\"target\":\"VALUE\",\"value\":\"%s\"}",
-				 m64, v64);
+					 m64, v64);
+			}
 			snprintf(put_raise, sizeof(put_raise),
 				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, v64);
 		}
@@ -646,21 +774,28 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 			return -1;
 		}
 		if (ok) {
-			mv = ag_etcd_kv_mark(range_kv(txn_range(j, raise ? 1 : 0)), ag_mark_max(a), mark,
-					     text, sizeof(text));
+			struct mread back;
+
+			mv = mread_of(a, range_kv(txn_range(j, raise ? 1 : 0)), &back);
 			json_object_put(j);
-			if (mv == AG_VAL_MISSING && !raise)
+			if (mv)
+				return -1;
+			if (!raise) {
+				/* No raise: an invalid or missing mark is left alone. */
+				*mark = back.v == AG_VAL_OK ? back.mark : 0;
 				return 1;
-			if (mv == AG_VAL_INVALID) {
-				ag_log_mark_invalid(mkey, text, "the renewal fails: no ceiling beyond a mark the store holds");
+			}
+			if (back.v != AG_VAL_OK || back.mark < raise) {
+				ag_reply_invalid(a, "etcd mark read back after a raise", back.text,
+						 strlen(back.text));
 				return -1;
 			}
-			if (mv != AG_VAL_OK || *mark < raise) {
-				logm(AG_WARN, "etcd renewal of %s: the mark read back is %s the raise to %llu: the raise failed",
-				     a->key, mv == AG_VAL_OK ? "below" : "missing after",
-				     (unsigned long long)raise);
-				return -1;
-			}
+			if (mr.v == AG_VAL_INVALID)
+				ag_mark_invalid(a, a->dc, a->w, mr.text, strlen(mr.text), "replaced");
+			else if (mr.v == AG_VAL_MISSING)
+				logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
+				     mkey, (unsigned long long)raise);
+			*mark = back.mark;
 			return 1;
 		}
 		/* Which compare failed?  The key first. */
@@ -674,24 +809,18 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 			return 0;
 		}
 		/* Ours: the mark is at or above @raise already, invalid, or missing. */
-		mv = ag_etcd_kv_mark(range_kv(txn_range(j, 1)), ag_mark_max(a), mark, text,
-				     sizeof(text));
+		mv = mread_of(a, range_kv(txn_range(j, 1)), &mr);
 		json_object_put(j);
-		if (mv == AG_VAL_INVALID) {
-			ag_log_mark_invalid(mkey, text, "not raised: the renewal fails (no ceiling beyond a mark the store holds)");
+		if (mv)
 			return -1;
-		}
-		if (mv == AG_VAL_OK) {
-			if (*mark >= raise)
+		if (mr.v == AG_VAL_OK) {
+			*mark = mr.mark;
+			if (mr.mark >= raise)
 				return 1;
-			logm(AG_WARN, "etcd renewal of %s: the mark %llu is below the raise to %llu and was not raised",
-			     a->key, (unsigned long long)*mark, (unsigned long long)raise);
-			return -1;
+			/* Below: it changed between our compares; again, on the value. */
 		}
 		if (!raise)
 			return 1;
-		logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
-		     mkey, (unsigned long long)raise);
 	}
 	return -1;
 }

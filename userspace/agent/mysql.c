@@ -579,23 +579,20 @@ static void pair_where(const struct agent *a, uint32_t dc, uint32_t w, char *buf
 
 /*
  * The row a batch's SELECT owner, mark read (ag_mysql_row(), strictly):
- * AG_VAL_OK with *@mark and *@ours, or AG_VAL_INVALID (an invalid mark is
- * logged as event=mark_invalid).
+ * AG_VAL_OK with *@mark and *@ours, or AG_VAL_INVALID (logged as
+ * event=mark_invalid with @action, when not NULL).
  */
 static int row_of(const struct agent *a, const struct reply *r, uint32_t dc, uint32_t w,
-		  uint64_t *mark, bool *ours)
+		  uint64_t *mark, bool *ours, const char *action)
 {
-	char text[64], key[512];
 	size_t ml = r->col_len[1], ol = r->col_len[0];
 
 	if (ol < sizeof(r->col[0]) && ml < sizeof(r->col[1]) &&
 	    ag_mysql_row(r->col_null[0] ? NULL : r->col[0], ol, r->col_null[1] ? NULL : r->col[1],
-			 ml, a->owner, ag_mark_max(a), mark, ours) == AG_VAL_OK)
+			 ml, a->owner, a->mark_max_ms, mark, ours) == AG_VAL_OK)
 		return AG_VAL_OK;
-	mark_key_of(a, dc, w, key, sizeof(key));
-	ag_shorten(r->col[1], ml < sizeof(r->col[1]) ? ml : sizeof(r->col[1]) - 1, text,
-		   sizeof(text));
-	ag_log_mark_invalid(key, text, "the row's mark is not within [1, the layout's last ms] (or its owner is not text): the pair is not claimed");
+	if (action)
+		ag_mark_invalid(a, dc, w, r->col[1], strlen(r->col[1]), action);
 	return AG_VAL_INVALID;
 }
 
@@ -698,10 +695,11 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	const struct ag_conf *c = a->c;
 	struct mstore *s = M(a);
 	int64_t end = end_of(a, 0);
-	char where[600], sql[4096];
+	char where[600], sql[4096], mcond[128], valid[64];
 	struct reply r;
 	bool ours;
 
+	snprintf(valid, sizeof(valid), " AND mark <= %llu", (unsigned long long)a->mark_max_ms);
 	if (!mysql_ready(a, end))
 		return s->no_schema && !a->fatal ? TRY_NO_MARK : TRY_ERROR;
 	if (resolve_orphan(a, end))
@@ -709,13 +707,20 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	if (init_mark && insert_row(a, end, dc, w, init_mark) < 0)
 		return TRY_ERROR;
 	pair_where(a, dc, w, where, sizeof(where));
+	/*
+	 * Only a valid mark is claimed; with @init_mark an invalid one is
+	 * replaced by it in the same UPDATE (under the row's lock: the very
+	 * value found invalid), without it the row is left alone.
+	 */
+	snprintf(mcond, sizeof(mcond), ", mark = IF(mark <= %llu, mark, %llu)",
+		 (unsigned long long)a->mark_max_ms, (unsigned long long)init_mark);
 	if (sqlf(sql, sizeof(sql),
 		 "START TRANSACTION; "
-		 "UPDATE `%s` SET owner = '%s', expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND WHERE %s AND expiry < UTC_TIMESTAMP(6) AND mark BETWEEN 1 AND %llu; "
+		 "UPDATE `%s` SET owner = '%s', expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND%s WHERE %s AND expiry < UTC_TIMESTAMP(6)%s; "
 		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
 		 "COMMIT",
-		 c->mysql_table, s->own, c->ttl_ms * 1000ULL, where,
-		 (unsigned long long)ag_mark_max(a), c->mysql_table, where))
+		 c->mysql_table, s->own, c->ttl_ms * 1000ULL, init_mark ? mcond : "", where,
+		 init_mark ? "" : valid, c->mysql_table, where))
 		return TRY_ERROR;
 	*sent = boot_ns();
 	if (exec(a, end, sql, &r)) {
@@ -732,9 +737,11 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	if (!r.row)
 		return TRY_NO_MARK;	/* no row: a pair without a mark; nothing was written */
 	/* The UPDATE takes only a valid mark: an invalid one leaves the row alone. */
-	if (row_of(a, &r, dc, w, mark, &ours)) {
+	if (row_of(a, &r, dc, w, mark, &ours, NULL)) {
+		ag_mark_invalid(a, dc, w, r.col[1], strlen(r.col[1]),
+				r.affected[1] == 0 ? "not-served" : "read-back");
 		if (r.affected[1] == 0)
-			return AG_TRY_MARK_INVALID;
+			return TRY_BAD_MARK;
 		goto unknown;
 	}
 	if (r.affected[1] == 0)
@@ -774,10 +781,12 @@ static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, ui
 	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
 		 "START TRANSACTION; "
-		 "UPDATE `%s` SET expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND, mark = GREATEST(mark, %llu) WHERE %s AND owner = '%s'; "
+		 "UPDATE `%s` SET expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND, mark = IF(mark <= %llu, GREATEST(mark, %llu), IF(%llu > 0, %llu, mark)) WHERE %s AND owner = '%s'; "
 		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
 		 "COMMIT",
-		 c->mysql_table, c->ttl_ms * 1000ULL, (unsigned long long)raise, where, s->own,
+		 c->mysql_table, c->ttl_ms * 1000ULL, (unsigned long long)a->mark_max_ms,
+		 (unsigned long long)raise, (unsigned long long)raise, (unsigned long long)raise,
+		 where, s->own,
 		 c->mysql_table, where))
 		return -1;
 	*sent = boot_ns();
@@ -801,9 +810,20 @@ static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, ui
 	}
 	if (!r.row)
 		goto odd;
-	/* An invalid mark (GREATEST() keeps one above the layout): no ceiling from it. */
-	if (row_of(a, &r, dc, w, mark, &ours))
-		return -1;
+	/*
+	 * An invalid mark was replaced by @raise in the UPDATE (see above);
+	 * without a raise it is left alone and the renewal succeeds.
+	 */
+	if (ag_mysql_row(r.col_null[0] ? NULL : r.col[0], r.col_len[0],
+			 r.col_null[1] ? NULL : r.col[1], r.col_len[1], a->owner, a->mark_max_ms,
+			 mark, &ours) != AG_VAL_OK) {
+		if (raise || r.col_len[1] >= sizeof(r.col[1]) || !r.col_len[1]) {
+			row_of(a, &r, dc, w, mark, &ours, "read-back");
+			return -1;
+		}
+		*mark = 0;
+		return 1;
+	}
 	if (!ours || (raise && *mark < raise))
 		goto odd;
 	return 1;
@@ -861,9 +881,11 @@ static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 {
 	struct mstore *s = M(a);
 	int64_t end = end_of(a, 0);
-	char sql[1024];
+	char sql[1024], where[600], old[sizeof(((struct reply *)0)->col[1])];
 	struct reply r;
-	(void)replace_invalid;
+	uint64_t cur;
+	bool ours;
+	int ret;
 
 	if (!s->schema_ok) {
 		if (!mysql_connect_db(a, end, true)) {
@@ -884,7 +906,30 @@ static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 		if (!check_table(a, end))
 			return -1;
 	}
-	return insert_row(a, end, dc, w, mark);
+	ret = insert_row(a, end, dc, w, mark);
+	if (ret)
+		return ret < 0 ? -1 : INIT_CREATED;
+	/* Present: valid (left alone, never lowered), or invalid. */
+	pair_where(a, dc, w, where, sizeof(where));
+	if (sqlf(sql, sizeof(sql), "SELECT owner, mark FROM `%s` WHERE %s", a->c->mysql_table, where) ||
+	    exec(a, end, sql, &r) || !r.row)
+		return -1;
+	if (!row_of(a, &r, dc, w, &cur, &ours, NULL))
+		return INIT_PRESENT;
+	if (!replace_invalid) {
+		ag_mark_invalid(a, dc, w, r.col[1], strlen(r.col[1]), "left-alone");
+		return INIT_INVALID;
+	}
+	/* Only the very value found invalid (a BIGINT: its text is digits). */
+	if (r.col_len[1] >= sizeof(r.col[1]) || strspn(r.col[1], "0123456789") != r.col_len[1] ||
+	    sqlf(sql, sizeof(sql), "UPDATE `%s` SET mark = %llu WHERE %s AND mark = %s",
+		 a->c->mysql_table, (unsigned long long)mark, where, r.col[1]))
+		return -1;
+	snprintf(old, sizeof(old), "%s", r.col[1]);
+	if (exec(a, end, sql, &r) || r.affected[0] != 1)
+		return -1;
+	ag_mark_invalid(a, dc, w, old, strlen(old), "replaced");
+	return INIT_REPLACED;
 }
 
 const struct store_ops ag_mysql_ops = {

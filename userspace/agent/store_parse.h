@@ -67,27 +67,4 @@ int ag_etcd_kv_mark(struct json_object *kv, uint64_t max_ms, uint64_t *mark, cha
 long ag_unb64(const char *in, size_t inlen, char *out, size_t outlen);
 #endif
 
-#ifdef SNOWFLAKE_AGENT_H
-/*
- * The last Unix ms a mark may hold: the one place a backend learns it
- * (the agent's layout bound, once agent.h carries it).
- */
-static inline uint64_t ag_mark_max(const struct agent *a)
-{
-	(void)a;
-	return UINT64_MAX - 1;
-}
-
-/*
- * What claim() returns for a pair whose mark is present but invalid:
- * treated like a missing mark (never served; the quarantine applies).
- */
-#define AG_TRY_MARK_INVALID	TRY_NO_MARK
-
-/* event=mark_invalid, the stored text shortened: the one message for it. */
-#define ag_log_mark_invalid(key, text, what)					\
-	logm(AG_WARN, "event=mark_invalid key=%s value=\"%s\": %s", (key), (text),	\
-	     (what))
-#endif
-
 #endif /* SNOWFLAKE_AGENT_STORE_PARSE_H */
