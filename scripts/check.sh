@@ -149,7 +149,7 @@ lane_figures() {
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
 			/^==== restart [^ ]+ ====/ { k = $3 }
 			function say(lane, what) { printf "  %-14s %-28s %s\n", lane, k ? k : "host", what }
-			/^fuzz (core|ioctl|uuid): [0-9]+ execs/ { say("libfuzzer", $0) }
+			/^fuzz [a-z_]+: [0-9]+ execs/ { say("libfuzzer", $0) }
 			/^# fuzz: [0-9]+ calls \(/ { sub(/^# /, ""); say("guest fuzz", $0) }
 			/torture_8x1M_clock_steps:[0-9]+ IDs in/ { sub(/.*torture_8x1M_clock_steps:/, ""); sub(/: unique.*/, ""); say("torture", $0) }
 			/torture_8x1M_clock_steps:[0-9]+ wall clock steps/ { sub(/.*torture_8x1M_clock_steps:/, ""); say("torture", $0) }
