@@ -389,9 +389,12 @@ def mark_invalid(text):
         c.expect(not a.has("event=claimed"), "claimed a pair whose mark is %r" % text)
         c.expect(a.has("event=mark_invalid"), "no event=mark_invalid")
         before = c.s.mark_get(c.cl, (0, 0))
-        c.init()
+        rc, err = c.init(expect_ok=False)
         c.expect(c.s.mark_get(c.cl, (0, 0)) == before, "--init-store without --init-mark-ms "
                  "changed the invalid mark (%r -> %r)" % (before, c.s.mark_get(c.cl, (0, 0))))
+        c.expect(re.search(r"invalid=1\b", err), "--init-store did not say the mark is invalid: %s"
+                 % err.strip()[-160:])
+        c.note("--init-store without --init-mark-ms: exit %d, the mark kept" % rc)
         m = int(time.time() * 1000) + 60000
         c.init(extra=["--init-mark-ms", str(m)])
         c.expect(c.s.mark_value(c.cl, (0, 0)) is not None and c.s.mark_value(c.cl, (0, 0)) >= m,
@@ -432,7 +435,7 @@ def s_claim_reply_lost(c):
     another; B and A both serve, distinct pairs."""
     c.init("0-1")
     px = c.with_proxy()
-    px.arm_drop(c.s.claim_pattern(c.cl, (0, 0)))
+    px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
     a = c.agent("0-1", proxy=True)
     c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim")
     time.sleep(0.5)
@@ -459,7 +462,7 @@ def s_renew_reply_lost(c):
     c.expect(a.wait("event=unfenced", 15), "A never served")
     b = c.agent()
     c.expect(b.wait("event=pool_full", 10), "B never saw the pair held")
-    px.arm_drop(c.s.renew_pattern(c.cl, (0, 0)))
+    px.arm_drop(*c.s.renew_pattern(c.cl, (0, 0)))
     c.expect(c.wait_proxy_drop(3 * TTL / 1000), "the proxy never saw a renewal")
     time.sleep(3 * TTL / 1000)
     c.expect(a.serving() or b.serving(), "nobody serves the pair after the lost reply")
@@ -491,14 +494,19 @@ def s_trickle(c):
 
 
 def s_oversized(c):
-    """Every reply followed by 128 MiB of garbage: the agent's memory stays
-    under 64 MiB, it never serves on such a reply stream unless it read a
-    whole valid reply, SIGTERM exits 0; replies normal: it serves."""
+    """Every reply replaced by the header of a huge reply (the store's own
+    framing: 256-300 MB) and 128 MiB of it: the agent's memory stays under
+    64 MiB, it serves nothing, SIGTERM exits 0; then every reply followed
+    by 128 MiB of garbage: the same; replies normal: it serves."""
     c.init()
     px = c.with_proxy()
-    px.set_mode("inflate", 128 << 20)
+    px.set_mode("inflate", 128 << 20, c.s.huge_reply)
     a = c.agent(proxy=True)
-    time.sleep(3 * TTL / 1000)
+    time.sleep(2 * TTL / 1000)
+    c.expect(not a.has("event=claimed"), "claimed on a reply that never was whole")
+    px.set_mode("inflate", 128 << 20)
+    px.cut()
+    time.sleep(2 * TTL / 1000)
     hwm = a.hwm_kb()
     c.expect(a.alive(), "the agent died: exit %s" % a.p.poll())
     c.expect(hwm < 65536, "the agent grew to %d MiB" % (hwm // 1024))
@@ -692,11 +700,13 @@ def s_quarantine_per_pair(c):
     """--mark-quarantine-ms is per pair: an agent that once saw 0:0's mark
     missing (then initialised and held elsewhere) waits the whole
     quarantine for 0:1 after 0:1's key and mark are deleted."""
-    q_ms = 3000
+    q_ms = 4000
     c.init("1")
     h1 = c.agent("1", offset=0)
     c.expect(h1.wait("event=unfenced", 15), "H1 never served 0:1")
-    q = c.agent("0-1", extra=["--mark-quarantine-ms", str(q_ms)], offset=-6000)
+    # Q's clock 1 s behind: claimed after the quarantine its floor is above
+    # H1's last ceiling (its clock + mark-step-ms); claimed at once, below.
+    q = c.agent("0-1", extra=["--mark-quarantine-ms", str(q_ms)], offset=-1000)
     c.expect(q.wait("event=mark_missing", 10), "Q never saw 0:0's mark missing")
     c.init("0")
     h0 = c.agent("0", offset=0)

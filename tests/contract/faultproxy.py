@@ -12,16 +12,20 @@ applies one mode to what the store sends back (the replies):
   hold              keep the replies (the requests still go through); the
                     held bytes are sent when the mode changes
   trickle MS        one byte of reply every MS milliseconds
-  inflate BYTES     after each reply chunk, BYTES of garbage ('x'), in
-                    64 KiB writes (the reply made huge)
-  drop HEXPATTERN   once: the first request containing the bytes HEXPATTERN
+  inflate BYTES [HEXPREFIX]
+                    after each reply chunk, BYTES of garbage ('x'), in
+                    64 KiB writes (the reply made huge); with HEXPREFIX,
+                    the reply chunk is replaced by those bytes and the
+                    garbage (the harness's own header of a huge reply)
+  drop HEXPATTERN[,HEXPATTERN...]
+                    once: the first request containing the bytes HEXPATTERN
                     is forwarded, its reply read and thrown away, and that
                     connection cut (a reply lost after the store committed)
   cut               close every open connection (new ones are accepted)
 
 It knows nothing of the protocols: a pattern is bytes the harness knows to
 be in one request (the claim, a renewal).  Control: one line per connection
-on the unix socket PATH ("mode pass", "mode trickle 300", "drop 45564...",
+on the unix socket PATH ("mode pass", "mode trickle 300", "inflate 1000000 2433...", "drop 45564...",
 "cut", "stats"), answered with one line ("ok ...", or "err ...").  The
 class FaultProxy is the same thing in-process (tests/contract/contract.py
 uses it so).
@@ -78,8 +82,8 @@ class Conn:
                 if not b:
                     break
                 with self.p.lock:
-                    pat = self.p.drop_pattern
-                    if pat and pat in b:
+                    pats = self.p.drop_pattern
+                    if pats and any(p in b for p in pats):
                         self.p.drop_pattern = None
                         self.p.dropped += 1
                         self.drop = True
@@ -117,6 +121,8 @@ class Conn:
                             break
                         time.sleep(arg / 1000.0)
                     continue
+                if mode == "inflate" and self.p.prefix:
+                    b = self.p.prefix
                 self.client.sendall(b)
                 if mode == "inflate":
                     junk = b"x" * 65536
@@ -137,6 +143,7 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.conns = set()
         self.mode, self.arg = "pass", 0
+        self.prefix = b""
         self.drop_pattern = None
         self.dropped = 0
         self.inflated = 0
@@ -160,12 +167,14 @@ class FaultProxy:
                 self.accepted += 1
             threading.Thread(target=conn.run, daemon=True).start()
 
-    def set_mode(self, mode, arg=0):
+    def set_mode(self, mode, arg=0, prefix=b""):
+        self.prefix = prefix
         self.mode, self.arg = mode, arg
 
-    def arm_drop(self, pattern):
+    def arm_drop(self, *patterns):
+        """The first request containing any of @patterns: its reply lost."""
         with self.lock:
-            self.drop_pattern = pattern
+            self.drop_pattern = patterns
 
     def cut(self):
         with self.lock:
@@ -185,9 +194,10 @@ class FaultProxy:
         if not w:
             return "err empty"
         if w[0] == "mode" and len(w) >= 2 and w[1] in ("pass", "hold", "trickle", "inflate"):
-            self.set_mode(w[1], int(w[2]) if len(w) > 2 else 0)
+            self.set_mode(w[1], int(w[2]) if len(w) > 2 else 0,
+                          bytes.fromhex(w[3]) if len(w) > 3 else b"")
         elif w[0] == "drop" and len(w) == 2:
-            self.arm_drop(bytes.fromhex(w[1]))
+            self.arm_drop(*(bytes.fromhex(x) for x in w[1].split(",")))
         elif w[0] == "cut":
             self.cut()
         elif w[0] != "stats":

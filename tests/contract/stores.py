@@ -155,10 +155,13 @@ class Redis(Store):
         return ("127.0.0.1", self.port)
 
     def claim_pattern(self, cluster, pair):
-        return b"EVALSHA"       # the first script call of a new agent: its claim
+        return (b"EVALSHA",)       # the first script call of a new agent: its claim
 
     def renew_pattern(self, cluster, pair):
-        return b"EVALSHA"       # armed while it serves: its next renewal
+        return (b"EVALSHA",)       # armed while it serves: its next renewal
+
+    # the header of a reply of 300 MB (a bulk string)
+    huge_reply = b"$300000000\r\n"
 
     def key_get(self, cl, pair):
         return self.cmd("GET", key_name(cl, "worker", pair))
@@ -246,11 +249,15 @@ class Etcd(Store):
         return ("127.0.0.1", self.cports[0])
 
     def claim_pattern(self, cluster, pair):
-        # the claim's Txn: the key free and the mark present
-        return b'"result":"GREATER","target":"CREATE"'
+        # the claim's Txn: its failure branch counts the key (the agent of
+        # 3e9bcb1: its compare of the mark present)
+        return (b'"count_only":true}}]}', b'"result":"GREATER","target":"CREATE"')
 
     def renew_pattern(self, cluster, pair):
-        return b"/v3/lease/keepalive"
+        return (b"/v3/lease/keepalive",)
+
+    huge_reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 300000000\r\n\r\n{\"header\":\"")
 
     def _get(self, k):
         r = self.post("/v3/kv/range", {"key": b64(k)})
@@ -365,12 +372,15 @@ class ZooKeeper(Store):
     def claim_pattern(self, cluster, pair):
         # the claim's multi: a create (MultiHeader type 1, done false, err -1) of the key
         p = self.path(cluster, "worker", pair).encode()
-        return struct.pack(">iBi", 1, 0, -1) + struct.pack(">i", len(p)) + p
+        return (struct.pack(">iBi", 1, 0, -1) + struct.pack(">i", len(p)) + p,)
 
     def renew_pattern(self, cluster, pair):
         # the proof of a renewal: exists(key) (OpCode 3)
         p = self.path(cluster, "worker", pair).encode()
-        return struct.pack(">i", 3) + struct.pack(">i", len(p)) + p
+        return (struct.pack(">i", 3) + struct.pack(">i", len(p)) + p,)
+
+    # a reply whose length prefix says 256 MB
+    huge_reply = struct.pack(">i", 256 << 20)
 
     def cli(self, cmd):
         r = subprocess.run([ZK_CLI, "-h", self.hosts(), "-c", cmd],
@@ -426,6 +436,8 @@ class MySQL(Store):
         "mark_invalid_minus1": "mark is BIGINT UNSIGNED: the server refuses -1",
         "mark_invalid_abc": "mark is BIGINT UNSIGNED: the server refuses abc",
         "mark_invalid_25digits": "mark is BIGINT UNSIGNED: the server refuses 25 digits",
+        "mark_invalid_1000": "mark is BIGINT UNSIGNED: 1000 is a mark in the form written, "
+                             "a low one like a new key space's 0 (lowered: mark_lowered)",
     }
 
     def start(self):
@@ -487,10 +499,13 @@ class MySQL(Store):
         return ("127.0.0.1", self.port)
 
     def claim_pattern(self, cluster, pair):
-        return b"SET owner = '"
+        return (b"SET owner = '",)
 
     def renew_pattern(self, cluster, pair):
-        return b"SET expiry = UTC_TIMESTAMP"
+        return (b"SET expiry = UTC_TIMESTAMP",)
+
+    # a packet of the longest length (16 MB - 1: more packets follow)
+    huge_reply = b"\xff\xff\xff\x01"
 
     def where(self, cl, pair):
         return ("prefix = '%s' AND cluster = '%s' AND datacenter = %d AND worker = %d"
