@@ -162,6 +162,7 @@ flags=(--backend mysql --mysql-host 127.0.0.1 --mysql-port "$port" --mysql-datab
 	--mysql-timeout-ms "$MTO" --ttl-ms "$TTL" --prefix sftest --cluster c1
 	--datacenter-ids 0 --worker-ids 0-7 --dry-run --log-level debug --history "$HIST")
 aflags=(--config "$tmp/agent.conf" --mysql-user sfagent "${flags[@]}")
+# shellcheck disable=SC2120 # its callers now pass none
 init_space() { # --init-store as sfadmin, with the agents' flags and more
 	"$AGENT" --config "$tmp/admin.conf" --mysql-user sfadmin "${flags[@]}" "$@" --init-store \
 		2>>"$tmp/init.log"
