@@ -79,6 +79,15 @@ class Store:
                     pass
                 self.kill(i)
 
+    # ---- marks: the value read (None: missing or not digits), written in
+    # the agent's form (20 digits; MySQL: a number)
+    def mark_value(self, cl, pair):
+        v = self.mark_get(cl, pair)
+        return int(v) if v and v.isdigit() else None
+
+    def mark_set_value(self, cl, pair, v):
+        self.mark_set(cl, pair, "%020d" % v)
+
     # ---- the proxy's upstream, the request bytes of a claim and a renewal
     def upstream(self):
         raise NotImplementedError
@@ -179,13 +188,6 @@ class Redis(Store):
     def mark_set(self, cl, pair, text):
         self.cmd("SET", key_name(cl, "mark", pair), text)
 
-    def mark_value(self, cl, pair):
-        v = self.mark_get(cl, pair)
-        return int(v) if v and v.isdigit() else None
-
-    def mark_set_value(self, cl, pair, v):
-        self.mark_set(cl, pair, "%020d" % v)
-
     def mark_del(self, cl, pair):
         self.cmd("DEL", key_name(cl, "mark", pair))
 
@@ -279,13 +281,6 @@ class Etcd(Store):
     def mark_set(self, cl, pair, text):
         self.post("/v3/kv/put", {"key": b64(key_name(cl, "mark", pair)), "value": b64(text)})
 
-    def mark_value(self, cl, pair):
-        v = self.mark_get(cl, pair)
-        return int(v) if v and v.isdigit() else None
-
-    def mark_set_value(self, cl, pair, v):
-        self.mark_set(cl, pair, "%020d" % v)
-
     def mark_del(self, cl, pair):
         self.post("/v3/kv/deleterange", {"key": b64(key_name(cl, "mark", pair))})
 
@@ -370,9 +365,11 @@ class ZooKeeper(Store):
         return self.ROOT + "/" + key_name(cl, kind, pair)
 
     def claim_pattern(self, cluster, pair):
-        # the claim's multi: a create (MultiHeader type 1, done false, err -1) of the key
+        # the claim's multi: a create (MultiHeader type 1, done false, err -1)
+        # of a key of the cluster (any pair with ids of as many digits as @pair's)
         p = self.path(cluster, "worker", pair).encode()
-        return (struct.pack(">iBi", 1, 0, -1) + struct.pack(">i", len(p)) + p,)
+        return (struct.pack(">iBi", 1, 0, -1) + struct.pack(">i", len(p)) +
+                p[:p.rindex(b"worker:") + 7],)
 
     def renew_pattern(self, cluster, pair):
         # the proof of a renewal: exists(key) (OpCode 3)
@@ -422,9 +419,6 @@ class ZooKeeper(Store):
         v = self.mark_get(cl, pair)
         v = (v or "").split(" ")[0]
         return int(v) if v.isdigit() else None
-
-    def mark_set_value(self, cl, pair, v):
-        self.mark_set(cl, pair, "%020d" % v)
 
     def mark_del(self, cl, pair):
         self.cli("delete " + self.path(cl, "mark", pair))
@@ -534,10 +528,6 @@ class MySQL(Store):
                      % (text, self.where(cl, pair)))
         if r is None:
             raise OSError("mysql refused mark %r" % text)
-
-    def mark_value(self, cl, pair):
-        v = self.mark_get(cl, pair)
-        return int(v) if v and v.isdigit() else None
 
     def mark_set_value(self, cl, pair, v):
         self.mark_set(cl, pair, str(v))
