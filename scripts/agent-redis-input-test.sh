@@ -284,6 +284,10 @@ def mode():
         return open(modefile).read().strip()
     except OSError:
         return "pass"
+def close(c, u):
+    for s in (c, u):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
 def up(c, u):
     try:
         while True:
@@ -293,9 +297,7 @@ def up(c, u):
             u.sendall(d)
     except OSError:
         pass
-    for s in (c, u):
-        try: s.shutdown(socket.SHUT_RDWR)
-        except OSError: pass
+    close(c, u)
 def down(u, c):
     try:
         while True:
@@ -317,9 +319,7 @@ def down(u, c):
                 c.sendall(d)
     except OSError:
         pass
-    for s in (c, u):
-        try: s.shutdown(socket.SHUT_RDWR)
-        except OSError: pass
+    close(c, u)
 ls = socket.socket()
 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("127.0.0.1", lport))
