@@ -26,7 +26,8 @@
 #     pair: the first gets it, the second takes another
 #   - every agent's history, judged by scripts/lease-check.py: no two owners
 #     ever held one pair at once
-# Run by tests/contract/run.sh.  Prints "agent: N passed, M failed".
+# What Redis holds or says is input: scripts/agent-redis-input-test.sh, run
+# by tests/contract/run.sh too.  Run by tests/contract/run.sh.  Prints "agent: N passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
