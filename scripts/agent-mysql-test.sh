@@ -580,6 +580,37 @@ a_until=$(hist_of "$oA" ts_until last) b_from=$(hist_of "$oB" ts_from first)
 check "a clock 5 min behind: B's first timestamp is above A's last ceiling (B from $b_from, A until $a_until)" \
 	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$2" -gt "$1" ]' _ "$a_until" "$b_from"
 
+echo "==== what the store holds is input: invalid marks, a lost claim reply ===="
+# Self-contained (the contract suite will take these over).  A mark above
+# the layout's last timestamp (2^64-1 is what strtoull makes of "-1") is
+# invalid: never claimed.  A claim whose reply is lost after its COMMIT
+# (a proxy forwards it and drops the reply) is given back before the
+# agent's next step: never two rows held by one run.
+init_space --cluster inv --worker-ids 0
+for v in 18446744073709551615 99999999999999999; do
+	sql "UPDATE $T SET mark = $v WHERE cluster = 'inv'"
+	: >"$tmp/agent.36.log"
+	rc=$(run_bounded 2 "$tmp/agent.36.log" "$AGENT" "${aflags[@]}" --cluster inv --worker-ids 0 --state-file '')
+	check "mark $v: not claimed, event=mark_invalid, the row unchanged ($rc: $(grep -o 'event=mark_invalid.*' "$tmp/agent.36.log" | head -n1 | cut -c1-80))" \
+		bash -c '! grep -q "event=claimed" "$1" && grep -q "event=mark_invalid" "$1" && [ "$2" = "$3" ]' \
+		_ "$tmp/agent.36.log" "$(sql "SELECT mark FROM $T WHERE cluster = 'inv'")" "$v"
+done
+init_space --cluster lost
+python3 "$ROOT/scripts/reply-drop-proxy.py" "$tmp/mproxy.port" "$port" mylostowner 2>"$tmp/mproxy.log" &
+agent_pids[37]=$!
+for _ in $(seq 50); do [ -s "$tmp/mproxy.port" ] && break; sleep 0.1; done
+: >"$tmp/agent.38.log"
+start_agent 38 --cluster lost --state-file '' --settle-ms 0 --owner mylostowner \
+	--mysql-port "$(cat "$tmp/mproxy.port")"
+wait_one 38 "event=unfenced" 15 || bad "lost claim reply: never served"
+nheld=$(sql "SELECT COUNT(*) FROM $T WHERE cluster = 'lost' AND owner = '$(owner_of 38)' AND expiry > UTC_TIMESTAMP(6)")
+check "a claim reply lost after its COMMIT: given back before the next claim, one row held ($nheld; $(grep -o 'event=claim_undone.*' "$tmp/agent.38.log" | head -n1 | cut -c1-90))" \
+	bash -c '[ -s "$1.fired" ] && [ "$2" = 1 ]' _ "$tmp/mproxy.port" "$nheld"
+stop_agent 38
+kill -KILL "${agent_pids[37]}"
+wait "${agent_pids[37]}" 2>/dev/null
+agent_pids[37]=
+
 echo "==== stopping every agent ===="
 rcs=0
 for i in "${ALL[@]}"; do stop_agent "$i" || rcs=$((rcs + 1)); done

@@ -744,6 +744,63 @@ krc=$?
 check "key deletion: the pair served again after it, $(grep -oE '[0-9]+ intervals of' "$tmp/kd.out" | sed 's/ of//') in all, $(grep -oE '[0-9]+ overlaps, [0-9]+ timestamp overlaps' "$tmp/kd.out")" \
 	bash -c '[ "$1" = 0 ] && [ "$(grep -c "event=claimed" "$2" "$3" | awk -F: "{ s += \$2 } END { print s }")" -ge 2 ]' \
 	_ "$krc" "$tmp/agent.74.log" "$tmp/agent.75.log"
+echo "==== etcd: what the store holds is input (invalid marks, a lost claim reply) ===="
+# Self-contained (the contract suite will take these over).  A mark that is
+# not the 20 digits the agent writes is invalid: never claimed, never served;
+# under a holder, a raise replaces it (with the proof) and the holder's
+# ceiling never passes what etcd holds; a claim whose reply is lost leaves
+# no key bound to a lease the agent keeps.
+iflags=("${eflags[@]}" --cluster etcdinv --worker-ids 0 --settle-ms 0)
+"$AGENT" "${iflags[@]}" --init-store 2>>"$tmp/init.log" || bad "--init-store on etcdinv"
+imark="$PREFIX:etcdinv:mark:0:0"
+for v in -1 1000 abc 1234567890123456789012345 18446744073709551615; do
+	ectl put -- "$imark" "$v" >/dev/null
+	rc=$(run_bounded 2 "$tmp/einv.log" "$AGENT" "${iflags[@]}")
+	check "etcd: mark '$v': not claimed, event=mark_invalid, the store unchanged ($rc: $(grep -o 'event=mark_invalid.*' "$tmp/einv.log" | head -n1 | cut -c1-90))" \
+		bash -c '! grep -q "event=claimed" "$1" && grep -q "event=mark_invalid" "$1" &&
+			[ "$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$2" get --print-value-only "$3")" = "$4" ] &&
+			[ -z "$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$2" get --print-value-only "$5")" ]' \
+		_ "$tmp/einv.log" "$ecport" "$imark" "$v" "$PREFIX:etcdinv:worker:0:0"
+done
+# Under a holder: the mark set to 1000 (not 20 digits: the byte compare
+# "mark < raise" fails, so it was never raised, but the ceiling was).
+ectl put "$imark" 00000000000000000000 >/dev/null
+: >"$tmp/agent.86.log"
+"$AGENT" "${iflags[@]}" --owner elow 2>>"$tmp/agent.86.log" &
+agent_pids[86]=$!
+wait_one 86 "event=unfenced" 10 0 || bad "etcd low mark: never served"
+ectl put "$imark" 1000 >/dev/null
+sleep "$(awk "BEGIN { print $TTL * 2.5 / 1000 }")"
+kill -TERM "${agent_pids[86]}"
+wait "${agent_pids[86]}"
+agent_pids[86]=
+emk=$(ectl get --print-value-only "$imark")
+eceil=$(hist_of "$(owner_of 86)" ts_until last)
+check "etcd: a mark set to 1000 under a holder: the ceiling never passed what etcd holds (etcd '$emk', ceiling ${eceil:-none})" \
+	bash -c '[[ $1 =~ ^[0-9]{20}$ ]] && [ -n "$2" ] && [ "$((10#$1))" -ge "$2" ]' _ "$emk" "$eceil"
+# A claim that committed, its reply lost (a proxy forwards the request and
+# drops the reply): the key must not stay bound to a lease the agent keeps.
+lflags=("${eflags[@]}" --cluster etcdlost --worker-ids 0-1 --settle-ms 0)
+"$AGENT" "${lflags[@]}" --init-store 2>>"$tmp/init.log" || bad "--init-store on etcdlost"
+python3 "$ROOT/scripts/reply-drop-proxy.py" "$tmp/eproxy.port" "$ecport" \
+	"$(printf 'etcdlost:' | base64)" 2>"$tmp/eproxy.log" &
+agent_pids[87]=$!
+for _ in $(seq 50); do [ -s "$tmp/eproxy.port" ] && break; sleep 0.1; done
+: >"$tmp/agent.88.log"
+"$AGENT" "${lflags[@]}" --owner etcdlost --etcd-endpoints "http://127.0.0.1:$(cat "$tmp/eproxy.port")" \
+	2>>"$tmp/agent.88.log" &
+agent_pids[88]=$!
+wait_one 88 "event=unfenced" 15 0 || bad "etcd lost reply: never served"
+sleep "$(awk "BEGIN { print $TTL * 2.5 / 1000 }")"
+nlost=$(ectl get --prefix --keys-only "$PREFIX:etcdlost:worker:" | grep -c .)
+check "etcd: a claim reply lost after commit: one key left, not two ($nlost keys; $(grep -o 'event=claim_undone.*' "$tmp/agent.88.log" | head -n1 | cut -c1-80))" \
+	bash -c '[ -s "$1.fired" ] && [ "$2" = 1 ]' _ "$tmp/eproxy.port" "$nlost"
+kill -TERM "${agent_pids[88]}"
+wait "${agent_pids[88]}"
+agent_pids[88]=
+kill -KILL "${agent_pids[87]}"
+wait "${agent_pids[87]}" 2>/dev/null
+agent_pids[87]=
 ectl user add root:r00tpw >/dev/null 2>&1
 ectl auth enable >/dev/null 2>&1
 rc=$(run_bounded 5 "$tmp/eauth.log" "$AGENT" "${eflags[@]}" --etcd-user root --etcd-password wrong)

@@ -369,6 +369,37 @@ check "expiry: A claims nothing while B holds the pair" \
 stop_agent 30
 stop_agent 31
 
+echo "==== what the store holds is input: invalid marks, a lost claim reply ===="
+# Self-contained (the contract suite will take these over).  A mark's data
+# that is not "MARK" or "MARK OWNER" with MARK the 20 digits the agent
+# writes is invalid: never claimed.  A claim multi whose reply is lost
+# (a proxy forwards it and drops the reply) must not leave an ephemeral
+# key of a session the agent keeps.
+iflags=(--cluster inv --worker-ids 0 --settle-ms 0)
+"$AGENT" "${flags[@]}" "${iflags[@]}" --init-store 2>>"$tmp/init.log"
+for v in -1 1000 abc 1234567890123456789012345 18446744073709551615; do
+	zkc set "$(markpath 0:0 inv)" "$v" >/dev/null
+	rc=$(run_bounded 3 "$tmp/zinv.log" "$AGENT" "${flags[@]}" "${iflags[@]}")
+	check "mark '$v': not claimed, event=mark_invalid, the node unchanged ($rc: $(grep -o 'event=mark_invalid.*' "$tmp/zinv.log" | head -n1 | cut -c1-80))" \
+		bash -c '! grep -q "event=claimed" "$1" && grep -q "event=mark_invalid" "$1" && [ "$2" = "$3" ]' \
+		_ "$tmp/zinv.log" "$(zget "$(markpath 0:0 inv)")" "$v"
+done
+pflags=(--cluster zlost --settle-ms 0)
+"$AGENT" "${flags[@]}" "${pflags[@]}" --init-store 2>>"$tmp/init.log"
+python3 "$ROOT/scripts/reply-drop-proxy.py" "$tmp/zproxy.port" "$port" zlostowner 2>"$tmp/zproxy.log" &
+agent_pids[40]=$!
+for _ in $(seq 50); do [ -s "$tmp/zproxy.port" ] && break; sleep 0.1; done
+start_agent 41 "${pflags[@]}" --owner zlostowner --zookeeper-hosts "127.0.0.1:$(cat "$tmp/zproxy.port")"
+wait_one 41 "event=unfenced" 20 || bad "lost claim reply: never served"
+sleep "$(awk "BEGIN { print $TTL * 2.5 / 1000 }")"
+nz=$(zkc ls /snowflake | grep -c 'sfzk:zlost:worker:')
+check "a claim reply lost after commit: one key left, not two ($nz keys; $(grep -o 'event=zookeeper_session_dropped.*' "$tmp/agent.41.log" | head -n1 | cut -c1-90))" \
+	bash -c '[ -s "$1.fired" ] && [ "$2" = 1 ]' _ "$tmp/zproxy.port" "$nz"
+stop_agent 41
+kill -KILL "${agent_pids[40]}"
+wait "${agent_pids[40]}" 2>/dev/null
+agent_pids[40]=
+
 echo "==== session timeout, chroot ===="
 rc=$(run_bounded 5 "$tmp/longttl.log" "$AGENT" "${flags[@]}" --cluster lt --ttl-ms 20000)
 check "ttl-ms 20000 above maxSessionTimeout (10 s): exit 2 ($rc: $(grep -o 'event=zookeeper_timeout_too_short [^:]*' "$tmp/longttl.log" | head -n1))" \

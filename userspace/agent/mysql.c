@@ -23,12 +23,12 @@
  *
  *   claim:   START TRANSACTION;
  *            UPDATE t SET owner = O, expiry = UTC_TIMESTAMP(6) + TTL
- *                WHERE <pair> AND expiry < UTC_TIMESTAMP(6);
+ *                WHERE <pair> AND expiry < UTC_TIMESTAMP(6) AND mark <= MAX;
  *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
  *            COMMIT
  *   renew:   START TRANSACTION;
  *            UPDATE t SET expiry = UTC_TIMESTAMP(6) + TTL,
- *                         mark = GREATEST(mark, RAISE)
+ *                         mark = IF(mark <= MAX, GREATEST(mark, RAISE), RAISE)
  *                WHERE <pair> AND owner = O;
  *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
  *            COMMIT
@@ -75,6 +75,13 @@
  *
  * G5: InnoDB keeps what it committed across a crash with
  * innodb_flush_log_at_trx_commit = 1 (checked once; a warning when not).
+ *
+ * What the table holds is input: a mark above MAX (the layout's last ms)
+ * is invalid, never claimed (the UPDATE does not match it), replaced only
+ * by a holder's raise, a passed quarantine or --init-store --init-mark-ms
+ * (store_parse.c parses every row strictly).  A claim whose reply is lost
+ * (it may have committed) is given back before the next step
+ * (resolve_orphan()).
  *
  * Every call ends by its deadline: the non-blocking API of Connector/C,
  * each wait a poll(2) bounded by the fence time (or mysql-timeout-ms), the
