@@ -107,6 +107,17 @@ static size_t on_data(char *p, size_t sz, size_t n, void *arg)
 	return add;
 }
 
+/* libcurl's progress callback (at least about once a second): a stop signal ends the call. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)arg;
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return ag_stop_pending() ? 1 : 0;
+}
+
 static void b64(const char *in, char *out, size_t outlen)
 {
 	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -332,6 +343,8 @@ static int e_init(struct agent *a)
 	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e->h, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (a->c->etcd_cacert)
 		curl_easy_setopt(e->h, CURLOPT_CAINFO, a->c->etcd_cacert);

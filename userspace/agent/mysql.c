@@ -195,29 +195,35 @@ static int nb_wait(MYSQL *m, int status, int64_t end)
 {
 	struct pollfd p = { .fd = mysql_get_socket(m) };
 	int64_t left;
-	int lib = -1, r;
+	int lib = -1, r, wait;
 
+	p.events = 0;
+	if (status & MYSQL_WAIT_READ)
+		p.events |= POLLIN;
+	if (status & MYSQL_WAIT_WRITE)
+		p.events |= POLLOUT;
+	if (status & MYSQL_WAIT_EXCEPT)
+		p.events |= POLLPRI;
+	if (status & MYSQL_WAIT_TIMEOUT)
+		lib = (int)mysql_get_timeout_value_ms(m);
 	for (;;) {
 		left = (end - boot_ns()) / NS_PER_MS;
-		if (left <= 0)
+		/* A stop signal gives the call up too (asked every 100 ms). */
+		if (left <= 0 || ag_stop_pending())
 			return -1;
-		p.events = 0;
-		if (status & MYSQL_WAIT_READ)
-			p.events |= POLLIN;
-		if (status & MYSQL_WAIT_WRITE)
-			p.events |= POLLOUT;
-		if (status & MYSQL_WAIT_EXCEPT)
-			p.events |= POLLPRI;
-		if (status & MYSQL_WAIT_TIMEOUT)
-			lib = (int)mysql_get_timeout_value_ms(m);
-		r = poll(&p, 1, lib >= 0 && lib < left ? lib : (int)(left > 1000000 ? 1000000 : left));
+		wait = left > 100 ? 100 : (int)left;
+		if (lib >= 0 && lib < wait)
+			wait = lib;
+		r = poll(&p, 1, wait);
 		if (r < 0 && errno == EINTR)
 			continue;	/* the watchdog's signal */
 		if (r < 0)
 			return -1;
 		if (r == 0) {
-			if (lib >= 0 && lib < left)
+			if (lib >= 0 && lib <= wait)
 				return MYSQL_WAIT_TIMEOUT;
+			if (lib >= 0)
+				lib -= wait;
 			continue;	/* @end is checked above */
 		}
 		r = 0;
