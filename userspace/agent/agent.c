@@ -67,6 +67,8 @@ static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 #define SIG_WAKE	(SIGRTMIN + 2)	/* ag_store_lost() wakes the main loop */
 
 static volatile sig_atomic_t stop_signal;
+/* The agent is stopping (fenced, releasing): ag_stop_pending() is false. */
+static bool stopping;
 /* The mark quarantine's table (missing_mark()): fixed size, ~96 KiB. */
 static struct ag_quarantine quarantine;
 static enum ag_level log_level = AG_INFO;
@@ -146,15 +148,28 @@ void mark_key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size
 	snprintf(buf, len, "%s:%s:mark:%u:%u", a->c->prefix, a->c->cluster, dc, w);
 }
 
+/* The pair's place in the pool (the quarantine's key). */
+static uint64_t pair_index(const struct agent *a, uint32_t dc, uint32_t w)
+{
+	return (uint64_t)(w - a->w_lo) * (a->dc_hi - a->dc_lo + 1) + (dc - a->dc_lo);
+}
+
 void ag_mark_invalid(const struct agent *a, uint32_t dc, uint32_t w, const char *text,
 		     size_t len, const char *action)
 {
 	char key[512], shown[96];
 
+	bool again = !strcmp(action, "not-served") && a->quarantine &&
+		     ag_quarantine_since(a->quarantine, pair_index(a, dc, w));
+
 	mark_key_of(a, dc, w, key, sizeof(key));
 	ag_shorten(text, len, shown, sizeof(shown));
-	logm(AG_WARN, "event=mark_invalid datacenter=%u worker=%u key=%s value=\"%s\" max_ms=%llu action=%s: not a mark in the form this agent writes, up to the layout's last timestamp; never served, treated as missing",
-	     dc, w, key, shown, (unsigned long long)a->mark_max_ms, action);
+	/* Once per quarantine at warn: a walk sees every invalid mark again. */
+	logm(again ? AG_DEBUG : AG_WARN, "event=mark_invalid datacenter=%u worker=%u key=%s value=\"%s\" max_ms=%llu action=%s: not a mark in the form this agent writes (up to the layout's last timestamp); %s",
+	     dc, w, key, shown, (unsigned long long)a->mark_max_ms, action,
+	     !strcmp(action, "replaced") ? "replaced" :
+	     !strcmp(action, "left") ? "left as it is (never served)" :
+	     "never served, treated as missing (mark-quarantine-ms)");
 }
 
 int ag_mark_check(const struct agent *a, uint32_t dc, uint32_t w, const char *text, size_t len,
@@ -217,6 +232,8 @@ bool ag_stop_pending(void)
 	size_t i;
 	int sig;
 
+	if (stopping)
+		return false;	/* the stop itself (the release) runs to its end */
 	if (stop_signal)
 		return true;
 	sigemptyset(&set);
@@ -779,12 +796,6 @@ static void lease_lost(struct agent *a, const char *why)
 	a->serving = false;
 	a->next_acquire = boot_ns();
 	notify("STATUS=fenced: no lease");
-}
-
-/* The pair's place in the pool (the quarantine's key). */
-static uint64_t pair_index(const struct agent *a, uint32_t dc, uint32_t w)
-{
-	return (uint64_t)(w - a->w_lo) * (a->dc_hi - a->dc_lo + 1) + (dc - a->dc_lo);
 }
 
 /*
@@ -1375,6 +1386,7 @@ static int run(struct agent *a)
 	}
 
 	/* Fence first: the id must not be used once it may be someone else's. */
+	stopping = true;
 	(void)fence_now(a, a->fatal ? "store-unusable" : "agent-stopped");
 	logm(AG_INFO, "event=stopping signal=%d", (int)stop_signal);
 	notify("STOPPING=1");

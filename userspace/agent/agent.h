@@ -176,10 +176,11 @@ extern const struct store_ops ag_zookeeper_ops;
 void ag_store_lost(void);
 
 /*
- * A stop signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT) has come: a backend's
- * wait for a reply asks this between polls (at least every 100 ms) and gives
- * up the call (TRY_ERROR, -1) when it is true: the agent then fences,
- * releases and exits.  Main thread only.
+ * A stop signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT) has come and the agent
+ * has not begun to stop yet: a backend's wait for a reply asks this
+ * between polls (at least every 100 ms) and gives up the call (TRY_ERROR,
+ * -1) when it is true: the agent then fences, releases (release() is not
+ * interrupted: this is false by then) and exits.  Main thread only.
  */
 bool ag_stop_pending(void);
 

@@ -147,6 +147,19 @@ int64_t ag_quarantine_seen(struct ag_quarantine *q, uint64_t pair, int64_t now, 
 	return now;
 }
 
+int64_t ag_quarantine_since(const struct ag_quarantine *q, uint64_t pair)
+{
+	unsigned int i;
+
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		size_t s = q_slot(pair, i);
+
+		if (q->e[s].since && q->e[s].pair == pair)
+			return q->e[s].since;
+	}
+	return 0;
+}
+
 void ag_quarantine_clear(struct ag_quarantine *q, uint64_t pair)
 {
 	unsigned int i;

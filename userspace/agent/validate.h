@@ -82,6 +82,8 @@ struct ag_quarantine {
  * (after such a gap, or for a new pair, @now).
  */
 int64_t ag_quarantine_seen(struct ag_quarantine *q, uint64_t pair, int64_t now, int64_t gap_ns);
+/* When pair @pair's quarantine started (0: it is not in one). */
+int64_t ag_quarantine_since(const struct ag_quarantine *q, uint64_t pair);
 /* Pair @pair's mark was seen present, or its key held: forget it. */
 void ag_quarantine_clear(struct ag_quarantine *q, uint64_t pair);
 
