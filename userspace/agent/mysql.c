@@ -433,8 +433,10 @@ static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply 
 /* run_sql() and the error handling: 0, or -1 (the connection may be gone). */
 static int exec(struct agent *a, int64_t end, const char *sql, struct reply *r)
 {
-	if (!M(a)->m)
+	if (!M(a)->m) {
+		memset(r, 0, sizeof(*r));	/* nothing was sent */
 		return -1;
+	}
 	run_sql(a, end, sql, r);
 	if (!r->err)
 		return 0;
