@@ -43,7 +43,9 @@ TTL = 2000
 SETTLE = 1000
 BOUND = TTL + SETTLE + 1000
 INVALID = {"minus1": "-1", "1000": "1000", "abc": "abc", "25digits": "1" * 25,
-           "2pow64": "18446744073709551615"}
+           "2pow64": "18446744073709551615",
+           # the form written, above the layout's last timestamp
+           "toohigh": "%020d" % 99999999999999999}
 
 
 def now_ns():
@@ -429,6 +431,25 @@ def s_mark_lowered(c):
     c.history()
 
 
+def s_mark_invalid_under_holder(c):
+    """The mark set to "1000" (not the form written; MySQL: a low number)
+    under a serving holder: by the time the holder is killed (two renewals
+    later) the next holder, its clock 6 s behind, stamps nothing the first
+    could have stamped (the holder's raise replaced the mark, or it fenced)."""
+    c.init()
+    a = c.agent(offset=0)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    c.s.mark_set(c.cl, (0, 0), "1000")
+    time.sleep(2.5 * TTL / 1000)
+    a.kill9()
+    c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
+    b = c.agent(offset=-6000)
+    b.wait("event=unfenced", 20)
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
 def s_claim_reply_lost(c):
     """The reply to A's claim lost after the store committed it (through the
     proxy; the connection cut): no pair stays bound to A while A serves
@@ -778,6 +799,7 @@ SCENARIOS = [
     ("mark_missing", s_mark_missing),
 ] + [("mark_invalid_" + k, mark_invalid(v)) for k, v in INVALID.items()] + [
     ("mark_lowered", s_mark_lowered),
+    ("mark_invalid_under_holder", s_mark_invalid_under_holder),
     ("claim_reply_lost", s_claim_reply_lost),
     ("renew_reply_lost", s_renew_reply_lost),
     ("trickle", s_trickle),

@@ -7,11 +7,16 @@
  * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
  * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
  * bound to the lease, and only if the pair's timestamp mark (the key
- * PREFIX:CLUSTER:mark:DC:W, bound to no lease) exists, which the same Txn
- * reads (G1, G4 in agent.h):
+ * PREFIX:CLUSTER:mark:DC:W, bound to no lease) is still as a first read
+ * found it, valid, which the same Txn reads back (G1, G4 in agent.h):
  *
- *   Txn If(CreateRevision(key) == 0, CreateRevision(mark) > 0)
+ *   Txn If(CreateRevision(key) == 0, ModRevision(mark) == as read)
  *       Then(Put(key, owner, lease), Range(mark))
+ *
+ * (see e_claim(): a missing or invalid mark is written only with
+ * init_mark, over the very text read).  A claim whose outcome is unknown
+ * revokes (or forgets) its lease: no key stays bound to a lease the agent
+ * keeps (forget_claim()).
  *
  * kept with LeaseKeepAlive and revoked (LeaseRevoke, which deletes the
  * key, not the mark) on stop.  A keep-alive proves only that the lease
@@ -26,7 +31,10 @@
  *          [, Value(mark) < raise])
  *       Then([Put(mark, raise),] Range(mark)) Else(Range(key), Range(mark))
  *
- * Marks are 20-digit decimals, so etcd's byte comparison is numeric.  The lease's clock starts on the leader when it handles
+ * Marks are 20-digit decimals, so etcd's byte comparison is numeric; one
+ * that is not (an operator's "1000") fails the compare unraised, so a raise
+ * counts only on the mark the Txn reads back (prove()).  Every value read
+ * is parsed strictly (store_parse.c).  The lease's clock starts on the leader when it handles
  * the request, after we sent it, so the agent's rule holds: valid from
  * before the grant or keep-alive was sent, for ttl - margin.  A leader
  * change never shortens a lease (the new leader gives every lease a full
@@ -97,6 +105,17 @@ static size_t on_data(char *p, size_t sz, size_t n, void *arg)
 	e->len += add;
 	e->body[e->len] = '\0';
 	return add;
+}
+
+/* libcurl's progress callback (at least about once a second): a stop signal ends the call. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)arg;
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return ag_stop_pending() ? 1 : 0;
 }
 
 static void b64(const char *in, char *out, size_t outlen)
@@ -324,6 +343,8 @@ static int e_init(struct agent *a)
 	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e->h, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (a->c->etcd_cacert)
 		curl_easy_setopt(e->h, CURLOPT_CAINFO, a->c->etcd_cacert);

@@ -23,12 +23,12 @@
  *
  *   claim:   START TRANSACTION;
  *            UPDATE t SET owner = O, expiry = UTC_TIMESTAMP(6) + TTL
- *                WHERE <pair> AND expiry < UTC_TIMESTAMP(6);
+ *                WHERE <pair> AND expiry < UTC_TIMESTAMP(6) AND mark <= MAX;
  *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
  *            COMMIT
  *   renew:   START TRANSACTION;
  *            UPDATE t SET expiry = UTC_TIMESTAMP(6) + TTL,
- *                         mark = GREATEST(mark, RAISE)
+ *                         mark = IF(mark <= MAX, GREATEST(mark, RAISE), RAISE)
  *                WHERE <pair> AND owner = O;
  *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
  *            COMMIT
@@ -75,6 +75,13 @@
  *
  * G5: InnoDB keeps what it committed across a crash with
  * innodb_flush_log_at_trx_commit = 1 (checked once; a warning when not).
+ *
+ * What the table holds is input: a mark above MAX (the layout's last ms)
+ * is invalid, never claimed (the UPDATE does not match it), replaced only
+ * by a holder's raise, a passed quarantine or --init-store --init-mark-ms
+ * (store_parse.c parses every row strictly).  A claim whose reply is lost
+ * (it may have committed) is given back before the next step
+ * (resolve_orphan()).
  *
  * Every call ends by its deadline: the non-blocking API of Connector/C,
  * each wait a poll(2) bounded by the fence time (or mysql-timeout-ms), the
@@ -188,29 +195,35 @@ static int nb_wait(MYSQL *m, int status, int64_t end)
 {
 	struct pollfd p = { .fd = mysql_get_socket(m) };
 	int64_t left;
-	int lib = -1, r;
+	int lib = -1, r, wait;
 
+	p.events = 0;
+	if (status & MYSQL_WAIT_READ)
+		p.events |= POLLIN;
+	if (status & MYSQL_WAIT_WRITE)
+		p.events |= POLLOUT;
+	if (status & MYSQL_WAIT_EXCEPT)
+		p.events |= POLLPRI;
+	if (status & MYSQL_WAIT_TIMEOUT)
+		lib = (int)mysql_get_timeout_value_ms(m);
 	for (;;) {
 		left = (end - boot_ns()) / NS_PER_MS;
-		if (left <= 0)
+		/* A stop signal gives the call up too (asked every 100 ms). */
+		if (left <= 0 || ag_stop_pending())
 			return -1;
-		p.events = 0;
-		if (status & MYSQL_WAIT_READ)
-			p.events |= POLLIN;
-		if (status & MYSQL_WAIT_WRITE)
-			p.events |= POLLOUT;
-		if (status & MYSQL_WAIT_EXCEPT)
-			p.events |= POLLPRI;
-		if (status & MYSQL_WAIT_TIMEOUT)
-			lib = (int)mysql_get_timeout_value_ms(m);
-		r = poll(&p, 1, lib >= 0 && lib < left ? lib : (int)(left > 1000000 ? 1000000 : left));
+		wait = left > 100 ? 100 : (int)left;
+		if (lib >= 0 && lib < wait)
+			wait = lib;
+		r = poll(&p, 1, wait);
 		if (r < 0 && errno == EINTR)
 			continue;	/* the watchdog's signal */
 		if (r < 0)
 			return -1;
 		if (r == 0) {
-			if (lib >= 0 && lib < left)
+			if (lib >= 0 && lib <= wait)
 				return MYSQL_WAIT_TIMEOUT;
+			if (lib >= 0)
+				lib -= wait;
 			continue;	/* @end is checked above */
 		}
 		r = 0;
@@ -420,8 +433,10 @@ static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply 
 /* run_sql() and the error handling: 0, or -1 (the connection may be gone). */
 static int exec(struct agent *a, int64_t end, const char *sql, struct reply *r)
 {
-	if (!M(a)->m)
+	if (!M(a)->m) {
+		memset(r, 0, sizeof(*r));	/* nothing was sent */
 		return -1;
+	}
 	run_sql(a, end, sql, r);
 	if (!r->err)
 		return 0;

@@ -275,11 +275,12 @@ static int call_wait(struct zstore *z, struct zcall *c, int64_t deadline)
 		}
 		pthread_mutex_unlock(&zk_mu);
 		left = (deadline - boot_ns()) / NS_PER_MS;
-		if (left <= 0) {
+		/* A stop signal gives the call up too (asked every 100 ms). */
+		if (left <= 0 || ag_stop_pending()) {
 			c->abandoned = true;
 			return ZOPERATIONTIMEOUT;
 		}
-		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+		if (poll(&p, 1, left > 100 ? 100 : (int)left) > 0)
 			(void)!read(z->evfd, &n, sizeof(n));
 	}
 }
