@@ -38,6 +38,15 @@ def key_name(cluster, kind, pair):
 class Store:
     name = "?"
     members = 1
+    # After an outage, how long the store itself may still show the leases
+    # of before it as held (its restart wait, not the agents' doing): ms,
+    # or "ttl".  Redis: the agents claim only from a Redis up for
+    # redis-min-uptime-ms (default: the TTL); etcd: a new leader gives every
+    # lease a fresh TTL; ZooKeeper: the ephemeral nodes of sessions that
+    # died during the outage live until the server expires them (one
+    # session timeout, the TTL, after it runs again); MySQL: none (an
+    # expiry is a time on the server's clock).
+    restart_wait = "ttl"
     # scenarios this store cannot run: name -> why
     not_applicable = {}
 
@@ -426,6 +435,7 @@ class ZooKeeper(Store):
 
 class MySQL(Store):
     name = "mysql"
+    restart_wait = 0
     not_applicable = {
         "mark_invalid_minus1": "mark is BIGINT UNSIGNED: the server refuses -1",
         "mark_invalid_abc": "mark is BIGINT UNSIGNED: the server refuses abc",
