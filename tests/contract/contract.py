@@ -952,7 +952,7 @@ def main():
             print("not ok %d %s liveness: longest wait %d ms > bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
     names = [nm for nm, _ in SCENARIOS if any(nm in table[s] for s in stores)]
     print("contract table (TTL %d ms, settle %d ms):" % (TTL, SETTLE))
-    print("contract: %-24s %s" % ("scenario", " ".join("%-12s" % s for s in stores)))
+    print("contract: %-26s %s" % ("scenario", " ".join("%-12s" % s for s in stores)))
     nas = []
     for nm in names:
         cells = []
@@ -961,7 +961,7 @@ def main():
             if v[0] == "n/a":
                 nas.append("%s/%s: %s" % (s, nm, v[1]))
             cells.append("%-12s" % v[0])
-        print("contract: %-24s %s" % (nm, " ".join(cells)))
+        print("contract: %-26s %s" % (nm, " ".join(cells)))
     for x in nas:
         print("contract: n/a (%s)" % x)
     for s in stores:
