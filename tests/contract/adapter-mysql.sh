@@ -298,8 +298,10 @@ off[8]=0
 start_agent 8 --state-file ''
 wait_one 8 "event=claimed" 15 || bad "agent 8 never claimed the dead agent's pair"
 t_claim=$(ms)
-check "the dead agent's pair ($p5) taken by another after its expiry ($((t_claim - t_kill)) ms after the kill, TTL $TTL)" \
-	bash -c '[ "$1" = "$2" ] && [ "$3" -ge $(($4 * 8 / 10)) ]' _ "$(claimed_pair 8)" "$p5" "$((t_claim - t_kill))" "$TTL"
+# Its row's expiry is its last renewal + TTL, and that renewal came at most
+# renew-ms (TTL/3) before the kill: the claim not before TTL - renew-ms.
+check "the dead agent's pair ($p5) taken by another after its expiry ($((t_claim - t_kill)) ms after the kill, TTL $TTL, renew $((TTL / 3)))" \
+	bash -c '[ "$1" = "$2" ] && [ "$3" -ge $(($4 - $4 / 3)) ]' _ "$(claimed_pair 8)" "$p5" "$((t_claim - t_kill))" "$TTL"
 
 echo "==== clear errors ===="
 rc=$(run_bounded 5 "$tmp/e1.log" "$AGENT" --config /dev/null --mysql-user sfagent --mysql-password wrong "${flags[@]}")
