@@ -80,7 +80,7 @@ uint64_t ag_layout_max_ms(uint64_t epoch_ms, unsigned int ts_bits, uint64_t unit
 	span = ticks * unit_ms;
 	if (span > UINT64_MAX - 1 - epoch_ms)
 		return UINT64_MAX - 1;
-	return epoch_ms + span ? epoch_ms + span : 1;
+	return (epoch_ms + span) ? (epoch_ms + span) : 1;
 }
 
 void ag_shorten(const char *s, size_t len, char *out, size_t out_len)
