@@ -869,13 +869,14 @@ static uint64_t missing_mark(struct agent *a, uint32_t dc, uint32_t w, bool inva
 	      (int64_t)(2 * ag_conf_timeout_ms(c) + 1000) * NS_PER_MS;
 	since = ag_quarantine_seen(a->quarantine, pair_index(a, dc, w), now, gap);
 	/* Warn once until a lease is taken (a walk of a new key space sees every pair so). */
-	if (since == now)
-		logm(a->missing_logged ? AG_DEBUG : AG_WARN, "event=mark_missing datacenter=%u worker=%u prefix=%s cluster=%s%s: the store has no valid timestamp mark for this pair: a new key space (run snowflake-agent --init-store once) or a store that lost its data; %s",
+	if (since == now) {
+		logm(a->missing_logged ? AG_DEBUG : AG_WARN,
+		     "event=mark_missing datacenter=%u worker=%u prefix=%s cluster=%s%s: the store has no valid timestamp mark for this pair: a new key space (run snowflake-agent --init-store once) or a store that lost its data; %s",
 		     dc, w, c->prefix, c->cluster, invalid ? " invalid=1" : "",
 		     c->mark_quarantine_ms < 0 ? "not claiming it (mark-quarantine-ms = never)" :
-						 "claiming it only after mark-quarantine-ms");
-	if (since == now)
+		     "claiming it only after mark-quarantine-ms");
 		a->missing_logged = true;
+	}
 	if (c->mark_quarantine_ms < 0 || now - since < c->mark_quarantine_ms * NS_PER_MS)
 		return 0;
 	if (dev_next_ts(a, &ts))

@@ -57,6 +57,10 @@
 #include <hiredis/hiredis.h>
 
 #include "agent.h"
+#include "redis_parse.h"
+
+_Static_assert(INIT_PRESENT == 0 && INIT_CREATED == 1 && INIT_REPLACED == 2 && INIT_INVALID == 3,
+	       "init_lua's codes are agent.h's INIT_*");
 
 /*
  * Every script starts with these: ok(m), the mark's form (ARGV[1]: the
@@ -371,29 +375,12 @@ static void config_get(struct agent *a, int64_t deadline, const char *name, char
 	freeReplyObject(r);
 }
 
-/*
- * INFO @section's field @name ("name:value\r\n") into @out: 0, or -1 when
- * missing or longer than @len - 1.
- */
+/* INFO's field @name into @out: 0, or -1 (ag_redis_info_field()). */
 static int info_field(const redisReply *r, const char *name, char *out, size_t len)
 {
-	const char *p, *e;
-	size_t n = strlen(name);
-
 	if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS))
 		return -1;
-	for (p = r->str; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		if (strncmp(p, name, n) || p[n] != ':')
-			continue;
-		p += n + 1;
-		e = p + strcspn(p, "\r\n");
-		if ((size_t)(e - p) >= len)
-			return -1;
-		memcpy(out, p, (size_t)(e - p));
-		out[e - p] = '\0';
-		return 0;
-	}
-	return -1;
+	return ag_redis_info_field(r->str, r->len, name, out, len);
 }
 
 /* INFO @section, checked to be text; NULL (connection dropped, or logged) when not. */
@@ -459,17 +446,17 @@ static bool durability(struct agent *a, int64_t deadline)
 	 * One connection, one server life: a restart cuts connections, but a
 	 * proxy in between may hide it.  Then connect again, and check again.
 	 */
-	if (rs->run_id[0] && strcmp(run, rs->run_id)) {
+	if (rs->run_id[0] && strcmp(run, rs->run_id) != 0) {
 		redis_drop(a, "the server's run_id changed: it restarted");
 		return false;
 	}
 	memcpy(rs->run_id, run, sizeof(rs->run_id));
-	if (strcmp(aof, "yes") || strcmp(fsync, "always"))
+	if (strcmp(aof, "yes") != 0 || strcmp(fsync, "always") != 0)
 		snprintf(why, sizeof(why), "appendonly=%s appendfsync=%s", *aof ? aof : "?",
 			 *fsync ? fsync : "?");
-	else if (strcmp(role, "master"))
+	else if (strcmp(role, "master") != 0)
 		snprintf(why, sizeof(why), "role=%s", role);
-	else if (strcmp(slaves, "0"))
+	else if (strcmp(slaves, "0") != 0)
 		snprintf(why, sizeof(why), "role=master connected_slaves=%s", slaves);
 	else
 		return true;
@@ -643,29 +630,23 @@ static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, con
 }
 
 /*
- * What a script returned, for the pair (@dc, @w): the script's integers
- * (*@code), a valid mark (*@mark), or an invalid mark ({text}: logged).
+ * What a script returned, for the pair (@dc, @w) (ag_redis_script_reply()):
+ * an invalid mark, or a string that is not a valid mark, is logged.
  */
-enum { RS_INT, RS_MARK, RS_INVALID, RS_ODD };
-
-static int script_reply(struct agent *a, const redisReply *r, uint32_t dc, uint32_t w,
-			long long *code, uint64_t *mark, const char *action)
+static enum ag_redis_kind script_reply(struct agent *a, const redisReply *r, uint32_t dc,
+				       uint32_t w, long long *code, uint64_t *mark,
+				       const char *action)
 {
-	if (r->type == REDIS_REPLY_INTEGER) {
-		*code = r->integer;
-		return RS_INT;
-	}
-	if (r->type == REDIS_REPLY_STRING) {
-		if (!ag_mark_check(a, dc, w, r->str, r->len, AG_MARK_FIXED20, mark))
-			return RS_MARK;
-		return RS_ODD;	/* the script vouched for it: the reply is odd */
-	}
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-	    r->element[0]->type == REDIS_REPLY_STRING) {
-		ag_mark_invalid(a, dc, w, r->element[0]->str, r->element[0]->len, action);
-		return RS_INVALID;
-	}
-	return RS_ODD;
+	enum ag_redis_kind k;
+	const char *text = NULL;
+	size_t len = 0;
+
+	k = ag_redis_script_reply(r, a->mark_max_ms, code, mark, &text, &len);
+	if (k == AG_RS_INVALID)
+		ag_mark_invalid(a, dc, w, text, len, action);
+	else if (k == AG_RS_ODD && r->type == REDIS_REPLY_STRING)
+		ag_mark_invalid(a, dc, w, r->str, r->len, "not-served");
+	return k;
 }
 
 static void odd_reply(struct agent *a, const char *what, const redisReply *r)
@@ -697,14 +678,16 @@ static int renew_script(struct agent *a, int64_t deadline, uint32_t dc, uint32_t
 	if (!r)
 		return -1;
 	switch (script_reply(a, r, dc, w, &code, mark, "left")) {
-	case RS_INT:
+	case AG_RS_INT:
 		ret = code == 0 ? 0 : code == -2 ? TRY_NO_MARK : -1;
 		break;
-	case RS_MARK:
+	case AG_RS_MARK:
 		ret = 1;
 		break;
-	case RS_INVALID:
+	case AG_RS_INVALID:
 		ret = TRY_BAD_MARK;
+		break;
+	case AG_RS_ODD:
 		break;
 	}
 	if (ret == -1)
@@ -763,7 +746,7 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	if (!r)
 		return TRY_ERROR;
 	switch (script_reply(a, r, dc, w, &code, mark, "not-served")) {
-	case RS_INT:
+	case AG_RS_INT:
 		if (code == -1)
 			ret = TRY_HELD;
 		else if (code == -2)
@@ -774,11 +757,13 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			ret = TRY_NO_MARK;
 		}
 		break;
-	case RS_MARK:
+	case AG_RS_MARK:
 		ret = TRY_TAKEN;
 		break;
-	case RS_INVALID:
+	case AG_RS_INVALID:
 		ret = TRY_BAD_MARK;
+		break;
+	case AG_RS_ODD:
 		break;
 	}
 	if (ret == TRY_ERROR)
@@ -859,8 +844,10 @@ static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 {
 	char v[24];
 	const char *args[] = { v, replace_invalid ? "1" : "0" };
+	const char *text = NULL;
+	size_t len = 0;
 	redisReply *r;
-	int ret = -1;
+	int ret;
 
 	if (!redis_connect(a, 0))
 		return -1;
@@ -868,20 +855,9 @@ static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 	r = eval3(a, 0, R(a)->init_sha, init_lua, dc, w, 2, args);
 	if (!r)
 		return -1;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER) {
-		long long code = r->element[0]->integer;
-		const redisReply *t = r->elements == 2 ? r->element[1] : NULL;
-
-		if ((code == INIT_CREATED || code == INIT_PRESENT) && r->elements == 1)
-			ret = (int)code;
-		else if ((code == INIT_REPLACED || code == INIT_INVALID) && t &&
-			 t->type == REDIS_REPLY_STRING) {
-			ag_mark_invalid(a, dc, w, t->str, t->len,
-					code == INIT_REPLACED ? "replaced" : "left");
-			ret = (int)code;
-		}
-	}
+	ret = ag_redis_init_reply(r, &text, &len);
+	if (ret == INIT_REPLACED || ret == INIT_INVALID)
+		ag_mark_invalid(a, dc, w, text, len, ret == INIT_REPLACED ? "replaced" : "left");
 	if (ret < 0)
 		odd_reply(a, "init script reply", r);
 	freeReplyObject(r);

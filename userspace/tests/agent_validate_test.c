@@ -16,6 +16,7 @@
 #include "kselftest_harness.h"
 #include "../agent/validate.c"
 #include "../agent/conf.c"
+#include "../agent/redis_parse.c"
 
 #define MAX_MS	3487858230208ULL	/* the default layout's last timestamp */
 
@@ -240,6 +241,57 @@ TEST(config_long_line_message)
 	unlink(path);
 	ASSERT_NE(NULL, strstr(err, ":2: line longer than 1023 bytes")) TH_LOG("%s", err);
 	ag_conf_free(&c);
+}
+
+/* The Redis scripts' replies: only what the agent wrote is a mark. */
+TEST(redis_script_reply)
+{
+	char mk[] = "00000001795608360132", bad[] = "-1", big[] = "99999999999999999999";
+	redisReply s = { .type = REDIS_REPLY_STRING, .str = mk, .len = 20 };
+	redisReply e = { .type = REDIS_REPLY_STRING, .str = bad, .len = 2 }, *el[] = { &e };
+	redisReply arr = { .type = REDIS_REPLY_ARRAY, .elements = 1, .element = el };
+	redisReply n = { .type = REDIS_REPLY_INTEGER, .integer = -2 };
+	const char *text = NULL;
+	long long code = 0;
+	uint64_t m = 0;
+	size_t len = 0;
+
+	ASSERT_EQ(AG_RS_MARK, ag_redis_script_reply(&s, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(1795608360132ULL, m);
+	s.str = big;
+	ASSERT_EQ(AG_RS_ODD, ag_redis_script_reply(&s, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(AG_RS_INVALID, ag_redis_script_reply(&arr, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(2, len);
+	ASSERT_EQ(0, memcmp(text, "-1", 2));
+	ASSERT_EQ(AG_RS_INT, ag_redis_script_reply(&n, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(-2, code);
+	ASSERT_EQ(AG_RS_ODD, ag_redis_script_reply(NULL, MAX_MS, &code, &m, &text, &len));
+	/* The init script: {1}, {2, text}; not {1, text} nor {2}. */
+	el[0] = &n;
+	n.integer = 1;
+	ASSERT_EQ(1, ag_redis_init_reply(&arr, &text, &len));
+	n.integer = 2;
+	ASSERT_EQ(-1, ag_redis_init_reply(&arr, &text, &len));
+}
+
+TEST(redis_info_field)
+{
+	static const char info[] = "# Server\r\nrun_id:0123456789abcdef0123456789abcdef01234567\r\n"
+				   "uptime_in_seconds:12\r\nrole:master\nempty:\r\nrun_id_x:1\r\n";
+	char out[41];
+
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info), "run_id", out, sizeof(out)));
+	ASSERT_STREQ("0123456789abcdef0123456789abcdef01234567", out);
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info), "role", out, sizeof(out)));
+	ASSERT_STREQ("master", out);
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info), "empty", out, sizeof(out)));
+	ASSERT_STREQ("", out);
+	ASSERT_EQ(-1, ag_redis_info_field(info, strlen(info), "uptime", out, sizeof(out)));
+	ASSERT_EQ(-1, ag_redis_info_field(info, strlen(info), "run_id", out, 40));	/* too long */
+	/* Only the bytes given: the field cut off at the end is not read past it. */
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info) - 12, "empty", out, sizeof(out)));
+	ASSERT_EQ(0, ag_redis_info_field(info, 20, "run_id", out, sizeof(out)));
+	ASSERT_STREQ("012", out);
 }
 
 TEST_HARNESS_MAIN
