@@ -1,6 +1,7 @@
 #!/bin/bash
 # snowflake-agent against a real redis-server on 127.0.0.1 (a random free
-# port; no persistence), agents in --dry-run (no device):
+# port; appendonly yes, appendfsync always: the agent refuses less), agents
+# in --dry-run (no device):
 #   - the configuration: file, flags, errors (exit 2)
 #   - 32 agents contend for ids: all distinct (their logs and Redis' keys)
 #   - kill -9 one: its id is not claimable while the lease lives, and is
@@ -26,7 +27,7 @@
 #   - Redis stopped (SIGSTOP): every agent fences before its lease could
 #     expire (fence latency after the last renewal < TTL); Redis continued:
 #     they all claim again, distinct
-#   - Redis killed and restarted empty (no persistence here): every agent
+#   - Redis killed and restarted empty (its AOF removed: its data lost): every agent
 #     fences; the marks are gone, so no pair is claimed (event=mark_missing)
 #     until an operator runs --init-store with a mark above every ID issued;
 #     then every agent claims its previous id again
@@ -39,6 +40,10 @@
 #     B serves after it, in real time and in timestamps
 #   - prefer = hostname, machine-id, ip: two agents of one host derive one
 #     pair: the first gets it, the second takes another
+#   - what Redis holds or says is input: scripts/agent-redis-input-test.sh
+#     (invalid marks, the per-pair quarantine, a Redis that can bring marks
+#     back lower, trickled and oversized replies, SIGTERM in --init-store
+#     and the claim walk, long configuration lines; its lines count here)
 #   - ZooKeeper: scripts/agent-zk-test.sh (its lines count here)
 # Then, unless AGENT_MYSQL=0, the same against MySQL/MariaDB
 # (scripts/agent-mysql-test.sh, with its guest), and, unless AGENT_GUEST=0,
@@ -105,7 +110,7 @@ ms() { date +%s%3N; }
 
 start_redis() {
 	local i
-	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly yes --appendfsync always \
 		--dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
 	redis_pid=$!
 	for i in $(seq 100); do
@@ -412,7 +417,7 @@ check "--redis-password on the command line: a warning that every local user can
 	grep -q 'event=secret_on_command_line option=--redis-password ' "$tmp/pw.log"
 port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$tmp/r2"
-redis-server --bind 127.0.0.1 --port "$port2" --save '' --appendonly no --dir "$tmp/r2" \
+redis-server --bind 127.0.0.1 --port "$port2" --save '' --appendonly yes --appendfsync always --dir "$tmp/r2" \
 	--requirepass s3cret --maxmemory 64mb --maxmemory-policy volatile-lru \
 	--logfile "$tmp/redis2.log" --daemonize no &
 redis2_pid=$!
@@ -922,6 +927,8 @@ agent_pids[i]=
 unset "before[$i]"
 check "SIGTERM while Redis is dead: exit $rc in $(($(ms) - t_term)) ms" test "$rc" -eq 0
 mapfile -t off < <(offsets)
+# Its data lost (a new disk): restarted without its AOF.
+rm -rf "$tmp/appendonlydir" "$tmp/dump.rdb"
 if ! start_redis; then
 	bad "redis-server did not restart"
 	finish
@@ -936,7 +943,12 @@ else
 fi
 check "restarted Redis: no lease key while the marks are missing" \
 	test "$(rcli --scan --pattern "$PREFIX:c1:worker:*" | wc -l)" = 0
+# The agents wait (SIGSTOP; they hold nothing) while --init-store writes
+# the 64 marks, one fsync each (appendfsync always): an agent whose own
+# pair's mark is not written yet would take another pair that is.
+for i in "${!agent_pids[@]}"; do [ -n "${agent_pids[i]:-}" ] && kill -STOP "${agent_pids[i]}"; done
 init_space --init-mark-ms $(($(ms) + 60000))
+for i in "${!agent_pids[@]}"; do [ -n "${agent_pids[i]:-}" ] && kill -CONT "${agent_pids[i]}"; done
 t_init=$(ms)
 if wait_all "event=unfenced" 15 "${off[@]}"; then
 	ok "--init-store --init-mark-ms (a minute ahead): every agent claimed again ($(($(ms) - t_init)) ms)"
@@ -1052,6 +1064,9 @@ sub_test() {
 		bad "$name: scripts/$script gave no result (exit $rc)"
 	fi
 }
+
+echo "==== what Redis holds or says is input (scripts/agent-redis-input-test.sh) ===="
+sub_test "redis input" agent-redis-input-test.sh
 
 echo "==== ZooKeeper (scripts/agent-zk-test.sh) ===="
 sub_test zookeeper agent-zk-test.sh

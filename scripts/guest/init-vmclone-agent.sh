@@ -14,7 +14,7 @@ if ! insmod /snowflake.ko strict=1; then
 	echo "VMCLONE-ERROR insmod failed"
 	vm_done
 fi
-redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
+redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly yes --appendfsync always \
 	--dir /tmp --logfile /tmp/redis.log --daemonize no &
 i=0
 while [ $i -lt 200 ] && [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" != PONG ]; do

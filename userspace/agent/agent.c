@@ -816,6 +816,7 @@ static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t sent, 
 		a->mark_ms = mark;
 	}
 	ag_quarantine_clear(a->quarantine, pair_index(a, dc, w));
+	a->missing_logged = false;
 	a->held = true;
 	a->serving = false;
 	a->settle_until = 0;
@@ -861,17 +862,20 @@ static uint64_t missing_mark(struct agent *a, uint32_t dc, uint32_t w, bool inva
 
 	/*
 	 * Two sightings farther apart than the longest backoff between two
-	 * walks of the pool (full_backoff(): 1.25 x max(ttl, 1 s)) plus a
-	 * store timeout are not one quarantine: it starts again.
+	 * walks of the pool (full_backoff(): max(ttl, 1 s)) plus a walk and
+	 * its store timeouts are not one quarantine: it starts again.
 	 */
-	gap = (int64_t)(c->ttl_ms > 1000 ? c->ttl_ms : 1000) * NS_PER_MS * 5 / 4 +
+	gap = (int64_t)(c->ttl_ms > 1000 ? c->ttl_ms : 1000) * NS_PER_MS + 2 * a->walk_ns +
 	      (int64_t)(2 * ag_conf_timeout_ms(c) + 1000) * NS_PER_MS;
 	since = ag_quarantine_seen(a->quarantine, pair_index(a, dc, w), now, gap);
+	/* Warn once until a lease is taken (a walk of a new key space sees every pair so). */
 	if (since == now)
-		logm(AG_WARN, "event=mark_missing datacenter=%u worker=%u prefix=%s cluster=%s%s: the store has no valid timestamp mark for this pair: a new key space (run snowflake-agent --init-store once) or a store that lost its data; %s",
+		logm(a->missing_logged ? AG_DEBUG : AG_WARN, "event=mark_missing datacenter=%u worker=%u prefix=%s cluster=%s%s: the store has no valid timestamp mark for this pair: a new key space (run snowflake-agent --init-store once) or a store that lost its data; %s",
 		     dc, w, c->prefix, c->cluster, invalid ? " invalid=1" : "",
 		     c->mark_quarantine_ms < 0 ? "not claiming it (mark-quarantine-ms = never)" :
 						 "claiming it only after mark-quarantine-ms");
+	if (since == now)
+		a->missing_logged = true;
 	if (c->mark_quarantine_ms < 0 || now - since < c->mark_quarantine_ms * NS_PER_MS)
 		return 0;
 	if (dev_next_ts(a, &ts))
@@ -923,7 +927,7 @@ static int acquire(struct agent *a)
 	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
 	bool no_mark = false;
 	uint64_t i, start, mark = 0;
-	int64_t wait, sent;
+	int64_t wait, sent, walk_from;
 	int ret;
 
 	if (a->ever_held) {
@@ -951,6 +955,7 @@ static int acquire(struct agent *a)
 			     a->pref_dc, a->pref_w);
 	}
 	start = rnd64() % a->pool;
+	walk_from = boot_ns();
 	for (i = 0; i < a->pool && !ag_stop_pending(); i++) {
 		uint64_t n = (start + i) % a->pool;
 		uint32_t dc = a->dc_lo + (uint32_t)(n % ndc);
@@ -964,6 +969,7 @@ static int acquire(struct agent *a)
 	}
 	if (stop_signal)
 		return TRY_ERROR;
+	a->walk_ns = boot_ns() - walk_from;	/* a whole walk: how long the next may take */
 	return no_mark ? TRY_NO_MARK : TRY_HELD;
 }
 
@@ -1233,7 +1239,16 @@ static int setup_pool(struct agent *a, unsigned int dc_bits, unsigned int w_bits
 	return 0;
 }
 
-/* A full pool: try again after a backoff that doubles up to max(ttl, 1 s), jittered. */
+/*
+ * A full pool (or no pair with a valid mark): try again after a backoff
+ * that doubles from min(renew-ms, 1 s) up to max(ttl, 1 s), jittered down
+ * to half (never up).  The liveness bound (snowflake-agent(8)): a pair
+ * that becomes free while the store answers is tried by every waiting
+ * agent within max(ttl, 1 s) plus one walk of the pool, so it is claimed
+ * within that and served settle-ms later: within ttl + settle-ms + 1 s.
+ * (It used to be up to 1.25 x max(ttl, 1 s): past the bound for a TTL
+ * above 4 s.)
+ */
 static int64_t full_backoff(struct agent *a)
 {
 	int64_t cap = (int64_t)(a->c->ttl_ms > 1000 ? a->c->ttl_ms : 1000) * NS_PER_MS;
@@ -1243,8 +1258,8 @@ static int64_t full_backoff(struct agent *a)
 	if (b > cap)
 		b = cap;
 	a->full_backoff_ns = b;
-	/* 75% .. 125% */
-	return b * 3 / 4 + (int64_t)(rnd64() % (uint64_t)(b / 2 + 1));
+	/* 50% .. 100% */
+	return b / 2 + (int64_t)(rnd64() % (uint64_t)(b / 2 + 1));
 }
 
 static int run(struct agent *a)

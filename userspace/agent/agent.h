@@ -212,6 +212,7 @@ struct agent {
 	int64_t next_acquire;
 	int64_t claim_wait_ns;		/* the store asked to wait before claiming */
 	int64_t full_backoff_ns;	/* the pool was full: wait this long */
+	int64_t walk_ns;		/* the last whole walk of the pool took this long */
 	bool full_logged;
 	bool ready_sent;
 	int tfd;			/* timerfd (CLOCK_BOOTTIME) for the main loop */
@@ -228,6 +229,7 @@ struct agent {
 	uint64_t mark_max_ms;
 	/* Per pair: when its mark was first seen missing or invalid (agent.c). */
 	struct ag_quarantine *quarantine;
+	bool missing_logged;		/* event=mark_missing said at warn since the last claim */
 
 	/*
 	 * The dry-run device: the kernel's rules on a simulated clock, the

@@ -247,6 +247,16 @@ static int parse_bool(const char *s, bool *b)
 	return -EINVAL;
 }
 
+/* An option with an optional boolean: given alone, true. */
+static int parse_flag(const char *s, bool *b)
+{
+	if (!s) {
+		*b = true;
+		return 0;
+	}
+	return parse_bool(s, b);
+}
+
 static void set_str(char **dst, const char *v)
 {
 	free(*dst);
@@ -466,15 +476,11 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		set_str(&c->owner, v);
 		return 0;
 	case O_NON_DURABLE:
-		if (!v)
-			c->redis_allow_non_durable = true;
-		else if (parse_bool(v, &c->redis_allow_non_durable))
+		if (parse_flag(v, &c->redis_allow_non_durable))
 			goto bad;
 		return 0;
 	case O_DRY:
-		if (!v)
-			c->dry_run = true;
-		else if (parse_bool(v, &c->dry_run))
+		if (parse_flag(v, &c->dry_run))
 			goto bad;
 		return 0;
 	case O_DRYBITS:
