@@ -29,6 +29,9 @@
 #     marks went with the rows) until --init-store --init-mark-ms
 #   - a host whose clock is 5 minutes behind takes over a pair above the
 #     old holder's timestamps; the row's mark is at or above every ceiling
+#   - what the store holds is input: a mark of 2^64-1 or above the layout
+#     is never claimed; a claim whose reply is lost after its COMMIT (a
+#     proxy, scripts/reply-drop-proxy.py) is given back before the next step
 #   - every history, judged by scripts/lease-check.py
 # Then, unless AGENT_GUEST=0, the end-to-end test in a guest
 # (scripts/agent-mysql-guest.sh).  Prints "agent-mysql: N passed, M failed".

@@ -35,6 +35,10 @@
 #     --init-store never lowers one; a missing mark is never claimed, or
 #     only after --mark-quarantine-ms; a host whose clock is 5 minutes
 #     behind takes over a pair above the old holder's timestamps
+#   - etcd: what the store holds is input: marks -1, 1000, abc, 25 digits,
+#     2^64-1 never claimed; a mark set to 1000 under a holder never lets the
+#     ceiling pass it; a claim reply lost after commit leaves one key; a
+#     2 MiB reply is not read; a trickled reply ends by the deadline
 #   - etcd: every lease key deleted (etcdctl del --prefix) while A holds the
 #     one pair and B waits: A fences at its next renewal (event=key_lost),
 #     B serves after it, in real time and in timestamps
@@ -806,6 +810,53 @@ agent_pids[88]=
 kill -KILL "${agent_pids[87]}"
 wait "${agent_pids[87]}" 2>/dev/null
 agent_pids[87]=
+# What bounds an etcd reply: at most 1 MiB is read (a longer one fails the
+# call), and every call ends by its deadline however slowly bytes come.  A
+# fake member: "huge" answers every request with 2 MiB, "trickle" with a
+# byte every 300 ms.
+for mode in huge trickle; do
+	python3 - "$tmp/efake.$mode.port" "$mode" 2>"$tmp/efake.$mode.log" <<-'PYEOF' &
+		import os, socket, sys, threading, time
+		portfile, mode = sys.argv[1], sys.argv[2]
+		ls = socket.socket()
+		ls.bind(("127.0.0.1", 0))
+		ls.listen(16)
+		open(portfile + ".tmp", "w").write("%d\n" % ls.getsockname()[1])
+		os.rename(portfile + ".tmp", portfile)
+		def serve(c):
+		    try:
+		        c.recv(65536)
+		        if mode == "huge":
+		            body = b'{"x":"' + b"a" * (2 << 20) + b'"}'
+		            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+		        else:
+		            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+		            while True:
+		                c.sendall(b" ")
+		                time.sleep(0.3)
+		    except OSError:
+		        pass
+		    c.close()
+		while True:
+		    c, _ = ls.accept()
+		    threading.Thread(target=serve, args=(c,), daemon=True).start()
+	PYEOF
+	agent_pids[89]=$!
+	for _ in $(seq 50); do [ -s "$tmp/efake.$mode.port" ] && break; sleep 0.1; done
+	rc=$(run_bounded 3 "$tmp/efake.$mode.agent.log" "$AGENT" "${flags[@]}" --backend etcd --etcd-timeout-ms 300 \
+		--cluster efake --worker-ids 0 --state-file '' --etcd-endpoints "http://127.0.0.1:$(cat "$tmp/efake.$mode.port")")
+	if [ "$mode" = huge ]; then
+		check "etcd: a 2 MiB reply is not read: the call fails, nothing claimed ($rc: $(grep -o 'event=etcd_down.*' "$tmp/efake.$mode.agent.log" | head -n1 | cut -c1-90))" \
+			bash -c 'grep -q "event=etcd_down.*Failed writing received data" "$1" && ! grep -q "event=claimed" "$1"' _ "$tmp/efake.$mode.agent.log"
+	else
+		n=$(grep -c "Timeout was reached" "$tmp/efake.$mode.agent.log")
+		check "etcd: a reply trickled a byte every 300 ms: each call ends by its deadline ($n calls in 3 s gave up, etcd-timeout-ms 300)" \
+			bash -c '[ "$1" -ge 2 ] && ! grep -q "event=claimed" "$2"' _ "$n" "$tmp/efake.$mode.agent.log"
+	fi
+	kill -KILL "${agent_pids[89]}"
+	wait "${agent_pids[89]}" 2>/dev/null
+	agent_pids[89]=
+done
 ectl user add root:r00tpw >/dev/null 2>&1
 ectl auth enable >/dev/null 2>&1
 rc=$(run_bounded 5 "$tmp/eauth.log" "$AGENT" "${eflags[@]}" --etcd-user root --etcd-password wrong)

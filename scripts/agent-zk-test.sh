@@ -20,6 +20,10 @@
 #     session takes its key back (no new claim)
 #   - the agent stopped past the session timeout: its key is gone, another
 #     agent serves the pair; continued: a new session, claims again
+#   - what the store holds is input: a mark's data -1, 1000, abc, 25 digits,
+#     2^64-1 is never claimed; a claim multi whose reply is lost (a proxy,
+#     scripts/reply-drop-proxy.py) leaves one key, not an orphan ephemeral
+#     of a session the agent keeps
 #   - the mark: "MARK OWNER" at or above every ceiling; --init-store never
 #     lowers it
 #   - a ttl-ms above the server's maxSessionTimeout: exit 2; a chroot in
