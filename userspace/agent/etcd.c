@@ -603,7 +603,7 @@ static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 		if (mr.v == AG_VAL_OK)
 			return INIT_PRESENT;
 		if (mr.v == AG_VAL_INVALID && !replace_invalid) {
-			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "left-alone");
+			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "left");
 			return INIT_INVALID;
 		}
 		mark_cmp(&mr, m64, cmp, sizeof(cmp));

@@ -754,7 +754,7 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	/* The UPDATE takes only a valid mark: an invalid one leaves the row alone. */
 	if (row_of(a, &r, dc, w, mark, &ours, NULL)) {
 		ag_mark_invalid(a, dc, w, r.col[1], strlen(r.col[1]),
-				r.affected[1] == 0 ? "not-served" : "read-back");
+				"not-served");
 		if (r.affected[1] == 0)
 			return TRY_BAD_MARK;
 		goto unknown;
@@ -833,7 +833,7 @@ static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, ui
 			 r.col_null[1] ? NULL : r.col[1], r.col_len[1], a->owner, a->mark_max_ms,
 			 mark, &ours) != AG_VAL_OK) {
 		if (raise || r.col_len[1] >= sizeof(r.col[1]) || !r.col_len[1]) {
-			row_of(a, &r, dc, w, mark, &ours, "read-back");
+			row_of(a, &r, dc, w, mark, &ours, "not-served");
 			return -1;
 		}
 		*mark = 0;
@@ -932,7 +932,7 @@ static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 	if (!row_of(a, &r, dc, w, &cur, &ours, NULL))
 		return INIT_PRESENT;
 	if (!replace_invalid) {
-		ag_mark_invalid(a, dc, w, r.col[1], strlen(r.col[1]), "left-alone");
+		ag_mark_invalid(a, dc, w, r.col[1], strlen(r.col[1]), "left");
 		return INIT_INVALID;
 	}
 	/* Only the very value found invalid (a BIGINT: its text is digits). */

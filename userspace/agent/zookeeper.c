@@ -839,7 +839,7 @@ static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 			return INIT_PRESENT;
 		}
 		if (!replace_invalid) {
-			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "left-alone");
+			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "left");
 			call_put(m);
 			return INIT_INVALID;
 		}
