@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> static -> docs -> clients -> agent
+#   -> packaging -> deb -> static -> docs -> clients -> contract
 #   -> agent-guest -> handoff
 #   -> lease -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
@@ -22,10 +22,10 @@
 # purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ installed as packages with pip, Composer, npm, go and
 # mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
-# against recorded ID and UUID streams, scripts/clients-test.sh; agent:
-# snowflake-agent against a real redis-server on 127.0.0.1,
-# scripts/agent-test.sh (and against a real ZooKeeper server and a real
-# mariadbd, scripts/agent-zk-test.sh and scripts/agent-mysql-test.sh);
+# against recorded ID and UUID streams, scripts/clients-test.sh; contract:
+# snowflake-agent's contract, one scenario list against etcd (3 members),
+# Redis, ZooKeeper (3 servers) and MariaDB through a fault proxy, and each
+# store's adapter tests, tests/contract/run.sh;
 # agent-guest: one end-to-end scenario in a 6.12 guest (the module with
 # strict=1, the store's server, the agent), run once per store (Redis,
 # ZooKeeper, MariaDB), tests/agent-guest/run.sh; handoff: one pair handed from
@@ -128,7 +128,7 @@ if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
 fi
 want clients && run_stage clients scripts/clients-test.sh
-want agent && run_stage agent scripts/agent-test.sh
+want contract && run_stage contract tests/contract/run.sh
 want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff scripts/handoff-test.sh
 want lease && run_stage lease scripts/lease-test.sh
@@ -145,13 +145,13 @@ want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,agent,agent-guest,handoff,lease,restart}.log; do
+	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,contract,agent-guest,handoff,lease,restart}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
 			/^==== restart [^ ]+ ====/ { k = $3 }
 			function say(lane, what) { printf "  %-14s %-28s %s\n", lane, k ? k : "host", what }
-			/^fuzz (core|ioctl|uuid): [0-9]+ execs/ { say("libfuzzer", $0) }
+			/^fuzz [a-z_]+: [0-9]+ execs/ { say("libfuzzer", $0) }
 			/^# fuzz: [0-9]+ calls \(/ { sub(/^# /, ""); say("guest fuzz", $0) }
 			/torture_8x1M_clock_steps:[0-9]+ IDs in/ { sub(/.*torture_8x1M_clock_steps:/, ""); sub(/: unique.*/, ""); say("torture", $0) }
 			/torture_8x1M_clock_steps:[0-9]+ wall clock steps/ { sub(/.*torture_8x1M_clock_steps:/, ""); say("torture", $0) }
@@ -163,6 +163,8 @@ lane_figures() {
 			/^figures: mysql: / { say("agent mysql", substr($0, 17)) }
 			/^figures: lease / { say("lease", substr($0, 16)) }
 			/^figure: [a-z]+ guest: .*(fence_latency|deadline_to_refused)_ms=/ { kk = k; k = "guest"; w = $0; sub(/^figure: [a-z]+ guest: /, "", w); say("agent " $2, w); k = kk }
+			/^contract: / && !/^contract: [0-9]+ passed, / { say("contract", substr($0, 11)) }
+			/^figures: contract / { say("contract", substr($0, 19)) }
 			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 			/^==== vmclone [^ ]+ [a-z]+ ====/ { k = $3 }

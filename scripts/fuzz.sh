@@ -1,5 +1,6 @@
 #!/bin/bash
-# libFuzzer on the pure parts of the driver (fuzz/, see fuzz/README.md):
+# libFuzzer on the pure parts of the driver and on the agent's store reply
+# parsers (fuzz/, see fuzz/README.md):
 # build every fuzz/<target>_fuzz.c with clang -fsanitize=fuzzer,address,
 # undefined, then for each target
 #   1. replay fuzz/corpus/<target>/ and fuzz/crashes/<target>/ once
@@ -10,13 +11,17 @@
 # "fuzz: N passed, M failed" (each replay and each fuzzing run counts one).
 #
 # Environment: FUZZ_SECONDS=N (0: replay only), FUZZ_TARGETS="core ...",
-# FUZZ_MAX_LEN=N (largest input, default 4096).
+# FUZZ_MAX_LEN=N (largest input, default 4096), FUZZ_PARSER_SECONDS=N
+# (default 15, at most FUZZ_SECONDS): the agent's reply-parser targets
+# (small, pure parsers; a short run covers them and keeps the stage short).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_MAX_LEN=${FUZZ_MAX_LEN:-4096}
+FUZZ_PARSER_SECONDS=${FUZZ_PARSER_SECONDS:-15}
+PARSER_TARGETS=" etcd_reply zookeeper_data mysql_row redis_reply "
 dir=$ROOT/fuzz
 out=$BUILD/fuzz
 pass=0
@@ -71,7 +76,11 @@ for t in $targets; do
 	fi
 
 	# 2. Fuzz for a while, from the committed corpus.
-	[ "$FUZZ_SECONDS" -gt 0 ] || continue
+	secs=$FUZZ_SECONDS
+	if [[ $PARSER_TARGETS == *" $t "* ]] && [ "$FUZZ_PARSER_SECONDS" -lt "$secs" ]; then
+		secs=$FUZZ_PARSER_SECONDS
+	fi
+	[ "$secs" -gt 0 ] || continue
 	work=$out/corpus-$t
 	crashes=$out/crashes-$t
 	rm -rf "$work"
@@ -79,7 +88,7 @@ for t in $targets; do
 	[ -d "$dir/corpus/$t" ] && cp "$dir/corpus/$t"/* "$work"/ 2>/dev/null
 	log=$out/fuzz-$t.log
 	rc=0
-	"$bin" -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" \
+	"$bin" -max_total_time="$secs" -max_len="$FUZZ_MAX_LEN" \
 		-print_final_stats=1 -artifact_prefix="$crashes/" "$work" \
 		>"$log" 2>&1 || rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
@@ -88,7 +97,7 @@ for t in $targets; do
 	fi
 	ncrash=$(grep -c 'Test unit written to' "$log" || true)
 	if [ "$rc" -eq 0 ] && [ "$ncrash" -eq 0 ]; then
-		echo "fuzz $t: ${execs:-0} execs, 0 crashes (${FUZZ_SECONDS}s, corpus $(find "$work" -type f | wc -l))"
+		echo "fuzz $t: ${execs:-0} execs, 0 crashes (${secs}s, corpus $(find "$work" -type f | wc -l))"
 		pass=$((pass + 1))
 	else
 		grep -E "check '|ERROR: |SUMMARY|Test unit written" "$log" | tail -n 20

@@ -22,6 +22,8 @@ one host, so the agents' lines compare directly.
   fault kind=K pid=P at=T [until=T2]    (harness) K = sigstop (the agent did
                                         not run from T to T2), kill (SIGKILL
                                         at T), or a fault on the store
+                                        (store-down: the store did not answer
+                                        from T to T2, left out of gap_up_ms)
   clock pid=P offset_ms=N at=T          (harness) the agent of pid P ran with
                                         its wall clock N ms away from ours
   clockbase boot_to_wall_ns=X           (harness) CLOCK_REALTIME - CLOCK_BOOTTIME
@@ -178,6 +180,11 @@ def main():
     pid_owner = {s["pid"]: s["owner"] for s in ev["start"]}
     times = [s["at"] for s in ev["start"]] + [iv["until"] for iv in ev["interval"]]
     gap_ns, gap_owner = 0, None
+    # The same, the time the store was down (fault kind=store-down at=T
+    # until=T2: killed or stopped, or within its restart wait) left out:
+    # the longest such wait, and the store-down time within it.
+    up_ns, up_down_ns = 0, 0
+    downs = [(f["at"], f.get("until", f["at"])) for f in ev["fault"] if f.get("kind") == "store-down"]
     vac_ns, vac_pair = 0, None
     if starts and times:
         t0, t1 = min(times), max(times + [e["at"] for e in ev["exit"]])
@@ -206,6 +213,7 @@ def main():
 
         step = args.step_ms * 1000000
         run = {}
+        urun = {}   # owner -> [waited while the store answered, waited while it was down]
         vrun = {}
         t = t0
         while t <= t1:
@@ -222,8 +230,13 @@ def main():
                     run[owner] = run.get(owner, 0) + step
                     if run[owner] > gap_ns:
                         gap_ns, gap_owner = run[owner], owner
+                    u = urun.setdefault(owner, [0, 0])
+                    u[1 if any(a <= t < b for a, b in downs) else 0] += step
+                    if u[0] > up_ns:
+                        up_ns, up_down_ns = u[0], u[1]
                 else:
                     run[owner] = 0
+                    urun.pop(owner, None)
             # a pair nobody serves while a live agent of its space waits
             for p, f in freep.items():
                 if f and p.split("/")[0] in waiting:
@@ -257,6 +270,7 @@ def main():
           f"serving_s={serving_ns / 1e9:.1f} "
           f"ts_overlaps={len(ts_overlaps)} mark_raises={len(ev['mark'])} "
           f"gap_ms={gap_ns // 1000000} vacancy_ms={vac_ns // 1000000} "
+          f"gap_up_ms={up_ns // 1000000} gap_down_ms={up_down_ns // 1000000} "
           f"closest_ms={closest if closest is not None else '-'} underived={underived}")
     return 1 if overlaps or ts_overlaps or underived else 0
 

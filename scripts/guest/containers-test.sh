@@ -95,7 +95,7 @@ say "# podman import: $(($(date +%s) - start)) s; storage: $(podman info --forma
 # ---- snowflake-agent as the DaemonSet runs it --------------------------------
 mark "the agent"
 systemd-run --quiet --unit=sfct-redis /usr/local/bin/redis-server --port 6379 \
-	--bind 127.0.0.1 --save '' --appendonly no
+	--bind 127.0.0.1 --save '' --appendonly yes --appendfsync always --dir /tmp
 t "redis-server answers on 127.0.0.1:6379" until_ok 20 sh -c 'redis-cli -p 6379 ping | grep -q PONG'
 t "strict=1 and no lease yet: the host's read is refused" eval '! container-probe ids /dev/snowflake 1'
 # A new key space: its timestamp marks, once, as an operator would (the

@@ -132,7 +132,7 @@ info grep -m 3 '^snowflake_' /var/lib/prometheus/node-exporter/snowflake.prom
 
 # Redis on 127.0.0.1 (the host's Debian binary), then the agent.
 systemd-run --quiet --unit=sfsd-redis /usr/local/bin/redis-server --port 6379 \
-	--bind 127.0.0.1 --save '' --appendonly no
+	--bind 127.0.0.1 --save '' --appendonly yes --appendfsync always --dir /tmp
 t "redis-server answers on 127.0.0.1:6379" until_ok 20 sh -c 'redis-cli -p 6379 ping | grep -q PONG'
 # A new key space: its timestamp marks, once, as an operator would.
 t "snowflake-agent --init-store: the pool's marks (agent.conf's pool)" \

@@ -67,6 +67,10 @@ static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 #define SIG_WAKE	(SIGRTMIN + 2)	/* ag_store_lost() wakes the main loop */
 
 static volatile sig_atomic_t stop_signal;
+/* The agent is stopping (fenced, releasing): ag_stop_pending() is false. */
+static bool stopping;
+/* The mark quarantine's table (missing_mark()): fixed size, ~96 KiB. */
+static struct ag_quarantine quarantine;
 static enum ag_level log_level = AG_INFO;
 static bool log_journal;
 
@@ -144,6 +148,48 @@ void mark_key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size
 	snprintf(buf, len, "%s:%s:mark:%u:%u", a->c->prefix, a->c->cluster, dc, w);
 }
 
+/* The pair's place in the pool (the quarantine's key). */
+static uint64_t pair_index(const struct agent *a, uint32_t dc, uint32_t w)
+{
+	return (uint64_t)(w - a->w_lo) * (a->dc_hi - a->dc_lo + 1) + (dc - a->dc_lo);
+}
+
+void ag_mark_invalid(const struct agent *a, uint32_t dc, uint32_t w, const char *text,
+		     size_t len, const char *action)
+{
+	char key[512], shown[96];
+
+	bool again = !strcmp(action, "not-served") && a->quarantine &&
+		     ag_quarantine_since(a->quarantine, pair_index(a, dc, w));
+
+	mark_key_of(a, dc, w, key, sizeof(key));
+	ag_shorten(text, len, shown, sizeof(shown));
+	/* Once per quarantine at warn: a walk sees every invalid mark again. */
+	logm(again ? AG_DEBUG : AG_WARN, "event=mark_invalid datacenter=%u worker=%u key=%s value=\"%s\" max_ms=%llu action=%s: not a mark in the form this agent writes (up to the layout's last timestamp); %s",
+	     dc, w, key, shown, (unsigned long long)a->mark_max_ms, action,
+	     !strcmp(action, "replaced") ? "replaced" :
+	     !strcmp(action, "left") ? "left as it is (never served)" :
+	     "never served, treated as missing (mark-quarantine-ms)");
+}
+
+int ag_mark_check(const struct agent *a, uint32_t dc, uint32_t w, const char *text, size_t len,
+		  enum ag_mark_form form, uint64_t *out)
+{
+	if (!ag_mark_parse(text, len, form, a->mark_max_ms, out))
+		return 0;
+	ag_mark_invalid(a, dc, w, text, len, "not-served");
+	return -1;
+}
+
+void ag_reply_invalid(const struct agent *a, const char *what, const char *text, size_t len)
+{
+	char shown[96];
+
+	ag_shorten(text, len, shown, sizeof(shown));
+	logm(AG_WARN, "event=store_reply_invalid backend=%s what=\"%s\" value=\"%s\": not a value this agent accepts; the call failed",
+	     a->st ? a->st->name : "?", what, shown);
+}
+
 /* sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET. */
 static void notify(const char *msg)
 {
@@ -171,6 +217,32 @@ static void notify(const char *msg)
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/*
+ * The stop signals are blocked but inside sleep_until(); work that runs
+ * long between two sleeps (the claim walk, --init-store, a store call
+ * that waits for its reply) asks here, between steps: a pending stop
+ * signal is taken (sigtimedwait, no wait) and stop_signal set.
+ */
+bool ag_stop_pending(void)
+{
+	static const struct timespec zero;
+	sigset_t set;
+	size_t i;
+	int sig;
+
+	if (stopping)
+		return false;	/* the stop itself (the release) runs to its end */
+	if (stop_signal)
+		return true;
+	sigemptyset(&set);
+	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaddset(&set, stop_signals[i]);
+	sig = sigtimedwait(&set, NULL, &zero);
+	if (sig > 0)
+		stop_signal = sig;
+	return stop_signal != 0;
 }
 
 static void on_watchdog(int sig)
@@ -743,8 +815,8 @@ static void lease_taken(struct agent *a, uint32_t dc, uint32_t w, int64_t sent, 
 	} else if (mark > a->mark_ms) {
 		a->mark_ms = mark;
 	}
-	a->mark_missing_since = 0;
-	a->mark_missing_logged = false;
+	ag_quarantine_clear(a->quarantine, pair_index(a, dc, w));
+	a->missing_logged = false;
 	a->held = true;
 	a->serving = false;
 	a->settle_until = 0;
@@ -769,41 +841,54 @@ static uint64_t rnd64(void)
 }
 
 /*
- * A pair whose mark is missing: the key space is new (nobody ran
- * snowflake-agent --init-store) or the store lost its data.  Taking it as
- * 0 would let this host stamp timestamps an earlier holder stamped, so the
- * pair is not claimed: by default never (until an operator initialises the
- * marks), or, with mark-quarantine-ms, once that long has passed since
- * this run first found a mark missing, with the mark started at this
- * host's own clock.  The quarantine is safe when it is longer than the
- * largest clock difference between hosts plus the TTL plus mark-step-ms
- * (snowflake-agent(8)).  Returns the mark to create (0: none yet).
+ * A pair whose mark is missing (or invalid: ag_mark_check()): the key
+ * space is new (nobody ran snowflake-agent --init-store), the store lost
+ * its data, or someone wrote something else.  Taking it as 0 would let
+ * this host stamp timestamps an earlier holder stamped, so the pair is not
+ * claimed: by default never (until an operator initialises the marks), or,
+ * with mark-quarantine-ms, once this run has seen *this pair's* mark
+ * missing for that long, without a gap (a->quarantine, per pair: a
+ * sighting of another pair, or of this one long ago, counts for nothing),
+ * with the mark started at this host's own clock.  The quarantine is safe
+ * when it is longer than the largest clock difference between hosts plus
+ * the TTL plus mark-step-ms (snowflake-agent(8)).  Returns the mark to
+ * create (0: none yet).
  */
-static uint64_t missing_mark(struct agent *a, uint32_t dc, uint32_t w)
+static uint64_t missing_mark(struct agent *a, uint32_t dc, uint32_t w, bool invalid)
 {
 	const struct ag_conf *c = a->c;
-	int64_t now = boot_ns();
+	int64_t now = boot_ns(), since, gap;
 	uint64_t ts;
 
-	if (!a->mark_missing_since)
-		a->mark_missing_since = now;
-	if (!a->mark_missing_logged)
-		logm(AG_WARN, "event=mark_missing datacenter=%u worker=%u prefix=%s cluster=%s: the store has no timestamp mark for this pair: a new key space (run snowflake-agent --init-store once) or a store that lost its data; %s",
-		     dc, w, c->prefix, c->cluster,
+	/*
+	 * Two sightings farther apart than the longest backoff between two
+	 * walks of the pool (full_backoff(): max(ttl, 1 s)) plus a walk and
+	 * its store timeouts are not one quarantine: it starts again.
+	 */
+	gap = (int64_t)(c->ttl_ms > 1000 ? c->ttl_ms : 1000) * NS_PER_MS + 2 * a->walk_ns +
+	      (int64_t)(2 * ag_conf_timeout_ms(c) + 1000) * NS_PER_MS;
+	since = ag_quarantine_seen(a->quarantine, pair_index(a, dc, w), now, gap);
+	/* Warn once until a lease is taken (a walk of a new key space sees every pair so). */
+	if (since == now) {
+		logm(a->missing_logged ? AG_DEBUG : AG_WARN,
+		     "event=mark_missing datacenter=%u worker=%u prefix=%s cluster=%s%s: the store has no valid timestamp mark for this pair: a new key space (run snowflake-agent --init-store once) or a store that lost its data; %s",
+		     dc, w, c->prefix, c->cluster, invalid ? " invalid=1" : "",
 		     c->mark_quarantine_ms < 0 ? "not claiming it (mark-quarantine-ms = never)" :
-						 "claiming it only after mark-quarantine-ms");
-	a->mark_missing_logged = true;
-	if (c->mark_quarantine_ms < 0 ||
-	    now - a->mark_missing_since < c->mark_quarantine_ms * NS_PER_MS)
+		     "claiming it only after mark-quarantine-ms");
+		a->missing_logged = true;
+	}
+	if (c->mark_quarantine_ms < 0 || now - since < c->mark_quarantine_ms * NS_PER_MS)
 		return 0;
 	if (dev_next_ts(a, &ts))
+		return 0;
+	if (ts > a->mark_max_ms)
 		return 0;
 	logm(AG_WARN, "event=mark_quarantine_over datacenter=%u worker=%u mark_ms=%llu quarantine_ms=%lld",
 	     dc, w, (unsigned long long)ts, c->mark_quarantine_ms);
 	return ts;
 }
 
-/* One claim of (@dc, @w), with a missing mark handled; TRY_*. */
+/* One claim of (@dc, @w), with a missing or invalid mark handled; TRY_*. */
 static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 {
 	uint64_t mark = 0, init = 0;
@@ -812,14 +897,18 @@ static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 
 	for (;;) {
 		ret = a->st->claim(a, dc, w, &sent, &mark, init);
-		if (ret != TRY_NO_MARK || init)
+		if ((ret != TRY_NO_MARK && ret != TRY_BAD_MARK) || init)
 			break;
-		init = missing_mark(a, dc, w);
+		init = missing_mark(a, dc, w, ret == TRY_BAD_MARK);
 		if (!init)
 			break;
 	}
-	if (ret == TRY_NO_MARK)
+	if (ret == TRY_NO_MARK || ret == TRY_BAD_MARK) {
 		*no_mark = true;
+		return TRY_NO_MARK;
+	}
+	if (ret == TRY_HELD)	/* a holder: the next sighting of a missing mark starts afresh */
+		ag_quarantine_clear(a->quarantine, pair_index(a, dc, w));
 	if (ret == TRY_TAKEN) {
 		lease_taken(a, dc, w, sent, mark, false);
 		a->settle_until = boot_ns() + (int64_t)a->c->settle_ms * NS_PER_MS;
@@ -839,7 +928,7 @@ static int acquire(struct agent *a)
 	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
 	bool no_mark = false;
 	uint64_t i, start, mark = 0;
-	int64_t wait, sent;
+	int64_t wait, sent, walk_from;
 	int ret;
 
 	if (a->ever_held) {
@@ -849,7 +938,8 @@ static int acquire(struct agent *a)
 			lease_taken(a, a->dc, a->w, sent, mark, true);
 			return ret;
 		}
-		if (ret != TRY_HELD)
+		/* Not ours any more, or its mark invalid: claimed afresh like any pair. */
+		if (ret != TRY_HELD && ret != TRY_BAD_MARK)
 			return ret;
 	}
 	wait = a->st->claim_wait(a);
@@ -866,7 +956,8 @@ static int acquire(struct agent *a)
 			     a->pref_dc, a->pref_w);
 	}
 	start = rnd64() % a->pool;
-	for (i = 0; i < a->pool && !stop_signal; i++) {
+	walk_from = boot_ns();
+	for (i = 0; i < a->pool && !ag_stop_pending(); i++) {
 		uint64_t n = (start + i) % a->pool;
 		uint32_t dc = a->dc_lo + (uint32_t)(n % ndc);
 		uint32_t w = a->w_lo + (uint32_t)(n / ndc);
@@ -879,6 +970,7 @@ static int acquire(struct agent *a)
 	}
 	if (stop_signal)
 		return TRY_ERROR;
+	a->walk_ns = boot_ns() - walk_from;	/* a whole walk: how long the next may take */
 	return no_mark ? TRY_NO_MARK : TRY_HELD;
 }
 
@@ -1148,7 +1240,16 @@ static int setup_pool(struct agent *a, unsigned int dc_bits, unsigned int w_bits
 	return 0;
 }
 
-/* A full pool: try again after a backoff that doubles up to max(ttl, 1 s), jittered. */
+/*
+ * A full pool (or no pair with a valid mark): try again after a backoff
+ * that doubles from min(renew-ms, 1 s) up to max(ttl, 1 s), jittered down
+ * to half (never up).  The liveness bound (snowflake-agent(8)): a pair
+ * that becomes free while the store answers is tried by every waiting
+ * agent within max(ttl, 1 s) plus one walk of the pool, so it is claimed
+ * within that and served settle-ms later: within ttl + settle-ms + 1 s.
+ * (It used to be up to 1.25 x max(ttl, 1 s): past the bound for a TTL
+ * above 4 s.)
+ */
 static int64_t full_backoff(struct agent *a)
 {
 	int64_t cap = (int64_t)(a->c->ttl_ms > 1000 ? a->c->ttl_ms : 1000) * NS_PER_MS;
@@ -1158,8 +1259,8 @@ static int64_t full_backoff(struct agent *a)
 	if (b > cap)
 		b = cap;
 	a->full_backoff_ns = b;
-	/* 75% .. 125% */
-	return b * 3 / 4 + (int64_t)(rnd64() % (uint64_t)(b / 2 + 1));
+	/* 50% .. 100% */
+	return b / 2 + (int64_t)(rnd64() % (uint64_t)(b / 2 + 1));
 }
 
 static int run(struct agent *a)
@@ -1301,6 +1402,7 @@ static int run(struct agent *a)
 	}
 
 	/* Fence first: the id must not be used once it may be someone else's. */
+	stopping = true;
 	(void)fence_now(a, a->fatal ? "store-unusable" : "agent-stopped");
 	logm(AG_INFO, "event=stopping signal=%d", (int)stop_signal);
 	notify("STOPPING=1");
@@ -1357,6 +1459,7 @@ static int setup_device(struct agent *a)
 		     c->mark_step_ms, layout.time_unit_ms, 2ULL * layout.time_unit_ms);
 		c->mark_step_ms = 2 * layout.time_unit_ms;
 	}
+	a->mark_max_ms = ag_layout_max_ms(layout.epoch_ms, layout.timestamp_bits, layout.time_unit_ms);
 	return setup_pool(a, layout.datacenter_bits, layout.worker_bits);
 }
 
@@ -1442,40 +1545,58 @@ static int make_owner(struct agent *a)
  * --init-store: create the mark of every pair of the pool where it is
  * missing, at init-mark-ms, and exit.  The pool comes from datacenter-ids
  * and worker-ids; where they are not given, from the device's layout when
- * it can be read, else from dry-run-bits.  An existing mark is never
- * changed (never lowered).  0, or an exit code.
+ * it can be read, else from dry-run-bits.  A valid mark is never changed
+ * (never lowered); an invalid one (event=mark_invalid) is replaced only
+ * when the operator gave --init-mark-ms, and left otherwise (the pairs
+ * stay unclaimable: exit 1).  A stop signal ends it between two pairs
+ * (each one is a single atomic write: nothing is left half-written) with
+ * exit 1 and interrupted=1.  0, or an exit code.
  */
 static int init_store(struct agent *a)
 {
 	const struct ag_conf *c = a->c;
-	uint64_t created = 0, present = 0, failed = 0, i;
+	uint64_t created = 0, present = 0, replaced = 0, invalid = 0, failed = 0, i;
 	uint32_t ndc = a->dc_hi - a->dc_lo + 1;
+	bool stopped;
 
 	if (a->pool > (1u << 20)) {
 		logm(AG_ERR, "--init-store: the pool has %llu pairs; give datacenter-ids and worker-ids to name the pairs this cluster uses",
 		     (unsigned long long)a->pool);
 		return AG_EXIT_USAGE;
 	}
-	for (i = 0; i < a->pool && !stop_signal && !a->fatal; i++) {
+	if (c->init_mark_ms > a->mark_max_ms) {
+		logm(AG_ERR, "--init-store: init-mark-ms %llu is above the layout's last timestamp %llu",
+		     (unsigned long long)c->init_mark_ms, (unsigned long long)a->mark_max_ms);
+		return AG_EXIT_USAGE;
+	}
+	for (i = 0; i < a->pool && !ag_stop_pending() && !a->fatal; i++) {
 		uint32_t dc = a->dc_lo + (uint32_t)(i % ndc), w = a->w_lo + (uint32_t)(i / ndc);
-		int r = a->st->init_mark(a, dc, w, c->init_mark_ms);
+		int r = a->st->init_mark(a, dc, w, c->init_mark_ms, c->init_mark_given);
 
-		if (r > 0)
+		if (r == INIT_CREATED)
 			created++;
-		else if (r == 0)
+		else if (r == INIT_PRESENT)
 			present++;
+		else if (r == INIT_REPLACED)
+			replaced++;
+		else if (r == INIT_INVALID)
+			invalid++;
 		else
 			failed++;
 	}
-	logm(failed || a->fatal ? AG_ERR : AG_INFO,
-	     "event=store_initialised prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u pairs=%llu created=%llu present=%llu failed=%llu mark_ms=%llu",
+	stopped = i < a->pool && !a->fatal;
+	logm(failed || invalid || stopped || a->fatal ? AG_ERR : AG_INFO,
+	     "event=store_initialised prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u pairs=%llu created=%llu present=%llu replaced=%llu invalid=%llu failed=%llu mark_ms=%llu%s%s",
 	     c->prefix, c->cluster, a->dc_lo, a->dc_hi, a->w_lo, a->w_hi,
 	     (unsigned long long)a->pool, (unsigned long long)created,
-	     (unsigned long long)present, (unsigned long long)failed,
-	     (unsigned long long)c->init_mark_ms);
+	     (unsigned long long)present, (unsigned long long)replaced,
+	     (unsigned long long)invalid, (unsigned long long)failed,
+	     (unsigned long long)c->init_mark_ms, stopped ? " interrupted=1" : "",
+	     invalid ? ": invalid marks were left (give --init-mark-ms above every ID ever issued to replace them)" :
+	     replaced ? ": invalid marks were replaced at init-mark-ms (--init-mark-ms given)" : "");
 	if (a->fatal)
 		return a->fatal;
-	return failed || i < a->pool ? AG_EXIT_RUNTIME : AG_EXIT_OK;
+	return failed || invalid || stopped ? AG_EXIT_RUNTIME : AG_EXIT_OK;
 }
 
 /* The pool for --init-store: the device's layout if readable, else dry-run-bits. */
@@ -1487,6 +1608,8 @@ static int init_store_pool(struct agent *a)
 	if (!a->c->dry_run && !snowflake_open(&sf, a->c->device, 0) &&
 	    !snowflake_get_config(sf, &layout)) {
 		snowflake_close(sf);
+		a->mark_max_ms = ag_layout_max_ms(layout.epoch_ms, layout.timestamp_bits,
+						  layout.time_unit_ms);
 		return setup_pool(a, layout.datacenter_bits, layout.worker_bits);
 	}
 	snowflake_close(sf);
@@ -1503,6 +1626,10 @@ int main(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.hist_fd = -1;
 	a.tfd = -1;
+	/* The default layout's; the device's replaces it (setup_device(), init_store_pool()). */
+	a.mark_max_ms = ag_layout_max_ms(SNOWFLAKE_TWITTER_EPOCH_MS, SNOWFLAKE_DEFAULT_TIMESTAMP_BITS,
+					 SNOWFLAKE_DEFAULT_TIME_UNIT_MS);
+	a.quarantine = &quarantine;
 	ret = ag_conf_load(&conf, argc, argv, err, sizeof(err));
 	if (!ret && !conf.help && !conf.version)
 		ret = ag_conf_finish(&conf, err, sizeof(err));

@@ -14,6 +14,7 @@
 #include <snowflake.h>
 
 #include "conf.h"
+#include "validate.h"
 
 #define PROG	"snowflake-agent"
 #ifndef SNOWFLAKE_VERSION
@@ -23,8 +24,20 @@
 
 struct agent;
 
-/* What a claim, a re-adoption or a renewal gives. */
-enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1, TRY_NO_MARK = 2 };
+/*
+ * What a claim, a re-adoption or a renewal gives.  TRY_BAD_MARK: the
+ * pair's mark is present but invalid (see "Values read from the store"
+ * below); nothing was written.
+ */
+enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1, TRY_NO_MARK = 2, TRY_BAD_MARK = 3 };
+
+/* What init_mark() gives (besides -1: failed). */
+enum {
+	INIT_PRESENT = 0,	/* a valid mark is there: left alone (never lowered) */
+	INIT_CREATED = 1,	/* it was missing: created */
+	INIT_REPLACED = 2,	/* it was invalid and @replace_invalid: replaced */
+	INIT_INVALID = 3,	/* it is invalid and not @replace_invalid: left alone */
+};
 
 /*
  * A lease store: the one interface every backend (redis.c, etcd.c, zookeeper.c) sits
@@ -60,6 +73,31 @@ enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1, TRY_NO_MARK = 2 };
  *    forgot has ended (claim_wait()); a lost mark reads as missing
  *    (TRY_NO_MARK), never as a lower value.
  *
+ * Values read from the store are input (validate.h).  A mark is valid only
+ * in the exact form the backend writes it (MARK_FMT: AG_MARK_FIXED20;
+ * MySQL's BIGINT: AG_MARK_PLAIN) and within [0, a->mark_max_ms] (the last
+ * Unix ms the device's layout can stamp); the backend checks every mark it
+ * reads with ag_mark_check(), which logs event=mark_invalid.  An invalid
+ * mark is never served and is treated like a missing one:
+ *  - claim() without @init_mark: TRY_BAD_MARK, nothing written (the loop
+ *    quarantines the pair exactly as for TRY_NO_MARK);
+ *  - claim() with @init_mark: the mark is replaced by @init_mark and the
+ *    pair claimed, in one atomic step that replaces only the very text
+ *    found invalid (a compare on the old value, or inside one Redis
+ *    script): never a valid mark;
+ *  - readopt(): TRY_BAD_MARK (the loop moves on as for TRY_HELD), or, as
+ *    renew(), replaced by a->mark_ms (the highest this run raised it to);
+ *  - renew(): with @raise_to, replaced by @raise_to in the same atomic step
+ *    as the proof (safe for the same reason a missing mark is: this
+ *    holder's floor is above every earlier holder's timestamps); without,
+ *    left alone, and the renewal succeeds;
+ *  - init_mark(): INIT_INVALID, unless @replace_invalid (the operator gave
+ *    --init-mark-ms): INIT_REPLACED, replacing only the text found invalid.
+ * Owners, lease ids, revisions, versions, row counts, session ids: parsed
+ * strictly too (ag_parse_u64(), exact owner compare); one that fails is
+ * reported with ag_reply_invalid() (event=store_reply_invalid) and the call
+ * fails (TRY_ERROR, -1): never read as held, lost or taken.
+ *
  * With these the agent's argument holds (agent.c): a holder gives its
  * device a ceiling only up to a mark the store has accepted; the next
  * holder reads that mark at its claim and gives its device a floor above
@@ -85,16 +123,18 @@ struct store_ops {
 	 * and the pair's mark does.  TRY_TAKEN with *@sent_ns the time before
 	 * the request went out and *@mark the pair's mark; TRY_HELD when the
 	 * key exists; TRY_NO_MARK when it does not but the mark is missing
-	 * (nothing was written); TRY_ERROR.  @init_mark, when not 0: first
-	 * create the mark at that value if it is missing (a quarantine that
-	 * has passed, or --init-store).
+	 * (nothing was written); TRY_BAD_MARK when it does not but the mark
+	 * is invalid (nothing was written); TRY_ERROR.  @init_mark, when not
+	 * 0: first create the mark at that value if it is missing or replace
+	 * it if it is invalid (a quarantine that has passed).
 	 */
 	int (*claim)(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns,
 		     uint64_t *mark, uint64_t init_mark);
 	/*
 	 * The pair this run held last: take it back only if its key still
 	 * holds this run's own lease (a renewal whose reply was lost), with
-	 * its mark in *@mark.
+	 * its mark in *@mark.  TRY_TAKEN, TRY_HELD (not ours), TRY_BAD_MARK,
+	 * TRY_ERROR.
 	 */
 	int (*readopt)(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns,
 		       uint64_t *mark);
@@ -110,9 +150,11 @@ struct store_ops {
 	void (*release)(struct agent *a);
 	/*
 	 * --init-store: create the mark of pair (@dc, @w) at @mark where it is
-	 * missing.  1 created, 0 present already, -1 failed.
+	 * missing; where it is invalid, replace it only with @replace_invalid
+	 * (the operator gave --init-mark-ms).  INIT_*, or -1 failed.
 	 */
-	int (*init_mark)(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark);
+	int (*init_mark)(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
+			 bool replace_invalid);
 };
 
 /* The mark's text in the stores: 20 decimal digits, so that byte order is number order. */
@@ -132,6 +174,15 @@ extern const struct store_ops ag_zookeeper_ops;
  * affected.  Thread-safe, and async-signal-safe; never blocks.
  */
 void ag_store_lost(void);
+
+/*
+ * A stop signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT) has come and the agent
+ * has not begun to stop yet: a backend's wait for a reply asks this
+ * between polls (at least every 100 ms) and gives up the call (TRY_ERROR,
+ * -1) when it is true: the agent then fences, releases (release() is not
+ * interrupted: this is false by then) and exits.  Main thread only.
+ */
+bool ag_stop_pending(void);
 
 struct agent {
 	struct ag_conf *c;
@@ -161,6 +212,7 @@ struct agent {
 	int64_t next_acquire;
 	int64_t claim_wait_ns;		/* the store asked to wait before claiming */
 	int64_t full_backoff_ns;	/* the pool was full: wait this long */
+	int64_t walk_ns;		/* the last whole walk of the pool took this long */
 	bool full_logged;
 	bool ready_sent;
 	int tfd;			/* timerfd (CLOCK_BOOTTIME) for the main loop */
@@ -173,8 +225,11 @@ struct agent {
 	 */
 	uint64_t floor_ms;		/* the mark read at the claim + 1 */
 	uint64_t mark_ms;		/* the pair's mark as the store last accepted it */
-	int64_t mark_missing_since;	/* boottime ns a missing mark was first seen; 0 none */
-	bool mark_missing_logged;
+	/* The last Unix ms the device's layout can stamp: a mark above it is invalid. */
+	uint64_t mark_max_ms;
+	/* Per pair: when its mark was first seen missing or invalid (agent.c). */
+	struct ag_quarantine *quarantine;
+	bool missing_logged;		/* event=mark_missing said at warn since the last claim */
 
 	/*
 	 * The dry-run device: the kernel's rules on a simulated clock, the
@@ -192,6 +247,18 @@ struct agent {
 };
 
 int64_t boot_ns(void);
+/*
+ * A mark read from the store for pair (@dc, @w): @len bytes at @text in
+ * @form.  0 with *@out set, or -1 after logging event=mark_invalid with the
+ * mark's key and the text shortened.
+ */
+int ag_mark_check(const struct agent *a, uint32_t dc, uint32_t w, const char *text, size_t len,
+		  enum ag_mark_form form, uint64_t *out);
+/* Log event=mark_invalid for pair (@dc, @w) with what is done (@action: "replaced", ...). */
+void ag_mark_invalid(const struct agent *a, uint32_t dc, uint32_t w, const char *text,
+		     size_t len, const char *action);
+/* Log event=store_reply_invalid: @what (e.g. "lease id") was @text, not a valid value. */
+void ag_reply_invalid(const struct agent *a, const char *what, const char *text, size_t len);
 void logm(enum ag_level l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void key_of(const struct agent *a, uint32_t dc, uint32_t w, char *buf, size_t len);
 /* The key of the pair's timestamp mark: PREFIX:CLUSTER:mark:DC:W. */

@@ -67,6 +67,11 @@ const char ag_usage[] =
 "                            ttl/5)\n"
 "  --settle-ms MS            serve a newly claimed pair only after holding it\n"
 "                            this long (default: ttl; 0: at once)\n"
+"  --redis-allow-non-durable[=yes|no]\n"
+"                            use a Redis that can lose acknowledged writes (no\n"
+"                            appendonly yes + appendfsync always, or with\n"
+"                            replicas): marks written before its last restart\n"
+"                            are treated as missing (default no: refused, exit 5)\n"
 "  --redis-min-uptime-ms MS  claim only from a Redis that has been up this\n"
 "                            long (default: ttl; 0: off, for a Redis that\n"
 "                            persists every write)\n"
@@ -122,7 +127,7 @@ enum {
 	O_MYSQL_HOST, O_MYSQL_PORT, O_MYSQL_USER, O_MYSQL_PW, O_MYSQL_DB, O_MYSQL_TABLE,
 	O_MYSQL_TIMEOUT,
 	O_ZK_HOSTS, O_ZK_ROOT, O_ZK_USER, O_ZK_PW, O_ZK_TIMEOUT,
-	O_PREFER,
+	O_PREFER, O_NON_DURABLE,
 };
 
 static const struct option opts[] = {
@@ -162,6 +167,7 @@ static const struct option opts[] = {
 	{ "renew-ms", required_argument, NULL, O_RENEW },
 	{ "margin-ms", required_argument, NULL, O_MARGIN },
 	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
+	{ "redis-allow-non-durable", optional_argument, NULL, O_NON_DURABLE },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "state-file", required_argument, NULL, O_STATE },
 	{ "prefer", required_argument, NULL, O_PREFER },
@@ -239,6 +245,16 @@ static int parse_bool(const char *s, bool *b)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* An option with an optional boolean: given alone, true. */
+static int parse_flag(const char *s, bool *b)
+{
+	if (!s) {
+		*b = true;
+		return 0;
+	}
+	return parse_bool(s, b);
 }
 
 static void set_str(char **dst, const char *v)
@@ -459,10 +475,12 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 			goto bad;
 		set_str(&c->owner, v);
 		return 0;
+	case O_NON_DURABLE:
+		if (parse_flag(v, &c->redis_allow_non_durable))
+			goto bad;
+		return 0;
 	case O_DRY:
-		if (!v)
-			c->dry_run = true;
-		else if (parse_bool(v, &c->dry_run))
+		if (parse_flag(v, &c->dry_run))
 			goto bad;
 		return 0;
 	case O_DRYBITS:
@@ -501,6 +519,7 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		if (parse_uint(v, ULONG_MAX, &n) || n >= (1ULL << 62))
 			goto bad;
 		c->init_mark_ms = n;
+		c->init_mark_given = true;
 		return 0;
 	case O_INIT_STORE:
 		c->init_store = true;
@@ -543,13 +562,34 @@ static char *trim(char *s)
 	return s;
 }
 
+int ag_read_line(FILE *f, char *buf, size_t size)
+{
+	size_t n = 0;
+	bool long_line = false;
+	int ch;
+
+	while ((ch = getc(f)) != EOF) {
+		if (ch == '\n')
+			break;
+		if (n + 1 < size)
+			buf[n++] = (char)ch;
+		else
+			long_line = true;	/* read on to the line's end */
+	}
+	if (size)
+		buf[n] = '\0';
+	if (ch == EOF && !n && !long_line)
+		return ferror(f) ? -EIO : 0;
+	return long_line ? -E2BIG : 1;
+}
+
 static int load_file(struct ag_conf *c, const char *path, bool must, char *err,
 		     size_t errlen)
 {
-	char line[1024], where[PATH_MAX + 32];
+	char line[AG_CONF_LINE_MAX + 1], where[PATH_MAX + 32];
 	unsigned int lineno = 0;
 	FILE *f;
-	int ret = 0;
+	int ret = 0, r;
 
 	f = fopen(path, "re");
 	if (!f) {
@@ -558,11 +598,20 @@ static int load_file(struct ag_conf *c, const char *path, bool must, char *err,
 		return fail(err, errlen, "cannot read %s: %s", path, strerror(errno));
 	}
 	c->config = path;
-	while (fgets(line, sizeof(line), f)) {
+	while ((r = ag_read_line(f, line, sizeof(line))) != 0) {
 		char *s = trim(line), *eq, *k, *v;
 
 		lineno++;
 		snprintf(where, sizeof(where), "%s:%u", path, lineno);
+		if (r == -E2BIG) {
+			ret = fail(err, errlen, "%s: line longer than %d bytes", where,
+				   AG_CONF_LINE_MAX);
+			break;
+		}
+		if (r < 0) {
+			ret = fail(err, errlen, "cannot read %s: %s", path, strerror(-r));
+			break;
+		}
 		if (!*s || *s == '#')
 			continue;
 		eq = strchr(s, '=');
@@ -785,6 +834,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "metrics-file = %s\n", c->metrics_file ? c->metrics_file : "");
 	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(the host name)");
 	fprintf(f, "history = %s\n", c->history);
+	fprintf(f, "redis-allow-non-durable = %s\n", c->redis_allow_non_durable ? "yes" : "no");
 	fprintf(f, "dry-run = %d\n", c->dry_run);
 	fprintf(f, "dry-run-bits = %u/%u\n", c->dry_run_bits[0], c->dry_run_bits[1]);
 	fprintf(f, "dry-run-clock-offset-ms = %lld\n", c->dry_run_clock_offset_ms);

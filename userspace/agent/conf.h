@@ -42,6 +42,7 @@ struct ag_conf {
 	char *redis_password;		/* NULL: no AUTH */
 	int redis_db;
 	unsigned int redis_timeout_ms;	/* connect and every command */
+	bool redis_allow_non_durable;	/* accept a Redis that may lose writes (marks after a restart: missing) */
 
 	char *etcd_endpoints;		/* comma-separated URLs */
 	char *etcd_user;		/* NULL: no authentication */
@@ -87,6 +88,7 @@ struct ag_conf {
 	long long mark_quarantine_ms;	/* claim a pair without a mark after this; -1: never */
 	bool init_store;		/* --init-store: create the pool's marks and exit */
 	uint64_t init_mark_ms;		/* the marks --init-store creates */
+	bool init_mark_given;		/* --init-mark-ms given: invalid marks may be replaced */
 	enum ag_level level;
 	bool print_config;
 	bool help;
@@ -109,5 +111,15 @@ const char *ag_level_name(enum ag_level l);
 const char *ag_prefer_name(int prefer);
 
 extern const char ag_usage[];
+
+/* The longest line of a configuration file, without its newline. */
+#define AG_CONF_LINE_MAX	1023
+
+/*
+ * One line of @f into @buf (@size bytes, NUL-terminated, without the
+ * newline).  1 a line; 0 the end of the file; -E2BIG a line longer than
+ * @size - 1 (read to its end, @buf holding its start); -EIO a read error.
+ */
+int ag_read_line(FILE *f, char *buf, size_t size);
 
 #endif /* SNOWFLAKE_AGENT_CONF_H */

@@ -7,11 +7,16 @@
  * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
  * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
  * bound to the lease, and only if the pair's timestamp mark (the key
- * PREFIX:CLUSTER:mark:DC:W, bound to no lease) exists, which the same Txn
- * reads (G1, G4 in agent.h):
+ * PREFIX:CLUSTER:mark:DC:W, bound to no lease) is still as a first read
+ * found it, valid, which the same Txn reads back (G1, G4 in agent.h):
  *
- *   Txn If(CreateRevision(key) == 0, CreateRevision(mark) > 0)
+ *   Txn If(CreateRevision(key) == 0, ModRevision(mark) == as read)
  *       Then(Put(key, owner, lease), Range(mark))
+ *
+ * (see e_claim(): a missing or invalid mark is written only with
+ * init_mark, over the very text read).  A claim whose outcome is unknown
+ * revokes (or forgets) its lease: no key stays bound to a lease the agent
+ * keeps (forget_claim()).
  *
  * kept with LeaseKeepAlive and revoked (LeaseRevoke, which deletes the
  * key, not the mark) on stop.  A keep-alive proves only that the lease
@@ -26,7 +31,10 @@
  *          [, Value(mark) < raise])
  *       Then([Put(mark, raise),] Range(mark)) Else(Range(key), Range(mark))
  *
- * Marks are 20-digit decimals, so etcd's byte comparison is numeric.  The lease's clock starts on the leader when it handles
+ * Marks are 20-digit decimals, so etcd's byte comparison is numeric; one
+ * that is not (an operator's "1000") fails the compare unraised, so a raise
+ * counts only on the mark the Txn reads back (prove()).  Every value read
+ * is parsed strictly (store_parse.c).  The lease's clock starts on the leader when it handles
  * the request, after we sent it, so the agent's rule holds: valid from
  * before the grant or keep-alive was sent, for ttl - margin.  A leader
  * change never shortens a lease (the new leader gives every lease a full
@@ -56,12 +64,19 @@ const struct store_ops ag_etcd_ops = { .name = "etcd", .init = e_init };
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "store_parse.h"
+
+/* The largest reply read (on_data()); a longer one fails the call. */
+#define REPLY_MAX	(1 << 20)
+/* etcd's lease ids and revisions are int64, above 0. */
+#define ID_MAX		((uint64_t)INT64_MAX)
+
 struct estore {
 	CURL *h;
 	char **eps;			/* endpoints */
 	int n_eps, cur;
 	char lease[24];			/* decimal lease id, "" none */
-	char create_rev[24];		/* the revision that created our key */
+	uint64_t create_rev;		/* the revision that created our key, 0 none */
 	int64_t lease_sent;		/* before its grant or last keep-alive */
 	char auth[600];			/* "Authorization: token", "" none */
 	bool down;			/* logged already */
@@ -80,8 +95,8 @@ static size_t on_data(char *p, size_t sz, size_t n, void *arg)
 	size_t add = sz * n;
 	char *nb;
 
-	if (e->len + add > (1 << 20))
-		return 0;
+	if (add > REPLY_MAX || e->len + add > REPLY_MAX)
+		return 0;	/* libcurl fails the call: CURLE_WRITE_ERROR */
 	nb = realloc(e->body, e->len + add + 1);
 	if (!nb)
 		return 0;
@@ -90,6 +105,17 @@ static size_t on_data(char *p, size_t sz, size_t n, void *arg)
 	e->len += add;
 	e->body[e->len] = '\0';
 	return add;
+}
+
+/* libcurl's progress callback (at least about once a second): a stop signal ends the call. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)arg;
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return ag_stop_pending() ? 1 : 0;
 }
 
 static void b64(const char *in, char *out, size_t outlen)
@@ -113,77 +139,21 @@ static const char *jstr(struct json_object *o, const char *k)
 {
 	struct json_object *v;
 
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
+	/* Only a string: json-c would render a number or an object as one. */
+	return o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ?
+	       json_object_get_string(v) : NULL;
 }
 
-/* Base64 @in to @out (at most @outlen - 1 bytes, NUL-terminated); -1 on bad input. */
-static int unb64(const char *in, char *out, size_t outlen)
-{
-	unsigned int acc = 0, bits = 0;
-	size_t o = 0;
-
-	for (; *in && *in != '='; in++) {
-		const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		const char *p = strchr(t, *in);
-
-		if (!p)
-			return -1;
-		acc = acc << 6 | (unsigned int)(p - t);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o + 1 >= outlen)
-				return -1;
-			out[o++] = (char)(acc >> bits & 0xff);
-		}
-	}
-	out[o] = '\0';
-	return 0;
-}
-
-/* responses[@i].response_range of a Txn reply, or NULL. */
-static struct json_object *txn_range(struct json_object *j, size_t i)
-{
-	struct json_object *res, *r;
-
-	if (!json_object_object_get_ex(j, "responses", &res) ||
-	    json_object_array_length(res) <= i)
-		return NULL;
-	r = json_object_array_get_idx(res, i);
-	return json_object_object_get_ex(r, "response_range", &r) ? r : NULL;
-}
-
-/* The first key-value of a range response, or NULL (none: the key does not exist). */
-static struct json_object *range_kv(struct json_object *range)
-{
-	struct json_object *kvs;
-
-	if (!range || !json_object_object_get_ex(range, "kvs", &kvs) ||
-	    !json_object_array_length(kvs))
-		return NULL;
-	return json_object_array_get_idx(kvs, 0);
-}
-
-/* A mark's value from a key-value: 0 on success. */
-static int kv_mark(struct json_object *kv, uint64_t *mark)
-{
-	const char *v = kv ? jstr(kv, "value") : NULL;
-	char buf[64], *end;
-
-	if (!v || unb64(v, buf, sizeof(buf)) || !buf[0])
-		return -1;
-	errno = 0;
-	*mark = strtoull(buf, &end, 10);
-	return errno || *end ? -1 : 0;
-}
-
+/* The Txn reply's "succeeded" (strictly a boolean; left out: false). */
 static bool txn_ok(struct json_object *j)
 {
-	struct json_object *ok;
+	bool ok;
 
-	/* The JSON gateway leaves out false (a default value). */
-	return json_object_object_get_ex(j, "succeeded", &ok) && json_object_get_boolean(ok);
+	return ag_etcd_succeeded(j, &ok) != AG_VAL_INVALID && ok;
 }
+
+#define txn_range	ag_etcd_txn_range
+#define range_kv	ag_etcd_range_kv
 
 static void etcd_down(struct agent *a, const char *ep, const char *why)
 {
@@ -373,6 +343,8 @@ static int e_init(struct agent *a)
 	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e->h, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (a->c->etcd_cacert)
 		curl_easy_setopt(e->h, CURLOPT_CAINFO, a->c->etcd_cacert);
@@ -422,7 +394,7 @@ static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
 	struct estore *e = E(a);
 	struct json_object *j, *res;
 	char body[64];
-	const char *ttl;
+	uint64_t ttl;
 	int code, ret;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", e->lease);
@@ -430,12 +402,26 @@ static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
 	j = call(a, deadline, "/v3/lease/keepalive", body, &code);
 	if (!j)
 		return code == 5 ? 0 : -1;	/* 5: not found */
-	ttl = json_object_object_get_ex(j, "result", &res) ? jstr(res, "TTL") : NULL;
-	ret = ttl && atoll(ttl) > 0;
+	/* TTL left out (0): the lease is gone; not a string of digits: a bad reply. */
+	res = json_object_object_get_ex(j, "result", &res) ? res : NULL;
+	switch (ag_etcd_u64(res, "TTL", ID_MAX, &ttl)) {
+	case AG_VAL_OK:
+		ret = ttl > 0;
+		break;
+	case AG_VAL_MISSING:
+		ret = res ? 0 : -1;
+		break;
+	default:
+		ret = -1;
+		break;
+	}
+	if (ret < 0)
+		logm(AG_WARN, "etcd keep-alive of lease %s: a bad reply (no TTL as a decimal string): %.200s",
+		     e->lease, json_object_to_json_string(j));
 	json_object_put(j);
-	if (ret)
+	if (ret > 0)
 		e->lease_sent = *sent;
-	else
+	else if (!ret)
 		e->lease[0] = '\0';
 	return ret;
 }
@@ -456,7 +442,30 @@ static bool revoke(struct agent *a)
 		logm(AG_DEBUG, "event=lease_revoked lease=%s", e->lease);
 	json_object_put(j);
 	e->lease[0] = '\0';
-	return j != NULL;
+	e->create_rev = 0;
+	return j != NULL || code == 5;	/* 5: not found, gone already */
+}
+
+/*
+ * A claim whose outcome is unknown (no reply, or one that cannot be read)
+ * or that bound a key the agent will not keep (an invalid mark): its key,
+ * if the Txn committed, is bound to our lease.  The lease is revoked,
+ * which deletes that key, or, when etcd does not answer, forgotten: it is
+ * never kept alive again, so it and the key end within the TTL.  Never a
+ * key bound to a lease the agent keeps (a later claim gets a new lease).
+ */
+static void forget_claim(struct agent *a, const char *key, const char *why)
+{
+	struct estore *e = E(a);
+	char lease[sizeof(e->lease)];
+
+	snprintf(lease, sizeof(lease), "%s", e->lease);
+	if (revoke(a))
+		logm(AG_WARN, "event=claim_undone key=%s lease=%s: %s: the lease is revoked (with the key, if the claim committed)",
+		     key, lease, why);
+	else
+		logm(AG_WARN, "event=claim_undone key=%s lease=%s: %s: the lease could not be revoked; it is never kept alive again and ends within the TTL",
+		     key, lease, why);
 }
 
 /* A lease young enough to claim with: kept alive, or a new one. */
@@ -465,7 +474,7 @@ static bool have_lease(struct agent *a)
 	struct estore *e = E(a);
 	struct json_object *j;
 	char body[64];
-	const char *id;
+	uint64_t id;
 	int64_t sent;
 	int code;
 
@@ -478,101 +487,263 @@ static bool have_lease(struct agent *a)
 	j = call(a, 0, "/v3/lease/grant", body, &code);
 	if (!j)
 		return false;
-	id = jstr(j, "ID");
-	if (id && strlen(id) < sizeof(e->lease)) {
-		snprintf(e->lease, sizeof(e->lease), "%s", id);
+	if (ag_etcd_u64(j, "ID", ID_MAX, &id) == AG_VAL_OK && id) {
+		snprintf(e->lease, sizeof(e->lease), "%llu", (unsigned long long)id);
 		e->lease_sent = sent;
+	} else {
+		/* Nobody keeps an unknown lease alive: it ends by itself. */
+		logm(AG_WARN, "etcd lease grant: a bad reply (no ID as a decimal string): %.200s",
+		     json_object_to_json_string(j));
 	}
 	json_object_put(j);
 	return e->lease[0];
 }
 
-/* Create the mark of (@dc, @w) at @value if it is missing: 1 created, 0 present, -1 failed. */
-static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
-{
-	struct json_object *j;
-	char mkey[512], m64[700], v[24], v64[40], *body;
-	int code, ret;
+/* A pair's mark as read: AG_VAL_*, the value, the revision that last wrote it, its text. */
+struct mread {
+	int v;
+	uint64_t mark, mod_rev;
+	char text[64];
+};
 
+/* @kv (NULL: none) as a struct mread; -1 when its revision is not a decimal string. */
+static int mread_of(struct agent *a, struct json_object *kv, struct mread *mr)
+{
+	mr->v = ag_etcd_kv_mark(kv, a->mark_max_ms, &mr->mark, mr->text, sizeof(mr->text));
+	mr->mod_rev = 0;
+	if (mr->v != AG_VAL_MISSING &&
+	    (ag_etcd_u64(kv, "mod_revision", ID_MAX, &mr->mod_rev) != AG_VAL_OK || !mr->mod_rev)) {
+		ag_reply_invalid(a, "etcd mod_revision", json_object_to_json_string(kv),
+				 strlen(json_object_to_json_string(kv)));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The compare "the mark is still as read" for a Txn: absent (create
+ * revision 0), or last written by the very revision read.  So a write
+ * that replaces an invalid mark replaces only the text found invalid.
+ */
+static void mark_cmp(const struct mread *mr, const char *m64, char *buf, size_t len)
+{
+	if (mr->v == AG_VAL_MISSING)
+		snprintf(buf, len, "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}",
+			 m64);
+	else
+		snprintf(buf, len, "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"MOD\",\"mod_revision\":\"%llu\"}",
+			 m64, (unsigned long long)mr->mod_rev);
+}
+
+/*
+ * Read pair (@dc, @w): its mark into *@mr and, with @count, how many keys
+ * are at its lease key (0 or 1).  0, or -1 (no reply, or a bad one).
+ */
+static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr, uint64_t *count)
+{
+	struct json_object *j, *range;
+	char key[512], k64[700], mkey[512], m64[700], *body;
+	int code, ret = 0;
+
+	key_of(a, dc, w, key, sizeof(key));
+	b64(key, k64, sizeof(k64));
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
-	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
-	b64(v, v64, sizeof(v64));
 	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
-		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
-		     m64, m64, v64) < 0)
+		     "{\"success\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
+		     m64, k64) < 0)
 		return -1;
 	j = call(a, 0, "/v3/kv/txn", body, &code);
 	free(body);
 	if (!j)
 		return -1;
-	ret = txn_ok(j) ? 1 : 0;
+	if (!txn_ok(j) || !txn_range(j, 0) || mread_of(a, range_kv(txn_range(j, 0)), mr))
+		ret = -1;
+	range = txn_range(j, 1);
+	if (!ret && count) {
+		/* count is left out when 0. */
+		switch (range ? ag_etcd_u64(range, "count", ID_MAX, count) : AG_VAL_INVALID) {
+		case AG_VAL_MISSING:
+			*count = 0;
+			break;
+		case AG_VAL_OK:
+			break;
+		default:
+			ret = -1;
+			break;
+		}
+	}
+	if (ret)
+		ag_reply_invalid(a, "etcd range of a pair", json_object_to_json_string(j),
+				 strlen(json_object_to_json_string(j)));
 	json_object_put(j);
 	return ret;
 }
 
+/*
+ * Create the mark of (@dc, @w) at @value where it is missing, replace it
+ * where it is invalid and @replace_invalid: INIT_*, or -1 failed.
+ */
+static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
+		       bool replace_invalid)
+{
+	struct json_object *j;
+	char mkey[512], m64[700], v[24], v64[40], cmp[900], *body;
+	struct mread mr;
+	int code, tries;
+	bool ok;
+
+	mark_key_of(a, dc, w, mkey, sizeof(mkey));
+	b64(mkey, m64, sizeof(m64));
+	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
+	b64(v, v64, sizeof(v64));
+	for (tries = 0; tries < 3; tries++) {
+		if (read_pair(a, dc, w, &mr, NULL))
+			return -1;
+		if (mr.v == AG_VAL_OK)
+			return INIT_PRESENT;
+		if (mr.v == AG_VAL_INVALID && !replace_invalid) {
+			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "left");
+			return INIT_INVALID;
+		}
+		mark_cmp(&mr, m64, cmp, sizeof(cmp));
+		if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
+			     cmp, m64, v64) < 0)
+			return -1;
+		j = call(a, 0, "/v3/kv/txn", body, &code);
+		free(body);
+		if (!j)
+			return -1;
+		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
+			json_object_put(j);
+			return -1;
+		}
+		json_object_put(j);
+		if (!ok)
+			continue;	/* the mark changed since the read: again */
+		if (mr.v == AG_VAL_MISSING)
+			return INIT_CREATED;
+		ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
+		return INIT_REPLACED;
+	}
+	return -1;
+}
+
+/*
+ * Claim (@dc, @w): read the pair (its mark, whether its key exists), then
+ * one Txn that creates the key bound to our lease only while the key is
+ * absent and the mark is still as read, and reads the mark back:
+ *
+ *   Txn If(CreateRevision(key) == 0, <the mark as read>)
+ *       Then([Put(mark, init_mark),] Put(key, owner, lease), Range(mark))
+ *
+ * A missing or invalid mark is written (at @init_mark) only with
+ * @init_mark, in the same Txn, and only over the very text read; without,
+ * nothing is written (TRY_NO_MARK, TRY_BAD_MARK).
+ */
 static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
 {
 	struct estore *e = E(a);
-	struct json_object *j, *hdr, *range;
-	char key[512], k64[700], mkey[512], m64[700], v64[440], *body;
-	const char *rev = NULL;
-	int code, ret;
+	struct json_object *j, *hdr = NULL;
+	char key[512], k64[700], mkey[512], m64[700], v64[440], iv[24], iv64[40], cmp[900];
+	char put_mark[1000], text[64], *body;
+	uint64_t rev, count;
+	struct mread mr, back;
+	int code, ret, tries;
+	bool ok;
 
 	if (!have_lease(a))
-		return TRY_ERROR;
-	if (init_mark && e_init_mark(a, dc, w, init_mark) < 0)
 		return TRY_ERROR;
 	key_of(a, dc, w, key, sizeof(key));
 	b64(key, k64, sizeof(k64));
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
 	b64(a->owner, v64, sizeof(v64));
-	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},"
-		     "{\"key\":\"%s\",\"result\":\"GREATER\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
-		     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
-		     "{\"request_range\":{\"key\":\"%s\"}}],"
-		     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
-		     k64, m64, k64, v64, e->lease, m64, k64) < 0)
-		return TRY_ERROR;
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j) {
-		if (code == 5)	/* the lease expired meanwhile */
-			e->lease[0] = '\0';
-		return TRY_ERROR;
-	}
-	if (txn_ok(j)) {
-		/* Our Put is the Txn's only write: the key's create revision is the Txn's. */
-		if (json_object_object_get_ex(j, "header", &hdr))
-			rev = jstr(hdr, "revision");
-		if (!rev || strlen(rev) >= sizeof(e->create_rev) ||
-		    kv_mark(range_kv(txn_range(j, 1)), mark)) {
-			logm(AG_WARN, "etcd claim of %s: odd reply (no revision or mark)", key);
-			ret = TRY_ERROR;	/* the key expires with the lease */
+	for (tries = 0; tries < 2; tries++) {
+		if (read_pair(a, dc, w, &mr, &count))
+			return TRY_ERROR;
+		if (count)
+			return TRY_HELD;
+		if (mr.v == AG_VAL_MISSING && !init_mark)
+			return TRY_NO_MARK;
+		if (mr.v == AG_VAL_INVALID && !init_mark) {
+			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "not-served");
+			return TRY_BAD_MARK;
+		}
+		put_mark[0] = '\0';
+		if (mr.v != AG_VAL_OK) {
+			snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
+			b64(iv, iv64, sizeof(iv64));
+			snprintf(put_mark, sizeof(put_mark),
+				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, iv64);
+		}
+		mark_cmp(&mr, m64, cmp, sizeof(cmp));
+		if (asprintf(&body,
+			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},%s],"
+			     "\"success\":[%s{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
+			     "{\"request_range\":{\"key\":\"%s\"}}],"
+			     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
+			     k64, cmp, put_mark, k64, v64, e->lease, m64, k64) < 0)
+			return TRY_ERROR;
+		*sent = e->lease_sent;
+		j = call(a, 0, "/v3/kv/txn", body, &code);
+		free(body);
+		if (!j) {
+			if (code == 5)	/* the lease expired meanwhile: nothing was written */
+				e->lease[0] = '\0';
+			else if (!a->fatal)
+				forget_claim(a, key, "no reply to the claim");
+			return TRY_ERROR;
+		}
+		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
+			forget_claim(a, key, "a bad reply to the claim (\"succeeded\" not a boolean)");
+			json_object_put(j);
+			return TRY_ERROR;
+		}
+		if (!ok) {
+			/* The key was taken, or the mark changed, since the read: again. */
+			json_object_put(j);
+			continue;
+		}
+		/* Our Put is the Txn's only write to the key: its create revision is the Txn's. */
+		json_object_object_get_ex(j, "header", &hdr);
+		ret = TRY_ERROR;
+		if (mread_of(a, range_kv(txn_range(j, put_mark[0] ? 2 : 1)), &back) ||
+		    back.v != AG_VAL_OK) {
+			snprintf(text, sizeof(text), "%s", back.text);
+			ag_reply_invalid(a, "etcd mark read back at a claim", text, strlen(text));
+			forget_claim(a, key, "the mark read back at the claim is not valid");
+		} else if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) != AG_VAL_OK || !rev) {
+			ag_reply_invalid(a, "etcd claim's revision", json_object_to_json_string(j),
+					 strlen(json_object_to_json_string(j)));
+			forget_claim(a, key, "a bad reply to the claim (no revision)");
 		} else {
-			snprintf(e->create_rev, sizeof(e->create_rev), "%s", rev);
+			if (mr.v == AG_VAL_INVALID)
+				ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
+			e->create_rev = rev;
+			*mark = back.mark;
 			ret = TRY_TAKEN;
 		}
-	} else {
-		range = txn_range(j, 0);
-		/* count is left out when 0: the key is free, so the mark is missing. */
-		ret = range && jstr(range, "count") && atoll(jstr(range, "count")) > 0 ?
-		      TRY_HELD : TRY_NO_MARK;
+		json_object_put(j);
+		return ret;
 	}
-	json_object_put(j);
-	*sent = e->lease_sent;
-	return ret;
+	return TRY_HELD;	/* the pair keeps changing under us: another's */
 }
 
 /*
  * Prove that our key is the one our claim created and still bound to our
  * lease, raising the mark to @raise (0: no raise) in the same Txn (see
  * the top of this file).  1 ours (*@mark the mark, 0 when it is missing
- * and @raise is 0), 0 not ours (gone, or another's), -1 failed.
+ * or invalid and @raise is 0), 0 not ours (gone, or another's), -1 failed.
+ *
+ * With @raise, 1 only when the same Txn read back a valid mark at or
+ * above @raise: a mark that is not 20 digits fails the byte compare
+ * without being raised, so the outcome is decided on the mark as read
+ * back, never on the compare alone.  A missing or invalid mark is
+ * replaced by @raise, in a Txn that compares it with what was read (only
+ * that very text), with the proof (safe: this holder's floor is above
+ * every earlier holder's timestamps, and @raise above its own).
  */
 static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *mark)
 {
@@ -580,60 +751,97 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 	struct json_object *j, *kv;
 	char k64[700], mkey[512], m64[700], v[24], v64[40], *body;
 	char cmp_raise[900] = "", put_raise[900] = "";
-	const char *rev, *lease;
-	int code, ret, tries;
+	uint64_t rev, lease, lease_ours = 0;
+	struct mread mr = { .v = AG_VAL_OK };
+	int code, tries, mv;
+	bool ok;
 
 	b64(a->key, k64, sizeof(k64));
 	mark_key_of(a, a->dc, a->w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
 	*mark = 0;
-	for (tries = 0; tries < 2; tries++) {
+	if (ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &lease_ours) || !e->create_rev)
+		return 0;
+	for (tries = 0; tries < 3; tries++) {
 		if (raise) {
 			snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)raise);
 			b64(v, v64, sizeof(v64));
-			/* A first try compares the value; a second one (no mark) its absence. */
-			snprintf(cmp_raise, sizeof(cmp_raise),
-				 tries ? ",{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}" :
+			/* A first try compares the value; a next one the mark as read. */
+			if (tries && mr.v != AG_VAL_OK) {
+				cmp_raise[0] = ',';
+				mark_cmp(&mr, m64, cmp_raise + 1, sizeof(cmp_raise) - 1);
+			} else {
+				snprintf(cmp_raise, sizeof(cmp_raise),
 					 ",{\"key\":\"%s\",\"result\":\"LESS\",\"target\":\"VALUE\",\"value\":\"%s\"}",
-				 m64, v64);
+					 m64, v64);
+			}
 			snprintf(put_raise, sizeof(put_raise),
 				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, v64);
 		}
 		if (asprintf(&body,
-			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%s\"},"
+			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%llu\"},"
 			     "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"LEASE\",\"lease\":\"%s\"}%s],"
 			     "\"success\":[%s{\"request_range\":{\"key\":\"%s\"}}],"
 			     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
-			     k64, e->create_rev, k64, e->lease, cmp_raise, put_raise, m64, k64, m64) < 0)
+			     k64, (unsigned long long)e->create_rev, k64, e->lease, cmp_raise, put_raise,
+			     m64, k64, m64) < 0)
 			return -1;
 		j = call(a, deadline, "/v3/kv/txn", body, &code);
 		free(body);
 		if (!j)
 			return -1;
-		if (txn_ok(j)) {
-			kv = range_kv(txn_range(j, raise ? 1 : 0));
-			ret = !kv || !kv_mark(kv, mark) ? 1 : -1;
+		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
 			json_object_put(j);
-			return ret;
+			return -1;
+		}
+		if (ok) {
+			struct mread back;
+
+			mv = mread_of(a, range_kv(txn_range(j, raise ? 1 : 0)), &back);
+			json_object_put(j);
+			if (mv)
+				return -1;
+			if (!raise) {
+				/* No raise: an invalid or missing mark is left alone. */
+				*mark = back.v == AG_VAL_OK ? back.mark : 0;
+				return 1;
+			}
+			if (back.v != AG_VAL_OK || back.mark < raise) {
+				ag_reply_invalid(a, "etcd mark read back after a raise", back.text,
+						 strlen(back.text));
+				return -1;
+			}
+			if (mr.v == AG_VAL_INVALID)
+				ag_mark_invalid(a, a->dc, a->w, mr.text, strlen(mr.text), "replaced");
+			else if (mr.v == AG_VAL_MISSING)
+				logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
+				     mkey, (unsigned long long)raise);
+			*mark = back.mark;
+			return 1;
 		}
 		/* Which compare failed?  The key first. */
 		kv = range_kv(txn_range(j, 0));
-		rev = kv ? jstr(kv, "create_revision") : NULL;
-		lease = kv ? jstr(kv, "lease") : NULL;
-		if (!rev || strcmp(rev, e->create_rev) != 0 || !lease || strcmp(lease, e->lease) != 0) {
+		if (!kv || ag_etcd_u64(kv, "create_revision", ID_MAX, &rev) != AG_VAL_OK ||
+		    rev != e->create_rev || ag_etcd_u64(kv, "lease", ID_MAX, &lease) != AG_VAL_OK ||
+		    lease != lease_ours) {
 			logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
 			     kv ? "the key is another lease's now" : "the key is gone (deleted, or expired)");
 			json_object_put(j);
 			return 0;
 		}
-		/* Ours: the mark is at or above @raise already, or missing. */
-		kv = range_kv(txn_range(j, 1));
-		ret = kv ? (kv_mark(kv, mark) ? -1 : 1) : 2;
+		/* Ours: the mark is at or above @raise already, invalid, or missing. */
+		mv = mread_of(a, range_kv(txn_range(j, 1)), &mr);
 		json_object_put(j);
-		if (ret != 2)
-			return ret;
-		logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
-		     mkey, (unsigned long long)raise);
+		if (mv)
+			return -1;
+		if (mr.v == AG_VAL_OK) {
+			*mark = mr.mark;
+			if (mr.mark >= raise)
+				return 1;
+			/* Below: it changed between our compares; again, on the value. */
+		}
+		if (!raise)
+			return 1;
 	}
 	return -1;
 }
@@ -644,7 +852,7 @@ static int e_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	struct estore *e = E(a);
 	int ret;
 
-	if (!e->lease[0] || !e->create_rev[0] || dc != a->dc || w != a->w)
+	if (!e->lease[0] || !e->create_rev || dc != a->dc || w != a->w)
 		return TRY_HELD;
 	ret = keepalive(a, 0, sent);
 	if (ret <= 0)

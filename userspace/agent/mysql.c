@@ -23,12 +23,12 @@
  *
  *   claim:   START TRANSACTION;
  *            UPDATE t SET owner = O, expiry = UTC_TIMESTAMP(6) + TTL
- *                WHERE <pair> AND expiry < UTC_TIMESTAMP(6);
+ *                WHERE <pair> AND expiry < UTC_TIMESTAMP(6) AND mark <= MAX;
  *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
  *            COMMIT
  *   renew:   START TRANSACTION;
  *            UPDATE t SET expiry = UTC_TIMESTAMP(6) + TTL,
- *                         mark = GREATEST(mark, RAISE)
+ *                         mark = IF(mark <= MAX, GREATEST(mark, RAISE), RAISE)
  *                WHERE <pair> AND owner = O;
  *            SELECT owner, mark FROM t WHERE <pair> FOR UPDATE;
  *            COMMIT
@@ -76,6 +76,13 @@
  * G5: InnoDB keeps what it committed across a crash with
  * innodb_flush_log_at_trx_commit = 1 (checked once; a warning when not).
  *
+ * What the table holds is input: a mark above MAX (the layout's last ms)
+ * is invalid, never claimed (the UPDATE does not match it), replaced only
+ * by a holder's raise, a passed quarantine or --init-store --init-mark-ms
+ * (store_parse.c parses every row strictly).  A claim whose reply is lost
+ * (it may have committed) is given back before the next step
+ * (resolve_orphan()).
+ *
  * Every call ends by its deadline: the non-blocking API of Connector/C,
  * each wait a poll(2) bounded by the fence time (or mysql-timeout-ms), the
  * host name resolved by resolve_bounded(); a call that times out drops the
@@ -108,6 +115,14 @@ const struct store_ops ag_mysql_ops = { .name = "mysql", .init = m_init };
 #include <mariadb/mysql.h>
 #include <mariadb/mysqld_error.h>
 
+#include "store_parse.h"
+
+/*
+ * The largest packet read from the server (MYSQL_OPT_MAX_ALLOWED_PACKET):
+ * a row of ours is under 400 bytes; a longer packet fails the call.
+ */
+#define REPLY_MAX	(1 << 20)
+
 /* The longest prefix and cluster: the table's VARBINARY(64) columns. */
 #define NAME_MAX_LEN	64
 /* Statements of one batch whose results are kept. */
@@ -135,6 +150,8 @@ struct mstore {
 	char pfx[2 * NAME_MAX_LEN + 1];	/* prefix and cluster, escaped */
 	char cl[2 * NAME_MAX_LEN + 1];
 	char own[2 * 320 + 1];		/* the owner, escaped */
+	bool orphan;			/* a claim of (orphan_dc, orphan_w) may have committed */
+	uint32_t orphan_dc, orphan_w;
 };
 
 /* What a batch gave. */
@@ -145,6 +162,8 @@ struct reply {
 	long long affected[MAX_STMTS];	/* -1: a result set */
 	bool row;			/* the result set had a row: */
 	char col[2][330];		/* its first columns ("" for NULL) */
+	size_t col_len[2];		/* their lengths as sent (> sizeof(col[i]) - 1: cut) */
+	bool col_null[2];
 };
 
 static struct mstore *M(const struct agent *a)
@@ -176,29 +195,35 @@ static int nb_wait(MYSQL *m, int status, int64_t end)
 {
 	struct pollfd p = { .fd = mysql_get_socket(m) };
 	int64_t left;
-	int lib = -1, r;
+	int lib = -1, r, wait;
 
+	p.events = 0;
+	if (status & MYSQL_WAIT_READ)
+		p.events |= POLLIN;
+	if (status & MYSQL_WAIT_WRITE)
+		p.events |= POLLOUT;
+	if (status & MYSQL_WAIT_EXCEPT)
+		p.events |= POLLPRI;
+	if (status & MYSQL_WAIT_TIMEOUT)
+		lib = (int)mysql_get_timeout_value_ms(m);
 	for (;;) {
 		left = (end - boot_ns()) / NS_PER_MS;
-		if (left <= 0)
+		/* A stop signal gives the call up too (asked every 100 ms). */
+		if (left <= 0 || ag_stop_pending())
 			return -1;
-		p.events = 0;
-		if (status & MYSQL_WAIT_READ)
-			p.events |= POLLIN;
-		if (status & MYSQL_WAIT_WRITE)
-			p.events |= POLLOUT;
-		if (status & MYSQL_WAIT_EXCEPT)
-			p.events |= POLLPRI;
-		if (status & MYSQL_WAIT_TIMEOUT)
-			lib = (int)mysql_get_timeout_value_ms(m);
-		r = poll(&p, 1, lib >= 0 && lib < left ? lib : (int)(left > 1000000 ? 1000000 : left));
+		wait = left > 100 ? 100 : (int)left;
+		if (lib >= 0 && lib < wait)
+			wait = lib;
+		r = poll(&p, 1, wait);
 		if (r < 0 && errno == EINTR)
 			continue;	/* the watchdog's signal */
 		if (r < 0)
 			return -1;
 		if (r == 0) {
-			if (lib >= 0 && lib < left)
+			if (lib >= 0 && lib <= wait)
 				return MYSQL_WAIT_TIMEOUT;
+			if (lib >= 0)
+				lib -= wait;
 			continue;	/* @end is checked above */
 		}
 		r = 0;
@@ -373,9 +398,20 @@ static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply 
 			if (r->n < MAX_STMTS)
 				r->affected[r->n] = -1;
 			if (row && !r->row) {
+				unsigned long *lens = mysql_fetch_lengths(res);
+
 				r->row = true;
-				for (i = 0; i < nf && i < 2; i++)
-					snprintf(r->col[i], sizeof(r->col[i]), "%s", row[i] ? row[i] : "");
+				for (i = 0; i < nf && i < 2; i++) {
+					size_t l = row[i] && lens ? lens[i] : 0;
+
+					r->col_null[i] = !row[i];
+					r->col_len[i] = l;
+					if (l > sizeof(r->col[i]) - 1)
+						l = sizeof(r->col[i]) - 1;
+					if (l)
+						memcpy(r->col[i], row[i], l);
+					r->col[i][l] = '\0';
+				}
 			}
 			mysql_free_result(res);
 		} else if (mysql_field_count(m)) {
@@ -397,8 +433,10 @@ static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply 
 /* run_sql() and the error handling: 0, or -1 (the connection may be gone). */
 static int exec(struct agent *a, int64_t end, const char *sql, struct reply *r)
 {
-	if (!M(a)->m)
+	if (!M(a)->m) {
+		memset(r, 0, sizeof(*r));	/* nothing was sent */
 		return -1;
+	}
 	run_sql(a, end, sql, r);
 	if (!r->err)
 		return 0;
@@ -500,6 +538,11 @@ static bool mysql_connect_db(struct agent *a, int64_t end, bool with_db)
 		return false;
 	}
 	mysql_options(s->m, MYSQL_OPT_NONBLOCK, NULL);
+	{
+		unsigned long max_packet = REPLY_MAX;
+
+		mysql_options(s->m, MYSQL_OPT_MAX_ALLOWED_PACKET, &max_packet);
+	}
 	mysql_options(s->m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	st = mysql_real_connect_start(&ret, s->m, addr, c->mysql_user,
 				      c->mysql_password ? c->mysql_password : "",
@@ -549,15 +592,51 @@ static void pair_where(const struct agent *a, uint32_t dc, uint32_t w, char *buf
 		 M(a)->pfx, M(a)->cl, dc, w);
 }
 
-static int mark_of(const char *s, uint64_t *mark)
+/*
+ * The row a batch's SELECT owner, mark read (ag_mysql_row(), strictly):
+ * AG_VAL_OK with *@mark and *@ours, or AG_VAL_INVALID (logged as
+ * event=mark_invalid with @action, when not NULL).
+ */
+static int row_of(const struct agent *a, const struct reply *r, uint32_t dc, uint32_t w,
+		  uint64_t *mark, bool *ours, const char *action)
 {
-	char *end;
+	size_t ml = r->col_len[1], ol = r->col_len[0];
 
-	if (!*s)
+	if (ol < sizeof(r->col[0]) && ml < sizeof(r->col[1]) &&
+	    ag_mysql_row(r->col_null[0] ? NULL : r->col[0], ol, r->col_null[1] ? NULL : r->col[1],
+			 ml, a->owner, a->mark_max_ms, mark, ours) == AG_VAL_OK)
+		return AG_VAL_OK;
+	if (action)
+		ag_mark_invalid(a, dc, w, r->col[1], strlen(r->col[1]), action);
+	return AG_VAL_INVALID;
+}
+
+/*
+ * A claim whose outcome is unknown (no reply: it may have committed) left
+ * the row of (s->orphan_dc, s->orphan_w) perhaps holding this run's
+ * owner.  Before any other step (a claim, a re-adoption, a renewal) the
+ * lease is given back, only where it holds this run's owner: a row this
+ * run does not know it holds is never renewed, never re-adopted with an
+ * old floor.  0 done (or nothing to do), -1 not yet (try again).
+ */
+static int resolve_orphan(struct agent *a, int64_t end)
+{
+	struct mstore *s = M(a);
+	char where[600], sql[1024];
+	struct reply r;
+
+	if (!s->orphan)
+		return 0;
+	pair_where(a, s->orphan_dc, s->orphan_w, where, sizeof(where));
+	if (sqlf(sql, sizeof(sql),
+		 "UPDATE `%s` SET owner = '', expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
+		 a->c->mysql_table, where, s->own) || exec(a, end, sql, &r))
 		return -1;
-	errno = 0;
-	*mark = strtoull(s, &end, 10);
-	return errno || *end ? -1 : 0;
+	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u: a claim whose reply was lost %s",
+	     s->orphan_dc, s->orphan_w,
+	     r.affected[0] > 0 ? "had committed: given back" : "had not committed");
+	s->orphan = false;
+	return 0;
 }
 
 static int m_init(struct agent *a)
@@ -631,40 +710,69 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	const struct ag_conf *c = a->c;
 	struct mstore *s = M(a);
 	int64_t end = end_of(a, 0);
-	char where[600], sql[4096];
+	char where[600], sql[4096], mcond[128], valid[64];
 	struct reply r;
+	bool ours;
 
+	snprintf(valid, sizeof(valid), " AND mark <= %llu", (unsigned long long)a->mark_max_ms);
 	if (!mysql_ready(a, end))
 		return s->no_schema && !a->fatal ? TRY_NO_MARK : TRY_ERROR;
+	if (resolve_orphan(a, end))
+		return TRY_ERROR;
 	if (init_mark && insert_row(a, end, dc, w, init_mark) < 0)
 		return TRY_ERROR;
 	pair_where(a, dc, w, where, sizeof(where));
+	/*
+	 * Only a valid mark is claimed; with @init_mark an invalid one is
+	 * replaced by it in the same UPDATE (under the row's lock: the very
+	 * value found invalid), without it the row is left alone.
+	 */
+	snprintf(mcond, sizeof(mcond), ", mark = IF(mark <= %llu, mark, %llu)",
+		 (unsigned long long)a->mark_max_ms, (unsigned long long)init_mark);
 	if (sqlf(sql, sizeof(sql),
 		 "START TRANSACTION; "
-		 "UPDATE `%s` SET owner = '%s', expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND WHERE %s AND expiry < UTC_TIMESTAMP(6); "
+		 "UPDATE `%s` SET owner = '%s', expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND%s WHERE %s AND expiry < UTC_TIMESTAMP(6)%s; "
 		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
 		 "COMMIT",
-		 c->mysql_table, s->own, c->ttl_ms * 1000ULL, where, c->mysql_table, where))
+		 c->mysql_table, s->own, c->ttl_ms * 1000ULL, init_mark ? mcond : "", where,
+		 init_mark ? "" : valid, c->mysql_table, where))
 		return TRY_ERROR;
 	*sent = boot_ns();
-	if (exec(a, end, sql, &r))
+	if (exec(a, end, sql, &r)) {
+		/* No reply (r.err -1): the COMMIT may have gone through. */
+		if (r.err < 0)
+			goto unknown;
 		return TRY_ERROR;
+	}
 	if (r.n != 4 || r.affected[1] < 0) {
 		logm(AG_WARN, "claim of pair %u:%u: an odd reply (%d statements)", dc, w, r.n);
 		mysql_drop(a, "odd reply");
-		return TRY_ERROR;
+		goto unknown;
 	}
 	if (!r.row)
 		return TRY_NO_MARK;	/* no row: a pair without a mark; nothing was written */
+	/* The UPDATE takes only a valid mark: an invalid one leaves the row alone. */
+	if (row_of(a, &r, dc, w, mark, &ours, NULL)) {
+		ag_mark_invalid(a, dc, w, r.col[1], strlen(r.col[1]),
+				"not-served");
+		if (r.affected[1] == 0)
+			return TRY_BAD_MARK;
+		goto unknown;
+	}
 	if (r.affected[1] == 0)
 		return TRY_HELD;
-	if (r.affected[1] != 1 || strcmp(r.col[0], a->owner) != 0 || mark_of(r.col[1], mark)) {
-		logm(AG_WARN, "claim of pair %u:%u: an odd reply (affected %lld, mark '%s')", dc, w,
-		     r.affected[1], r.col[1]);
+	if (r.affected[1] != 1 || !ours) {
+		logm(AG_WARN, "claim of pair %u:%u: an odd reply (affected %lld)", dc, w,
+		     r.affected[1]);
 		mysql_drop(a, "odd reply");
-		return TRY_ERROR;
+		goto unknown;
 	}
 	return TRY_TAKEN;
+unknown:
+	s->orphan = true;
+	s->orphan_dc = dc;
+	s->orphan_w = w;
+	return TRY_ERROR;
 }
 
 /*
@@ -679,16 +787,21 @@ static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, ui
 	struct mstore *s = M(a);
 	char where[600], sql[4096];
 	struct reply r;
+	bool ours;
 
 	if (!mysql_ready(a, end))
 		return s->no_schema && !a->fatal ? 0 : -1;
+	if (resolve_orphan(a, end))
+		return -1;
 	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
 		 "START TRANSACTION; "
-		 "UPDATE `%s` SET expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND, mark = GREATEST(mark, %llu) WHERE %s AND owner = '%s'; "
+		 "UPDATE `%s` SET expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND, mark = IF(mark <= %llu, GREATEST(mark, %llu), IF(%llu > 0, %llu, mark)) WHERE %s AND owner = '%s'; "
 		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
 		 "COMMIT",
-		 c->mysql_table, c->ttl_ms * 1000ULL, (unsigned long long)raise, where, s->own,
+		 c->mysql_table, c->ttl_ms * 1000ULL, (unsigned long long)a->mark_max_ms,
+		 (unsigned long long)raise, (unsigned long long)raise, (unsigned long long)raise,
+		 where, s->own,
 		 c->mysql_table, where))
 		return -1;
 	*sent = boot_ns();
@@ -710,11 +823,28 @@ static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, ui
 				    "the row holds another owner now");
 		return 0;
 	}
-	if (!r.row || mark_of(r.col[1], mark) || (raise && *mark < raise)) {
-		mysql_drop(a, "odd reply to a renewal");
-		return -1;
+	if (!r.row)
+		goto odd;
+	/*
+	 * An invalid mark was replaced by @raise in the UPDATE (see above);
+	 * without a raise it is left alone and the renewal succeeds.
+	 */
+	if (ag_mysql_row(r.col_null[0] ? NULL : r.col[0], r.col_len[0],
+			 r.col_null[1] ? NULL : r.col[1], r.col_len[1], a->owner, a->mark_max_ms,
+			 mark, &ours) != AG_VAL_OK) {
+		if (raise || r.col_len[1] >= sizeof(r.col[1]) || !r.col_len[1]) {
+			row_of(a, &r, dc, w, mark, &ours, "not-served");
+			return -1;
+		}
+		*mark = 0;
+		return 1;
 	}
+	if (!ours || (raise && *mark < raise))
+		goto odd;
 	return 1;
+odd:
+	mysql_drop(a, "odd reply to a renewal");
+	return -1;
 }
 
 /* The row still holds this run's owner: renew it, with the mark at least ours. */
@@ -761,12 +891,16 @@ static void m_release(struct agent *a)
  * --init-store: the database and the table where missing (the first
  * call), then the pair's row with its mark where missing.
  */
-static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
+static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
+			bool replace_invalid)
 {
 	struct mstore *s = M(a);
 	int64_t end = end_of(a, 0);
-	char sql[1024];
+	char sql[1024], where[600], old[sizeof(((struct reply *)0)->col[1])];
 	struct reply r;
+	uint64_t cur;
+	bool ours;
+	int ret;
 
 	if (!s->schema_ok) {
 		if (!mysql_connect_db(a, end, true)) {
@@ -787,7 +921,30 @@ static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
 		if (!check_table(a, end))
 			return -1;
 	}
-	return insert_row(a, end, dc, w, mark);
+	ret = insert_row(a, end, dc, w, mark);
+	if (ret)
+		return ret < 0 ? -1 : INIT_CREATED;
+	/* Present: valid (left alone, never lowered), or invalid. */
+	pair_where(a, dc, w, where, sizeof(where));
+	if (sqlf(sql, sizeof(sql), "SELECT owner, mark FROM `%s` WHERE %s", a->c->mysql_table, where) ||
+	    exec(a, end, sql, &r) || !r.row)
+		return -1;
+	if (!row_of(a, &r, dc, w, &cur, &ours, NULL))
+		return INIT_PRESENT;
+	if (!replace_invalid) {
+		ag_mark_invalid(a, dc, w, r.col[1], strlen(r.col[1]), "left");
+		return INIT_INVALID;
+	}
+	/* Only the very value found invalid (a BIGINT: its text is digits). */
+	if (r.col_len[1] >= sizeof(r.col[1]) || strspn(r.col[1], "0123456789") != r.col_len[1] ||
+	    sqlf(sql, sizeof(sql), "UPDATE `%s` SET mark = %llu WHERE %s AND mark = %s",
+		 a->c->mysql_table, (unsigned long long)mark, where, r.col[1]))
+		return -1;
+	snprintf(old, sizeof(old), "%s", r.col[1]);
+	if (exec(a, end, sql, &r) || r.affected[0] != 1)
+		return -1;
+	ag_mark_invalid(a, dc, w, old, strlen(old), "replaced");
+	return INIT_REPLACED;
 }
 
 const struct store_ops ag_mysql_ops = {

@@ -8,10 +8,17 @@
  * atomically (no other command runs in between):
  *
  *   claim:   if the key exists: held; if the mark is missing: no mark;
- *            else SET key owner PX ttl and return the mark (G1, G4)
+ *            if it is invalid: the text, nothing written; else SET key
+ *            owner PX ttl and return the mark (G1, G4)
  *   renew:   if GET key == owner: PEXPIRE key ttl, and raise the mark to
- *            at least the value given (never lower it); else lost (G3, G4)
+ *            at least the value given (never lower it; an invalid one is
+ *            replaced); else lost (G3, G4)
  *   release: if GET key == owner: DEL key (the mark stays)
+ *
+ * The scripts check a mark's form themselves (20 digits, at most the
+ * layout's last timestamp, given as ARGV): "1000", "-1" or a hash is
+ * never compared as a number.  What they return is checked again here
+ * (ag_mark_check(), exact reply types).
  *
  * The owner is new at every start (128 random bits), so "the key holds our
  * owner" proves the key is the one this very run created: a key deleted
@@ -23,46 +30,119 @@
  * volatile-* ones first of all, as every lease has a TTL), and the server
  * must not be a Redis Cluster node (hiredis does not follow MOVED).  A
  * wrong password is an error of its own, not an outage to wait out.
+ *
+ * G5: a mark read lower than it was accepted lets the next holder stamp
+ * below the old holder's ceiling.  A Redis that can do that (an RDB
+ * snapshot or an AOF not fsynced at every write brought back by a
+ * restart; a replica promoted by a failover) is refused (exit 5) unless
+ * redis-allow-non-durable: then every mark is written with the run_id of
+ * the server that took it (PREFIX:CLUSTER:markrun:DC:W, in the same
+ * script), and a mark whose run_id is not the server's current one (the
+ * server restarted, or is another one since) reads as missing.
+ *
+ * Every call ends by its deadline as a whole (not per read: a server that
+ * trickles its reply holds nothing past it) and reads at most
+ * REDIS_REPLY_MAX bytes (a larger reply drops the connection); a stop
+ * signal ends the wait (ag_stop_pending()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
 #include "agent.h"
+#include "redis_parse.h"
 
-/* KEYS: key, mark; ARGV: owner, ttl.  -1 held, -2 no mark, else the mark. */
-static const char claim_lua[] =
+_Static_assert(INIT_PRESENT == 0 && INIT_CREATED == 1 && INIT_REPLACED == 2 && INIT_INVALID == 3,
+	       "init_lua's codes are agent.h's INIT_*");
+
+/*
+ * Every script starts with these: ok(m), the mark's form (ARGV[1]: the
+ * layout's last timestamp, 20 digits; 20 digits compare as numbers);
+ * getm(), the mark's text (a non-string reads as its type's name: invalid)
+ * and whether it is stale (ARGV[2]: the server's run_id when the stale
+ * check is on, else "": a mark whose markrun key differs); tag(), the
+ * run_id beside a mark written.
+ */
+#define LUA_COMMON \
+	"local function ok(m) return #m == 20 and not string.find(m, '%D') and m <= ARGV[1] end " \
+	"local function getm() " \
+	"local m = redis.pcall('GET', KEYS[2]) " \
+	"if type(m) == 'table' then m = 'WRONGTYPE' end " \
+	"if not m then return nil, false end " \
+	"return m, ARGV[2] ~= '' and redis.pcall('GET', KEYS[3]) ~= ARGV[2] end " \
+	"local function setm(v) redis.call('SET', KEYS[2], v) " \
+	"if ARGV[2] ~= '' then redis.call('SET', KEYS[3], ARGV[2]) end end "
+
+/*
+ * KEYS: key, mark, markrun; ARGV: max, run, owner, ttl, init ("": none).
+ * -1 held; -2 no mark; -3 a stale mark (a restart since); {text} an
+ * invalid mark; else the mark (the key set).  With init: a missing, stale
+ * or invalid mark is first made init (a stale one: the higher of the two).
+ */
+static const char claim_lua[] = LUA_COMMON
 	"if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end "
-	"local m = redis.call('GET', KEYS[2]) "
+	"local m, stale = getm() "
+	"if ARGV[5] ~= '' and (not m or stale or not ok(m)) then "
+	"local v = ARGV[5] "
+	"if m and ok(m) and m > v then v = m end "
+	"setm(v) m = v stale = false end "
 	"if not m then return -2 end "
-	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+	"if not ok(m) then return {m} end "
+	"if stale then return -3 end "
+	"redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) "
 	"return m";
 /*
- * KEYS: key, mark; ARGV: owner, ttl, raise ("0": none).  0 lost; -2 ours
- * but no mark (and none to create); else the mark after the raise.
+ * KEYS: key, mark, markrun; ARGV: max, run, owner, ttl, raise ("": none).
+ * 0 lost; -2 ours but no mark (and none to create); {text} ours, an
+ * invalid mark and nothing to raise; else the mark after the raise (an
+ * invalid or stale mark is replaced by the raise).
  */
-static const char renew_lua[] =
-	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
-	"redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
-	"local m = redis.call('GET', KEYS[2]) "
-	"if ARGV[3] ~= '0' and (not m or tonumber(m) < tonumber(ARGV[3])) then "
-	"redis.call('SET', KEYS[2], ARGV[3]) m = ARGV[3] end "
+static const char renew_lua[] = LUA_COMMON
+	"if redis.call('GET', KEYS[1]) ~= ARGV[3] then return 0 end "
+	"redis.call('PEXPIRE', KEYS[1], ARGV[4]) "
+	"local m, stale = getm() "
+	"if ARGV[5] ~= '' and (not m or stale or not ok(m) or m < ARGV[5]) then "
+	"setm(ARGV[5]) m = ARGV[5] end "
 	"if not m then return -2 end "
+	"if not ok(m) then return {m} end "
 	"return m";
+/*
+ * KEYS: -, mark, markrun; ARGV: max, run, value, replace ("1": replace an
+ * invalid or stale mark).  {1} created; {0} a valid mark, left; {2, text}
+ * replaced (a stale one: by the higher of the two); {3, text} invalid or
+ * stale, left.
+ */
+static const char init_lua[] = LUA_COMMON
+	"local m, stale = getm() "
+	"if not m then setm(ARGV[3]) return {1} end "
+	"if ok(m) and not stale then return {0} end "
+	"if ARGV[4] ~= '1' then return {3, m} end "
+	"local v = ARGV[3] "
+	"if ok(m) and m > v then v = m end "
+	"setm(v) return {2, m}";
 static const char release_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
 	"return redis.call('DEL', KEYS[1]) else return 0 end";
+
+/* The most a reply may take (the largest, INFO server, is a few KiB). */
+#define REDIS_REPLY_MAX		(1 << 20)
+/* The most elements an array reply may have (CONFIG GET, init's {2, text}). */
+#define REDIS_ELEMENTS_MAX	16
 
 struct rstore {
 	redisContext *rc;
 	bool down;			/* logged already */
 	bool young;			/* logged already */
-	char claim_sha[41], renew_sha[41], release_sha[41];
+	char claim_sha[41], renew_sha[41], release_sha[41], init_sha[41];
+	char run_id[41];		/* INFO server's run_id at the connection */
+	char max[24];			/* a->mark_max_ms as MARK_FMT */
 };
 
 static struct rstore *R(const struct agent *a)
@@ -100,7 +180,7 @@ static void redis_drop(struct agent *a, const char *why)
 /* Redis can never be used as configured: the agent stops with @code. */
 static void redis_fatal(struct agent *a, int code, const char *fmt, const char *detail)
 {
-	char msg[512];
+	char msg[900];
 
 	snprintf(msg, sizeof(msg), fmt, detail);
 	logm(AG_ERR, "event=%s host=%s port=%d: %s",
@@ -131,28 +211,134 @@ static bool fatal_reply(struct agent *a, const redisReply *r)
 	return false;
 }
 
+#if HIREDIS_MAJOR < 1
 /*
- * Run a command that ends by @deadline (0: within redis-timeout-ms); NULL
- * when the deadline has passed, or the connection failed (it is dropped),
- * or the reply is fatal (a->fatal set).
+ * hiredis 0.14 allocates an array reply's element table from the count
+ * the server announces, before any element has come: "*100000000" would
+ * take 800 MB.  Its reader's functions, with arrays bounded.
+ */
+static redisReplyObjectFunctions bounded_fn;
+static void *(*create_array)(const redisReadTask *t, int elements);
+
+static void *bounded_array(const redisReadTask *t, int elements)
+{
+	if (elements < 0 || elements > REDIS_ELEMENTS_MAX)
+		return NULL;	/* the reader fails the reply ("Out of memory") */
+	return create_array(t, elements);
+}
+#endif
+
+/* A new connection's reader: arrays bounded (sizes: by the caller's byte count). */
+static void bound_reader(redisContext *rc)
+{
+#if HIREDIS_MAJOR < 1
+	if (!create_array) {
+		bounded_fn = *rc->reader->fn;
+		create_array = bounded_fn.createArray;
+		bounded_fn.createArray = bounded_array;
+	}
+	rc->reader->fn = &bounded_fn;
+#else
+	rc->reader->maxelements = REDIS_ELEMENTS_MAX;
+#endif
+}
+
+/*
+ * Send the command hiredis holds in its output buffer and read its reply,
+ * all of it by @end (boottime ns): poll(2) in slices of at most 100 ms,
+ * between which a stop signal ends the wait; at most REDIS_REPLY_MAX
+ * bytes read.  The reply, or NULL with *@why (the caller drops the
+ * connection: a reply may still be on its way).
+ */
+static redisReply *exchange(redisContext *rc, int64_t end, const char **why)
+{
+	char buf[16384];
+	size_t got = 0;
+	void *reply = NULL;
+	int done = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = rc->fd };
+		int64_t left;
+		ssize_t n;
+		int r;
+
+		if (done) {
+			if (redisReaderGetReply(rc->reader, &reply) != REDIS_OK) {
+				*why = rc->reader->errstr[0] ? rc->reader->errstr : "protocol error";
+				return NULL;
+			}
+			if (reply)
+				return reply;
+		}
+		if (ag_stop_pending()) {
+			*why = "stop signal";
+			return NULL;
+		}
+		left = end - boot_ns();
+		if (left <= 0) {
+			*why = "no whole reply within the deadline";
+			return NULL;
+		}
+		if (left > 100 * NS_PER_MS)
+			left = 100 * NS_PER_MS;
+		p.events = done ? POLLIN : POLLOUT;
+		r = poll(&p, 1, (int)((left + NS_PER_MS - 1) / NS_PER_MS));
+		if (r < 0 && errno != EINTR) {
+			*why = strerror(errno);
+			return NULL;
+		}
+		if (r <= 0)
+			continue;
+		if (!done) {
+			if (redisBufferWrite(rc, &done) != REDIS_OK) {
+				*why = rc->errstr[0] ? rc->errstr : "write failed";
+				return NULL;
+			}
+			continue;
+		}
+		n = read(rc->fd, buf, sizeof(buf));
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0) {
+			*why = n ? strerror(errno) : "connection closed";
+			return NULL;
+		}
+		got += (size_t)n;
+		if (got > REDIS_REPLY_MAX) {
+			*why = "reply larger than 1 MiB";
+			return NULL;
+		}
+		if (redisReaderFeed(rc->reader, buf, (size_t)n) != REDIS_OK) {
+			*why = "protocol error";
+			return NULL;
+		}
+	}
+}
+
+/*
+ * Run a command that ends by @deadline (0: within redis-timeout-ms), as a
+ * whole; NULL when the deadline has passed, or the connection failed (it
+ * is dropped), or the reply is fatal (a->fatal set).
  */
 static redisReply *cmd(struct agent *a, int64_t deadline, int argc, const char **argv)
 {
 	struct rstore *rs = R(a);
 	int64_t t = ms_left(deadline, a->c->redis_timeout_ms);
+	const char *why = "no reply";
 	redisReply *r;
 
 	if (!t) {
 		logm(AG_DEBUG, "%s: no time left before the fence", argv[0]);
 		return NULL;
 	}
-	if (!rs->rc || redisSetTimeout(rs->rc, tv_of(t)) != REDIS_OK) {
+	if (!rs->rc || redisAppendCommandArgv(rs->rc, argc, argv, NULL) != REDIS_OK) {
 		redis_drop(a, "no connection");
 		return NULL;
 	}
-	r = redisCommandArgv(rs->rc, argc, argv, NULL);
+	r = exchange(rs->rc, boot_ns() + t * NS_PER_MS, &why);
 	if (!r) {
-		redis_drop(a, rs->rc->errstr[0] ? rs->rc->errstr : "no reply");
+		redis_drop(a, why);
 		return NULL;
 	}
 	if (fatal_reply(a, r)) {
@@ -189,28 +375,102 @@ static void config_get(struct agent *a, int64_t deadline, const char *name, char
 	freeReplyObject(r);
 }
 
+/* INFO's field @name into @out: 0, or -1 (ag_redis_info_field()). */
+static int info_field(const redisReply *r, const char *name, char *out, size_t len)
+{
+	if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS))
+		return -1;
+	return ag_redis_info_field(r->str, r->len, name, out, len);
+}
+
+/* INFO @section, checked to be text; NULL (connection dropped, or logged) when not. */
+static redisReply *info(struct agent *a, int64_t deadline, const char *section)
+{
+	const char *argv[] = { "INFO", section };
+	redisReply *r = cmd(a, deadline, 2, argv);
+
+	if (r && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) {
+		ag_reply_invalid(a, "INFO reply", r->type == REDIS_REPLY_ERROR ? r->str : "", 0);
+		freeReplyObject(r);
+		return NULL;
+	}
+	return r;
+}
+
 /*
- * G5 for the marks: a Redis that can lose an acknowledged write (no AOF,
- * or appendfsync other than always) can lose the last raise of a mark in
- * a crash, and a mark read lower than it was accepted lets the next
- * holder stamp below the old holder's ceiling.  Said once per run (not an
- * error: a Redis without persistence loses the marks whole, which reads as
- * missing and is safe; deployment-redis.md says what to choose).
+ * G5 for the marks: can this Redis bring a mark back lower than it
+ * accepted it?  It can when a restart reloads an older state (no AOF, or
+ * appendfsync other than always: an RDB snapshot, or an AOF missing its
+ * last second) or when a replica can take over (a failover to a replica
+ * that lags: this server has replicas, or is one).  Such a Redis is
+ * refused (exit 5) unless redis-allow-non-durable; with it, said once,
+ * and marks are tagged with the server's run_id (the top of this file).
+ * false when refused or the connection failed.
  */
-static void durability(struct agent *a, int64_t deadline)
+static bool durability(struct agent *a, int64_t deadline)
 {
 	static bool said;
-	char aof[16], fsync[16];
+	struct rstore *rs = R(a);
+	char aof[16] = "", fsync[16] = "", role[16] = "", slaves[24] = "", why[200], run[48];
+	redisReply *r;
 
-	if (said)
-		return;
 	config_get(a, deadline, "appendonly", aof, sizeof(aof));
+	if (!rs->rc)
+		return false;
 	config_get(a, deadline, "appendfsync", fsync, sizeof(fsync));
+	if (!rs->rc)
+		return false;
+	r = info(a, deadline, "replication");
+	if (!r)
+		return false;
+	if (info_field(r, "role", role, sizeof(role)) ||
+	    info_field(r, "connected_slaves", slaves, sizeof(slaves))) {
+		freeReplyObject(r);
+		redis_fatal(a, AG_EXIT_UNSAFE_STORE, "%s",
+			    "INFO replication has no role or connected_slaves: cannot check that no replica can take over with older marks");
+		return false;
+	}
+	freeReplyObject(r);
+	r = info(a, deadline, "server");
+	if (!r)
+		return false;
+	if (info_field(r, "run_id", run, sizeof(run)) || strlen(run) != 40 ||
+	    strspn(run, "0123456789abcdef") != 40) {
+		freeReplyObject(r);
+		redis_fatal(a, AG_EXIT_UNSAFE_STORE, "%s",
+			    "INFO server has no run_id (40 hex digits): cannot tell a restart");
+		return false;
+	}
+	freeReplyObject(r);
+	/*
+	 * One connection, one server life: a restart cuts connections, but a
+	 * proxy in between may hide it.  Then connect again, and check again.
+	 */
+	if (rs->run_id[0] && strcmp(run, rs->run_id) != 0) {
+		redis_drop(a, "the server's run_id changed: it restarted");
+		return false;
+	}
+	memcpy(rs->run_id, run, sizeof(rs->run_id));
+	if (strcmp(aof, "yes") != 0 || strcmp(fsync, "always") != 0)
+		snprintf(why, sizeof(why), "appendonly=%s appendfsync=%s", *aof ? aof : "?",
+			 *fsync ? fsync : "?");
+	else if (strcmp(role, "master") != 0)
+		snprintf(why, sizeof(why), "role=%s", role);
+	else if (strcmp(slaves, "0") != 0)
+		snprintf(why, sizeof(why), "role=master connected_slaves=%s", slaves);
+	else
+		return true;
+	if (!a->c->redis_allow_non_durable) {
+		redis_fatal(a, AG_EXIT_UNSAFE_STORE,
+			    "%s: this Redis can bring a pair's timestamp mark back lower than it acknowledged (a restart from an older snapshot or an AOF not fsynced at every write, or a failover to a replica), and the next holder would stamp timestamps the last one stamped; set appendonly yes and appendfsync always on one Redis without replicas, or accept it with redis-allow-non-durable = yes (docs/deployment-redis.md)",
+			    why);
+		return false;
+	}
+	if (!said)
+		logm(AG_WARN, "event=redis_not_durable host=%s port=%d %s run_id=%s: redis-allow-non-durable: marks written before this server's last restart (another run_id) are treated as missing",
+		     a->c->redis_host, a->c->redis_port, why, rs->run_id);
 	said = true;
-	if (!strcmp(aof, "yes") && !strcmp(fsync, "always"))
-		return;
-	logm(AG_WARN, "event=redis_not_durable host=%s port=%d appendonly=%s appendfsync=%s: a crash of this Redis can lose the last writes, the pairs' timestamp marks among them; set appendonly yes and appendfsync always (docs/deployment-redis.md)",
-	     a->c->redis_host, a->c->redis_port, *aof ? aof : "?", *fsync ? fsync : "?");
+	return true;
 }
 
 /*
@@ -221,7 +481,7 @@ static void durability(struct agent *a, int64_t deadline)
 static bool check_redis(struct agent *a, int64_t deadline)
 {
 	const char *cfg[] = { "CONFIG", "GET", "maxmemory-policy" };
-	const char *info[] = { "INFO", "cluster" };
+	const char *cl[] = { "INFO", "cluster" };
 	redisReply *r;
 	bool ok;
 
@@ -245,8 +505,9 @@ static bool check_redis(struct agent *a, int64_t deadline)
 		return false;
 	}
 	freeReplyObject(r);
-	durability(a, deadline);
-	r = cmd(a, deadline, 2, info);
+	if (!durability(a, deadline))
+		return false;
+	r = cmd(a, deadline, 2, cl);
 	if (!r)
 		return false;
 	if ((r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
@@ -276,6 +537,7 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 		return true;
 	if (!t || a->fatal)
 		return false;
+	rs->run_id[0] = '\0';	/* a new connection: maybe a new server life */
 	if (resolve_bounded(c->redis_host, t, addr, sizeof(addr), err, sizeof(err))) {
 		redis_drop(a, err);
 		return false;
@@ -286,6 +548,7 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 		redis_drop(a, rs->rc ? rs->rc->errstr : "out of memory");
 		return false;
 	}
+	bound_reader(rs->rc);
 	if (c->redis_password) {
 		const char *argv[] = { "AUTH", c->redis_password };
 
@@ -317,7 +580,8 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 		return false;
 	if (!load_script(a, deadline, claim_lua, rs->claim_sha) ||
 	    !load_script(a, deadline, renew_lua, rs->renew_sha) ||
-	    !load_script(a, deadline, release_lua, rs->release_sha)) {
+	    !load_script(a, deadline, release_lua, rs->release_sha) ||
+	    !load_script(a, deadline, init_lua, rs->init_sha)) {
 		if (!a->fatal)
 			redis_drop(a, "SCRIPT LOAD failed");
 		return false;
@@ -329,28 +593,33 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 }
 
 /*
- * EVALSHA of one of our scripts on the pair's key and mark with @argc
- * arguments; EVAL again when the script cache was flushed.  The reply
- * (the caller frees it), or NULL on a connection error or timeout.
+ * EVALSHA of one of our scripts on the pair's key, mark and markrun keys
+ * with ARGV: the layout's last timestamp, the run_id (when the stale check
+ * is on), then @argc arguments; EVAL again when the script cache was
+ * flushed.  The reply (the caller frees it), or NULL on a connection
+ * error or timeout.
  */
-static redisReply *eval2(struct agent *a, int64_t deadline, const char *sha, const char *lua,
+static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, const char *lua,
 			 uint32_t dc, uint32_t w, int argc, const char **args)
 {
-	char key[512], mark[512];
-	const char *argv[10] = { "EVALSHA", sha, "2", key, mark };
+	struct rstore *rs = R(a);
+	char key[512], mark[512], run[512];
+	const char *argv[12] = { "EVALSHA", sha, "3", key, mark, run, rs->max,
+				 a->c->redis_allow_non_durable ? rs->run_id : "" };
 	redisReply *r;
 	int i;
 
 	key_of(a, dc, w, key, sizeof(key));
 	mark_key_of(a, dc, w, mark, sizeof(mark));
-	for (i = 0; i < argc && i < 5; i++)
-		argv[5 + i] = args[i];
-	r = cmd(a, deadline, 5 + argc, argv);
+	snprintf(run, sizeof(run), "%s:%s:markrun:%u:%u", a->c->prefix, a->c->cluster, dc, w);
+	for (i = 0; i < argc && i < 4; i++)
+		argv[8 + i] = args[i];
+	r = cmd(a, deadline, 8 + i, argv);
 	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
 		freeReplyObject(r);
 		argv[0] = "EVAL";
 		argv[1] = lua;
-		r = cmd(a, deadline, 5 + argc, argv);
+		r = cmd(a, deadline, 8 + i, argv);
 	}
 	if (r && r->type == REDIS_REPLY_ERROR) {
 		logm(AG_WARN, "%s: %s", argv[0], r->str);
@@ -360,21 +629,36 @@ static redisReply *eval2(struct agent *a, int64_t deadline, const char *sha, con
 	return r;
 }
 
-/* A mark as a script returned it (a string of digits): 0 on success. */
-static int mark_of(const redisReply *r, uint64_t *mark)
+/*
+ * What a script returned, for the pair (@dc, @w) (ag_redis_script_reply()):
+ * an invalid mark, or a string that is not a valid mark, is logged.
+ */
+static enum ag_redis_kind script_reply(struct agent *a, const redisReply *r, uint32_t dc,
+				       uint32_t w, long long *code, uint64_t *mark,
+				       const char *action)
 {
-	char *end;
+	enum ag_redis_kind k;
+	const char *text = NULL;
+	size_t len = 0;
 
-	if (r->type != REDIS_REPLY_STRING || !r->len)
-		return -1;
-	errno = 0;
-	*mark = strtoull(r->str, &end, 10);
-	return errno || *end ? -1 : 0;
+	k = ag_redis_script_reply(r, a->mark_max_ms, code, mark, &text, &len);
+	if (k == AG_RS_INVALID)
+		ag_mark_invalid(a, dc, w, text, len, action);
+	else if (k == AG_RS_ODD && r->type == REDIS_REPLY_STRING)
+		ag_mark_invalid(a, dc, w, r->str, r->len, "not-served");
+	return k;
+}
+
+static void odd_reply(struct agent *a, const char *what, const redisReply *r)
+{
+	ag_reply_invalid(a, what, r->type == REDIS_REPLY_STRING ? r->str : "(another type)",
+			 r->type == REDIS_REPLY_STRING ? r->len : 14);
 }
 
 /*
  * The renewal script: 1 renewed (*@mark the mark after it), 0 lost, -1
- * failed, TRY_NO_MARK ours but no mark.
+ * failed, TRY_NO_MARK ours but no mark, TRY_BAD_MARK ours with an invalid
+ * mark and nothing to raise.
  */
 static int renew_script(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w,
 			uint64_t raise, uint64_t *mark)
@@ -382,22 +666,32 @@ static int renew_script(struct agent *a, int64_t deadline, uint32_t dc, uint32_t
 	char ttl[16], rs[24];
 	const char *args[] = { a->owner, ttl, rs };
 	redisReply *r;
+	long long code = 0;
 	int ret = -1;
 
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
 	if (raise)
 		snprintf(rs, sizeof(rs), MARK_FMT, (unsigned long long)raise);
 	else
-		strcpy(rs, "0");
-	r = eval2(a, deadline, R(a)->renew_sha, renew_lua, dc, w, 3, args);
+		rs[0] = '\0';
+	r = eval3(a, deadline, R(a)->renew_sha, renew_lua, dc, w, 3, args);
 	if (!r)
 		return -1;
-	if (r->type == REDIS_REPLY_INTEGER)
-		ret = r->integer == 0 ? 0 : r->integer == -2 ? TRY_NO_MARK : -1;
-	else if (!mark_of(r, mark))
+	switch (script_reply(a, r, dc, w, &code, mark, "left")) {
+	case AG_RS_INT:
+		ret = code == 0 ? 0 : code == -2 ? TRY_NO_MARK : -1;
+		break;
+	case AG_RS_MARK:
 		ret = 1;
+		break;
+	case AG_RS_INVALID:
+		ret = TRY_BAD_MARK;
+		break;
+	case AG_RS_ODD:
+		break;
+	}
 	if (ret == -1)
-		logm(AG_WARN, "renew script: odd reply");
+		odd_reply(a, "renew script reply", r);
 	freeReplyObject(r);
 	return ret;
 }
@@ -409,6 +703,7 @@ static int r_init(struct agent *a)
 		logm(AG_ERR, "out of memory");
 		return AG_EXIT_RUNTIME;
 	}
+	snprintf(R(a)->max, sizeof(R(a)->max), MARK_FMT, (unsigned long long)a->mark_max_ms);
 	return 0;
 }
 
@@ -429,62 +724,58 @@ static void r_describe(const struct agent *a, char *buf, size_t len)
 	snprintf(buf, len, "redis=%s:%d", a->c->redis_host, a->c->redis_port);
 }
 
-/* SET mark value NX: 1 created, 0 present, -1 failed. */
-static int set_mark_nx(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
-{
-	char mark[512], v[24];
-	const char *argv[] = { "SET", mark, v, "NX" };
-	redisReply *r;
-	int ret = -1;
-
-	mark_key_of(a, dc, w, mark, sizeof(mark));
-	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
-	r = cmd(a, 0, 4, argv);
-	if (!r)
-		return -1;
-	if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK"))
-		ret = 1;
-	else if (r->type == REDIS_REPLY_NIL)
-		ret = 0;
-	else
-		logm(AG_WARN, "SET %s NX: %s", mark, r->type == REDIS_REPLY_ERROR ? r->str : "odd reply");
-	freeReplyObject(r);
-	return ret;
-}
-
 /* The claim script (see the top of this file). */
 static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
 {
-	char ttl[16];
-	const char *args[] = { a->owner, ttl };
+	char ttl[16], init[24];
+	const char *args[] = { a->owner, ttl, init };
 	redisReply *r;
+	long long code = 0;
 	int ret = TRY_ERROR;
 
 	if (!redis_connect(a, 0))
 		return TRY_ERROR;
-	if (init_mark && set_mark_nx(a, dc, w, init_mark) < 0)
-		return TRY_ERROR;
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
+	if (init_mark)
+		snprintf(init, sizeof(init), MARK_FMT, (unsigned long long)init_mark);
+	else
+		init[0] = '\0';
 	*sent = boot_ns();
-	r = eval2(a, 0, R(a)->claim_sha, claim_lua, dc, w, 2, args);
+	r = eval3(a, 0, R(a)->claim_sha, claim_lua, dc, w, 3, args);
 	if (!r)
 		return TRY_ERROR;
-	if (r->type == REDIS_REPLY_INTEGER && r->integer == -1)
-		ret = TRY_HELD;
-	else if (r->type == REDIS_REPLY_INTEGER && r->integer == -2)
-		ret = TRY_NO_MARK;
-	else if (!mark_of(r, mark))
+	switch (script_reply(a, r, dc, w, &code, mark, "not-served")) {
+	case AG_RS_INT:
+		if (code == -1)
+			ret = TRY_HELD;
+		else if (code == -2)
+			ret = TRY_NO_MARK;
+		else if (code == -3) {
+			logm(AG_WARN, "event=mark_stale datacenter=%u worker=%u run_id=%s: the mark was written before this Redis last restarted (redis-allow-non-durable): treated as missing",
+			     dc, w, R(a)->run_id);
+			ret = TRY_NO_MARK;
+		}
+		break;
+	case AG_RS_MARK:
 		ret = TRY_TAKEN;
-	else
-		logm(AG_WARN, "claim script: odd reply");
+		break;
+	case AG_RS_INVALID:
+		ret = TRY_BAD_MARK;
+		break;
+	case AG_RS_ODD:
+		break;
+	}
+	if (ret == TRY_ERROR)
+		odd_reply(a, "claim script reply", r);
 	freeReplyObject(r);
 	return ret;
 }
 
 /*
  * The key still holds this run's owner: renew it with the renewal script,
- * re-creating a missing mark at the highest this run had raised it to.
+ * re-creating a missing (or replacing an invalid) mark at the highest this
+ * run had raised it to.
  */
 static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
 {
@@ -496,6 +787,8 @@ static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	ret = renew_script(a, 0, dc, w, a->mark_ms, mark);
 	if (ret < 0)
 		return TRY_ERROR;
+	if (ret == TRY_BAD_MARK || ret == TRY_NO_MARK)
+		return TRY_BAD_MARK;
 	return ret == 1 ? TRY_TAKEN : TRY_HELD;
 }
 
@@ -508,15 +801,18 @@ static int r_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
 		return -1;
 	*sent = boot_ns();
 	ret = renew_script(a, deadline, a->dc, a->w, raise_to, &mark);
-	/* Ours, but the mark is gone and nothing to raise: it is made at the next raise. */
-	if (ret == TRY_NO_MARK)
+	/*
+	 * Ours, but the mark is gone or invalid and nothing to raise: it is
+	 * made at the next raise.
+	 */
+	if (ret == TRY_NO_MARK || ret == TRY_BAD_MARK)
 		return 1;
 	return ret;
 }
 
 static void r_release(struct agent *a)
 {
-	const char *args[] = { a->owner };
+	const char *argv[] = { "EVALSHA", NULL, "1", a->key, a->owner };
 	redisReply *r;
 	long long v = -1;
 
@@ -524,7 +820,14 @@ static void r_release(struct agent *a)
 		logm(AG_WARN, "event=release_failed key=%s: it expires by itself", a->key);
 		return;
 	}
-	r = eval2(a, 0, R(a)->release_sha, release_lua, a->dc, a->w, 1, args);
+	argv[1] = R(a)->release_sha;
+	r = cmd(a, 0, 5, argv);
+	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
+		freeReplyObject(r);
+		argv[0] = "EVAL";
+		argv[1] = release_lua;
+		r = cmd(a, 0, 5, argv);
+	}
 	if (r && r->type == REDIS_REPLY_INTEGER)
 		v = r->integer;
 	freeReplyObject(r);
@@ -535,11 +838,30 @@ static void r_release(struct agent *a)
 		     v == 0 ? "not ours any more" : "Redis failed; it expires by itself");
 }
 
-static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
+/* --init-store: the init script (see init_lua). */
+static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
+		       bool replace_invalid)
 {
+	char v[24];
+	const char *args[] = { v, replace_invalid ? "1" : "0" };
+	const char *text = NULL;
+	size_t len = 0;
+	redisReply *r;
+	int ret;
+
 	if (!redis_connect(a, 0))
 		return -1;
-	return set_mark_nx(a, dc, w, mark);
+	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)mark);
+	r = eval3(a, 0, R(a)->init_sha, init_lua, dc, w, 2, args);
+	if (!r)
+		return -1;
+	ret = ag_redis_init_reply(r, &text, &len);
+	if (ret == INIT_REPLACED || ret == INIT_INVALID)
+		ag_mark_invalid(a, dc, w, text, len, ret == INIT_REPLACED ? "replaced" : "left");
+	if (ret < 0)
+		odd_reply(a, "init script reply", r);
+	freeReplyObject(r);
+	return ret;
 }
 
 /*
@@ -550,29 +872,30 @@ static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark)
  */
 static int64_t r_claim_wait(struct agent *a)
 {
-	const char *argv[] = { "INFO", "server" };
 	struct rstore *rs = R(a);
-	long long up_s = -1, need_s;
+	long long up_s, need_s;
+	char up[32];
+	uint64_t v;
 	redisReply *r;
-	const char *p;
 
 	if (!redis_connect(a, 0))
 		return -1;
+	/* Before every claim walk: still durable, still the same server life. */
+	if (!durability(a, 0))
+		return -1;
 	if (!a->c->min_uptime_ms)
 		return 0;
-	r = cmd(a, 0, 2, argv);
+	r = info(a, 0, "server");
 	if (!r)
 		return -1;
-	if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
-		p = strstr(r->str, "uptime_in_seconds:");
-		if (p)
-			up_s = strtoll(p + strlen("uptime_in_seconds:"), NULL, 10);
+	if (info_field(r, "uptime_in_seconds", up, sizeof(up)) ||
+	    ag_parse_u64(up, strlen(up), INT64_MAX / 1000 / NS_PER_MS, &v)) {
+		ag_reply_invalid(a, "INFO server uptime_in_seconds", "", 0);
+		freeReplyObject(r);
+		return -1;
 	}
 	freeReplyObject(r);
-	if (up_s < 0) {
-		logm(AG_WARN, "INFO server: no uptime_in_seconds: not checking for a restart");
-		return 0;
-	}
+	up_s = (long long)v;
 	/* uptime_in_seconds is rounded down. */
 	need_s = (a->c->min_uptime_ms + 999) / 1000;
 	if (up_s >= need_s) {

@@ -62,7 +62,7 @@ int ag_mark_parse(const char *s, size_t len, enum ag_mark_form form, uint64_t ma
 	default:
 		return -1;
 	}
-	if (v == 0 || v > max_ms)
+	if (v > max_ms)
 		return -1;
 	*out = v;
 	return 0;
@@ -104,4 +104,70 @@ void ag_shorten(const char *s, size_t len, char *out, size_t out_len)
 	out[n] = '\0';
 	if (tail[0])
 		snprintf(out + n, out_len - n, "%s", tail);
+}
+
+static size_t q_slot(uint64_t pair, unsigned int i)
+{
+	/* A 64-bit mix (splitmix64's finaliser), then linear probing. */
+	pair ^= pair >> 30;
+	pair *= 0xbf58476d1ce4e5b9ULL;
+	pair ^= pair >> 27;
+	pair *= 0x94d049bb133111ebULL;
+	pair ^= pair >> 31;
+	return (size_t)((pair + i) % AG_QUARANTINE_SLOTS);
+}
+
+int64_t ag_quarantine_seen(struct ag_quarantine *q, uint64_t pair, int64_t now, int64_t gap_ns)
+{
+	size_t s, pick = SIZE_MAX;
+	unsigned int i;
+
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		s = q_slot(pair, i);
+		if (q->e[s].since && q->e[s].pair == pair) {
+			if (now - q->e[s].last > gap_ns || now < q->e[s].since)
+				q->e[s].since = now;
+			q->e[s].last = now;
+			return q->e[s].since;
+		}
+	}
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		s = q_slot(pair, i);
+		if (!q->e[s].since) {
+			pick = s;
+			break;
+		}
+		/* All taken: drop the one whose quarantine started last. */
+		if (pick == SIZE_MAX || q->e[s].since > q->e[pick].since)
+			pick = s;
+	}
+	q->e[pick].pair = pair;
+	q->e[pick].since = now;
+	q->e[pick].last = now;
+	return now;
+}
+
+int64_t ag_quarantine_since(const struct ag_quarantine *q, uint64_t pair)
+{
+	unsigned int i;
+
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		size_t s = q_slot(pair, i);
+
+		if (q->e[s].since && q->e[s].pair == pair)
+			return q->e[s].since;
+	}
+	return 0;
+}
+
+void ag_quarantine_clear(struct ag_quarantine *q, uint64_t pair)
+{
+	unsigned int i;
+
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		size_t s = q_slot(pair, i);
+
+		if (q->e[s].since && q->e[s].pair == pair)
+			q->e[s].since = 0;
+	}
 }

@@ -31,8 +31,9 @@ enum ag_mark_form {
 
 /*
  * Parse the mark in the @len bytes at @s (not NUL-terminated necessarily)
- * in @form.  Accepted only when the value is within [1, @max_ms] (@max_ms:
- * the last Unix ms the device's layout can stamp, ag_layout_max_ms()).
+ * in @form.  Accepted only when the value is within [0, @max_ms] (@max_ms:
+ * the last Unix ms the device's layout can stamp, ag_layout_max_ms(); 0 is
+ * what --init-store writes by default: nothing stamped yet).
  * 0 with *@out set, or -1 (invalid; *@out untouched).
  */
 int ag_mark_parse(const char *s, size_t len, enum ag_mark_form form, uint64_t max_ms,
@@ -56,5 +57,34 @@ uint64_t ag_layout_max_ms(uint64_t epoch_ms, unsigned int ts_bits, uint64_t unit
  * outside printable ASCII as '?', "..." and the length when cut.
  */
 void ag_shorten(const char *s, size_t len, char *out, size_t out_len);
+
+/*
+ * The mark quarantine, per pair: when each pair's mark was first seen
+ * missing or invalid, in a table of fixed size (bounded memory whatever
+ * the pool).  A pair is looked for in AG_QUARANTINE_PROBE slots from its
+ * hash; when all are taken, the entry seen missing most recently is
+ * dropped (its quarantine starts again: later, never sooner).
+ */
+#define AG_QUARANTINE_SLOTS	4096
+#define AG_QUARANTINE_PROBE	16
+
+struct ag_quarantine {
+	struct {
+		uint64_t pair;		/* the pair's index in the pool */
+		int64_t since;		/* first seen missing (ns; 0: a free slot) */
+		int64_t last;		/* last seen missing */
+	} e[AG_QUARANTINE_SLOTS];
+};
+
+/*
+ * Pair @pair's mark is missing (or invalid) at @now (> 0): when it was
+ * first seen so, without a gap longer than @gap_ns between two sightings
+ * (after such a gap, or for a new pair, @now).
+ */
+int64_t ag_quarantine_seen(struct ag_quarantine *q, uint64_t pair, int64_t now, int64_t gap_ns);
+/* When pair @pair's quarantine started (0: it is not in one). */
+int64_t ag_quarantine_since(const struct ag_quarantine *q, uint64_t pair);
+/* Pair @pair's mark was seen present, or its key held: forget it. */
+void ag_quarantine_clear(struct ag_quarantine *q, uint64_t pair);
 
 #endif /* SNOWFLAKE_AGENT_VALIDATE_H */

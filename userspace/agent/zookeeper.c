@@ -109,6 +109,8 @@ const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init 
 
 #include <zookeeper/zookeeper.h>
 
+#include "store_parse.h"
+
 #define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner */
 
 /*
@@ -149,6 +151,7 @@ struct zcall {
 	struct zstore *z;
 	struct Stat stat;		/* exists, get; the multi's setData */
 	int len;
+	bool too_long;			/* the data was longer than ZDATA_MAX - 1: invalid */
 	char data[ZDATA_MAX];
 	zoo_op_result_t res[2];
 	char created[16];		/* the multi's create writes its path here (unused) */
@@ -189,6 +192,7 @@ static void call_done(struct zcall *c, int rc, const struct Stat *st, const char
 	if (st)
 		c->stat = *st;
 	if (v && len > 0) {
+		c->too_long = len > ZDATA_MAX - 1;
 		c->len = len < ZDATA_MAX - 1 ? len : ZDATA_MAX - 1;
 		memcpy(c->data, v, (size_t)c->len);
 	}
@@ -271,11 +275,12 @@ static int call_wait(struct zstore *z, struct zcall *c, int64_t deadline)
 		}
 		pthread_mutex_unlock(&zk_mu);
 		left = (deadline - boot_ns()) / NS_PER_MS;
-		if (left <= 0) {
+		/* A stop signal gives the call up too (asked every 100 ms). */
+		if (left <= 0 || ag_stop_pending()) {
 			c->abandoned = true;
 			return ZOPERATIONTIMEOUT;
 		}
-		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+		if (poll(&p, 1, left > 100 ? 100 : (int)left) > 0)
 			(void)!read(z->evfd, &n, sizeof(n));
 	}
 }
@@ -299,19 +304,30 @@ static void path_of(const struct agent *a, bool mark, uint32_t dc, uint32_t w, c
 	snprintf(buf, len, "%s/%s", strcmp(root, "/") ? root : "", key);
 }
 
-/* A mark's data, "MARK OWNER" or "MARK": 0 on success. */
-static int mark_parse(const char *data, uint64_t *mark, const char **owner)
+/*
+ * A mark's data as read by @m (a finished get) for pair (@dc, @w), "MARK
+ * OWNER" or "MARK", strictly (ag_zk_mark_data()): AG_VAL_OK with *@mark
+ * and @owner ("" when there is none, else exactly as stored), or
+ * AG_VAL_INVALID, logged as event=mark_invalid with @action (NULL: not
+ * logged).  Data longer than ZDATA_MAX - 1 bytes is invalid.
+ */
+static int mark_parse(const struct agent *a, const struct zcall *m, uint32_t dc, uint32_t w,
+		      uint64_t *mark, char *owner, size_t owner_len, const char *action)
 {
-	char *end;
+	const char *o;
+	size_t olen;
 
-	if (*data < '0' || *data > '9')
-		return -1;
-	errno = 0;
-	*mark = strtoull(data, &end, 10);
-	if (errno || (*end && *end != ' '))
-		return -1;
-	*owner = *end ? end + 1 : "";
-	return 0;
+	if (!m->too_long && m->len > 0 &&
+	    ag_zk_mark_data(m->data, (size_t)m->len, a->mark_max_ms, mark, &o, &olen) == AG_VAL_OK &&
+	    olen < owner_len) {
+		if (olen)
+			memcpy(owner, o, olen);
+		owner[olen] = '\0';
+		return AG_VAL_OK;
+	}
+	if (action)
+		ag_mark_invalid(a, dc, w, m->data, m->len > 0 ? (size_t)m->len : 0, action);
+	return AG_VAL_INVALID;
 }
 
 /* ---------------------------------------------------------------- */
@@ -778,22 +794,74 @@ static int64_t z_claim_wait(struct agent *a)
 	return 0;	/* a quorum keeps every write in its fsynced log */
 }
 
-/* Create the mark of (@dc, @w) at @value if it is missing: 1 created, 0 present, -1 failed. */
-static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value)
+static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int64_t *sent,
+		 struct zcall **kc, struct zcall **mc);
+
+/*
+ * Create the mark of (@dc, @w) at @value where it is missing; replace it
+ * where it is invalid and @replace_invalid (setData at the version read:
+ * only the very data found invalid).  INIT_*, or -1 failed.
+ */
+static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
+		       bool replace_invalid)
 {
-	char path[600], v[32];
-	int rc;
+	struct zstore *z = Z(a);
+	char path[600], v[32], owner[AG_OWNER_MAX + 1];
+	struct zcall *k, *m, *c;
+	uint64_t cur;
+	int64_t sent;
+	int rc, tries;
 
 	if (!zk_ready(a, 0))
 		return -1;
 	path_of(a, true, dc, w, path, sizeof(path));
 	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
-	rc = create_node(a, 0, path, v, ZOO_PERSISTENT);
-	if (rc == ZOK)
-		return 1;
-	if (rc == ZNODEEXISTS)
-		return 0;
-	zk_error(a, rc, "creating a mark");
+	for (tries = 0; tries < 3; tries++) {
+		rc = create_node(a, 0, path, v, ZOO_PERSISTENT);
+		if (rc == ZOK)
+			return INIT_CREATED;
+		if (rc != ZNODEEXISTS) {
+			zk_error(a, rc, "creating a mark");
+			return -1;
+		}
+		rc = prove(a, 0, dc, w, &sent, &k, &m);
+		if (rc != ZOK) {
+			zk_error(a, rc, "reading a mark");
+			return -1;
+		}
+		call_put(k);
+		if (m->rc == ZNONODE) {
+			call_put(m);
+			continue;	/* deleted meanwhile: create it */
+		}
+		if (!mark_parse(a, m, dc, w, &cur, owner, sizeof(owner), NULL)) {
+			call_put(m);
+			return INIT_PRESENT;
+		}
+		if (!replace_invalid) {
+			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "left");
+			call_put(m);
+			return INIT_INVALID;
+		}
+		c = call_new(z);
+		if (!c) {
+			call_put(m);
+			return -1;
+		}
+		call_started(c, zoo_aset(z->zh, path, v, (int)strlen(v), m->stat.version, cb_stat, c));
+		rc = call_wait(z, c, dl_of(a, 0));
+		call_put(c);
+		if (rc == ZOK) {
+			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
+			call_put(m);
+			return INIT_REPLACED;
+		}
+		call_put(m);
+		if (rc != ZBADVERSION && rc != ZNONODE) {
+			zk_error(a, rc, "replacing an invalid mark");
+			return -1;
+		}
+	}
 	return -1;
 }
 
@@ -858,9 +926,9 @@ static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int
 static bool mark_is_ours(struct agent *a, const struct zcall *m, uint64_t *value)
 {
 	struct zstore *z = Z(a);
-	const char *owner;
+	char owner[AG_OWNER_MAX + 1];
 
-	if (m->rc != ZOK || mark_parse(m->data, value, &owner))
+	if (m->rc != ZOK || mark_parse(a, m, a->dc, a->w, value, owner, sizeof(owner), NULL))
 		return false;
 	if (m->stat.version != z->mark_version && strcmp(owner, a->owner) != 0)
 		return false;
@@ -881,33 +949,43 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	/* One key per session: the loop comes to ours (readopt, or here). */
 	if (z->mine && (z->mine_dc != dc || z->mine_w != w))
 		return TRY_HELD;
-	if (init_mark && z_init_mark(a, dc, w, init_mark) < 0)
-		return TRY_ERROR;
+	if (init_mark) {
+		/* A missing mark is created first; an invalid one is replaced by the claim's multi. */
+		char v[32];
+
+		path_of(a, true, dc, w, mpath, sizeof(mpath));
+		snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)init_mark);
+		rc = create_node(a, 0, mpath, v, ZOO_PERSISTENT);
+		if (rc != ZOK && rc != ZNODEEXISTS) {
+			zk_error(a, rc, "creating a mark");
+			return TRY_ERROR;
+		}
+	}
 	path_of(a, false, dc, w, kpath, sizeof(kpath));
 	path_of(a, true, dc, w, mpath, sizeof(mpath));
 	session = session_of(z);
 	for (tries = 0; tries < 2; tries++) {
 		struct zcall *k, *m, *c;
-		const char *owner;
+		char owner[AG_OWNER_MAX + 1], iv[32];
 		zoo_op_t ops[2];
+		bool bad;
 
 		rc = prove(a, 0, dc, w, sent, &k, &m);
 		if (rc != ZOK) {
 			zk_error(a, rc, "claim");
 			return TRY_ERROR;
 		}
-		if (m->rc == ZOK && mark_parse(m->data, mark, &owner)) {
-			logm(AG_WARN, "event=mark_unreadable path=%s data=\"%.40s\"", mpath, m->data);
-			call_put(k);
-			call_put(m);
-			return TRY_ERROR;
-		}
+		bad = m->rc == ZOK &&
+		      mark_parse(a, m, dc, w, mark, owner, sizeof(owner), NULL);
 		if (k->rc == ZOK) {
 			if (!session || k->stat.ephemeralOwner != session) {
 				z->mine = false;	/* another session's (ours is gone) */
 				ret = TRY_HELD;
 			} else if (m->rc != ZOK) {
 				ret = TRY_NO_MARK;	/* ours, but no mark to read */
+			} else if (bad) {
+				ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
+				ret = TRY_BAD_MARK;
 			} else {
 				/* Our own key, claimed before and not served: ours still. */
 				z->mine = true;
@@ -924,10 +1002,13 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			return ret;
 		}
 		z->mine = false;
-		if (m->rc == ZNONODE) {
+		if (m->rc == ZNONODE || (bad && !init_mark)) {
+			/* An invalid mark: never served, never a floor (a missing mark's rules). */
+			if (bad)
+				ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
 			call_put(k);
 			call_put(m);
-			return TRY_NO_MARK;
+			return bad ? TRY_BAD_MARK : TRY_NO_MARK;
 		}
 		/* Free, with a mark: create the key while the mark is as read. */
 		c = call_new(z);
@@ -938,7 +1019,16 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		}
 		zoo_create_op_init(&ops[0], kpath, a->owner, (int)strlen(a->owner), z->acl,
 				   ZOO_EPHEMERAL, c->created, sizeof(c->created));
-		zoo_check_op_init(&ops[1], mpath, m->stat.version);
+		/*
+		 * An invalid mark and @init_mark: replaced in the same multi,
+		 * at the version read (only the very data found invalid).
+		 */
+		if (bad) {
+			snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
+			zoo_set_op_init(&ops[1], mpath, iv, (int)strlen(iv), m->stat.version, &c->stat);
+		} else {
+			zoo_check_op_init(&ops[1], mpath, m->stat.version);
+		}
 		call_started(c, zoo_amulti(z->zh, 2, ops, c->res, cb_void, c));
 		rc = call_wait(z, c, dl_of(a, 0));
 		if (rc == ZOK) {
@@ -947,7 +1037,11 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			z->mine_w = w;
 			z->mine_session = session;
 			z->key_version = 0;
-			z->mark_version = m->stat.version;
+			z->mark_version = bad ? c->stat.version : m->stat.version;
+			if (bad) {
+				ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
+				*mark = init_mark;
+			}
 			set_holding(z, true);
 			ret = TRY_TAKEN;
 		} else if (!c->abandoned && c->res[0].err == ZNODEEXISTS) {
@@ -956,6 +1050,17 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			ret = -2;	/* the mark moved between the read and the create: again */
 		} else {
 			zk_error(a, rc, "claim (multi)");
+			/*
+			 * The outcome is unknown (no answer: the connection lost,
+			 * the deadline): the multi may have created the key, as
+			 * an ephemeral of this session, which later claims and
+			 * renewals would keep alive.  The session is closed before
+			 * the next claim: the ensemble deletes every ephemeral of
+			 * it (or expires it, when the close does not get through).
+			 */
+			if (c->abandoned || rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+			    rc == ZSESSIONMOVED || rc == ZCLOSING)
+				zk_drop_session(a, "the claim's outcome is unknown");
 			ret = TRY_ERROR;
 		}
 		call_put(c);
@@ -1070,8 +1175,16 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 			continue;
 		}
 		{
+			char owner[AG_OWNER_MAX + 1];
 			uint64_t cur;
 
+			if (mark_parse(a, m, a->dc, a->w, &cur, owner, sizeof(owner), "replaced")) {
+				/* Invalid: replaced by the raise at the version read, with the proof. */
+				z->mark_version = m->stat.version;
+				call_put(m);
+				create = false;
+				continue;
+			}
 			if (!mark_is_ours(a, m, &cur)) {
 				logm(AG_WARN, "event=mark_taken key=%s: another holder raised the pair's mark since this run's claim: the pair is not ours",
 				     a->key);
@@ -1095,6 +1208,7 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
 {
 	struct zstore *z = Z(a);
+	char owner[AG_OWNER_MAX + 1];
 	struct zcall *k, *m;
 	int64_t session;
 	int rc;
@@ -1129,6 +1243,18 @@ static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 		rc = raise_mark(a, 0, a->mark_ms, true, &step);
 		if (rc != ZOK) {
 			zk_error(a, rc, "re-creating the mark");
+			return TRY_ERROR;
+		}
+		*mark = a->mark_ms;
+	} else if (mark_parse(a, m, dc, w, mark, owner, sizeof(owner), "replaced")) {
+		/* Invalid: replaced by what this run raised it to, with the proof. */
+		int step;
+
+		z->mark_version = m->stat.version;
+		call_put(m);
+		rc = raise_mark(a, 0, a->mark_ms, false, &step);
+		if (rc != ZOK) {
+			zk_error(a, rc, "replacing an invalid mark");
 			return TRY_ERROR;
 		}
 		*mark = a->mark_ms;

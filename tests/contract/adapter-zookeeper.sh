@@ -11,27 +11,24 @@
 #   - renewed: the keys outlive the session timeout
 #   - SIGTERM: fenced, the key deleted at once, exit 0
 #   - kill -9: the key stays while the session lives, gone after it
-#   - the key deleted by another session while A holds the one pair and B
-#     waits: A fences at its next renewal (event=key_lost), B serves after
-#     A's validity ended, and above A's timestamps
 #   - the server killed: the agent fences at once, on the library's lost
 #     connection (reason store-connection-lost, long before its fence
 #     time); the server restarted within the session timeout: the same
 #     session takes its key back (no new claim)
-#   - the agent stopped past the session timeout: its key is gone, another
-#     agent serves the pair; continued: a new session, claims again
-#   - the mark: "MARK OWNER" at or above every ceiling; --init-store never
-#     lowers it
+#   - the mark: "MARK OWNER" at or above every ceiling
 #   - a ttl-ms above the server's maxSessionTimeout: exit 2; a chroot in
 #     zookeeper-hosts: the nodes under it; a chroot that does not exist:
 #     exit 2
 #   - digest authentication: the nodes' ACL is the agent's user; a wrong
 #     password or none: exit 4
 #   - every history, judged by scripts/lease-check.py
+# The scenarios every store shares (key deleted or replaced, an agent
+# stopped past its TTL, --init-store never lowering, ...) are the contract
+# suite's (tests/contract/, MIGRATION.md there).
 # Prints "agent-zk: N passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 TTL=${AGENT_TTL_MS:-2000}
 ZKT=400	# zookeeper-timeout-ms
@@ -235,9 +232,6 @@ mk=$(zget "$(markpath "$p" c1)")
 ceil=$(sed -n 's/.*event=unfenced.*ceiling_ms=\([0-9]*\).*/\1/p' "$tmp/agent.$i.log" | tail -n1)
 check "the mark is 'MARK OWNER', at or above the device's last ceiling ($mk; ceiling $ceil)" \
 	bash -c '[ "${1#* }" = "$3" ] && [ -n "$2" ] && [ "$((10#${1%% *}))" -ge "$2" ]' _ "$mk" "$ceil" "$(owner_of "$i")"
-"$AGENT" "${flags[@]}" --init-store --init-mark-ms 5 2>"$tmp/init2.log"
-check "--init-store again: nothing created, nothing lowered ($(grep -o 'created=[0-9]* present=[0-9]*' "$tmp/init2.log"))" \
-	bash -c 'grep -q "created=0 present=6" "$1" && [ "$((10#$2))" -gt 5 ]' _ "$tmp/init2.log" "$(zget "$(markpath "$p" c1)" | cut -d" " -f1)"
 
 echo "==== SIGTERM, kill -9 ===="
 stop_agent "$i"
@@ -257,58 +251,6 @@ while [ "$(zowner "$(keypath "$pj" c1)")" = "$sj" ] && [ "$(($(ms) - t_kill))" -
 check "kill -9: the key of session $sj is gone once the session expired ($(($(ms) - t_kill)) ms, timeout $TTL)" \
 	test "$(zowner "$(keypath "$pj" c1)")" != "$sj"
 for k in $(seq 0 7); do [ -n "${agent_pids[k]:-}" ] && stop_agent "$k"; done
-
-echo "==== the key deleted by another session ===="
-kflags=(--cluster kd --worker-ids 0)
-"$AGENT" "${flags[@]}" "${kflags[@]}" --init-store 2>>"$tmp/init.log"
-start_agent 10 "${kflags[@]}" --owner kd-a
-wait_one 10 "event=unfenced" 15 || bad "key deletion: A never served"
-start_agent 11 "${kflags[@]}" --owner kd-b
-wait_one 11 "event=pool_full" 10 || bad "key deletion: B never saw the pair held"
-t_del=$(ms)
-b_del=$(boot_ns)
-zkc delete "$(keypath 0:0 kd)" >/dev/null
-if wait_one 10 "event=key_lost" $((TTL * 2 / 1000 + 2)) && wait_one 10 "event=fenced" 2; then
-	ok "key deletion: A found its key gone at its next renewal and fenced ($(($(ms) - t_del)) ms)"
-else
-	bad "key deletion: A never fenced"
-fi
-# A may claim the free pair again before B's next try: then it gives it
-# back (SIGTERM) and B takes it.
-oA=$(owner_of 10) oB=$(owner_of 11)
-a_until=$(awk -v o="$oA" -v t="$b_del" '$1 == "interval" && index($0, " owner=" o " ") {
-	for (i = 2; i <= NF; i++) { if ($i ~ /^from=/) f = substr($i, 6); if ($i ~ /^until=/) u = substr($i, 7) }
-	if (f < t) last = u } END { print last }' "$HIST")
-stop_agent 10
-wait_one 11 "event=unfenced" 15 || bad "key deletion: B never served"
-stop_agent 11
-check "key deletion: A's validity of before the deletion ended before B's began ($(( ($(hist_of "$oB" from first) - a_until) / 1000000 )) ms between)" \
-	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]' _ "$a_until" "$(hist_of "$oB" from first)"
-check "key deletion: B's timestamps are above A's ($(hist_of "$oA" ts_until last) < $(hist_of "$oB" ts_from first))" \
-	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]' _ "$(hist_of "$oA" ts_until last)" "$(hist_of "$oB" ts_from first)"
-
-echo "==== the key replaced by another session's node ===="
-# Deleted and created again between two renewals (a second cli_mt: a
-# persistent node, ephemeralOwner 0): the key exists, but it is not this
-# session's.  A renewal that only checked that the key exists would go on.
-rflags=(--cluster rep --worker-ids 0 --settle-ms 0)
-"$AGENT" "${flags[@]}" "${rflags[@]}" --init-store 2>>"$tmp/init.log"
-start_agent 12 "${rflags[@]}"
-wait_one 12 "event=unfenced" 15 || bad "replaced key: the agent never served"
-off=$(size_of 12)
-zkc delete "$(keypath 0:0 rep)" >/dev/null
-zkc create "$(keypath 0:0 rep)" >/dev/null
-check "the key replaced: a node of no session there now ($(zowner "$(keypath 0:0 rep)"))" \
-	test "$(zowner "$(keypath 0:0 rep)")" = 0
-if wait_one 12 "event=key_lost" $((TTL * 2 / 1000 + 2)) "$off" && wait_one 12 "event=fenced" 2 "$off"; then
-	ok "the key replaced: the agent fenced at its next renewal ($(tail -c +"$((off + 1))" "$tmp/agent.12.log" | grep -o 'event=key_lost.*' | head -n1 | cut -d: -f2-))"
-else
-	bad "the key replaced: the agent went on (a renewal that proved only that the key exists)"
-fi
-check "the key replaced: never taken back while it is not ours" \
-	bash -c '! tail -c +"$(($1 + 1))" "$2" | grep -q "event=unfenced"' _ "$off" "$tmp/agent.12.log"
-stop_agent 12
-zkc delete "$(keypath 0:0 rep)" >/dev/null
 
 echo "==== the server killed: fenced at once; back within the session timeout: the same session ===="
 # A long lease (10 s, fence 8 s after a renewal): a fence on the lost
@@ -341,33 +283,6 @@ check "the same session ($s20) took its key back: no new session, no settling" \
 	_ "$s20" "$off" "$tmp/agent.20.log" "$(session_of 20)"
 check "the key is still that session's" test "$(zowner "$(keypath 0:0 dis)")" = "$s20"
 stop_agent 20
-
-echo "==== the agent stopped past the session timeout ===="
-eflags=(--cluster exp --worker-ids 0)
-"$AGENT" "${flags[@]}" "${eflags[@]}" --init-store 2>>"$tmp/init.log"
-start_agent 30 "${eflags[@]}" --owner exp-a
-wait_one 30 "event=unfenced" 15 || bad "expiry: A never served"
-s30=$(session_of 30)
-start_agent 31 "${eflags[@]}" --owner exp-b
-wait_one 31 "event=pool_full" 10 || bad "expiry: B never saw the pair held"
-kill -STOP "${agent_pids[30]}"
-if wait_one 31 "event=unfenced" 20; then
-	ok "expiry: A's session expired, B serves the pair"
-else
-	bad "expiry: B never served"
-fi
-off=$(size_of 30)
-kill -CONT "${agent_pids[30]}"
-if wait_one 30 "event=zookeeper_session_expired" 15 "$off" && wait_one 30 "event=zookeeper_session session=" 15 "$off"; then
-	ok "expiry: A continued: its session expired, a new one ($(session_of 30), was $s30)"
-else
-	bad "expiry: A never saw its session expired"
-fi
-sleep "$(awk "BEGIN { print $TTL / 1000 }")"
-check "expiry: A claims nothing while B holds the pair" \
-	bash -c '! tail -c +"$(($1 + 1))" "$2" | grep -q "event=unfenced"' _ "$off" "$tmp/agent.30.log"
-stop_agent 30
-stop_agent 31
 
 echo "==== session timeout, chroot ===="
 rc=$(run_bounded 5 "$tmp/longttl.log" "$AGENT" "${flags[@]}" --cluster lt --ttl-ms 20000)

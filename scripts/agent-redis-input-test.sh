@@ -1,0 +1,399 @@
+#!/bin/bash
+# What a Redis store holds or says is input (issue 23): snowflake-agent in
+# --dry-run against a real redis-server (appendonly yes, appendfsync
+# always) on 127.0.0.1, each check a reproduction of one finding:
+#   - a mark that is not the 20 digits the agent writes (-1, 1000, abc, 25
+#     digits, 2^64-1, above the layout): never served (event=mark_invalid),
+#     no lease taken; --init-store leaves it (exit 1) unless --init-mark-ms
+#     is given, and never lowers a valid mark; an invalid mark under a
+#     holder is replaced by its next raise
+#   - the mark quarantine is per pair: a pair seen missing long ago says
+#     nothing of another deleted now
+#   - a Redis that can bring a mark back lower (no AOF fsynced at every
+#     write; a master with a replica) is refused (exit 5) unless
+#     --redis-allow-non-durable; with it, a mark from before the server's
+#     restart (an RDB snapshot reloaded) reads as missing (event=mark_stale)
+#   - a reply trickled a byte per 300 ms cannot hold a renewal past the
+#     fence, nor SIGTERM; a 300 MiB reply is refused with bounded memory
+#     (a small protocol-blind TCP proxy in between)
+#   - SIGTERM during --init-store of 262144 pairs and during a walk of them
+#     ends the agent at once (exit 1 and interrupted=1 / exit 0)
+#   - a configuration line over 1023 bytes: "FILE:N: line longer than"
+# AGENT=path tests another build (e.g. the agent of an older commit).
+# Prints "agent-redis-input: N passed, M failed".
+set -uo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else bad "$what"; fi
+}
+finish() {
+	echo "agent-redis-input: $pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	exit
+}
+
+for cmd in redis-server redis-cli python3; do
+	command -v "$cmd" >/dev/null || { bad "$cmd is missing (scripts/deps.sh)"; finish; }
+done
+if [ -z "${AGENT:-}" ]; then
+	make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent || { bad "building snowflake-agent"; finish; }
+	AGENT=$BUILD/userspace/snowflake-agent
+fi
+
+mkdir -p "$BUILD"
+tmp=$(mktemp -d "$BUILD/agent-redis-input.XXXXXX")
+pids=()
+servers=()
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	local p
+	for p in "${pids[@]}" "${servers[@]}"; do
+		[ -n "$p" ] || continue
+		kill -CONT "$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+ms() { date +%s%3N; }
+boot_ms() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_BOOTTIME) // 1000000)'; }
+
+# start_server NAME PORT ARGS...: redis-server in $tmp/NAME, its pid in $last_pid.
+start_server() {
+	local name=$1 p=$2 i
+	shift 2
+	mkdir -p "$tmp/$name"
+	redis-server --bind 127.0.0.1 --port "$p" --dir "$tmp/$name" --logfile "$tmp/$name.log" \
+		--daemonize no "$@" &
+	last_pid=$!
+	servers+=("$last_pid")
+	for i in $(seq 100); do
+		[ "$(redis-cli -p "$p" ping 2>/dev/null)" = PONG ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+port=$(free_port)
+start_server main "$port" --save '' --appendonly yes --appendfsync always || { bad "redis-server did not start"; finish; }
+rcli() { redis-cli -p "$port" "$@"; }
+TTL=2000
+base=(--config /dev/null --redis-host 127.0.0.1 --redis-timeout-ms 300 --ttl-ms "$TTL"
+	--prefix rin --dry-run --log-level debug --state-file '' --settle-ms 0)
+flags=("${base[@]}" --redis-port "$port")
+
+# agent NAME ARGS...: an agent in the background, log $tmp/NAME.log, pid in $last_pid.
+agent() {
+	local name=$1
+	shift
+	"$AGENT" "$@" 2>>"$tmp/$name.log" &
+	last_pid=$!
+	pids+=("$last_pid")
+}
+# wait_log FILE PATTERN SECONDS
+wait_log() {
+	local deadline=$(($(ms) + $3 * 1000))
+	until grep -q -- "$2" "$1" 2>/dev/null; do
+		[ "$(ms)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
+# stop PID: SIGTERM, wait (at most 15 s, then SIGKILL: rc=KILLED); its exit code in $rc.
+stop() {
+	local deadline=$(($(ms) + 15000))
+	kill -TERM "$1" 2>/dev/null
+	while kill -0 "$1" 2>/dev/null && [ "$(ms)" -lt "$deadline" ]; do sleep 0.05; done
+	if kill -0 "$1" 2>/dev/null; then
+		kill -KILL "$1"
+		wait "$1" 2>/dev/null
+		rc=KILLED
+		return
+	fi
+	wait "$1"
+	rc=$?
+}
+
+echo "==== invalid marks are never served ===="
+big=$(printf '9%.0s' $(seq 25))
+i=0
+for v in -1 1000 abc "$big" 18446744073709551615 99999999999999999999; do
+	i=$((i + 1))
+	cl=(--cluster "bad$i" --datacenter-ids 0 --worker-ids 0)
+	rcli set "rin:bad$i:mark:0:0" "$v" >/dev/null
+	agent "bad$i" "${flags[@]}" "${cl[@]}"
+	a=$last_pid
+	wait_log "$tmp/bad$i.log" "event=mark_invalid" 5
+	sleep 1
+	stop "$a"
+	check "mark '${v:0:22}': event=mark_invalid with its key, nothing claimed, the mark unchanged" \
+		bash -c 'grep -q "event=mark_invalid datacenter=0 worker=0 key=rin:$1:mark:0:0 value=\"${2:0:20}" "$3" &&
+			! grep -q "event=claimed" "$3" && [ -z "$(redis-cli -p $4 get rin:$1:worker:0:0)" ] &&
+			[ "$(redis-cli -p $4 get rin:$1:mark:0:0)" = "$2" ]' _ "bad$i" "$v" "$tmp/bad$i.log" "$port"
+done
+
+echo "==== --init-store and invalid marks ===="
+cl=(--cluster init --datacenter-ids 0 --worker-ids 0-2)
+rcli set rin:init:mark:0:0 -1 >/dev/null
+rcli set rin:init:mark:0:1 00000000009999999999 >/dev/null
+"$AGENT" "${flags[@]}" "${cl[@]}" --init-store 2>"$tmp/init1.log"
+rc=$?
+check "--init-store without --init-mark-ms leaves an invalid mark: exit $rc, said so ($(grep -o 'created=.*failed=[0-9]*' "$tmp/init1.log"))" \
+	bash -c '[ "$1" = 1 ] && [ "$(redis-cli -p $2 get rin:init:mark:0:0)" = -1 ] &&
+		grep -q "event=mark_invalid.*action=left" "$3" && grep -q "created=1 present=1 replaced=0 invalid=1" "$3"' \
+	_ "$rc" "$port" "$tmp/init1.log"
+"$AGENT" "${flags[@]}" "${cl[@]}" --init-store --init-mark-ms 5000000000 2>"$tmp/init2.log"
+rc=$?
+check "--init-store --init-mark-ms replaces it, says so, and never lowers a valid mark (exit $rc)" \
+	bash -c '[ "$1" = 0 ] && [ "$(redis-cli -p $2 get rin:init:mark:0:0)" = 00000000005000000000 ] &&
+		[ "$(redis-cli -p $2 get rin:init:mark:0:1)" = 00000000009999999999 ] &&
+		[ "$(redis-cli -p $2 get rin:init:mark:0:2)" = 00000000000000000000 ] &&
+		grep -q "event=mark_invalid.*action=replaced" "$3" && grep -q "replaced=1 invalid=0" "$3"' \
+	_ "$rc" "$port" "$tmp/init2.log"
+
+echo "==== an invalid mark under a holder ===="
+cl=(--cluster hold --datacenter-ids 0 --worker-ids 0)
+"$AGENT" "${flags[@]}" "${cl[@]}" --init-store 2>/dev/null
+agent hold "${flags[@]}" "${cl[@]}"
+a=$last_pid
+wait_log "$tmp/hold.log" "event=unfenced" 10 || bad "the holder never served"
+rcli set rin:hold:mark:0:0 abc >/dev/null
+n0=$(grep -c "event=mark_invalid" "$tmp/hold.log")
+sleep 3
+stop "$a"
+m=$(rcli get rin:hold:mark:0:0)
+check "its next raise replaces it (mark now $m), the holder kept serving (exit $rc)" \
+	bash -c '[[ $1 =~ ^[0-9]{20}$ ]] && [ "$2" = 0 ] && ! grep -q "event=fenced.*reason=lease" "$3"' _ "$m" "$rc" "$tmp/hold.log"
+: "$n0"
+
+echo "==== the quarantine is per pair ===="
+# A sees 0:0's mark missing (its quarantine starts), then 0:0 held by
+# someone else (a key set by hand); long after, 0:1's holder dies and its
+# key and mark are deleted: 0:1 gets a quarantine of its own.
+Q=5000
+cl=(--cluster q --datacenter-ids 0)
+"$AGENT" "${flags[@]}" "${cl[@]}" --worker-ids 1 --init-store 2>/dev/null
+agent qb "${flags[@]}" "${cl[@]}" --worker-ids 1
+b=$last_pid
+wait_log "$tmp/qb.log" "event=unfenced" 10 || bad "B never served 0:1"
+agent qa "${flags[@]}" "${cl[@]}" --worker-ids 0-1 --mark-quarantine-ms "$Q" --history "$tmp/qa.hist"
+qa=$last_pid
+wait_log "$tmp/qa.log" "event=mark_missing datacenter=0 worker=0" 10 || bad "A never saw 0:0's mark missing"
+rcli set rin:q:worker:0:0 someone-else PX 60000 >/dev/null
+sleep $((Q / 1000 + 2))
+kill -KILL "$b"
+wait "$b" 2>/dev/null
+rcli del rin:q:worker:0:1 rin:q:mark:0:1 >/dev/null
+t_del=$(boot_ms)
+wait_log "$tmp/qa.log" "event=claimed datacenter=0 worker=1" $((Q / 1000 + 10))
+from=$(awk '$1 == "interval" && $2 == "pair=0:1" { sub(/from=/, "", $5); print int($5 / 1000000); exit }' "$tmp/qa.hist" 2>/dev/null)
+check "a pair deleted long after another's mark was seen missing: claimed only after its own quarantine (${from:+$((from - t_del)) ms, }>= $Q ms)" \
+	bash -c '[ -n "$1" ] && [ $(($1 - $2)) -ge "$3" ]' _ "$from" "$t_del" "$Q"
+stop "$qa"
+
+echo "==== a Redis that can bring a mark back lower ===="
+p2=$(free_port)
+start_server nd "$p2" --save '' --appendonly no || bad "the second redis-server did not start"
+nd=$last_pid
+cl=(--cluster nd --datacenter-ids 0 --worker-ids 0 --redis-port "$p2")
+timeout 10 "$AGENT" "${base[@]}" "${cl[@]}" 2>"$tmp/nd.log"
+rc=$?
+check "appendonly no: refused, exit 5 ($rc: $(grep -o 'event=redis_unsafe.*' "$tmp/nd.log" | head -c 90))" \
+	bash -c '[ "$1" = 5 ] && grep -q "event=redis_unsafe.*appendonly=no" "$2"' _ "$rc" "$tmp/nd.log"
+redis-cli -p "$p2" config set appendonly yes >/dev/null
+redis-cli -p "$p2" config set appendfsync everysec >/dev/null
+timeout 10 "$AGENT" "${base[@]}" "${cl[@]}" 2>"$tmp/nd2.log"
+rc=$?
+check "appendfsync everysec: refused, exit 5" \
+	bash -c '[ "$1" = 5 ] && grep -q "event=redis_unsafe.*appendfsync=everysec" "$2"' _ "$rc" "$tmp/nd2.log"
+p3=$(free_port)
+start_server replica "$p3" --save '' --appendonly yes --appendfsync always --replicaof 127.0.0.1 "$port" ||
+	bad "the replica did not start"
+deadline=$(($(ms) + 10000))
+until rcli info replication | grep -q '^connected_slaves:1'; do
+	[ "$(ms)" -ge "$deadline" ] && break
+	sleep 0.1
+done
+timeout 10 "$AGENT" "${flags[@]}" --cluster rep --datacenter-ids 0 --worker-ids 0 2>"$tmp/rep.log"
+rc=$?
+check "a master with a replica (a failover could bring marks back): refused, exit 5" \
+	bash -c '[ "$1" = 5 ] && grep -q "event=redis_unsafe.*connected_slaves=1" "$2"' _ "$rc" "$tmp/rep.log"
+timeout 10 "$AGENT" "${base[@]}" --redis-port "$p3" --cluster rep --datacenter-ids 0 --worker-ids 0 2>"$tmp/rep2.log"
+rc=$?
+check "a replica: refused, exit 5" bash -c '[ "$1" = 5 ] && grep -q "event=redis_unsafe.*role=slave" "$2"' _ "$rc" "$tmp/rep2.log"
+kill -KILL "${servers[-1]}"
+wait "${servers[-1]}" 2>/dev/null
+
+# --redis-allow-non-durable on a Redis with RDB snapshots: SAVE, raises,
+# kill -9, restart: the snapshot's marks are lower than the last raise,
+# and must read as missing.
+kill -KILL "$nd"
+wait "$nd" 2>/dev/null
+rm -rf "$tmp/nd"
+start_server nd "$p2" --save '' --appendonly no || bad "the RDB redis-server did not start"
+nd=$last_pid
+ndf=("${base[@]}" "${cl[@]}" --redis-allow-non-durable --mark-step-ms 5000 --redis-min-uptime-ms 0)
+"$AGENT" "${ndf[@]}" --init-store 2>"$tmp/nd-init.log"
+agent ndh "${ndf[@]}"
+a=$last_pid
+if wait_log "$tmp/ndh.log" "event=unfenced" 10; then
+	check "--redis-allow-non-durable: served, said what it gives up (event=redis_not_durable)" \
+		grep -q "event=redis_not_durable.*appendonly=no" "$tmp/ndh.log"
+else
+	bad "--redis-allow-non-durable: never served"
+fi
+redis-cli -p "$p2" save >/dev/null
+saved=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
+sleep 4
+raised=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
+kill -KILL "$nd"
+wait "$nd" 2>/dev/null
+stop "$a"
+start_server nd "$p2" --save '' --appendonly no || bad "the RDB redis-server did not restart"
+nd=$last_pid
+back=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
+agent ndh2 "${ndf[@]}"
+a=$last_pid
+wait_log "$tmp/ndh2.log" "event=mark_missing" 10
+sleep 1
+stop "$a"
+check "restarted from its snapshot (mark $raised back to $back): the mark reads as missing, nothing claimed" \
+	bash -c '[ "$1" = "$2" ] && [[ $3 > $1 ]] && grep -q "event=mark_stale" "$4" &&
+		grep -q "event=mark_missing" "$4" && ! grep -q "event=claimed" "$4"' \
+	_ "$back" "$saved" "$raised" "$tmp/ndh2.log"
+
+echo "==== trickled and oversized replies (a proxy in between) ===="
+# proxy.py LISTEN UPSTREAM MODEFILE: forwards both ways; what Redis sends
+# back goes by the mode in MODEFILE at each reply: pass, trickle (one byte
+# per 300 ms), inflate (a 300 MiB bulk string instead).
+cat >"$tmp/proxy.py" <<'EOF'
+import os, socket, sys, threading, time
+lport, uport, modefile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def mode():
+    try:
+        return open(modefile).read().strip()
+    except OSError:
+        return "pass"
+def close(c, u):
+    for s in (c, u):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+def up(c, u):
+    try:
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            u.sendall(d)
+    except OSError:
+        pass
+    close(c, u)
+def down(u, c):
+    try:
+        while True:
+            d = u.recv(65536)
+            if not d:
+                break
+            m = mode()
+            if m == "trickle":
+                for b in d:
+                    c.sendall(bytes([b]))
+                    time.sleep(0.3)
+            elif m == "inflate":
+                c.sendall(b"$314572800\r\n")
+                chunk = b"0" * (1 << 20)
+                for _ in range(300):
+                    c.sendall(chunk)
+                c.sendall(b"\r\n")
+            else:
+                c.sendall(d)
+    except OSError:
+        pass
+    close(c, u)
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", lport))
+ls.listen(16)
+while True:
+    c, _ = ls.accept()
+    u = socket.create_connection(("127.0.0.1", uport))
+    threading.Thread(target=up, args=(c, u), daemon=True).start()
+    threading.Thread(target=down, args=(u, c), daemon=True).start()
+EOF
+pp=$(free_port)
+echo pass >"$tmp/mode"
+python3 "$tmp/proxy.py" "$pp" "$port" "$tmp/mode" &
+servers+=($!)
+for _ in $(seq 100); do [ "$(redis-cli -p "$pp" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+cl=(--cluster px --datacenter-ids 0 --worker-ids 0 --redis-port "$pp" --redis-timeout-ms 500)
+"$AGENT" "${base[@]}" "${cl[@]}" --init-store 2>/dev/null
+agent trickle "${base[@]}" "${cl[@]}"
+a=$last_pid
+wait_log "$tmp/trickle.log" "event=unfenced" 10 || bad "the agent behind the proxy never served"
+echo trickle >"$tmp/mode"
+t_tr=$(ms)
+wait_log "$tmp/trickle.log" "event=fenced" 20
+t_f=$(ms)
+check "replies trickled a byte per 300 ms: the renewal gives up and the agent fences within TTL + 1 s ($((t_f - t_tr)) ms)" \
+	bash -c '[ $(($2 - $1)) -le $(($3 + 1000)) ] && grep -q "no whole reply within the deadline" "$4"' _ "$t_tr" "$t_f" "$TTL" "$tmp/trickle.log"
+sleep 0.5
+t_t=$(ms)
+stop "$a"
+t_e=$(ms)
+check "SIGTERM while the replies trickle: exit $rc within 2 s ($((t_e - t_t)) ms)" \
+	bash -c '[ "$1" = 0 ] && [ $(($3 - $2)) -le 2000 ]' _ "$rc" "$t_t" "$t_e"
+echo inflate >"$tmp/mode"
+rcli del rin:px:worker:0:0 >/dev/null
+agent inflate "${base[@]}" "${cl[@]}"
+a=$last_pid
+wait_log "$tmp/inflate.log" "reply larger than 1 MiB" 20
+sleep 0.5
+hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$a/status" 2>/dev/null)
+stop "$a"
+check "a 300 MiB reply: refused (reply larger than 1 MiB), the agent's peak memory ${hwm:-?} KiB < 64 MiB" \
+	bash -c '[ -n "$1" ] && [ "$1" -lt 65536 ] && grep -q "reply larger than 1 MiB" "$2"' _ "$hwm" "$tmp/inflate.log"
+echo pass >"$tmp/mode"
+
+echo "==== SIGTERM during --init-store and the claim walk ===="
+big=(--cluster big --dry-run-bits 9/9 --redis-db 3 --log-level info)
+"$AGENT" "${flags[@]}" "${big[@]}" --init-store 2>"$tmp/big-init.log" &
+a=$!
+sleep 1
+t_t=$(ms)
+stop "$a"
+t_e=$(ms)
+n=$(redis-cli -p "$port" -n 3 dbsize)
+odd=$(redis-cli -p "$port" -n 3 --scan --pattern 'rin:big:mark:*' | head -n 2000 |
+	xargs redis-cli -p "$port" -n 3 mget | grep -cvE '^0{20}$')
+check "--init-store of 262144 pairs: SIGTERM ends it (exit $rc, $((t_e - t_t)) ms, $n marks made, all whole: $odd odd)" \
+	bash -c '[ "$1" = 1 ] && [ $(($3 - $2)) -le 1500 ] && [ "$4" -lt 262144 ] && [ "$5" = 0 ] &&
+		grep -q "event=store_initialised.*interrupted=1" "$6"' _ "$rc" "$t_t" "$t_e" "$n" "$odd" "$tmp/big-init.log"
+redis-cli -p "$port" -n 3 flushdb >/dev/null
+# No marks at all: the walk tries every one of the 262144 pairs.
+"$AGENT" "${flags[@]}" "${big[@]}" 2>"$tmp/big-walk.log" &
+a=$!
+wait_log "$tmp/big-walk.log" "event=mark_missing" 10
+sleep 0.5
+t_t=$(ms)
+stop "$a"
+t_e=$(ms)
+check "the claim walk over 262144 pairs: SIGTERM ends it (exit $rc, $((t_e - t_t)) ms)" \
+	bash -c '[ "$1" = 0 ] && [ $(($3 - $2)) -le 1500 ]' _ "$rc" "$t_t" "$t_e"
+
+echo "==== a configuration line over 1023 bytes ===="
+{ echo "ttl-ms = 3000"; printf 'owner = %02000d\n' 0; } >"$tmp/long.conf"
+"$AGENT" --config "$tmp/long.conf" --print-config >/dev/null 2>"$tmp/long.err"
+rc=$?
+check "exit $rc: $(head -n1 "$tmp/long.err" | cut -c1-90)" \
+	bash -c '[ "$1" = 2 ] && grep -q "long.conf:2: line longer than 1023 bytes" "$2"' _ "$rc" "$tmp/long.err"
+finish

@@ -1,0 +1,981 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The agent's contract (G1-G5 of userspace/agent/agent.h), one scenario
+list run against every store with its real server(s).
+
+  contract.py --agent PATH --out DIR [--stores etcd,redis,zookeeper,mysql]
+              [--only SCENARIO,...]
+
+Each store runs in a child of its own (the four in parallel): its servers
+are started once (etcd: 3 members, redis: one redis-server with appendonly
+yes + appendfsync always, zookeeper: 3 servers, mysql: one mariadbd) and
+every scenario uses a cluster of its own in them.  The agents run in
+--dry-run with --history; every scenario's verdict comes from its history
+(scripts/lease-check.py: real-time and timestamp overlaps), the agents'
+logs, exit codes and timings, and the store's contents, never from the mere
+absence of an error.  Faults on the path to the store come from
+tests/contract/faultproxy.py (protocol-blind: hold, drop a reply after the
+request went through, trickle, inflate, cut).
+
+Prints TAP lines ("ok N STORE SCENARIO: ..."), the table scenario x store
+(ok, FAIL or n/a (why)), per store the liveness figure (the longest time a
+live agent waited for a pair while one was free and the store answered,
+against TTL + settle + 1 s; the time the store was down or within its
+restart wait given apart), and "contract: N passed, M failed".
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import stores as S  # noqa: E402
+from faultproxy import FaultProxy  # noqa: E402
+
+LEASE_CHECK = os.path.join(HERE, "..", "..", "scripts", "lease-check.py")
+TTL = 2000
+SETTLE = 1000
+BOUND = TTL + SETTLE + 1000
+INVALID = {"minus1": "-1", "1000": "1000", "abc": "abc", "25digits": "1" * 25,
+           "2pow64": "18446744073709551615",
+           # the form written, above the layout's last timestamp
+           "toohigh": "%020d" % 99999999999999999}
+
+
+def now_ns():
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+
+
+def ms():
+    return time.monotonic() * 1000
+
+
+class Fail(Exception):
+    pass
+
+
+class NA(Exception):
+    pass
+
+
+class Agent:
+    def __init__(self, c, argv, log, offset):
+        self.c, self.log, self.offset = c, log, offset
+        open(log, "ab").close()
+        self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
+                                  stdin=subprocess.DEVNULL)
+        c.run.procs.append(self.p)
+        self.rc = None
+
+    def text(self, off=0):
+        with open(self.log, "rb") as f:
+            f.seek(off)
+            return f.read().decode(errors="replace")
+
+    def size(self):
+        return os.path.getsize(self.log)
+
+    def wait(self, pat, secs, off=0):
+        t = time.monotonic() + secs
+        while True:
+            if re.search(pat, self.text(off)):
+                return True
+            if time.monotonic() >= t:
+                return False
+            time.sleep(0.05)
+
+    def has(self, pat, off=0):
+        return re.search(pat, self.text(off)) is not None
+
+    def owner(self):
+        m = re.search(r"event=start owner=(\S+)", self.text())
+        return m.group(1) if m else None
+
+    def serving(self):
+        """The last of unfenced/fenced in its log is unfenced."""
+        ev = re.findall(r"event=(unfenced|fenced)", self.text())
+        return bool(ev) and ev[-1] == "unfenced"
+
+    def claimed(self, off=0):
+        return re.findall(r"event=claimed datacenter=(\d+) worker=(\d+)", self.text(off))
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def term(self, secs=5.0):
+        """SIGTERM: (exit status or None when it had to be killed, seconds)."""
+        t = time.monotonic()
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            self.rc = self.p.wait(timeout=secs)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            self.rc = None
+        return self.rc, time.monotonic() - t
+
+    def kill9(self):
+        self.p.kill()
+        self.p.wait()
+        self.c.fault("kill", pid=self.p.pid, at=now_ns())
+
+    def stop(self):
+        os.kill(self.p.pid, signal.SIGSTOP)
+        self.stopped_at = now_ns()
+
+    def cont(self):
+        os.kill(self.p.pid, signal.SIGCONT)
+        self.c.fault("sigstop", pid=self.p.pid, at=self.stopped_at, until=now_ns())
+
+    def hwm_kb(self):
+        try:
+            for ln in open("/proc/%d/status" % self.p.pid):
+                if ln.startswith("VmHWM:"):
+                    return int(ln.split()[1])
+        except OSError:
+            pass
+        return 0
+
+
+class Ctx:
+    """One scenario on one store: its cluster, history, agents."""
+
+    def __init__(self, run, name):
+        self.run, self.s, self.name = run, run.store, name
+        self.cl = name.replace("_", "-")
+        self.dir = os.path.join(run.out, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.hist = os.path.join(self.dir, "history")
+        self.faults = os.path.join(self.dir, "faults")
+        open(self.hist, "w").close()
+        with open(self.faults, "w") as f:
+            f.write("clockbase boot_to_wall_ns=%d\n" % (time.time_ns() - now_ns()))
+        self.agents = []
+        self.proxy = None
+        self.notes = []
+        self.fig = None
+
+    def fault(self, kind, **kv):
+        with open(self.faults, "a") as f:
+            f.write("fault kind=%s %s\n" % (kind, " ".join("%s=%s" % i for i in kv.items())))
+
+    def expect(self, cond, what):
+        if not cond:
+            raise Fail(what)
+
+    def note(self, what):
+        self.notes.append(what)
+
+    def flags(self, workers="0", extra=(), proxy=False):
+        up = ("127.0.0.1", self.proxy.port) if proxy else None
+        sa = self.s.agent_args(up)
+        base = [] if "--config" in sa else ["--config", "/dev/null"]
+        return [self.run.agent] + base + sa + [
+            "--dry-run", "--history", self.hist, "--ttl-ms", str(TTL), "--settle-ms",
+            str(SETTLE), "--prefix", S.PREFIX, "--cluster", self.cl, "--datacenter-ids", "0",
+            "--worker-ids", workers, "--state-file", "", "--log-level", "debug"
+        ] + self.run.extra + list(extra)
+
+    def agent(self, workers="0", extra=(), proxy=False, offset=None):
+        """A new host: its clock 3 s further behind than the one before."""
+        i = len(self.agents)
+        off = -3000 * i if offset is None else offset
+        a = Agent(self, self.flags(workers, extra, proxy) +
+                  ["--dry-run-clock-offset-ms", str(off)],
+                  os.path.join(self.dir, "agent.%d.log" % i), off)
+        self.agents.append(a)
+        return a
+
+    def init(self, workers="0", extra=(), expect_ok=True):
+        argv = self.flags(workers, extra) + ["--init-store"]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        with open(os.path.join(self.dir, "init.log"), "a") as f:
+            f.write(r.stderr)
+        if expect_ok and r.returncode != 0:
+            raise Fail("--init-store exited %d: %s" % (r.returncode, r.stderr.strip()[-200:]))
+        return r.returncode, r.stderr
+
+    def with_proxy(self):
+        self.proxy = FaultProxy(self.s.upstream())
+        return self.proxy
+
+    def wait_proxy_drop(self, secs):
+        t = time.monotonic() + secs
+        while time.monotonic() < t:
+            if self.proxy.dropped:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def stop_agents(self, expect_zero=True):
+        bad = []
+        for a in self.agents:
+            if a.alive():
+                rc, _ = a.term(8)
+                if rc != 0:
+                    bad.append(rc)
+        if expect_zero:
+            self.expect(not bad, "agents did not exit 0 on SIGTERM: %s" % bad)
+
+    def history(self, liveness=False):
+        r = subprocess.run([sys.executable, LEASE_CHECK, "--label", self.name, "--faults",
+                            self.faults, self.hist], capture_output=True, text=True, timeout=300)
+        with open(os.path.join(self.dir, "lease-check.out"), "w") as f:
+            f.write(r.stdout + r.stderr)
+        fig = {}
+        for ln in r.stdout.splitlines():
+            if ln.startswith("lease-check-figures: "):
+                for w in ln.split()[1:]:
+                    k, _, v = w.partition("=")
+                    fig[k] = v
+        self.fig = fig
+        rt, ts = fig.get("overlaps", "?"), fig.get("ts_overlaps", "?")
+        self.expect(r.returncode == 0 and rt == "0" and ts == "0",
+                    "lease-check: %s overlaps, %s timestamp overlaps, %s underived" % (
+                        rt, ts, fig.get("underived", "?")))
+        self.note("%s intervals, 0 overlaps" % fig.get("intervals", "?"))
+        if liveness:
+            self.run.gaps.append((self.name, int(fig.get("gap_up_ms", fig.get("gap_ms", 0))),
+                                  int(fig.get("gap_down_ms", 0)), int(fig.get("gap_ms", 0))))
+
+    def cleanup(self):
+        for a in self.agents:
+            if a.alive():
+                try:
+                    os.kill(a.p.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                a.p.kill()
+                a.p.wait()
+        if self.proxy:
+            self.proxy.close()
+
+
+# ---------------------------------------------------------------- scenarios
+# Each takes a Ctx, raises Fail (with why) or NA, or returns.  The docstring
+# is what the scenario checks.
+
+def one_holder(c, workers="0", proxy=False):
+    """init, A serving, B waiting (pool full): (A, B)."""
+    c.init(workers)
+    a = c.agent(workers, proxy=proxy)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    b = c.agent(workers)
+    c.expect(b.wait("event=pool_full", 10), "B never saw the pair held")
+    return a, b
+
+
+def s_race(c):
+    """6 agents started at once for one free pair: exactly one serves; the
+    key holds its owner; SIGTERM of it: one of the others serves."""
+    c.init()
+    ags = [c.agent() for _ in range(6)]
+    t = time.monotonic() + 15
+    while time.monotonic() < t and not any(a.has("event=unfenced") for a in ags):
+        time.sleep(0.05)
+    time.sleep(TTL * 1.5 / 1000)
+    srv = [a for a in ags if a.has("event=unfenced")]
+    c.expect(len(srv) == 1, "%d agents served one pair" % len(srv))
+    c.expect(c.s.key_get(c.cl, (0, 0)) == srv[0].owner(),
+             "the key holds %r, not the server's owner" % c.s.key_get(c.cl, (0, 0)))
+    offs = [a.size() for a in ags]
+    rc, secs = srv[0].term()
+    c.expect(rc == 0, "the holder's SIGTERM: exit %s" % rc)
+    t0 = time.monotonic()
+    t = t0 + BOUND / 1000 + 5
+    while time.monotonic() < t and not any(a.has("event=unfenced", o) for a, o in zip(ags, offs)
+                                           if a is not srv[0]):
+        time.sleep(0.05)
+    c.expect(any(a.has("event=unfenced", o) for a, o in zip(ags, offs) if a is not srv[0]),
+             "after the holder stopped, no other agent served")
+    c.note("the next served %.1f s after the holder's SIGTERM" % (time.monotonic() - t0))
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_kill9(c):
+    """A holds the one pair, B waits; kill -9 A: B serves once A's lease
+    ran out, above A's timestamps (B's clock 3 s behind)."""
+    a, b = one_holder(c)
+    a.kill9()
+    t0 = time.monotonic()
+    c.expect(b.wait("event=unfenced", 20), "B never served after A's kill -9")
+    c.note("B served %.1f s after the kill" % (time.monotonic() - t0))
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_sigstop(c):
+    """A stopped (SIGSTOP) for 2.5 TTL: B serves; A continued: it fences and
+    does not serve while B holds."""
+    a, b = one_holder(c)
+    a.stop()
+    c.expect(b.wait("event=unfenced", 20), "B never served while A was stopped")
+    time.sleep(max(0, 2.5 * TTL / 1000 - 0.5))
+    off = a.size()
+    a.cont()
+    time.sleep(1.5 * TTL / 1000)
+    c.expect(not a.has("event=unfenced", off), "A served again while B holds the pair")
+    c.expect(b.serving(), "B stopped serving")
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_key_deleted(c):
+    """The lease key deleted while A holds the pair and B waits: A fences at
+    its next renewal; the pair is served again."""
+    a, b = one_holder(c)
+    off = a.size()
+    c.s.key_del(c.cl, (0, 0))
+    t0 = time.monotonic()
+    c.expect(a.wait("event=fenced", 2 * TTL / 1000 + 2, off), "A never fenced")
+    c.note("A fenced %.1f s after the deletion" % (time.monotonic() - t0))
+    t = time.monotonic() + 15
+    while time.monotonic() < t and not (a.has("event=unfenced", off) or b.has("event=unfenced")):
+        time.sleep(0.05)
+    c.expect(a.has("event=unfenced", off) or b.has("event=unfenced"), "the pair never served again")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_key_replaced(c):
+    """The key replaced by another owner's: A fences at its next renewal and
+    never takes the pair back while it is the other's."""
+    c.init()
+    a = c.agent()
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    off = a.size()
+    c.s.key_replace(c.cl, (0, 0), "intruder")
+    c.expect(a.wait("event=fenced", 2 * TTL / 1000 + 2, off), "A never fenced")
+    off2 = a.size()
+    time.sleep(2 * TTL / 1000)
+    c.expect(not a.has("event=(unfenced|claimed)", off2), "A took the pair back from its new owner")
+    c.expect(c.s.key_get(c.cl, (0, 0)) == "intruder",
+             "the key now holds %r, not the other owner's" % c.s.key_get(c.cl, (0, 0)))
+    c.stop_agents()
+    c.history()
+
+
+def s_mark_missing(c):
+    """A free pair whose mark is missing: never claimed (no quarantine
+    given), said (event=mark_missing)."""
+    c.init()
+    c.s.mark_del(c.cl, (0, 0))
+    a = c.agent()
+    time.sleep(3 * TTL / 1000)
+    c.expect(a.has("event=mark_missing"), "no event=mark_missing")
+    c.expect(not a.has("event=claimed"), "claimed a pair without a mark")
+    c.stop_agents()
+    c.history()
+
+
+def mark_invalid(text):
+    def s(c):
+        """An invalid mark: never served, logged (event=mark_invalid), kept by
+        --init-store; replaced only with --init-mark-ms, then served above it."""
+        c.init()
+        try:
+            c.s.mark_set(c.cl, (0, 0), text)
+        except OSError as e:
+            raise NA(str(e))
+        a = c.agent()
+        time.sleep(3 * TTL / 1000)
+        c.expect(not a.has("event=claimed"), "claimed a pair whose mark is %r" % text)
+        c.expect(a.has("event=mark_invalid"), "no event=mark_invalid")
+        before = c.s.mark_get(c.cl, (0, 0))
+        rc, err = c.init(expect_ok=False)
+        c.expect(c.s.mark_get(c.cl, (0, 0)) == before, "--init-store without --init-mark-ms "
+                 "changed the invalid mark (%r -> %r)" % (before, c.s.mark_get(c.cl, (0, 0))))
+        c.expect(re.search(r"invalid=1\b", err), "--init-store did not say the mark is invalid: %s"
+                 % err.strip()[-160:])
+        c.note("--init-store without --init-mark-ms: exit %d, the mark kept" % rc)
+        m = int(time.time() * 1000) + 60000
+        c.init(extra=["--init-mark-ms", str(m)])
+        c.expect(c.s.mark_value(c.cl, (0, 0)) is not None and c.s.mark_value(c.cl, (0, 0)) >= m,
+                 "--init-store --init-mark-ms did not replace the invalid mark (%r)"
+                 % c.s.mark_get(c.cl, (0, 0)))
+        c.expect(a.wait("event=unfenced", 15), "never served after --init-store --init-mark-ms")
+        fl = re.search(r"floor_ms=(\d+)", a.text())
+        c.expect(fl and int(fl.group(1)) > m, "the floor %s is not above the new mark %d"
+                 % (fl.group(1) if fl else "?", m))
+        c.stop_agents()
+        c.history()
+    return s
+
+
+def s_mark_lowered(c):
+    """The mark lowered 30 s under a serving holder: by the time the holder
+    is killed (two renewals later) the next holder, its clock 6 s behind,
+    stamps nothing the first could have stamped."""
+    c.init()
+    a = c.agent(offset=0)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    time.sleep(TTL / 1000)
+    v = c.s.mark_value(c.cl, (0, 0))
+    c.expect(v is not None, "no readable mark while A serves (%r)" % c.s.mark_get(c.cl, (0, 0)))
+    c.s.mark_set_value(c.cl, (0, 0), v - 30000)
+    time.sleep(2 * TTL / 1000)
+    a.kill9()
+    b = c.agent(offset=-6000)
+    c.expect(b.wait("event=unfenced", 20), "B never served")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def s_mark_invalid_under_holder(c):
+    """The mark set to "1000" (not the form written; MySQL: a low number)
+    under a serving holder: by the time the holder is killed (two renewals
+    later) the next holder, its clock 6 s behind, stamps nothing the first
+    could have stamped (the holder's raise replaced the mark, or it fenced)."""
+    c.init()
+    a = c.agent(offset=0)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    c.s.mark_set(c.cl, (0, 0), "1000")
+    time.sleep(2.5 * TTL / 1000)
+    a.kill9()
+    c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
+    b = c.agent(offset=-6000)
+    b.wait("event=unfenced", 20)
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def s_claim_reply_lost(c):
+    """The reply to A's claim lost after the store committed it (through the
+    proxy; the connection cut): no pair stays bound to A while A serves
+    another; B and A both serve, distinct pairs."""
+    c.init("0-1")
+    px = c.with_proxy()
+    px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
+    a = c.agent("0-1", proxy=True)
+    c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim")
+    time.sleep(0.5)
+    b = c.agent("0-1")
+    t = time.monotonic() + 6 * TTL / 1000 + 10
+    while time.monotonic() < t and not (a.serving() and b.serving()):
+        time.sleep(0.1)
+    c.expect(a.serving() and b.serving(), "A %s, B %s (B: %d pool_full)" % (
+        "serves" if a.serving() else "does not serve", "serves" if b.serving() else "does not serve",
+        len(re.findall("event=pool_full", b.text()))))
+    pa, pb = a.claimed()[-1], b.claimed()[-1]
+    c.expect(pa != pb, "A and B both claimed %s" % (pa,))
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_renew_reply_lost(c):
+    """The reply to a renewal lost (connection cut after the request went
+    through): no overlap; the pair is served again within the bound."""
+    c.init()
+    px = c.with_proxy()
+    a = c.agent(proxy=True)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    b = c.agent()
+    c.expect(b.wait("event=pool_full", 10), "B never saw the pair held")
+    px.arm_drop(*c.s.renew_pattern(c.cl, (0, 0)))
+    c.expect(c.wait_proxy_drop(3 * TTL / 1000), "the proxy never saw a renewal")
+    time.sleep(3 * TTL / 1000)
+    c.expect(a.serving() or b.serving(), "nobody serves the pair after the lost reply")
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_trickle(c):
+    """Replies trickled (one byte every 300 ms) while A holds: A fences
+    before its lease could expire, SIGTERM stops it within 2 s; replies
+    normal again: the pair is served."""
+    c.init()
+    px = c.with_proxy()
+    a = c.agent(proxy=True)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    b = c.agent()
+    off = a.size()
+    px.set_mode("trickle", 300)
+    t0 = time.monotonic()
+    c.expect(a.wait("event=fenced", TTL / 1000 + 1, off), "A did not fence within the TTL")
+    c.note("A fenced %.1f s after the trickle began" % (time.monotonic() - t0))
+    time.sleep(0.5)
+    rc, secs = a.term(10)
+    c.expect(rc == 0 and secs < 2, "SIGTERM during the trickle: exit %s after %.1f s" % (rc, secs))
+    px.set_mode("pass")
+    c.expect(b.wait("event=unfenced", 20), "B never served after")
+    c.stop_agents()
+    c.history()
+
+
+def s_oversized(c):
+    """Every reply replaced by the header of a huge reply (the store's own
+    framing: 256-300 MB) and 128 MiB of it: the agent's memory stays under
+    64 MiB, it serves nothing, SIGTERM exits 0; then every reply followed
+    by 128 MiB of garbage: the same; replies normal: it serves."""
+    c.init()
+    px = c.with_proxy()
+    px.set_mode("inflate", 128 << 20, c.s.huge_reply)
+    a = c.agent(proxy=True)
+    time.sleep(2 * TTL / 1000)
+    c.expect(not a.has("event=claimed"), "claimed on a reply that never was whole")
+    px.set_mode("inflate", 128 << 20)
+    px.cut()
+    time.sleep(2 * TTL / 1000)
+    hwm = a.hwm_kb()
+    c.expect(a.alive(), "the agent died: exit %s" % a.p.poll())
+    c.expect(hwm < 65536, "the agent grew to %d MiB" % (hwm // 1024))
+    c.note("peak RSS %d MiB" % (hwm // 1024))
+    px.set_mode("pass")
+    px.cut()
+    c.expect(a.wait("event=unfenced", 20), "never served after the replies were normal again")
+    c.stop_agents()
+    c.history()
+
+
+def restart_wait(c):
+    """ms the store may show the leases of before an outage as held once it answers again."""
+    return TTL if c.s.restart_wait == "ttl" else c.s.restart_wait
+
+
+def s_store_restart(c):
+    """Every server killed (kill -9), down for 1.5 TTL, restarted on its
+    data: the holders fence, the marks survived (no mark_missing), both
+    serve again."""
+    c.init("0-1")
+    a, b = c.agent("0-1"), c.agent("0-1")
+    c.expect(a.wait("event=unfenced", 15) and b.wait("event=unfenced", 15), "not both served")
+    offs = [a.size(), b.size()]
+    t0 = now_ns()
+    for i in range(len(c.s.m)):
+        c.s.kill(i)
+    time.sleep(1.5 * TTL / 1000)
+    for i in range(len(c.s.m)):
+        c.s.start_member(i)
+    up = c.s.wait_up(60)
+    c.expect(up, "the store did not come back")
+    c.fault("store-down", at=t0, until=now_ns() + restart_wait(c) * 1000000)
+    c.note("store back in %.1f s" % ((now_ns() - t0) / 1e9))
+    for x, o in zip((a, b), offs):
+        c.expect(x.has("event=fenced", o), "an agent did not fence while the store was down")
+        c.expect(x.wait("event=unfenced", 30, o), "an agent never served again after the restart")
+        c.expect(not x.has("event=mark_missing", o), "a mark was missing after the restart")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def redis_optin(run):
+    """The option by which an operator accepts a Redis that may lose writes, if the agent has one."""
+    m = re.search(r"(--redis-[a-z-]*(?:durab|not-durable|unsafe|lossy)[a-z-]*)", run.help)
+    return m.group(1) if m else None
+
+
+def s_store_restart_volatile(c):
+    """A Redis without persistence (the operator's opt-in option given)
+    killed and restarted empty: the holder fences; nothing is claimed
+    (every mark is gone) until --init-store --init-mark-ms; then served
+    above the new mark."""
+    if c.s.name != "redis":
+        raise NA("%s always persists" % c.s.name)
+    d = os.path.join(c.dir, "volatile")
+    os.makedirs(d, exist_ok=True)
+    port = S.free_port()
+    argv = c.s.argv(port, d, durable=False) + ["--save", ""]
+    srv = c.s.spawn(argv, os.path.join(d, "redis.log"))
+    try:
+        c.expect(c.s.wait_up(10, port=port), "the volatile redis-server did not start")
+        opt = redis_optin(c.run)
+        sa = ["--redis-port", str(port)] + ([opt] if opt else [])
+        c.init(extra=sa)
+        a = c.agent(extra=sa)
+        c.expect(a.wait("event=unfenced", 15), "A never served")
+        off = a.size()
+        srv.kill()
+        srv.wait()
+        t0 = now_ns()
+        srv = c.s.spawn(argv, os.path.join(d, "redis.log"))
+        c.expect(c.s.wait_up(10, port=port), "the volatile redis-server did not restart")
+        c.fault("store-down", at=t0, until=now_ns() + TTL * 1000000)
+        c.expect(a.wait("event=fenced", 10, off), "A never fenced")
+        time.sleep(3 * TTL / 1000)
+        c.expect(not a.has("event=claimed", off), "claimed from a Redis that lost every mark")
+        m = int(time.time() * 1000) + 60000
+        c.init(extra=sa + ["--init-mark-ms", str(m)])
+        c.expect(a.wait("event=unfenced", 20, off), "never served after --init-store --init-mark-ms")
+        fl = re.findall(r"floor_ms=(\d+)", a.text(off))
+        c.expect(fl and int(fl[-1]) > m, "the floor is not above the new mark")
+        c.stop_agents()
+        c.history()
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def s_store_not_durable(c):
+    """A Redis with the default snapshots (it can bring a mark back lower):
+    refused, exit 5, nothing claimed; with the operator's opt-in: it runs."""
+    if c.s.name != "redis":
+        raise NA("%s: no such configuration" % c.s.name)
+    d = os.path.join(c.dir, "rdb")
+    os.makedirs(d, exist_ok=True)
+    port = S.free_port()
+    srv = c.s.spawn(c.s.argv(port, d, durable=False), os.path.join(d, "redis.log"))
+    try:
+        c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
+        sa = ["--redis-port", str(port)]
+        a = c.agent(extra=sa)
+        try:
+            rc = a.p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        c.expect(rc == 5, "a Redis with RDB snapshots only: exit %s, not 5" % rc)
+        opt = redis_optin(c.run)
+        c.expect(opt, "no option to accept such a Redis in --help")
+        c.init(extra=sa + [opt])
+        b = c.agent(extra=sa + [opt])
+        c.expect(b.wait("event=unfenced", 15), "with %s: never served" % opt)
+        c.stop_agents()
+        c.history()
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def s_init_twice(c):
+    """--init-store twice: the second creates nothing; run again with a lower
+    --init-mark-ms after a holder raised the marks: nothing lowered."""
+    c.init("0-1")
+    rc, err = c.init("0-1")
+    c.expect("created=0 present=2" in err, "the second --init-store: %s" % (
+        re.findall(r"created=\d+ present=\d+", err) or err[-120:]))
+    a = c.agent("0-1")
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    time.sleep(TTL / 1000)
+    p = tuple(int(x) for x in a.claimed()[-1])
+    v = c.s.mark_value(c.cl, p)
+    c.expect(v and v > 1000, "the held pair's mark was not raised (%r)" % v)
+    c.init("0-1", extra=["--init-mark-ms", "1000"])
+    v2 = c.s.mark_value(c.cl, p)
+    c.expect(v2 is not None and v2 >= v, "--init-store lowered the mark %s -> %s" % (v, v2))
+    c.stop_agents()
+    c.history()
+
+
+BIG = ["--dry-run-bits", "9/9", "--datacenter-ids", "0-511"]
+
+
+def s_sigterm_init(c):
+    """SIGTERM 0.5 s into --init-store over 262144 pairs: it stops within
+    1.5 s, by the signal's rule (not killed by it)."""
+    argv = c.flags("0-511", BIG) + ["--init-store"]
+    log = os.path.join(c.dir, "init-big.log")
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+    c.run.procs.append(p)
+    time.sleep(0.5)
+    if p.poll() is not None:
+        raise NA("--init-store of 262144 pairs ended in 0.5 s")
+    p.send_signal(signal.SIGTERM)
+    t0 = time.monotonic()
+    try:
+        rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = "hung"
+    secs = time.monotonic() - t0
+    c.expect(secs < 1.5 and rc != "hung" and rc >= 0,
+             "--init-store: exit %s %.1f s after SIGTERM" % (rc, secs))
+    c.note("exit %s %.2f s after SIGTERM" % (rc, secs))
+
+
+def s_sigterm_walk(c):
+    """SIGTERM during a claim walk over 262144 pairs without marks: exit 0
+    within 1.5 s."""
+    a = c.agent("0-511", extra=BIG)
+    c.expect(a.wait("event=start", 10), "the agent never started")
+    time.sleep(1.0)
+    rc, secs = a.term(10)
+    c.expect(rc == 0 and secs < 1.5, "exit %s %.1f s after SIGTERM" % (rc, secs))
+    c.note("exit 0 %.2f s after SIGTERM" % secs)
+
+
+def s_sigterm_serving(c):
+    """SIGTERM of a serving holder: exit 0 at once, fenced before the
+    release, the key gone; the waiting agent serves within the bound."""
+    a, b = one_holder(c)
+    rc, secs = a.term()
+    c.expect(rc == 0 and secs < 2, "exit %s after %.1f s" % (rc, secs))
+    ev = re.findall(r"event=(fenced|released)", a.text())
+    c.expect(ev[-2:] == ["fenced", "released"], "not fenced then released: %s" % ev[-2:])
+    c.expect(c.s.key_get(c.cl, (0, 0)) != a.owner(), "the key still holds A's owner")
+    t0 = time.monotonic()
+    c.expect(b.wait("event=unfenced", BOUND / 1000 + 2), "B never served")
+    c.note("B served %.1f s after A's SIGTERM" % (time.monotonic() - t0))
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_quarantine_per_pair(c):
+    """--mark-quarantine-ms is per pair: an agent that once saw 0:0's mark
+    missing (then initialised and held elsewhere) waits the whole
+    quarantine for 0:1 after 0:1's key and mark are deleted."""
+    q_ms = 4000
+    c.init("1")
+    h1 = c.agent("1", offset=0)
+    c.expect(h1.wait("event=unfenced", 15), "H1 never served 0:1")
+    # Q's clock 1 s behind: claimed after the quarantine its floor is above
+    # H1's last ceiling (its clock + mark-step-ms); claimed at once, below.
+    q = c.agent("0-1", extra=["--mark-quarantine-ms", str(q_ms)], offset=-1000)
+    c.expect(q.wait("event=mark_missing", 10), "Q never saw 0:0's mark missing")
+    c.init("0")
+    h0 = c.agent("0", offset=0)
+    c.expect(h0.wait("event=unfenced", 15), "H0 never served 0:0")
+    if any(p == ("0", "0") for p in q.claimed()):
+        raise Fail("Q claimed 0:0 before H0 (setup)")
+    time.sleep(q_ms / 1000 + 0.5)
+    h1.kill9()
+    off = q.size()
+    c.s.key_del(c.cl, (0, 1))
+    c.s.mark_del(c.cl, (0, 1))
+    t0 = time.monotonic()
+    q.wait("event=claimed datacenter=0 worker=1", q_ms / 1000 + 10, off)
+    waited = (time.monotonic() - t0) * 1000
+    c.expect(q.has("event=claimed datacenter=0 worker=1", off), "Q never claimed 0:1")
+    c.expect(waited >= q_ms - 300, "Q claimed 0:1 %d ms after its mark was deleted "
+             "(quarantine %d ms)" % (waited, q_ms))
+    c.note("claimed %d ms after the deletion" % waited)
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def s_store_paused(c):
+    """Every server stopped (SIGSTOP) for 2 TTL: the holders fence before
+    their leases could expire; continued: both serve again."""
+    c.init("0-1")
+    a, b = c.agent("0-1"), c.agent("0-1")
+    c.expect(a.wait("event=unfenced", 15) and b.wait("event=unfenced", 15), "not both served")
+    offs = [a.size(), b.size()]
+    t0 = now_ns()
+    c.s.pause_all()
+    time.sleep(2 * TTL / 1000)
+    c.s.cont_all()
+    c.expect(c.s.wait_up(60), "the store did not answer again")
+    c.fault("store-down", at=t0, until=now_ns() + restart_wait(c) * 1000000)
+    for x, o in zip((a, b), offs):
+        c.expect(x.has("event=fenced", o), "an agent did not fence while the store was stopped")
+        c.expect(x.wait("event=unfenced", 30, o), "an agent never served again")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history(liveness=True)
+
+
+def s_config_long_line(c):
+    """A configuration line over 1023 bytes: read whole, or refused (exit 2)
+    naming line 1 of that file; never 'line 2' of a one-line file."""
+    bad = []
+    for i, line in enumerate(["# " + "x" * 1100, "cluster = " + "c" * 1100]):
+        p = os.path.join(c.dir, "long%d.conf" % i)
+        with open(p, "w") as f:
+            f.write(line + "\n")
+        r = subprocess.run([c.run.agent, "--config", p, "--print-config"] +
+                           c.s.agent_args()[:0], capture_output=True, text=True, timeout=10)
+        if r.returncode == 0:
+            if i == 1 and ("cluster = " + "c" * 1100) not in r.stdout:
+                bad.append("line %d: accepted, cluster not read whole" % (i + 1))
+        elif not (r.returncode == 2 and re.search(re.escape(p) + r":1:", r.stderr)):
+            bad.append("line %d: exit %d: %s" % (i + 1, r.returncode, r.stderr.strip()[:100]))
+    c.expect(not bad, "; ".join(bad))
+
+
+SCENARIOS = [
+    ("race", s_race),
+    ("kill9", s_kill9),
+    ("sigstop", s_sigstop),
+    ("key_deleted", s_key_deleted),
+    ("key_replaced", s_key_replaced),
+    ("mark_missing", s_mark_missing),
+] + [("mark_invalid_" + k, mark_invalid(v)) for k, v in INVALID.items()] + [
+    ("mark_lowered", s_mark_lowered),
+    ("mark_invalid_under_holder", s_mark_invalid_under_holder),
+    ("claim_reply_lost", s_claim_reply_lost),
+    ("renew_reply_lost", s_renew_reply_lost),
+    ("trickle", s_trickle),
+    ("oversized", s_oversized),
+    ("store_paused", s_store_paused),
+    ("store_restart", s_store_restart),
+    ("store_restart_volatile", s_store_restart_volatile),
+    ("store_not_durable", s_store_not_durable),
+    ("init_twice", s_init_twice),
+    ("sigterm_init", s_sigterm_init),
+    ("sigterm_walk", s_sigterm_walk),
+    ("sigterm_serving", s_sigterm_serving),
+    ("quarantine_per_pair", s_quarantine_per_pair),
+    ("config_long_line", s_config_long_line),
+]
+
+
+class StoreRun:
+    def __init__(self, a):
+        self.agent = os.path.abspath(a.agent)
+        self.out = os.path.abspath(os.path.join(a.out, a.store))
+        os.makedirs(self.out, exist_ok=True)
+        self.procs = []
+        self.gaps = []
+        self.extra = []
+        self.help = subprocess.run([self.agent, "--help"], capture_output=True,
+                                   text=True).stdout
+        self.store = S.STORES[a.store](self.out, self.procs)
+        self.only = a.only.split(",") if a.only else None
+
+    def main(self):
+        res = {}
+        t0 = time.monotonic()
+        if not self.store.start():
+            for n, _ in SCENARIOS:
+                res[n] = ("FAIL", "the %s store did not start (%s)" % (self.store.name, self.out))
+            return res
+        print("# %s started in %.1f s" % (self.store.name, time.monotonic() - t0), flush=True)
+        for name, fn in SCENARIOS:
+            if self.only and name not in self.only:
+                continue
+            if name in self.store.not_applicable:
+                res[name] = ("n/a", self.store.not_applicable[name])
+                continue
+            c = Ctx(self, name)
+            ts = time.monotonic()
+            try:
+                fn(c)
+                res[name] = ("ok", "; ".join(c.notes))
+            except NA as e:
+                res[name] = ("n/a", str(e))
+            except Fail as e:
+                res[name] = ("FAIL", str(e))
+            except Exception as e:  # a harness error is a failure, never a pass
+                res[name] = ("FAIL", "harness error: %r" % (e,))
+            finally:
+                res[name] = (res[name][0], " ".join(res[name][1].split())[:300])
+                c.cleanup()
+            print("# %s %s: %s %s (%.1f s)" % (self.store.name, name, res[name][0],
+                                              res[name][1], time.monotonic() - ts), flush=True)
+        return res
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    p.kill()
+                except ProcessLookupError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def run_store(a):
+    r = StoreRun(a)
+    try:
+        res = r.main()
+    finally:
+        r.stop()
+    gap = max(r.gaps, key=lambda g: g[1]) if r.gaps else ("-", 0, 0, 0)
+    with open(os.path.join(r.out, "result.json"), "w") as f:
+        json.dump({"results": res, "gaps": r.gaps, "worst": gap}, f)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--stores", default="etcd,redis,zookeeper,mysql")
+    ap.add_argument("--store", help=argparse.SUPPRESS)    # the child of one store
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    if a.store:
+        return run_store(a)
+    stores = a.stores.split(",")
+    os.makedirs(a.out, exist_ok=True)
+    t0 = time.monotonic()
+    kids = {}
+    for s in stores:
+        argv = [sys.executable, os.path.abspath(__file__), "--agent", a.agent, "--out", a.out,
+                "--store", s, "--only", a.only]
+        kids[s] = subprocess.Popen(argv, stdout=open(os.path.join(a.out, s + ".log"), "w"),
+                                   stderr=subprocess.STDOUT)
+    for s, p in kids.items():
+        try:
+            p.wait(timeout=1200)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    passed = failed = n = 0
+    table = {}
+    figures = {}
+    for s in stores:
+        sys.stdout.write(open(os.path.join(a.out, s + ".log")).read())
+        try:
+            r = json.load(open(os.path.join(a.out, s, "result.json")))
+        except (OSError, ValueError):
+            r = {"results": {nm: ("FAIL", "the %s run gave no result" % s) for nm, _ in SCENARIOS},
+                 "gaps": [], "worst": ["-", 0, 0, 0]}
+        table[s] = r["results"]
+        figures[s] = r
+        for nm, _ in SCENARIOS:
+            if nm not in r["results"]:
+                continue
+            v, why = r["results"][nm]
+            n += 1
+            if v == "FAIL":
+                failed += 1
+                print("not ok %d %s %s: %s" % (n, s, nm, why))
+            else:
+                passed += 1
+                print("ok %d %s %s%s" % (n, s, nm, (" # n/a: " if v == "n/a" else ": ") + why
+                                         if why else ""))
+        w = r["worst"]
+        n += 1
+        if w[1] <= BOUND:
+            passed += 1
+            print("ok %d %s liveness: longest wait %d ms <= bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
+        else:
+            failed += 1
+            print("not ok %d %s liveness: longest wait %d ms > bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
+    names = [nm for nm, _ in SCENARIOS if any(nm in table[s] for s in stores)]
+    print("contract table (TTL %d ms, settle %d ms):" % (TTL, SETTLE))
+    print("contract: %-26s %s" % ("scenario", " ".join("%-12s" % s for s in stores)))
+    nas = []
+    for nm in names:
+        cells = []
+        for s in stores:
+            v = table[s].get(nm, ("-", ""))
+            if v[0] == "n/a":
+                nas.append("%s/%s: %s" % (s, nm, v[1]))
+            cells.append("%-12s" % v[0])
+        print("contract: %-26s %s" % (nm, " ".join(cells)))
+    for x in nas:
+        print("contract: n/a (%s)" % x)
+    for s in stores:
+        w = figures[s]["worst"]
+        g = max(figures[s]["gaps"], key=lambda x: x[3]) if figures[s]["gaps"] else ("-", 0, 0, 0)
+        print("figures: contract %s: longest wait for a free pair while the store answered %d ms "
+              "(bound TTL + settle + 1 s = %d ms, %s), store-down time within that wait %d ms; "
+              "longest wait store-down included %d ms (%s); "
+              "%d scenarios measured" % (s, w[1], BOUND, w[0], w[2], g[3], g[0],
+                                         len(figures[s]["gaps"])))
+    print("# contract: %.0f s" % (time.monotonic() - t0))
+    print("contract: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

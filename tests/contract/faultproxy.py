@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""A protocol-blind TCP fault proxy between snowflake-agent and its store.
+
+  faultproxy.py --upstream HOST:PORT [--listen PORT] --control PATH
+
+Listens on 127.0.0.1 (a free port unless --listen; the port is printed on
+stdout), forwards every connection to the upstream byte for byte, and
+applies one mode to what the store sends back (the replies):
+
+  pass              forward as they come (the default)
+  hold              keep the replies (the requests still go through); the
+                    held bytes are sent when the mode changes
+  trickle MS        one byte of reply every MS milliseconds
+  inflate BYTES [HEXPREFIX]
+                    after each reply chunk, BYTES of garbage ('x'), in
+                    64 KiB writes (the reply made huge); with HEXPREFIX,
+                    the reply chunk is replaced by those bytes and the
+                    garbage (the harness's own header of a huge reply)
+  drop HEXPATTERN[,HEXPATTERN...]
+                    once: the first request containing the bytes HEXPATTERN
+                    is forwarded, its reply read and thrown away, and that
+                    connection cut (a reply lost after the store committed)
+  cut               close every open connection (new ones are accepted)
+
+It knows nothing of the protocols: a pattern is bytes the harness knows to
+be in one request (the claim, a renewal).  Control: one line per connection
+on the unix socket PATH ("mode pass", "mode trickle 300", "inflate 1000000 2433...", "drop 45564...",
+"cut", "stats"), answered with one line ("ok ...", or "err ...").  The
+class FaultProxy is the same thing in-process (tests/contract/contract.py
+uses it so).
+"""
+import argparse
+import os
+import socket
+import sys
+import threading
+import time
+
+
+class Conn:
+    def __init__(self, proxy, client):
+        self.p = proxy
+        self.client = client
+        self.server = None
+        self.drop = False        # the reply to the request just seen is lost
+        self.closed = False
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        for s in (self.client, self.server):
+            if s is None:
+                continue
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                s.close()
+            except OSError:
+                pass
+        with self.p.lock:
+            self.p.conns.discard(self)
+
+    def run(self):
+        try:
+            self.server = socket.create_connection(self.p.upstream, timeout=5)
+            self.server.settimeout(None)
+        except OSError:
+            self.close()
+            return
+        threading.Thread(target=self.up, daemon=True).start()
+        self.down()
+
+    def up(self):
+        """client -> store: forwarded as is; a drop pattern armed here."""
+        try:
+            while True:
+                b = self.client.recv(65536)
+                if not b:
+                    break
+                with self.p.lock:
+                    pats = self.p.drop_pattern
+                    if pats and any(p in b for p in pats):
+                        self.p.drop_pattern = None
+                        self.p.dropped += 1
+                        self.drop = True
+                self.server.sendall(b)
+        except OSError:
+            pass
+        self.close()
+
+    def down(self):
+        """store -> client: the mode applies."""
+        held = b""
+        try:
+            while True:
+                b = self.server.recv(65536)
+                if not b:
+                    break
+                if self.drop:
+                    # The store answered: its reply is lost, the connection cut.
+                    time.sleep(0.05)
+                    break
+                mode, arg = self.p.mode, self.p.arg
+                if mode == "hold":
+                    held += b
+                    while self.p.mode == "hold" and not self.closed:
+                        time.sleep(0.02)
+                    b, held = held, b""
+                    mode, arg = self.p.mode, self.p.arg
+                if mode == "trickle":
+                    for i in range(len(b)):
+                        if self.closed:
+                            return
+                        self.client.sendall(b[i:i + 1])
+                        if self.p.mode != "trickle":
+                            self.client.sendall(b[i + 1:])
+                            break
+                        time.sleep(arg / 1000.0)
+                    continue
+                if mode == "inflate" and self.p.prefix:
+                    b = self.p.prefix
+                self.client.sendall(b)
+                if mode == "inflate":
+                    junk = b"x" * 65536
+                    left = arg
+                    while left > 0 and not self.closed and self.p.mode == "inflate":
+                        n = min(left, len(junk))
+                        self.client.sendall(junk[:n])
+                        left -= n
+                        self.p.inflated += n
+        except OSError:
+            pass
+        self.close()
+
+
+class FaultProxy:
+    def __init__(self, upstream, port=0):
+        self.upstream = upstream
+        self.lock = threading.Lock()
+        self.conns = set()
+        self.mode, self.arg = "pass", 0
+        self.prefix = b""
+        self.drop_pattern = None
+        self.dropped = 0
+        self.inflated = 0
+        self.accepted = 0
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", port))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            conn = Conn(self, c)
+            with self.lock:
+                self.conns.add(conn)
+                self.accepted += 1
+            threading.Thread(target=conn.run, daemon=True).start()
+
+    def set_mode(self, mode, arg=0, prefix=b""):
+        self.prefix = prefix
+        self.mode, self.arg = mode, arg
+
+    def arm_drop(self, *patterns):
+        """The first request containing any of @patterns: its reply lost."""
+        with self.lock:
+            self.drop_pattern = patterns
+
+    def cut(self):
+        with self.lock:
+            conns = list(self.conns)
+        for c in conns:
+            c.close()
+
+    def close(self):
+        try:
+            self.ls.close()
+        except OSError:
+            pass
+        self.cut()
+
+    def command(self, line):
+        w = line.split()
+        if not w:
+            return "err empty"
+        if w[0] == "mode" and len(w) >= 2 and w[1] in ("pass", "hold", "trickle", "inflate"):
+            self.set_mode(w[1], int(w[2]) if len(w) > 2 else 0,
+                          bytes.fromhex(w[3]) if len(w) > 3 else b"")
+        elif w[0] == "drop" and len(w) == 2:
+            self.arm_drop(*(bytes.fromhex(x) for x in w[1].split(",")))
+        elif w[0] == "cut":
+            self.cut()
+        elif w[0] != "stats":
+            return "err unknown command"
+        return "ok mode=%s accepted=%d dropped=%d inflated=%d open=%d" % (
+            self.mode, self.accepted, self.dropped, self.inflated, len(self.conns))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--upstream", required=True)
+    ap.add_argument("--listen", type=int, default=0)
+    ap.add_argument("--control", required=True)
+    a = ap.parse_args()
+    host, _, port = a.upstream.rpartition(":")
+    p = FaultProxy((host, int(port)), a.listen)
+    print(p.port, flush=True)
+    if os.path.exists(a.control):
+        os.unlink(a.control)
+    cs = socket.socket(socket.AF_UNIX)
+    cs.bind(a.control)
+    cs.listen(4)
+    while True:
+        c, _ = cs.accept()
+        with c:
+            line = c.makefile().readline()
+            c.sendall((p.command(line) + "\n").encode())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,550 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The four stores of the contract suite: how to start, stop, kill, pause
+and restart each one's real server(s), the agent's flags for it, and how to
+read, edit and delete its keys and marks.  Nothing else is per store: the
+scenarios (tests/contract/contract.py) are written once.
+
+A space is one (prefix, cluster): every scenario has its own cluster, so
+one set of servers serves them all.  pair = (datacenter, worker).
+"""
+import base64
+import json
+import os
+import pwd
+import signal
+import socket
+import struct
+import subprocess
+import time
+import urllib.request
+
+PREFIX = "ct"
+ZK_SERVER = "/usr/share/zookeeper/bin/zkServer.sh"
+ZK_CLI = "/usr/lib/zookeeper/bin/cli_mt"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def key_name(cluster, kind, pair):
+    return "%s:%s:%s:%d:%d" % (PREFIX, cluster, kind, pair[0], pair[1])
+
+
+class Store:
+    name = "?"
+    members = 1
+    # After an outage, how long the store itself may still show the leases
+    # of before it as held (its restart wait, not the agents' doing): ms,
+    # or "ttl".  Redis: the agents claim only from a Redis up for
+    # redis-min-uptime-ms (default: the TTL); etcd: a new leader gives every
+    # lease a fresh TTL; ZooKeeper: the ephemeral nodes of sessions that
+    # died during the outage live until the server expires them (one
+    # session timeout, the TTL, after it runs again); MySQL: none (an
+    # expiry is a time on the server's clock).
+    restart_wait = "ttl"
+    # scenarios this store cannot run: name -> why
+    not_applicable = {}
+
+    def __init__(self, out, procs):
+        self.out = out
+        self.procs = procs          # every Popen, stopped by the harness
+        self.m = []                 # the members' Popen (None: down)
+
+    def spawn(self, argv, log, env=None):
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
+                             stdin=subprocess.DEVNULL, env=env)
+        self.procs.append(p)
+        return p
+
+    # ---- servers
+    def kill(self, i):
+        if self.m[i] is not None:
+            self.m[i].kill()
+            self.m[i].wait()
+            self.m[i] = None
+
+    def signal(self, i, sig):
+        os.kill(self.m[i].pid, sig)
+
+    def pause_all(self):
+        for i in range(len(self.m)):
+            self.signal(i, signal.SIGSTOP)
+
+    def cont_all(self):
+        for i in range(len(self.m)):
+            self.signal(i, signal.SIGCONT)
+
+    def stop(self):
+        for i in range(len(self.m)):
+            if self.m[i] is not None:
+                try:
+                    os.kill(self.m[i].pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                self.kill(i)
+
+    # ---- marks: the value read (None: missing or not digits), written in
+    # the agent's form (20 digits; MySQL: a number)
+    def mark_value(self, cl, pair):
+        v = self.mark_get(cl, pair)
+        return int(v) if v and v.isdigit() else None
+
+    def mark_set_value(self, cl, pair, v):
+        self.mark_set(cl, pair, "%020d" % v)
+
+    # ---- the proxy's upstream, the request bytes of a claim and a renewal
+    def upstream(self):
+        raise NotImplementedError
+
+
+class Redis(Store):
+    name = "redis"
+
+    def start(self):
+        self.port = free_port()
+        self.m = [None]
+        self.start_member(0)
+        return self.wait_up(20)
+
+    def argv(self, port, d, durable=True):
+        a = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", d,
+             "--maxmemory-policy", "noeviction", "--daemonize", "no"]
+        if durable:
+            return a + ["--save", "", "--appendonly", "yes", "--appendfsync", "always"]
+        return a
+
+    def start_member(self, i):
+        self.m[0] = self.spawn(self.argv(self.port, self.out), os.path.join(self.out, "redis.log"))
+
+    def cmd(self, *args, port=None):
+        """One command (RESP), its reply: str, int, None, list, or an Exception for -ERR."""
+        port = port or self.port
+        req = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            req += b"$%d\r\n%s\r\n" % (len(a), a)
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+            s.sendall(req)
+            f = s.makefile("rb")
+            return self._reply(f)
+
+    def _reply(self, f):
+        line = f.readline().rstrip(b"\r\n")
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return rest.decode()
+        if t == b"-":
+            return Exception(rest.decode())
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            d = f.read(n + 2)[:-2]
+            return d.decode(errors="replace")
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply(f) for _ in range(n)]
+        raise OSError("odd reply %r" % line)
+
+    def wait_up(self, secs, port=None):
+        t = time.monotonic() + secs
+        while time.monotonic() < t:
+            try:
+                if self.cmd("PING", port=port) == "PONG":
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def agent_args(self, host_port=None):
+        h, p = host_port or ("127.0.0.1", self.port)
+        return ["--backend", "redis", "--redis-host", h, "--redis-port", str(p),
+                "--redis-timeout-ms", "300"]
+
+    def upstream(self):
+        return ("127.0.0.1", self.port)
+
+    def claim_pattern(self, cluster, pair):
+        return (b"EVALSHA",)       # the first script call of a new agent: its claim
+
+    def renew_pattern(self, cluster, pair):
+        return (b"EVALSHA",)       # armed while it serves: its next renewal
+
+    # the header of a reply of 300 MB (a bulk string)
+    huge_reply = b"$300000000\r\n"
+
+    def key_get(self, cl, pair):
+        return self.cmd("GET", key_name(cl, "worker", pair))
+
+    def key_del(self, cl, pair):
+        self.cmd("DEL", key_name(cl, "worker", pair))
+
+    def key_replace(self, cl, pair, owner):
+        self.cmd("SET", key_name(cl, "worker", pair), owner, "PX", "60000")
+
+    def mark_get(self, cl, pair):
+        v = self.cmd("GET", key_name(cl, "mark", pair))
+        return None if v is None else v
+
+    def mark_set(self, cl, pair, text):
+        self.cmd("SET", key_name(cl, "mark", pair), text)
+
+    def mark_del(self, cl, pair):
+        self.cmd("DEL", key_name(cl, "mark", pair))
+
+
+class Etcd(Store):
+    name = "etcd"
+
+    def start(self):
+        self.cports = [free_port() for _ in range(3)]
+        self.pports = [free_port() for _ in range(3)]
+        self.m = [None] * 3
+        for i in range(3):
+            self.start_member(i)
+        return self.wait_up(60)
+
+    def start_member(self, i):
+        cluster = ",".join("n%d=http://127.0.0.1:%d" % (j, self.pports[j]) for j in range(3))
+        argv = ["etcd", "--name", "n%d" % i, "--data-dir", os.path.join(self.out, "n%d" % i),
+                "--listen-client-urls", "http://127.0.0.1:%d" % self.cports[i],
+                "--advertise-client-urls", "http://127.0.0.1:%d" % self.cports[i],
+                "--listen-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
+                "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
+                "--initial-cluster", cluster, "--initial-cluster-token", "sf-contract",
+                "--initial-cluster-state", "new",
+                "--heartbeat-interval", "100", "--election-timeout", "1000"]
+        self.m[i] = self.spawn(argv, os.path.join(self.out, "etcd-n%d.log" % i))
+
+    def post(self, path, body, i=None):
+        for j in ([i] if i is not None else range(3)):
+            if self.m[j] is None:
+                continue
+            req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.cports[j], path),
+                                         data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    return json.loads(r.read())
+            except (OSError, ValueError):
+                continue
+        raise OSError("no etcd member answered " + path)
+
+    def wait_up(self, secs):
+        t = time.monotonic() + secs
+        while time.monotonic() < t:
+            try:
+                st = self.post("/v3/maintenance/status", {})
+                if st.get("leader"):
+                    self.post("/v3/kv/range", {"key": b64("x")})
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.2)
+        return False
+
+    def agent_args(self, host_port=None):
+        eps = ("http://%s:%d" % host_port if host_port else
+               ",".join("http://127.0.0.1:%d" % p for p in self.cports))
+        return ["--backend", "etcd", "--etcd-timeout-ms", "400", "--etcd-endpoints", eps]
+
+    def upstream(self):
+        return ("127.0.0.1", self.cports[0])
+
+    def claim_pattern(self, cluster, pair):
+        # the claim's Txn: its failure branch counts the key (the agent of
+        # 3e9bcb1: its compare of the mark present)
+        return (b'"count_only":true}}]}', b'"result":"GREATER","target":"CREATE"')
+
+    def renew_pattern(self, cluster, pair):
+        return (b"/v3/lease/keepalive",)
+
+    huge_reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 300000000\r\n\r\n{\"header\":\"")
+
+    def _get(self, k):
+        r = self.post("/v3/kv/range", {"key": b64(k)})
+        kvs = r.get("kvs") or []
+        return base64.b64decode(kvs[0]["value"]).decode(errors="replace") if kvs else None
+
+    def key_get(self, cl, pair):
+        return self._get(key_name(cl, "worker", pair))
+
+    def key_del(self, cl, pair):
+        self.post("/v3/kv/deleterange", {"key": b64(key_name(cl, "worker", pair))})
+
+    def key_replace(self, cl, pair, owner):
+        self.post("/v3/kv/put", {"key": b64(key_name(cl, "worker", pair)), "value": b64(owner)})
+
+    def mark_get(self, cl, pair):
+        return self._get(key_name(cl, "mark", pair))
+
+    def mark_set(self, cl, pair, text):
+        self.post("/v3/kv/put", {"key": b64(key_name(cl, "mark", pair)), "value": b64(text)})
+
+    def mark_del(self, cl, pair):
+        self.post("/v3/kv/deleterange", {"key": b64(key_name(cl, "mark", pair))})
+
+
+def b64(s):
+    return base64.b64encode(s.encode() if isinstance(s, str) else s).decode()
+
+
+class ZooKeeper(Store):
+    name = "zookeeper"
+    ROOT = "/contract"
+
+    def start(self):
+        self.cports = [free_port() for _ in range(3)]
+        peers = [(free_port(), free_port()) for _ in range(3)]
+        self.m = [None] * 3
+        for i in range(3):
+            d = os.path.join(self.out, "zk%d" % i)
+            os.makedirs(os.path.join(d, "data"), exist_ok=True)
+            with open(os.path.join(d, "data", "myid"), "w") as f:
+                f.write("%d\n" % (i + 1))
+            cfg = ["tickTime=500", "initLimit=20", "syncLimit=6",
+                   "dataDir=" + os.path.join(d, "data"), "clientPort=%d" % self.cports[i],
+                   "clientPortAddress=127.0.0.1", "admin.enableServer=false",
+                   "4lw.commands.whitelist=srvr", "maxClientCnxns=0"]
+            cfg += ["server.%d=127.0.0.1:%d:%d" % (j + 1, peers[j][0], peers[j][1])
+                    for j in range(3)]
+            with open(os.path.join(d, "zoo.cfg"), "w") as f:
+                f.write("\n".join(cfg) + "\n")
+        for i in range(3):
+            self.start_member(i)
+        return self.wait_up(120)
+
+    def start_member(self, i):
+        d = os.path.join(self.out, "zk%d" % i)
+        env = dict(os.environ, JMXDISABLE="true", ZOO_LOG_DIR=d,
+                   JVMFLAGS="-Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k")
+        self.m[i] = self.spawn([ZK_SERVER, "start-foreground", os.path.join(d, "zoo.cfg")],
+                               os.path.join(self.out, "zk-n%d.log" % i), env=env)
+
+    def mode(self, i):
+        if self.m[i] is None:
+            return None
+        try:
+            with socket.create_connection(("127.0.0.1", self.cports[i]), timeout=0.5) as s:
+                s.settimeout(0.5)
+                s.sendall(b"srvr")
+                out = b""
+                while True:
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    out += b
+        except OSError:
+            return None
+        for line in out.decode(errors="replace").splitlines():
+            if line.startswith("Mode: "):
+                return line[6:].strip()
+        return None
+
+    def wait_up(self, secs):
+        t = time.monotonic() + secs
+        while time.monotonic() < t:
+            modes = [self.mode(i) for i in range(3)]
+            if modes.count("leader") == 1 and modes.count("follower") == 2:
+                return True
+            time.sleep(0.3)
+        return False
+
+    def hosts(self):
+        return ",".join("127.0.0.1:%d" % p for p in self.cports)
+
+    def agent_args(self, host_port=None):
+        hosts = "%s:%d" % host_port if host_port else self.hosts()
+        return ["--backend", "zookeeper", "--zookeeper-timeout-ms", "400",
+                "--zookeeper-hosts", hosts, "--zookeeper-root", self.ROOT]
+
+    def upstream(self):
+        return ("127.0.0.1", self.cports[0])
+
+    def path(self, cl, kind, pair):
+        return self.ROOT + "/" + key_name(cl, kind, pair)
+
+    def claim_pattern(self, cluster, pair):
+        # the claim's multi: a create (MultiHeader type 1, done false, err -1)
+        # of a key of the cluster (any pair with ids of as many digits as @pair's)
+        p = self.path(cluster, "worker", pair).encode()
+        return (struct.pack(">iBi", 1, 0, -1) + struct.pack(">i", len(p)) +
+                p[:p.rindex(b"worker:") + 7],)
+
+    def renew_pattern(self, cluster, pair):
+        # the proof of a renewal: exists(key) (OpCode 3)
+        p = self.path(cluster, "worker", pair).encode()
+        return (struct.pack(">i", 3) + struct.pack(">i", len(p)) + p,)
+
+    # a reply whose length prefix says 256 MB
+    huge_reply = struct.pack(">i", 256 << 20)
+
+    def cli(self, cmd):
+        r = subprocess.run([ZK_CLI, "-h", self.hosts(), "-c", cmd],
+                           capture_output=True, text=True, timeout=10)
+        return r.stdout + r.stderr
+
+    def _get(self, path):
+        out = self.cli("get " + path)
+        lines = out.splitlines()
+        for i, ln in enumerate(lines):
+            if "value_len = " in ln:
+                if ln.strip().endswith("= -1"):
+                    return ""
+                return lines[i + 1] if i + 1 < len(lines) else ""
+        return None
+
+    def key_get(self, cl, pair):
+        return self._get(self.path(cl, "worker", pair))
+
+    def key_del(self, cl, pair):
+        self.cli("delete " + self.path(cl, "worker", pair))
+
+    def key_replace(self, cl, pair, owner):
+        p = self.path(cl, "worker", pair)
+        self.cli("delete " + p)
+        self.cli("create " + p)
+        self.cli("set %s %s" % (p, owner))
+
+    def mark_get(self, cl, pair):
+        return self._get(self.path(cl, "mark", pair))
+
+    def mark_set(self, cl, pair, text):
+        p = self.path(cl, "mark", pair)
+        if self._get(p) is None:
+            self.cli("create " + p)
+        self.cli("set %s %s" % (p, text))
+
+    def mark_value(self, cl, pair):
+        v = self.mark_get(cl, pair)
+        v = (v or "").split(" ")[0]
+        return int(v) if v.isdigit() else None
+
+    def mark_del(self, cl, pair):
+        self.cli("delete " + self.path(cl, "mark", pair))
+
+
+class MySQL(Store):
+    name = "mysql"
+    restart_wait = 0
+    not_applicable = {
+        "mark_invalid_minus1": "mark is BIGINT UNSIGNED: the server refuses -1",
+        "mark_invalid_abc": "mark is BIGINT UNSIGNED: the server refuses abc",
+        "mark_invalid_25digits": "mark is BIGINT UNSIGNED: the server refuses 25 digits",
+        "mark_invalid_1000": "mark is BIGINT UNSIGNED: 1000 is a mark in the form written, "
+                             "a low one like a new key space's 0 (lowered: mark_lowered)",
+    }
+
+    def start(self):
+        d = os.path.join(self.out, "mysql")
+        os.makedirs(d, exist_ok=True)
+        self.user = pwd.getpwuid(os.getuid()).pw_name
+        r = subprocess.run(["mariadb-install-db", "--no-defaults",
+                            "--datadir=" + os.path.join(d, "data"), "--user=" + self.user,
+                            "--auth-root-authentication-method=normal", "--skip-test-db",
+                            "--innodb-log-file-size=8M"],
+                           capture_output=True, text=True, timeout=180)
+        if r.returncode != 0:
+            return False
+        self.port = free_port()
+        self.m = [None]
+        self.start_member(0)
+        if not self.wait_up(60):
+            return False
+        with open(os.path.join(self.out, "agent.conf"), "w") as f:
+            f.write("mysql-password = sfpw\n")
+        return self.sql(
+            "CREATE DATABASE snowflake; CREATE USER 'sf'@'127.0.0.1' IDENTIFIED BY 'sfpw'; "
+            "GRANT SELECT, INSERT, UPDATE, CREATE ON snowflake.* TO 'sf'@'127.0.0.1'") is not None
+
+    def start_member(self, i):
+        d = os.path.join(self.out, "mysql")
+        argv = ["mariadbd", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
+                "--user=" + self.user, "--bind-address=127.0.0.1", "--port=%d" % self.port,
+                "--socket=" + os.path.join(d, "sock"), "--pid-file=" + os.path.join(d, "pid"),
+                "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
+                "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=1",
+                "--max-connections=200", "--log-error=" + os.path.join(self.out, "mariadbd.err")]
+        self.m[0] = self.spawn(argv, os.path.join(self.out, "mariadbd.log"))
+
+    def sql(self, q, timeout=5):
+        try:
+            r = subprocess.run(["mariadb", "--no-defaults", "-S",
+                                os.path.join(self.out, "mysql", "sock"), "-uroot", "-N", "-B",
+                                "-e", q], capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return r.stdout if r.returncode == 0 else None
+
+    def wait_up(self, secs):
+        t = time.monotonic() + secs
+        while time.monotonic() < t:
+            if self.sql("SELECT 1", timeout=2) is not None:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def agent_args(self, host_port=None):
+        h, p = host_port or ("127.0.0.1", self.port)
+        return ["--config", os.path.join(self.out, "agent.conf"), "--backend", "mysql",
+                "--mysql-host", h, "--mysql-port", str(p), "--mysql-user", "sf",
+                "--mysql-timeout-ms", "300"]
+
+    def upstream(self):
+        return ("127.0.0.1", self.port)
+
+    def claim_pattern(self, cluster, pair):
+        return (b"SET owner = '",)
+
+    def renew_pattern(self, cluster, pair):
+        return (b"SET expiry = UTC_TIMESTAMP",)
+
+    # a packet of the longest length (16 MB - 1: more packets follow)
+    huge_reply = b"\xff\xff\xff\x01"
+
+    def where(self, cl, pair):
+        return ("prefix = '%s' AND cluster = '%s' AND datacenter = %d AND worker = %d"
+                % (PREFIX, cl, pair[0], pair[1]))
+
+    def key_get(self, cl, pair):
+        out = self.sql("SELECT owner FROM snowflake.snowflake_lease WHERE %s AND "
+                       "expiry > UTC_TIMESTAMP(6)" % self.where(cl, pair))
+        return out.strip() or None if out is not None else None
+
+    def key_del(self, cl, pair):
+        # an operator clears the lease (the row and its mark stay)
+        self.sql("UPDATE snowflake.snowflake_lease SET owner = '', expiry = '1970-01-01' "
+                 "WHERE %s" % self.where(cl, pair))
+
+    def key_replace(self, cl, pair, owner):
+        self.sql("UPDATE snowflake.snowflake_lease SET owner = '%s', expiry = UTC_TIMESTAMP(6) "
+                 "+ INTERVAL 60 SECOND WHERE %s" % (owner, self.where(cl, pair)))
+
+    def mark_get(self, cl, pair):
+        out = self.sql("SELECT mark FROM snowflake.snowflake_lease WHERE %s" % self.where(cl, pair))
+        return out.strip() or None if out is not None else None
+
+    def mark_set(self, cl, pair, text):
+        r = self.sql("UPDATE snowflake.snowflake_lease SET mark = %s WHERE %s"
+                     % (text, self.where(cl, pair)))
+        if r is None:
+            raise OSError("mysql refused mark %r" % text)
+
+    def mark_set_value(self, cl, pair, v):
+        self.mark_set(cl, pair, str(v))
+
+    def mark_del(self, cl, pair):
+        # the mark is a column of the row: the row goes
+        self.sql("DELETE FROM snowflake.snowflake_lease WHERE %s" % self.where(cl, pair))
+
+
+STORES = {"redis": Redis, "etcd": Etcd, "zookeeper": ZooKeeper, "mysql": MySQL}

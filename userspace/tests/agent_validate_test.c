@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Native unit tests of what snowflake-agent takes from a store and a
+ * configuration file as input: the strict parsers of agent/validate.c
+ * (marks, unsigned decimals, the layout's last timestamp, log-safe
+ * shortening), the per-pair mark quarantine table, and the configuration
+ * file's line reader (agent/conf.c).  Pure: no store, no device; built
+ * under ASan + UBSan; kselftest TAP.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "../agent/validate.c"
+#include "../agent/conf.c"
+#include "../agent/redis_parse.c"
+
+#define MAX_MS	3487858230208ULL	/* the default layout's last timestamp */
+
+static int mark20(const char *s, uint64_t *v)
+{
+	return ag_mark_parse(s, strlen(s), AG_MARK_FIXED20, MAX_MS, v);
+}
+
+static int plain(const char *s, uint64_t *v)
+{
+	return ag_mark_parse(s, strlen(s), AG_MARK_PLAIN, MAX_MS, v);
+}
+
+TEST(mark_fixed20_accepts_what_the_agent_writes)
+{
+	char buf[32];
+	uint64_t v = 1;
+
+	snprintf(buf, sizeof(buf), "%020llu", 1764000000123ULL);
+	ASSERT_EQ(0, mark20(buf, &v));
+	ASSERT_EQ(1764000000123ULL, v);
+	ASSERT_EQ(0, mark20("00000000000000000000", &v));	/* --init-store's default */
+	ASSERT_EQ(0ULL, v);
+	snprintf(buf, sizeof(buf), "%020llu", MAX_MS);
+	ASSERT_EQ(0, mark20(buf, &v));
+	ASSERT_EQ(MAX_MS, v);
+}
+
+/* The issue's values: none of them is read as a number. */
+TEST(mark_fixed20_refuses_the_rest)
+{
+	static const char *const bad[] = {
+		"-1", "1000", "abc", "", "0000000000000000000000001",	/* 25 digits */
+		"18446744073709551615",				/* 2^64-1: 20 digits, out of range */
+		"99999999999999999999", " 0000000000000001000", "0000000000000001000 ",
+		"+0000000000000001000", "0000000000000001000\n", "000000000000000100a0",
+	};
+	char buf[32];
+	uint64_t v = 77;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-1, mark20(bad[i], &v)) TH_LOG("accepted '%s'", bad[i]);
+		EXPECT_EQ(77ULL, v);
+	}
+	snprintf(buf, sizeof(buf), "%020llu", MAX_MS + 1);
+	ASSERT_EQ(-1, mark20(buf, &v));
+	/* An embedded NUL: the length given counts, not strlen. */
+	ASSERT_EQ(-1, ag_mark_parse("0000000000\0000000000", 20, AG_MARK_FIXED20, MAX_MS, &v));
+	ASSERT_EQ(-1, ag_mark_parse(NULL, 20, AG_MARK_FIXED20, MAX_MS, &v));
+}
+
+TEST(mark_plain)
+{
+	uint64_t v = 0;
+
+	ASSERT_EQ(0, plain("1000", &v));
+	ASSERT_EQ(1000ULL, v);
+	ASSERT_EQ(0, plain("0", &v));
+	ASSERT_EQ(0ULL, v);
+	EXPECT_EQ(-1, plain("01000", &v));
+	EXPECT_EQ(-1, plain("-1", &v));
+	EXPECT_EQ(-1, plain("18446744073709551615", &v));
+	EXPECT_EQ(-1, plain("18446744073709551616", &v));
+	EXPECT_EQ(-1, plain("1e3", &v));
+	EXPECT_EQ(-1, plain("", &v));
+	EXPECT_EQ(-1, ag_mark_parse("1", 1, (enum ag_mark_form)7, MAX_MS, &v));
+}
+
+TEST(parse_u64)
+{
+	uint64_t v = 0;
+
+	ASSERT_EQ(0, ag_parse_u64("18446744073709551615", 20, UINT64_MAX, &v));
+	ASSERT_EQ(UINT64_MAX, v);
+	EXPECT_EQ(-1, ag_parse_u64("18446744073709551616", 20, UINT64_MAX, &v));
+	EXPECT_EQ(-1, ag_parse_u64("123456789012345678901", 21, UINT64_MAX, &v));
+	EXPECT_EQ(-1, ag_parse_u64("11", 2, 10, &v));
+	ASSERT_EQ(0, ag_parse_u64("10", 2, 10, &v));
+	EXPECT_EQ(-1, ag_parse_u64("007", 3, 10, &v));
+	EXPECT_EQ(-1, ag_parse_u64(" 7", 2, 10, &v));
+	EXPECT_EQ(-1, ag_parse_u64("7", 0, 10, &v));
+}
+
+TEST(layout_max)
+{
+	ASSERT_EQ(MAX_MS, ag_layout_max_ms(1288834974657ULL, 41, 1));
+	ASSERT_EQ(1000ULL + 1023 * 10, ag_layout_max_ms(1000, 10, 10));
+	ASSERT_EQ(UINT64_MAX - 1, ag_layout_max_ms(0, 63, 3600000));
+	ASSERT_EQ(UINT64_MAX - 1, ag_layout_max_ms(0, 0, 1));
+	ASSERT_EQ(UINT64_MAX - 1, ag_layout_max_ms(UINT64_MAX - 5, 10, 1));
+}
+
+TEST(shorten)
+{
+	char out[24], big[300];
+
+	ag_shorten("ab\x01\xff" "c", 5, out, sizeof(out));
+	ASSERT_STREQ("ab??c", out);
+	memset(big, 'x', sizeof(big));
+	ag_shorten(big, sizeof(big), out, sizeof(out));
+	ASSERT_EQ(sizeof(out) - 1, strlen(out));
+	ASSERT_NE(NULL, strstr(out, "(300 bytes)"));
+	ag_shorten(NULL, 5, out, sizeof(out));
+	ASSERT_STREQ("", out);
+	ag_shorten("abc", 3, out, 1);
+	ASSERT_STREQ("", out);
+}
+
+/* Issue 23, item 3: one pair's sighting says nothing of another's. */
+TEST(quarantine_is_per_pair)
+{
+	struct ag_quarantine *q = calloc(1, sizeof(*q));
+	const int64_t gap = 5000;
+
+	ASSERT_NE(NULL, q);
+	ASSERT_EQ(100, ag_quarantine_seen(q, 0, 100, gap));
+	ASSERT_EQ(100, ag_quarantine_seen(q, 0, 3000, gap));
+	/* Pair 1 first seen at 9000: its quarantine starts there. */
+	ASSERT_EQ(9000, ag_quarantine_seen(q, 1, 9000, gap));
+	ASSERT_EQ(0, ag_quarantine_since(q, 2));
+	/* Pair 0 seen again after a gap longer than allowed: it starts again. */
+	ASSERT_EQ(9000, ag_quarantine_seen(q, 0, 9000, gap));
+	/* The mark seen present (a claim, a holder): forgotten. */
+	ag_quarantine_clear(q, 1);
+	ASSERT_EQ(0, ag_quarantine_since(q, 1));
+	ASSERT_EQ(12000, ag_quarantine_seen(q, 1, 12000, gap));
+	ASSERT_EQ(9000, ag_quarantine_since(q, 0));
+	free(q);
+}
+
+/* Bounded: a pool far larger than the table never makes a quarantine shorter. */
+TEST(quarantine_bounded_never_shorter)
+{
+	struct ag_quarantine *q = calloc(1, sizeof(*q));
+	const uint64_t pairs = 1u << 20;
+	uint64_t p, kept = 0;
+
+	ASSERT_NE(NULL, q);
+	for (p = 0; p < pairs; p++)
+		ASSERT_EQ((int64_t)(p + 1), ag_quarantine_seen(q, p, (int64_t)(p + 1), INT64_MAX));
+	for (p = 0; p < pairs; p++) {
+		int64_t since = ag_quarantine_since(q, p);
+
+		/* Kept with its own start, or dropped (0): never an earlier start. */
+		ASSERT_TRUE(since == 0 || since == (int64_t)(p + 1));
+		kept += since != 0;
+	}
+	ASSERT_LE(kept, (uint64_t)AG_QUARANTINE_SLOTS);
+	ASSERT_GE(kept, (uint64_t)AG_QUARANTINE_SLOTS / 2);
+	/* A dropped pair seen again starts anew. */
+	for (p = 0; p < pairs; p++) {
+		int64_t since = ag_quarantine_seen(q, p, (int64_t)(pairs + 10), INT64_MAX);
+
+		ASSERT_TRUE(since == (int64_t)(pairs + 10) || since == (int64_t)(p + 1));
+	}
+	free(q);
+}
+
+static FILE *text(const char *s, size_t len)
+{
+	FILE *f = tmpfile();
+
+	if (f) {
+		fwrite(s, 1, len, f);
+		rewind(f);
+	}
+	return f;
+}
+
+/* Issue 23, item 9: a line over 1023 bytes is an error of its own. */
+TEST(read_line_whole_lines)
+{
+	char line[AG_CONF_LINE_MAX + 1];
+	char *big = malloc(5000);
+	FILE *f;
+	size_t n;
+
+	ASSERT_NE(NULL, big);
+	f = text("a = 1\nb = 2", 11);
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(1, ag_read_line(f, line, sizeof(line)));
+	ASSERT_STREQ("a = 1", line);
+	ASSERT_EQ(1, ag_read_line(f, line, sizeof(line)));	/* no newline at the end */
+	ASSERT_STREQ("b = 2", line);
+	ASSERT_EQ(0, ag_read_line(f, line, sizeof(line)));
+	fclose(f);
+
+	/* Exactly 1023 bytes: fine.  1024: too long, and read to its end. */
+	for (n = AG_CONF_LINE_MAX; n <= AG_CONF_LINE_MAX + 1; n++) {
+		memset(big, 'x', n);
+		memcpy(big + n, "\nc = 3\n", 7);
+		f = text(big, n + 7);
+		ASSERT_NE(NULL, f);
+		ASSERT_EQ(n == AG_CONF_LINE_MAX ? 1 : -E2BIG, ag_read_line(f, line, sizeof(line)));
+		ASSERT_EQ(AG_CONF_LINE_MAX, strlen(line));
+		ASSERT_EQ(1, ag_read_line(f, line, sizeof(line)));
+		ASSERT_STREQ("c = 3", line);
+		fclose(f);
+	}
+	free(big);
+}
+
+/* The whole file: "FILE:N: line longer than 1023 bytes", not "expected key = value". */
+TEST(config_long_line_message)
+{
+	char path[] = "/tmp/agent-conf-test.XXXXXX", err[1024], arg0[] = "snowflake-agent",
+	     arg1[] = "--config", *argv[] = { arg0, arg1, path, NULL };
+	struct ag_conf c;
+	FILE *f;
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	f = fdopen(fd, "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "ttl-ms = 3000\nowner = ");
+	for (int i = 0; i < 2000; i++)
+		fputc('y', f);
+	fputc('\n', f);
+	fclose(f);
+	ASSERT_EQ(AG_EXIT_USAGE, ag_conf_load(&c, 3, argv, err, sizeof(err)));
+	unlink(path);
+	ASSERT_NE(NULL, strstr(err, ":2: line longer than 1023 bytes")) TH_LOG("%s", err);
+	ag_conf_free(&c);
+}
+
+/* The Redis scripts' replies: only what the agent wrote is a mark. */
+TEST(redis_script_reply)
+{
+	char mk[] = "00000001795608360132", bad[] = "-1", big[] = "99999999999999999999";
+	redisReply s = { .type = REDIS_REPLY_STRING, .str = mk, .len = 20 };
+	redisReply e = { .type = REDIS_REPLY_STRING, .str = bad, .len = 2 }, *el[] = { &e };
+	redisReply arr = { .type = REDIS_REPLY_ARRAY, .elements = 1, .element = el };
+	redisReply n = { .type = REDIS_REPLY_INTEGER, .integer = -2 };
+	const char *text = NULL;
+	long long code = 0;
+	uint64_t m = 0;
+	size_t len = 0;
+
+	ASSERT_EQ(AG_RS_MARK, ag_redis_script_reply(&s, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(1795608360132ULL, m);
+	s.str = big;
+	ASSERT_EQ(AG_RS_ODD, ag_redis_script_reply(&s, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(AG_RS_INVALID, ag_redis_script_reply(&arr, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(2, len);
+	ASSERT_EQ(0, memcmp(text, "-1", 2));
+	ASSERT_EQ(AG_RS_INT, ag_redis_script_reply(&n, MAX_MS, &code, &m, &text, &len));
+	ASSERT_EQ(-2, code);
+	ASSERT_EQ(AG_RS_ODD, ag_redis_script_reply(NULL, MAX_MS, &code, &m, &text, &len));
+	/* The init script: {1}, {2, text}; not {1, text} nor {2}. */
+	el[0] = &n;
+	n.integer = 1;
+	ASSERT_EQ(1, ag_redis_init_reply(&arr, &text, &len));
+	n.integer = 2;
+	ASSERT_EQ(-1, ag_redis_init_reply(&arr, &text, &len));
+}
+
+TEST(redis_info_field)
+{
+	static const char info[] = "# Server\r\nrun_id:0123456789abcdef0123456789abcdef01234567\r\n"
+				   "uptime_in_seconds:12\r\nrole:master\nempty:\r\nrun_id_x:1\r\n";
+	char out[41];
+
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info), "run_id", out, sizeof(out)));
+	ASSERT_STREQ("0123456789abcdef0123456789abcdef01234567", out);
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info), "role", out, sizeof(out)));
+	ASSERT_STREQ("master", out);
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info), "empty", out, sizeof(out)));
+	ASSERT_STREQ("", out);
+	ASSERT_EQ(-1, ag_redis_info_field(info, strlen(info), "uptime", out, sizeof(out)));
+	ASSERT_EQ(-1, ag_redis_info_field(info, strlen(info), "run_id", out, 40));	/* too long */
+	/* Only the bytes given: the field cut off at the end is not read past it. */
+	ASSERT_EQ(0, ag_redis_info_field(info, strlen(info) - 12, "empty", out, sizeof(out)));
+	ASSERT_EQ(0, ag_redis_info_field(info, 20, "run_id", out, sizeof(out)));
+	ASSERT_STREQ("012", out);
+}
+
+TEST_HARNESS_MAIN
