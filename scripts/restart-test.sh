@@ -11,7 +11,8 @@
 # before.  See scripts/guest/init-restart.sh.
 #
 # Environment:
-#   KERNELS="KVER ..."   kernels (default: Debian's 6.12 and 6.1, the first two of all_kvers)
+#   KERNELS="KVER ..."   kernels (default: Debian's 6.12 and 6.1, the first two of all_kvers,
+#                        and the newest, newest_kver)
 #   RESTART_TIMEOUT=300  seconds one boot may take
 #   SNOWFLAKE_SKIP_DEPS=1  do not run deps.sh/ksrc.sh first (check.sh did)
 #
@@ -44,7 +45,7 @@ if [ -n "${KERNELS:-}" ]; then
 else
 	# The non-RT kernels: 6.12 and 6.1 (the module and the daemon do
 	# nothing RT-specific; vmtest covers the RT kernel).
-	mapfile -t kvers < <(all_kvers | grep -v -- '-rt-' | head -n 2)
+	mapfile -t kvers < <(all_kvers | grep -v -- '-rt-' | head -n 2; newest_kver)
 fi
 
 # Static snowflake-floord and snowflake for the busybox guest.
@@ -64,6 +65,11 @@ fi
 # with SNOWFLAKE_NO_BOOT_KERNEL=1, as for the guest kernels in lib.sh).
 modules_of() {
 	local kver=$1 dir=$BUILD/kernels/$1 tmp deb m=./lib/modules/$1
+	# Another suite's kernel: scripts/kroot.sh unpacked them.
+	if [ -f "$BUILD/kroots/images/$kver/lib/modules/$kver/modules.dep" ]; then
+		echo "$BUILD/kroots/images/$kver/lib/modules/$kver"
+		return 0
+	fi
 	if [ "${SNOWFLAKE_NO_BOOT_KERNEL:-0}" != 1 ] && [ -f "/lib/modules/$kver/modules.dep" ]; then
 		echo "/lib/modules/$kver"
 		return 0
