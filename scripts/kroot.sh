@@ -6,9 +6,6 @@
 # needs, from the same suite.
 #
 #   scripts/kroot.sh [SUITE...]     (default: every suite of SUITE_KERNELS)
-#   KROOT_NEWEST=1                  apt-get update in the roots first and
-#                                   take the newest headers the mirror has
-#                                   (make kernels-check)
 #   KROOT_MIRROR=URL                the Debian mirror (default: the host's)
 #
 # Cached: build/kroots/SUITE-KEY.tar.zst, KEY a hash of the recipe (the
@@ -58,6 +55,7 @@ metas_of() {
 
 # The kernel release a meta-package installed in root R depends on.
 root_meta_kver() {
+	# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
 	kroot_run "$1" "$OUT" dpkg-query -W -f='${Depends}' "$2" | sed 's/[,|]/\n/g' |
 		sed -n 's/^ *linux-headers-\([^ ]*\).*/\1/p' | sed -n 1p
 }
@@ -135,19 +133,12 @@ make_root() {
 		cp -L /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
 		echo "$key" >"$r/.kroot-key"
 	fi
-	if [ "${KROOT_NEWEST:-0}" = 1 ]; then
-		kroot_run "$r" "$OUT" apt-get -q update >"$OUT/$suite.apt.log" 2>&1 &&
-			kroot_run "$r" "$OUT" apt-get -q -y --no-install-recommends install "${metas[@]}" \
-				>>"$OUT/$suite.apt.log" 2>&1 || {
-			tail -n 20 "$OUT/$suite.apt.log" >&2
-			die "cannot update the headers in the $suite root"
-		}
-	fi
 	: >"$OUT/$suite.kvers.tmp"
 	for meta in "${metas[@]}"; do
 		kver=$(root_meta_kver "$r" "$meta")
-		[ -n "$kver" ] && [ -f "$r/usr/src/linux-headers-$kver/Makefile" ] ||
+		if [ -z "$kver" ] || [ ! -f "$r/usr/src/linux-headers-$kver/Makefile" ]; then
 			die "$meta in the $suite root names no installed headers"
+		fi
 		ln -sfn "../$suite" "$OUT/kver/$kver"
 		fetch_image "$r" "$kver"
 		echo "$meta $kver" >>"$OUT/$suite.kvers.tmp"
