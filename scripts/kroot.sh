@@ -109,7 +109,7 @@ make_root() {
 	# No Recommends; sid's Release is past its Valid-Until on the mirror.
 	mmopts=(--variant=apt --skip=cleanup/apt/lists
 		--aptopt='APT::Install-Recommends "false"' --aptopt='Acquire::Check-Valid-Until "false"'
-		--include="make,gcc,libc6-dev,libelf-dev,$(IFS=,; echo "${metas[*]}")")
+		--include="make,gcc,libc6-dev,libelf-dev,sparse,$(IFS=,; echo "${metas[*]}")")
 	key=$(printf '%s\n' "${mmopts[@]}" "$MIRROR" | sha256sum | cut -c1-12)
 	tarball=$OUT/$suite-$key.tar.zst
 	r=$OUT/$suite
