@@ -31,7 +31,7 @@
 # scripts/agent-mysql-test.sh); handoff: one pair handed from
 # host A to host B whose wall clock is behind (5 minutes; then a few seconds,
 # reading in every millisecond), the module, the agent and Redis in a guest,
-# every ID of B above every ID of A, on 6.12, 6.1 and 6.12-rt, ~35 s each,
+# every ID of B above every ID of A, on 6.12, 6.1, 6.12-rt and 7.2, ~35 s each,
 # scripts/handoff-test.sh; lease: the fault-injection proof of
 # snowflake-agent against a 3-member etcd cluster, one redis-server, a
 # 3-server ZooKeeper ensemble and one mariadbd, ~3.5 min per store,

@@ -43,7 +43,7 @@ finish() {
 if [ -n "${KERNELS:-}" ]; then
 	mapfile -t kvers < <(all_kvers)
 else
-	# The non-RT kernels: 6.12 and 6.1 (the module and the daemon do
+	# The non-RT kernels: 6.12, 6.1 and the newest, 7.2 (the module and the daemon do
 	# nothing RT-specific; vmtest covers the RT kernel).
 	mapfile -t kvers < <(all_kvers | grep -v -- '-rt-' | head -n 2; newest_kver)
 fi
