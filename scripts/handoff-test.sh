@@ -51,7 +51,7 @@ fi
 if [ -n "${HANDOFF_KVERS:-}" ]; then
 	read -ra kvers <<<"$HANDOFF_KVERS"
 else
-	mapfile -t kvers < <(all_kvers; newest_kver)
+	mapfile -t kvers < <(all_kvers; [ -n "${KERNELS:-}" ] || newest_kver)
 fi
 [ "${#kvers[@]}" -gt 0 ] || { bad "no kernel to test"; finish; }
 
