@@ -15,6 +15,8 @@
 #   make fuzz            libFuzzer on the core: replay fuzz/corpus + fuzz/crashes,
 #                        then fuzz each target FUZZ_SECONDS (60) s
 #   make debug-kernel    the guest suite on a lockdep/KASAN/UBSAN/kmemleak kernel
+#   make kernels-check   build W=1 against the newest headers the mirror has
+#                        (Debian sid's newest linux-headers-*-amd64, in a sid root)
 #   make bench           benchmarks (guest under QEMU TCG + callgrind): build/bench/
 #
 # The library and the CLI (userspace/; PREFIX defaults to /usr/local there):
@@ -218,13 +220,18 @@ dkms-uninstall:
 		$(DKMS) remove snowflake/$(VERSION) --all; fi
 	$(Q)rm -rf $(DKMS_SRC)
 
+# Upstream churn seen early: the module against the newest kernel headers
+# of the mirror (scripts/kernels-check.sh, KERNELS_NEWEST=1).
+kernels-check:
+	$(Q)KERNELS_NEWEST=1 $(SCRIPTS)/kernels-check.sh
+
 # The restart proof of snowflake-floord(8) (QEMU guests with a disk).
 restart:
 	$(Q)$(SCRIPTS)/restart-test.sh
 
 help:
-	@sed -n '3,33s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,35s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 .PHONY: all module install clean distclean deps ksrc check run vmtest deb debug-kernel bench style sparse unit fuzz \
 	userspace install-userspace uninstall-userspace install-packaging uninstall-packaging \
-	dkms-src dkms-install dkms-uninstall restart help
+	dkms-src dkms-install dkms-uninstall restart kernels-check help

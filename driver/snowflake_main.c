@@ -1018,6 +1018,19 @@ static ssize_t instance_id_show(struct device *dev,
 
 static DEVICE_ATTR_RO(instance_id);
 
+/*
+ * Whether this kernel can tell the module of a VM fork (snowflake_compat.h:
+ * Linux 5.18 with CONFIG_VMGENID).  Without it a clone keeps serving its
+ * parent's worker id: snowflake-agent(8) warns, snowflake(4) says.
+ */
+static ssize_t vm_fork_notifier_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", SF_VMFORK_NOTIFIER);
+}
+
+static DEVICE_ATTR_RO(vm_fork_notifier);
+
 static DEVICE_ATTR_RW(worker_id);
 static DEVICE_ATTR_RW(datacenter_id);
 static DEVICE_ATTR_RW(floor_ms);
@@ -1176,6 +1189,7 @@ static struct attribute *sf_attrs[] = {
 	&sf_attr_lease_ceiling_ms.attr.attr,
 	&sf_attr_lease_ceiling_reached.attr.attr,
 	&sf_attr_vm_forked.attr.attr,
+	&dev_attr_vm_fork_notifier.attr,
 	NULL,
 };
 
@@ -1365,6 +1379,8 @@ static int __init snowflake_init(void)
 		pr_err("cannot register for VM fork notifications: %d\n", ret);
 		return ret;
 	}
+	if (!SF_VMFORK_NOTIFIER)
+		pr_warn("this kernel does not report VM forks (Linux 5.18 with CONFIG_VMGENID does): a cloned or snapshot-restored VM keeps its worker id; see vm_fork_notifier\n");
 
 	ret = misc_register(&sf->misc);
 	if (ret) {

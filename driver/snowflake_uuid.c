@@ -346,8 +346,8 @@ int sf_uuid_register(void)
 
 	sf_uuid_core_init(&u->core, SF_UUID_COUNTER_BITS);
 	init_waitqueue_head(&u->wq);
-	hrtimer_init(&u->ms_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
-	u->ms_timer.function = sfu_ms_timer_fn;
+	hrtimer_setup(&u->ms_timer, sfu_ms_timer_fn, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_REL);
 
 	u->misc.minor = MISC_DYNAMIC_MINOR;
 	u->misc.name = SNOWFLAKE_UUID_DEVICE_NAME;

@@ -1,10 +1,13 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
-#   deps -> ksrc -> style -> sparse -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> static -> docs -> clients -> contract
+#   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit -> fuzz -> userspace
+#   -> packaging -> deb -> dkms-sid -> static -> docs -> clients -> contract
 #   -> agent-guest -> handoff
 #   -> lease -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
+# (kernels: the module built W=1 inside a Debian 11 root for 5.10 and a sid
+# root for 7.2 and 7.2-rt, each with its suite's gcc, scripts/kernels-check.sh;
+# vmtest boots those too, scripts/kroot.sh makes and caches the roots)
 # (fuzz: libFuzzer on the pure core, committed inputs replayed, then each
 # target fuzzed for FUZZ_SECONDS=60, scripts/fuzz.sh)
 # (docs: scripts/check-docs.sh, when it exists; userspace: libsnowflake's
@@ -31,7 +34,7 @@
 # ZooKeeper, MariaDB), tests/agent-guest/run.sh; handoff: one pair handed from
 # host A to host B whose wall clock is behind (5 minutes; then a few seconds,
 # reading in every millisecond), the module, the agent and Redis in a guest,
-# every ID of B above every ID of A, on 6.12, 6.1 and 6.12-rt, ~35 s each,
+# every ID of B above every ID of A, on 6.12, 6.1, 6.12-rt and 7.2, ~35 s each,
 # scripts/handoff-test.sh; lease: the fault-injection proof of
 # snowflake-agent against a 3-member etcd cluster, one redis-server, a
 # 3-server ZooKeeper ensemble and one mariadbd, ~3.5 min per store,
@@ -117,12 +120,16 @@ run_stage ksrc scripts/ksrc.sh
 export SNOWFLAKE_SKIP_DEPS=1
 want style && run_stage style scripts/style.sh
 want sparse && run_stage sparse scripts/sparse.sh
+want kernels && run_stage kernels scripts/kernels-check.sh
 want dkms && run_stage dkms scripts/dkms-test.sh
 want unit && run_stage unit scripts/unit.sh
 want fuzz && run_stage fuzz scripts/fuzz.sh
 want userspace && run_stage userspace scripts/userspace.sh
 want packaging && run_stage packaging scripts/packaging-test.sh
 want deb && run_stage deb scripts/deb-test.sh
+# snowflake-dkms installed with apt into a fresh Debian sid root: DKMS
+# builds the module for 7.2 (scripts/dkms-sid-test.sh, the deb stage's .deb).
+want dkms-sid && run_stage dkms-sid scripts/dkms-sid-test.sh
 want static && run_stage static scripts/static.sh
 if want docs && [ -f scripts/check-docs.sh ]; then
 	run_stage docs bash scripts/check-docs.sh
@@ -145,12 +152,14 @@ want debug-kernel && run_stage debug-kernel scripts/debug-kernel.sh test
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{fuzz,vmtest,vmclone,debug-kernel,contract,agent-guest,handoff,lease,restart}.log; do
+	for f in "$BUILD"/check-stage-{kernels,dkms-sid,fuzz,vmtest,vmclone,debug-kernel,contract,agent-guest,handoff,lease,restart}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
 			/^==== restart [^ ]+ ====/ { k = $3 }
 			function say(lane, what) { printf "  %-14s %-28s %s\n", lane, k ? k : "host", what }
+			/^figure: kernel [^ ]+: / { k = $3; sub(/:$/, "", k); w = $0; sub(/^figure: kernel [^ ]+: /, "", w); say("kernel build", w) }
+			/^vm [^ ]+: [0-9]+ passed, [0-9]+ failed/ && !seen[$0]++ { k = $2; sub(/:$/, "", k); say("guest suite", substr($0, index($0, ": ") + 2)) }
 			/^fuzz [a-z_]+: [0-9]+ execs/ { say("libfuzzer", $0) }
 			/^# fuzz: [0-9]+ calls \(/ { sub(/^# /, ""); say("guest fuzz", $0) }
 			/torture_8x1M_clock_steps:[0-9]+ IDs in/ { sub(/.*torture_8x1M_clock_steps:/, ""); sub(/: unique.*/, ""); say("torture", $0) }

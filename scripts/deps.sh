@@ -1,6 +1,7 @@
 #!/bin/bash
 # Install what building and testing snowflake needs on Debian 12, and fetch
-# the guest kernel images.
+# the guest kernel images (those of the other Debian suites, with their
+# roots: scripts/kroot.sh).
 #
 # Packages are installed only when missing (apt-get update + install run only
 # then).  The guest kernels are the ones the headers meta-packages point at;
@@ -123,7 +124,11 @@ for kver in $(all_kvers); do
 	fetch_kernel "$kver"
 done
 
-for kver in $(all_kvers); do
+# The other suites' kernels (5.10, 7.2, 7.2-rt): their roots, headers and
+# images (scripts/kroot.sh; fails when one cannot be had).
+"$ROOT/scripts/kroot.sh"
+
+for kver in $(vm_kvers); do
 	msg "kernel $kver: headers $(kdir_of "$kver"), guest $(vmlinuz_of "$kver")"
 done
 msg "all dependencies are present"

@@ -14,7 +14,7 @@
 # CLI the static `snowflake`, handoff-ids is scripts/guest/handoff-ids.c.
 #
 #   HANDOFF_KVERS="KVER ..."  the kernels (default: all_kvers: 6.12, 6.1,
-#                             6.12-rt), one after another
+#                             6.12-rt, and newest_kver: 7.2), one after another
 #   HANDOFF_TIMEOUT=300       seconds one guest may take
 #   SNOWFLAKE_SKIP_DEPS=1     do not run deps.sh/ksrc.sh first (check.sh did)
 #
@@ -51,7 +51,7 @@ fi
 if [ -n "${HANDOFF_KVERS:-}" ]; then
 	read -ra kvers <<<"$HANDOFF_KVERS"
 else
-	mapfile -t kvers < <(all_kvers)
+	mapfile -t kvers < <(all_kvers; [ -n "${KERNELS:-}" ] || newest_kver)
 fi
 [ "${#kvers[@]}" -gt 0 ] || { bad "no kernel to test"; finish; }
 

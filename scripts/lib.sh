@@ -12,6 +12,13 @@ BUILD=${SNOWFLAKE_BUILD:-$ROOT/build}
 # The meta-packages whose dependency names the kernels we build and test for.
 # The first one is the default kernel of `make run`.
 KERNEL_META_PKGS=(linux-headers-6.12-amd64 linux-headers-amd64 linux-headers-6.12-rt-amd64)
+# shellcheck disable=SC2034
+# The kernels of other Debian suites, "SUITE META-PACKAGE": each built
+# inside a root of its suite, with that suite's compiler (scripts/kroot.sh,
+# cached in build/kroots/), booted from that suite's kernel image.  The
+# oldest first; the newest (the last) also runs the handoff, vmclone and
+# restart guests (newest_kver).
+SUITE_KERNELS=("bullseye linux-headers-amd64" "sid linux-headers-amd64" "sid linux-headers-rt-amd64")
 # The package shipping the kernel source tarball (kselftest headers,
 # checkpatch.pl).
 # shellcheck disable=SC2034
@@ -102,6 +109,53 @@ all_kvers() {
 	done
 }
 
+# The kernels of SUITE_KERNELS, oldest first, as scripts/kroot.sh recorded
+# them (build/kroots/SUITE.kvers: "META KVER" lines).  Dies when one cannot
+# be had: a kernel we are meant to test is never skipped.
+suite_kvers() {
+	local entry suite meta k
+	for entry in "${SUITE_KERNELS[@]}"; do
+		read -r suite meta <<<"$entry"
+		k=$(awk -v m="$meta" '$1 == m { print $2 }' "$BUILD/kroots/$suite.kvers" 2>/dev/null)
+		[ -n "$k" ] || die "no kernel for $meta of Debian $suite (run scripts/kroot.sh)"
+		printf '%s\n' "$k"
+	done
+}
+
+# Every kernel the guest suite runs on: Debian 12's (all_kvers), then the
+# other suites' (suite_kvers).  $KERNELS overrides.
+vm_kvers() {
+	all_kvers
+	[ -n "${KERNELS:-}" ] || suite_kvers
+}
+
+# The newest kernel we test (the last of SUITE_KERNELS that is not -rt).
+newest_kver() { suite_kvers | grep -v -- '-rt-' | tail -n 1; }
+
+# The suite root KVER is built in (scripts/kroot.sh); empty for the host's.
+kroot_of() {
+	local r=$BUILD/kroots/kver/$1
+	if [ -n "$1" ] && [ -L "$r" ] && [ -d "$r/usr/src/linux-headers-$1" ]; then
+		readlink -f "$r"
+	fi
+}
+
+# kroot_run ROOT DIR CMD...: CMD in a chroot into ROOT with DIR bound on
+# /mnt/work, its own mount and PID namespace (/proc for objtool, /dev),
+# gone with it.
+kroot_run() {
+	local r=$1 dir=$2
+	shift 2
+	mkdir -p "$r/mnt/work"
+	# shellcheck disable=SC2016 # the inner script expands its own arguments
+	as_root unshare --mount --pid --fork --kill-child -- sh -c '
+		R=$1 D=$2; shift 2
+		mount -t proc proc "$R/proc" && mount --rbind /dev "$R/dev" &&
+		mount --bind "$D" "$R/mnt/work" &&
+		exec chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+			DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"' sh "$r" "$dir" "$@"
+}
+
 default_kver() {
 	local ks
 	if [ -n "${KVER:-}" ]; then
@@ -130,6 +184,8 @@ kdir_of() {
 	t=$(debug_tree_of "$1")
 	if [ -n "$t" ]; then
 		printf '%s\n' "$t"
+	elif t=$(kroot_of "$1") && [ -n "$t" ]; then
+		printf '%s/usr/src/linux-headers-%s\n' "$t" "$1"
 	else
 		printf '/usr/src/linux-headers-%s\n' "$1"
 	fi
@@ -143,7 +199,7 @@ vmlinuz_of() {
 	local f boot=/boot/vmlinuz-$1
 	[ "${SNOWFLAKE_NO_BOOT_KERNEL:-0}" = 1 ] && boot=
 	for f in "$(debug_tree_of "$1")/arch/x86/boot/bzImage" \
-		"$BUILD/kernels/$1/boot/vmlinuz-$1" $boot; do
+		"$BUILD/kernels/$1/boot/vmlinuz-$1" "$BUILD/kroots/images/$1/boot/vmlinuz-$1" $boot; do
 		if [ -r "$f" ]; then
 			printf '%s\n' "$f"
 			return 0
@@ -183,10 +239,17 @@ sync_module_src() {
 # Build the module for KVER in DIR; extra arguments go to make.  Prints the
 # build log; returns make's status.
 build_module() {
-	local kver=$1 dir=$2 kdir
+	local kver=$1 dir=$2 kdir r
 	shift 2
 	kdir=$(kdir_of "$kver")
 	[ -f "$kdir/Makefile" ] || die "no kernel headers in $kdir (run scripts/deps.sh)"
 	sync_module_src "$dir"
-	make -C "$kdir" M="$dir" ${V:+V="$V"} "$@" modules
+	r=$(kroot_of "$kver")
+	if [ -n "$r" ]; then
+		# Another suite's kernel: its kbuild wants its own compiler.
+		kroot_run "$r" "$dir" make -C "/usr/src/linux-headers-$kver" M=/mnt/work \
+			${V:+V="$V"} "$@" modules
+	else
+		make -C "$kdir" M="$dir" ${V:+V="$V"} "$@" modules
+	fi
 }

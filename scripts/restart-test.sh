@@ -11,7 +11,8 @@
 # before.  See scripts/guest/init-restart.sh.
 #
 # Environment:
-#   KERNELS="KVER ..."   kernels (default: Debian's 6.12 and 6.1, the first two of all_kvers)
+#   KERNELS="KVER ..."   kernels (default: Debian's 6.12 and 6.1, the first two of all_kvers,
+#                        and the newest, newest_kver)
 #   RESTART_TIMEOUT=300  seconds one boot may take
 #   SNOWFLAKE_SKIP_DEPS=1  do not run deps.sh/ksrc.sh first (check.sh did)
 #
@@ -42,9 +43,9 @@ finish() {
 if [ -n "${KERNELS:-}" ]; then
 	mapfile -t kvers < <(all_kvers)
 else
-	# The non-RT kernels: 6.12 and 6.1 (the module and the daemon do
+	# The non-RT kernels: 6.12, 6.1 and the newest, 7.2 (the module and the daemon do
 	# nothing RT-specific; vmtest covers the RT kernel).
-	mapfile -t kvers < <(all_kvers | grep -v -- '-rt-' | head -n 2)
+	mapfile -t kvers < <(all_kvers | grep -v -- '-rt-' | head -n 2; newest_kver)
 fi
 
 # Static snowflake-floord and snowflake for the busybox guest.
@@ -64,6 +65,11 @@ fi
 # with SNOWFLAKE_NO_BOOT_KERNEL=1, as for the guest kernels in lib.sh).
 modules_of() {
 	local kver=$1 dir=$BUILD/kernels/$1 tmp deb m=./lib/modules/$1
+	# Another suite's kernel: scripts/kroot.sh unpacked them.
+	if [ -f "$BUILD/kroots/images/$kver/lib/modules/$kver/modules.dep" ]; then
+		echo "$BUILD/kroots/images/$kver/lib/modules/$kver"
+		return 0
+	fi
 	if [ "${SNOWFLAKE_NO_BOOT_KERNEL:-0}" != 1 ] && [ -f "/lib/modules/$kver/modules.dep" ]; then
 		echo "/lib/modules/$kver"
 		return 0
@@ -207,7 +213,7 @@ gt() { [[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]] && [ "$1" -gt "$2" ]; }
 test_kernel() {
 	local kver=$1 dir=$OUT/$1 stage initrd disk witness log1 log2 moddir t0 t1
 	local old_max witness_val control new_min before_stop reload_min saved_high saved_floor
-	local wall2 host2 delta rc
+	local wall2 host2 delta rc crc
 	stage=$dir/initramfs
 	initrd=$dir/initramfs.cpio.gz
 	disk=$dir/disk.img
@@ -231,8 +237,14 @@ test_kernel() {
 		$'snowflake-floor 1\nfloor_ms 4102444800000\n' >"$stage/floor.beyond"
 	install -m 0755 "$OUT/snowflake" "$stage/usr/bin/snowflake"
 	install -m 0755 "$OUT/snowflake-floord" "$stage/usr/sbin/snowflake-floord"
+	# ext4's crc32c: through the crypto API (crc32c_generic) before 6.15;
+	# since then the crc32c library, which modules.dep names.
+	crc=(crc32c_generic)
+	if moddir=$(modules_of "$kver") && ! grep -qE '/crc32c[-_]generic\.ko' "$moddir/modules.dep" "$moddir/modules.builtin" 2>/dev/null; then
+		crc=()
+	fi
 	if ! moddir=$(modules_of "$kver") ||
-		! stage_modules "$moddir" "$stage/modules" crc32c_generic ext4 virtio_pci virtio_blk; then
+		! stage_modules "$moddir" "$stage/modules" "${crc[@]}" ext4 virtio_pci virtio_blk; then
 		notok "$kver: the guest's disk modules (virtio_blk, ext4)"
 		return 0
 	fi

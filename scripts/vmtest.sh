@@ -53,7 +53,7 @@ if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
 	"$ROOT/scripts/ksrc.sh"
 fi
 
-mapfile -t kvers < <(all_kvers)
+mapfile -t kvers < <(vm_kvers)
 if [ -n "${MODULE_KO:-}" ] && [ "${#kvers[@]}" -ne 1 ]; then
 	die "MODULE_KO needs exactly one kernel in KERNELS"
 fi

@@ -54,6 +54,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
@@ -1041,6 +1042,34 @@ static int vm_forked(struct agent *a)
 	return 0;
 }
 
+/*
+ * The kernel range (docs/reference.md, "Kernel range"): can this kernel
+ * tell the module of a VM fork at all (sysfs vm_fork_notifier: Linux 5.18
+ * with CONFIG_VMGENID)?  If not, a clone or snapshot restore of this VM
+ * would run on with this lease's pair beside its parent: say so once, at
+ * start (event=no_vm_fork_notifier); the agent still runs, since a VM that
+ * is never cloned is safe.  A module without the file says nothing.
+ */
+static void warn_if_no_vm_fork_notifier(int dev_fd)
+{
+	char path[64], v = '1';
+	struct stat st;
+	FILE *f;
+
+	if (fstat(dev_fd, &st) || !S_ISCHR(st.st_mode))
+		return;
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/vm_fork_notifier",
+		 major(st.st_rdev), minor(st.st_rdev));
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fread(&v, 1, 1, f) != 1)
+		v = '1';
+	fclose(f);
+	if (v == '0')
+		logm(AG_WARN, "event=no_vm_fork_notifier: this kernel cannot report a VM fork to the module (Linux 5.18 with CONFIG_VMGENID can): a clone or snapshot restore of this VM would keep this lease's pair beside its parent and issue duplicate IDs; never clone or restore this VM while the agent runs");
+}
+
 /* Has the device seen another VM fork count than this identity's? */
 static bool vm_fork_reported(struct agent *a)
 {
@@ -1434,6 +1463,7 @@ static int setup_device(struct agent *a)
 		return AG_EXIT_RUNTIME;
 	}
 	wd_dev_fd = snowflake_fd(a->sf);
+	warn_if_no_vm_fork_notifier(wd_dev_fd);
 	/* The identity made now belongs to this VM's current fork count. */
 	ret = snowflake_get_vm_forks(a->sf, &a->vm_forks);
 	if (ret) {
