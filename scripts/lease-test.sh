@@ -13,7 +13,7 @@
 # +-30 s, sometimes +-10 min), and deleting every lease key is one of the
 # store faults.  scripts/lease-check.py then judges every history: no two
 # owners may ever have held one pair at once, nor stamped one timestamp.
-# About 3.5 minutes per store.  Then the negative control: the same harness
+# About 3.5 minutes, the four stores at once.  Then the negative control: the same harness
 # and checker against the agent of 1dba72a (before the timestamp window),
 # LEASE_CONTROL_SECONDS (60) against Redis: the checker must find timestamp
 # overlaps there (LEASE_CONTROL=0 skips it).
@@ -41,12 +41,25 @@ if ! make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent; then
 	echo "lease: 0 passed, 1 failed"
 	exit 1
 fi
-# harness NAME OUT SECONDS ARGS...: one run of scripts/lease-faults.py, its
-# ok/FAIL lines counted into pass and fail.
+# harness NAME OUT SECONDS ARGS...: one run of scripts/lease-faults.py in
+# the background, its output in OUT.log; count NAME OUT then prints that log
+# and counts its ok/FAIL lines into pass and fail.  The stores' runs go on
+# at once, each with its own servers and ports: a run is mostly waiting
+# (agents between renewals, faults between their times), so four at once
+# take about as long as one (LEASE_PARALLEL=0: one after another).
+declare -A started=()
 harness() {
-	local name=$1 out=$2 secs=$3 line
+	local name=$1 out=$2 secs=$3
 	shift 3
-	python3 "$ROOT/scripts/lease-faults.py" --out "$out" --seconds "$secs" "$@" | tee "$out.log"
+	started[$name]=$(now)
+	python3 "$ROOT/scripts/lease-faults.py" --out "$out" --seconds "$secs" "$@" >"$out.log" 2>&1 &
+	pids[$name]=$!
+	[ "${LEASE_PARALLEL:-1}" = 1 ] || wait "${pids[$name]}"
+}
+count() {
+	local name=$1 out=$2 line
+	wait "${pids[$name]}"
+	cat "$out.log"
 	line=$(grep -E "^lease-faults [a-z]+: [0-9]+ passed, [0-9]+ failed" "$out.log" | tail -n1)
 	if [ -n "$line" ]; then
 		pass=$((pass + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")))
@@ -55,15 +68,17 @@ harness() {
 		echo "FAIL $name: the harness gave no result"
 		fail=$((fail + 1))
 	fi
+	echo "$name: $(($(now) - ${started[$name]}))s"
 }
+declare -A pids=()
+runs=()
 
 for store in ${LEASE_STORES:-etcd redis zookeeper mysql}; do
 	out=$BUILD/lease-$store
 	rm -rf "$out"
 	echo "==== $store: ${SECS}s of faults (logs in ${out#"$ROOT"/}) ===="
-	start=$(now)
 	harness "$store" "$out" "$SECS" --store "$store" --agent "$BUILD/userspace/snowflake-agent"
-	echo "$store: $(($(now) - start))s"
+	runs+=("$store $out")
 done
 # The negative control: the agent before the timestamp window, built from
 # the repository's history, under the same clock domains.
@@ -74,7 +89,6 @@ if [ "${LEASE_CONTROL:-1}" = 1 ]; then
 	rm -rf "$src" "$out"
 	mkdir -p "$src"
 	echo "==== control: the agent of $LEGACY_REV (no timestamp window), redis, ${LEASE_CONTROL_SECONDS:-60}s ===="
-	start=$(now)
 	if ! git -C "$ROOT" archive "$LEGACY_REV" VERSION userspace uapi | tar -x -C "$src" ||
 		! make -s -C "$src/userspace" OUT="$src/build" agent >"$src.log" 2>&1; then
 		tail -n 20 "$src.log" 2>/dev/null
@@ -83,8 +97,13 @@ if [ "${LEASE_CONTROL:-1}" = 1 ]; then
 	else
 		harness control "$out" "${LEASE_CONTROL_SECONDS:-60}" --store redis --legacy \
 			--agent "$src/build/snowflake-agent"
+		runs+=("control $out")
 	fi
-	echo "control: $(($(now) - start))s"
 fi
+for r in "${runs[@]}"; do
+	read -r name out <<<"$r"
+	echo "==== $name (${out#"$ROOT"/}) ===="
+	count "$name" "$out"
+done
 echo "lease: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
