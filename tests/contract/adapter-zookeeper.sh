@@ -192,6 +192,40 @@ rc=$(run_bounded 3 "$tmp/nxhost.log" "$AGENT" "${flags[@]}" --zookeeper-hosts no
 check "a name that does not resolve: said, and retried ($rc: $(grep -o 'error=.*' "$tmp/nxhost.log" | head -n1 | cut -c1-70))" \
 	bash -c '[ "$1" = KILLED ] && grep -q "event=zookeeper_down .*cannot resolve no-such-host.invalid" "$2"' _ "$rc" "$tmp/nxhost.log"
 
+echo "==== --init-store while the server is starting ===="
+# The agent first, its server a second later (then its JVM's start): every
+# pair is created and the exit is 0.  It used to give a pair up after one
+# zookeeper-timeout-ms (400 ms here) without a connection, go on with the
+# next ones and exit 1 (event=zookeeper_down error="not connected", then
+# e.g. created=1 ... failed=3).  No server at all: exit 1, the reason said, and not a wait
+# as long again for every pair.
+port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$tmp/zk2"
+sed -e "s|^dataDir=.*|dataDir=$tmp/zk2|" -e "s|^clientPort=.*|clientPort=$port2|" "$tmp/zoo.cfg" >"$tmp/zoo2.cfg"
+iflags=(--zookeeper-hosts "127.0.0.1:$port2" --cluster starting --worker-ids 0-3)
+"$AGENT" "${flags[@]}" "${iflags[@]}" --init-store 2>"$tmp/init-starting.log" &
+agent_pids[98]=$!
+sleep 1
+# agent_pids[97]: the EXIT trap kills it too.
+JMXDISABLE=true JVMFLAGS="-Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1" \
+	"$ZKSERVER" start-foreground "$tmp/zoo2.cfg" >>"$tmp/zk2.log" 2>&1 &
+agent_pids[97]=$!
+t=$(($(ms) + 60000))
+while kill -0 "${agent_pids[98]}" 2>/dev/null && [ "$(ms)" -lt "$t" ]; do sleep 0.1; done
+kill -KILL "${agent_pids[98]}" 2>/dev/null
+wait "${agent_pids[98]}"
+rc=$?
+agent_pids[98]=
+check "--init-store started before the server: it waits, every pair created, exit 0 ($rc: $(grep -o 'created=.*failed=[0-9]*' "$tmp/init-starting.log"))" \
+	bash -c '[ "$1" = 0 ] && grep -q "event=store_initialised .* pairs=4 created=4 .* failed=0" "$2"' _ "$rc" "$tmp/init-starting.log"
+kill -KILL "${agent_pids[97]}"
+wait "${agent_pids[97]}" 2>/dev/null
+agent_pids[97]=
+rc=$(run_bounded 60 "$tmp/init-none.log" "$AGENT" "${flags[@]}" "${iflags[@]}" --init-store)
+check "--init-store without a server: exit 1, the reason said, given up once ($rc: $(grep -o 'did not answer within [0-9]* ms' "$tmp/init-none.log"))" \
+	bash -c '[ "$1" = 1 ] && grep -q "did not answer within 10000 ms .*stopped at datacenter=0 worker=0" "$2" &&
+	grep -q "event=store_initialised .* pairs=4 created=0 .* failed=1 " "$2"' _ "$rc" "$tmp/init-none.log"
+
 echo "==== a ZooKeeper server on $HOSTS ===="
 if ! start_zk; then
 	bad "the ZooKeeper server did not start"

@@ -442,6 +442,13 @@ static bool zk_fatal(struct agent *a, int rc, const char *what)
 	return true;
 }
 
+/* A call lost (no answer, the connection or the session gone): not refused. */
+static bool rc_lost(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED ||
+	       rc == ZCLOSING || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE;
+}
+
 /* An error of a call: logged; an expired session noted. */
 static void zk_error(struct agent *a, int rc, const char *what)
 {
@@ -454,8 +461,7 @@ static void zk_error(struct agent *a, int rc, const char *what)
 		z->expired = true;
 		pthread_mutex_unlock(&zk_mu);
 	}
-	if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED ||
-	    rc == ZCLOSING || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {
+	if (rc_lost(rc)) {
 		char why[128];
 
 		snprintf(why, sizeof(why), "%s: %s", what, zerror(rc));
@@ -632,7 +638,10 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 			zk_down(a, "not connected");
 			return false;
 		}
-		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+		/* A stop signal ends the wait too (asked every 100 ms, as call_wait()). */
+		if (ag_stop_pending())
+			return false;
+		if (poll(&p, 1, left > 100 ? 100 : (int)left) > 0)
 			(void)!read(z->evfd, &n, sizeof(n));
 	}
 	if (!timeout_ok(a))
@@ -687,7 +696,7 @@ static int create_node(struct agent *a, int64_t deadline, const char *path, cons
  * ROOT and its parents, created where absent (once per session).  A chroot
  * that does not exist shows as ZNONODE on the first component: fatal.
  */
-static bool root_ready(struct agent *a)
+static bool root_ready(struct agent *a, int64_t deadline)
 {
 	struct zstore *z = Z(a);
 	char path[512], *s;
@@ -706,7 +715,7 @@ static bool root_ready(struct agent *a)
 		if (*s != '/' && !last)
 			continue;
 		*s = '\0';
-		rc = create_node(a, 0, path, NULL, ZOO_PERSISTENT);
+		rc = create_node(a, deadline, path, NULL, ZOO_PERSISTENT);
 		if (rc != ZOK && rc != ZNODEEXISTS) {
 			if (rc == ZNONODE) {
 				logm(AG_ERR, "event=zookeeper_no_chroot hosts=%s: creating %s: %s: the chroot named in zookeeper-hosts does not exist; create it first",
@@ -728,7 +737,7 @@ static bool root_ready(struct agent *a)
 /* Connected, with ROOT. */
 static bool zk_ready(struct agent *a, int64_t deadline)
 {
-	return zk_connect(a, deadline) && root_ready(a);
+	return zk_connect(a, deadline) && root_ready(a, deadline);
 }
 
 /*
@@ -798,12 +807,12 @@ static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int
 		 struct zcall **kc, struct zcall **mc);
 
 /*
- * Create the mark of (@dc, @w) at @value where it is missing; replace it
- * where it is invalid and @replace_invalid (setData at the version read:
- * only the very data found invalid).  INIT_*, or -1 failed.
+ * One try of z_init_mark(), every call by @dl: INIT_*, or -1 failed, with
+ * *@lost saying why when the call was lost (not connected, the connection
+ * lost, no answer: to be tried again), NULL when it was answered.
  */
-static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
-		       bool replace_invalid)
+static int init_mark_once(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
+			  bool replace_invalid, int64_t dl, const char **lost)
 {
 	struct zstore *z = Z(a);
 	char path[600], v[32], owner[AG_OWNER_MAX + 1];
@@ -812,22 +821,25 @@ static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 	int64_t sent;
 	int rc, tries;
 
-	if (!zk_ready(a, 0))
+	*lost = NULL;
+	if (!zk_ready(a, dl)) {
+		*lost = "not connected";
 		return -1;
+	}
 	path_of(a, true, dc, w, path, sizeof(path));
 	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
 	for (tries = 0; tries < 3; tries++) {
-		rc = create_node(a, 0, path, v, ZOO_PERSISTENT);
+		rc = create_node(a, dl, path, v, ZOO_PERSISTENT);
 		if (rc == ZOK)
 			return INIT_CREATED;
 		if (rc != ZNODEEXISTS) {
 			zk_error(a, rc, "creating a mark");
-			return -1;
+			goto failed;
 		}
-		rc = prove(a, 0, dc, w, &sent, &k, &m);
+		rc = prove(a, dl, dc, w, &sent, &k, &m);
 		if (rc != ZOK) {
 			zk_error(a, rc, "reading a mark");
-			return -1;
+			goto failed;
 		}
 		call_put(k);
 		if (m->rc == ZNONODE) {
@@ -849,7 +861,7 @@ static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 			return -1;
 		}
 		call_started(c, zoo_aset(z->zh, path, v, (int)strlen(v), m->stat.version, cb_stat, c));
-		rc = call_wait(z, c, dl_of(a, 0));
+		rc = call_wait(z, c, dl);
 		call_put(c);
 		if (rc == ZOK) {
 			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
@@ -859,9 +871,53 @@ static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 		call_put(m);
 		if (rc != ZBADVERSION && rc != ZNONODE) {
 			zk_error(a, rc, "replacing an invalid mark");
-			return -1;
+			goto failed;
 		}
 	}
+	return -1;
+failed:
+	if (rc_lost(rc))
+		*lost = zerror(rc);
+	return -1;
+}
+
+/*
+ * Create the mark of (@dc, @w) at @value where it is missing; replace it
+ * where it is invalid and @replace_invalid (setData at the version read:
+ * only the very data found invalid).  INIT_*, or -1 failed.
+ *
+ * --init-store is an operator's command, often run just after the
+ * ensemble was started: a server still starting refuses connections or
+ * closes them, and a JVM just started can take seconds to open the first
+ * session.  So a pair waits for the store up to INIT_WAIT_MS (or
+ * zookeeper-timeout-ms when that is longer): a try whose call was lost is
+ * made again until then.  Every step may be repeated: a create that
+ * landed unanswered is found present, a setData that did fails on the
+ * version and the mark is read again.  A store that has not answered by
+ * then ends --init-store (a->fatal, exit 1) with the reason, rather than
+ * one pair given up and the next ones tried, or each of them waiting as
+ * long again.
+ */
+#define INIT_WAIT_MS	10000
+static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
+		       bool replace_invalid)
+{
+	int64_t wait = a->c->zk_timeout_ms > INIT_WAIT_MS ? a->c->zk_timeout_ms : INIT_WAIT_MS;
+	int64_t dl = boot_ns() + wait * NS_PER_MS;
+	const char *lost;
+	int r;
+
+	for (;;) {
+		r = init_mark_once(a, dc, w, value, replace_invalid, dl, &lost);
+		if (r != -1 || !lost || a->fatal || ag_stop_pending())
+			return r;
+		if (boot_ns() >= dl)
+			break;
+		(void)poll(NULL, 0, 100);	/* a refused connection, a name not found: not in a spin */
+	}
+	logm(AG_ERR, "--init-store: ZooKeeper (%s) did not answer within %lld ms (last: %s); stopped at datacenter=%u worker=%u: the pairs not counted as created or present are not initialised; run it again once the store answers",
+	     a->c->zk_hosts, (long long)wait, lost, dc, w);
+	a->fatal = AG_EXIT_RUNTIME;
 	return -1;
 }
 
