@@ -653,6 +653,18 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	int code, ret, tries;
 	bool ok;
 
+	/*
+	 * A claim is made only when the agent holds no pair: a key an
+	 * earlier claim bound to our lease (a claim that settled and then
+	 * fenced before it was ever served, so the loop does not re-adopt
+	 * it) was given up.  Kept, have_lease() would keep it alive, and
+	 * read_pair() would take our own key for another owner's (pool_full
+	 * for ever): undone first, like a claim whose outcome is unknown.
+	 * (A lease etcd said is gone took the key with it.)
+	 */
+	if (e->create_rev && e->lease[0])
+		forget_claim(a, a->key, "a new claim: the key this lease holds was given up");
+	e->create_rev = 0;
 	if (!have_lease(a))
 		return TRY_ERROR;
 	key_of(a, dc, w, key, sizeof(key));

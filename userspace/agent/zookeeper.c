@@ -96,6 +96,7 @@ static int z_init(struct agent *a)
 
 const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init };
 #else
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -112,6 +113,36 @@ const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init 
 #include "store_parse.h"
 
 #define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner */
+
+/*
+ * The library reads every reply into a buffer of the size its length
+ * prefix says (calloc(1, len), up to 2 GiB, no limit of its own): junk
+ * after a reply ("xxxx": 2 GB) or a forged prefix would grow the agent
+ * by whatever the peer sends.  Its callocs above ZK_REPLY_ALLOC_MAX (16
+ * times jute.maxbuffer's default, the largest reply an ensemble sends)
+ * fail instead: the library then reads nothing more of that reply and
+ * drops the connection when its receive timeout comes.  Only the
+ * library's: the caller is asked only on that rare path (dladdr()).  The
+ * memory is glibc's own (__libc_calloc), so free() and realloc() hold.
+ */
+#define ZK_REPLY_ALLOC_MAX	(16u << 20)
+
+extern void *__libc_calloc(size_t n, size_t size);	/* NOLINT(bugprone-reserved-identifier) */
+
+__attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
+{
+	size_t bytes;
+	Dl_info info;
+
+	if (!__builtin_mul_overflow(n, size, &bytes) && bytes <= ZK_REPLY_ALLOC_MAX)
+		return __libc_calloc(n, size);
+	if (dladdr(__builtin_return_address(0), &info) && info.dli_fname &&
+	    strstr(info.dli_fname, "libzookeeper")) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_calloc(n, size);
+}
 
 /*
  * Guards what the library's threads write (the session's state, the
@@ -134,6 +165,8 @@ struct zstore {
 	bool root_ok;			/* ROOT exists (checked by this handle) */
 	bool drop;			/* close the session before the next claim */
 	bool timeout_said;
+	int session_ms;			/* the session's timeout, once connected */
+	int64_t unconnected_since;	/* boot_ns() this handle was first seen not connected */
 	bool down;			/* logged already */
 	bool mine;			/* this session created the key of (mine_dc, mine_w) */
 	uint32_t mine_dc, mine_w;
@@ -346,6 +379,8 @@ static const char *state_name(int s)
 		return "expired";
 	if (s == ZOO_AUTH_FAILED_STATE)
 		return "auth-failed";
+	if (s == ZOO_READONLY_STATE)
+		return "read-only";	/* never asked for: not a connection */
 	return "closed";
 }
 
@@ -426,6 +461,8 @@ static void zk_close(struct zstore *z)
 	z->mine = false;
 	z->root_ok = false;
 	z->timeout_said = false;
+	z->session_ms = 0;
+	z->unconnected_since = 0;
 }
 
 /*
@@ -496,6 +533,7 @@ static bool timeout_ok(struct agent *a)
 		     " (above ttl-ms: a dead holder's pair stays held that long; minSessionTimeout is 2 tickTime)" : "");
 		z->timeout_said = true;
 	}
+	z->session_ms = t;
 	return true;
 }
 
@@ -555,6 +593,41 @@ bad:
 }
 
 /*
+ * A handle not connected for longer than its session's timeout (ttl-ms
+ * before its first connection): the ensemble has expired that session by
+ * then, so closing the handle loses nothing, and the library may never
+ * try again by itself.  A connect reply that is not one (a 256 MB length
+ * prefix, then junk) is taken by the library as a read-only session with
+ * a timeout of 0x78787878 ms: its connection "times out" at once (the
+ * library's 2/3 of it overflows an int) and its next try waits a 60th of
+ * that, 9 hours.  true: to be closed (logged).
+ */
+static bool handle_stuck(struct agent *a)
+{
+	struct zstore *z = Z(a);
+	int64_t limit = z->session_ms > (int64_t)a->c->ttl_ms ? z->session_ms : (int64_t)a->c->ttl_ms;
+	int state;
+
+	pthread_mutex_lock(&zk_mu);
+	state = z->state;
+	pthread_mutex_unlock(&zk_mu);
+	if (state == ZOO_CONNECTED_STATE) {
+		z->unconnected_since = 0;
+		return false;
+	}
+	if (!z->unconnected_since) {
+		z->unconnected_since = boot_ns();
+		return false;
+	}
+	if (boot_ns() - z->unconnected_since <= limit * NS_PER_MS)
+		return false;
+	logm(AG_WARN, "event=zookeeper_session_dropped key=%s: not connected for %lld ms, longer than the session's timeout (%lld ms, state %s): the session is over; a new one",
+	     a->key, (long long)((boot_ns() - z->unconnected_since) / NS_PER_MS), (long long)limit,
+	     state_name(state));
+	return true;
+}
+
+/*
  * A session to work with, connected by @deadline (0: within
  * zookeeper-timeout-ms): a new one when there is none or the last one
  * expired.  false when not connected in time (or a->fatal).
@@ -586,6 +659,8 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 	if (z->zh && z->drop)
 		zk_close(z);
 	z->drop = false;
+	if (z->zh && handle_stuck(a))
+		zk_close(z);
 	if (!z->zh) {
 		char hosts[2048];
 		sigset_t all, old;
