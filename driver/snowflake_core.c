@@ -588,13 +588,18 @@ void sf_core_rearm(struct sf_core *c, const struct snowflake_ids *ids)
  * higher, may still refuse reads (a ceiling below it is taken and
  * refuses, as a SET_FLOOR above the ceiling).
  *
- * Return: 0; -EINVAL when no tick starts within the window; -EOVERFLOW
- * for a floor that sf_core_set_floor() would refuse.
+ * Return: 0; -EINVAL for a ceiling below the epoch (before the floor is
+ * looked at, as ever) or when no tick starts within the window;
+ * -EOVERFLOW for a floor that sf_core_set_floor() would refuse.
  */
 int sf_core_check_window(const struct sf_core *c, u64 floor_ms, u64 ceiling_ms)
 {
-	int ret = sf_check_floor(c, floor_ms);
+	int ret;
 
+	/* A ceiling below the epoch is refused whatever the floor. */
+	if (ceiling_ms < c->cfg.epoch_ms)
+		return -EINVAL;
+	ret = sf_check_floor(c, floor_ms);
 	if (ret)
 		return ret;
 	if (sf_tick_up(&c->cfg, floor_ms) >= sf_ceiling_end(&c->cfg, ceiling_ms))
