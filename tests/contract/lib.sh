@@ -36,6 +36,7 @@ need_cmds() {
 # build_agent: $AGENT, the agent of this tree.
 build_agent() {
 	make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent || { bad "building snowflake-agent"; finish; }
+	# shellcheck disable=SC2034 # used by the sourcing script
 	AGENT=$BUILD/userspace/snowflake-agent
 }
 
