@@ -25,63 +25,25 @@
 # The guest: the stage agent-guest, tests/agent-guest/run.sh mysql.  Run by
 # tests/contract/run.sh.  Prints "agent-mysql: N passed, M failed".
 set -uo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+NAME=agent-mysql
+# shellcheck source=tests/contract/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 TTL=2000
 MTO=300	# mysql-timeout-ms
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
-finish() {
-	echo "agent-mysql: $pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
 
-for cmd in mariadbd mariadb mariadb-install-db python3; do
-	command -v "$cmd" >/dev/null || { bad "$cmd is missing (scripts/deps.sh: mariadb-server)"; finish; }
-done
+need_cmds ": mariadb-server" mariadbd mariadb mariadb-install-db python3
 echo "==== building snowflake-agent ===="
-if ! make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent; then
-	bad "building snowflake-agent"
-	finish
-fi
-AGENT=$BUILD/userspace/snowflake-agent
+build_agent
 if "$AGENT" --config /dev/null --backend mysql --dry-run --init-store 2>&1 | grep -q "built without it"; then
 	bad "snowflake-agent was built without MySQL (libmariadb-dev missing: scripts/deps.sh)"
 	finish
 fi
 
-mkdir -p "$BUILD"
-tmp=$(mktemp -d "$BUILD/agent-mysql-test.XXXXXX")
+make_tmp agent-mysql-test
 my_pid=
-agent_pids=()
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-	local p
-	for p in "${agent_pids[@]}"; do
-		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null
-	done
-	if [ -n "$my_pid" ]; then
-		kill -CONT "$my_pid" 2>/dev/null
-		kill -KILL "$my_pid" 2>/dev/null
-	fi
-	[ -n "${silent_pid:-}" ] && kill -KILL "$silent_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-ms() { date +%s%3N; }
-boot_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_BOOTTIME))'; }
+# shellcheck disable=SC2317 # called by the EXIT trap (tests/contract/lib.sh)
+cleanup_pids() { echo "$my_pid ${silent_pid:-}"; }
 port=$(free_port)
 SOCK=$tmp/mysql.sock
 # root over the server's socket: the operator's and the test's view.
@@ -183,19 +145,6 @@ stop_agent() { # stop_agent I: SIGTERM; its exit status
 	agent_pids[$1]=
 	return $rc
 }
-size_of() { stat -c %s "$tmp/agent.$1.log" 2>/dev/null || echo 0; }
-claimed_pair() {
-	tail -c +"$((${2:-0} + 1))" "$tmp/agent.$1.log" |
-		sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1:\2/p' | tail -n1
-}
-owner_of() { sed -n 's/.*event=start owner=\([^ ]*\).*/\1/p' "$tmp/agent.$1.log" | tail -n1; }
-wait_one() { # wait_one I PATTERN SECONDS [OFFSET]
-	local deadline=$(($(ms) + $3 * 1000))
-	until grep -q -- "$2" <(tail -c +"$((${4:-0} + 1))" "$tmp/agent.$1.log"); do
-		[ "$(ms)" -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
 # wait_all PATTERN SECONDS AGENTS...: each agent's log after its offset
 # (off[I]) has PATTERN.
 wait_all() {
@@ -211,32 +160,6 @@ wait_all() {
 		[ "$(ms)" -ge "$deadline" ] && { echo "  never '$pat': agents ${missing[*]}"; return 1; }
 		sleep 0.05
 	done
-}
-hist_of() { # hist_of OWNER FIELD first|last
-	awk -v o="$1" -v f="$2" -v w="$3" '$1 == "interval" && index($0, " owner=" o " ") {
-		for (i = 2; i <= NF; i++) if (index($i, f "=") == 1) { v = substr($i, length(f) + 2) }
-		if (w == "first" && !seen) { print v; seen = 1 } last = v
-	} END { if (w == "last") print last }' "$HIST"
-}
-# run_bounded SECONDS LOG CMD...: a run that should end by itself; its exit
-# status, or KILLED.
-run_bounded() {
-	local secs=$1 log=$2 pid t
-	shift 2
-	"$@" 2>"$log" &
-	pid=$!
-	agent_pids[99]=$pid
-	t=$(($(ms) + secs * 1000))
-	while kill -0 "$pid" 2>/dev/null && [ "$(ms)" -lt "$t" ]; do sleep 0.05; done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid"
-		wait "$pid" 2>/dev/null
-		echo KILLED
-	else
-		wait "$pid"
-		echo $?
-	fi
-	agent_pids[99]=
 }
 T=sfdb.snowflake_lease
 row() { # row DC W COLUMNS: the pair's columns in key space sftest:c1

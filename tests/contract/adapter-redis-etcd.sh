@@ -26,66 +26,32 @@
 #     pair: the first gets it, the second takes another
 #   - every agent's history, judged by scripts/lease-check.py: no two owners
 #     ever held one pair at once
-# What Redis holds or says is input: scripts/agent-redis-input-test.sh, run
-# by tests/contract/run.sh too.  Run by tests/contract/run.sh.  Prints "agent: N passed, M failed".
+# What Redis holds or says is input: tests/contract/adapter-redis-input.sh,
+# run by tests/contract/run.sh too.  The helpers: tests/contract/lib.sh.
+# Run by tests/contract/run.sh.  Prints "agent: N passed, M failed".
 set -uo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+NAME=agent
+# shellcheck source=tests/contract/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 N_AGENTS=${N_AGENTS:-32}
 TTL=${AGENT_TTL_MS:-2000}
 RTO=500	# redis-timeout-ms: a whole call, and each write waits for an fsync (appendfsync always) on a loaded disk
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
 
-finish() {
-	echo "agent: $pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
-
-for cmd in redis-server redis-cli python3 unshare ip etcd etcdctl openssl; do
-	command -v "$cmd" >/dev/null || { bad "$cmd is missing (scripts/deps.sh)"; finish; }
-done
+need_cmds "" redis-server redis-cli python3 unshare ip etcd etcdctl openssl
 
 echo "==== building snowflake-agent ===="
-if ! make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent; then
-	bad "building snowflake-agent"
-	finish
-fi
-AGENT=$BUILD/userspace/snowflake-agent
+build_agent
 
-tmp=$(mktemp -d "$BUILD/agent-test.XXXXXX")
+make_tmp agent-test
 redis_pid=
 redis2_pid=
 etcd_pid=
-agent_pids=()
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-	local p
-	for p in "${agent_pids[@]}"; do
-		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null
-	done
-	for p in "$redis_pid" "$redis2_pid" "$etcd_pid"; do
-		[ -n "$p" ] || continue
-		kill -CONT "$p" 2>/dev/null
-		kill -KILL "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck disable=SC2317 # called by the EXIT trap (tests/contract/lib.sh)
+cleanup_pids() { echo "$redis_pid $redis2_pid $etcd_pid"; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 rcli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
-ms() { date +%s%3N; }
 
 start_redis() {
 	local i
@@ -124,15 +90,6 @@ start_agent() {
 	agent_pids[i]=$!
 }
 
-# The last "event=claimed" pair of agent I after byte offset OFF: "DC:W".
-claimed_pair() {
-	tail -c +"$((${2:-0} + 1))" "$tmp/agent.$1.log" |
-		sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1:\2/p' | tail -n1
-}
-owner_of() {
-	sed -n 's/.*event=start owner=\([^ ]*\).*/\1/p' "$tmp/agent.$1.log" | tail -n1
-}
-size_of() { stat -c %s "$tmp/agent.$1.log"; }
 
 # wait_all PATTERN SECONDS OFFSETS...: until every agent's log after its
 # offset has PATTERN; prints the ones that never did.
@@ -153,14 +110,6 @@ wait_all() {
 	done
 }
 
-# wait_one I PATTERN SECONDS OFFSET
-wait_one() {
-	local deadline=$(($(ms) + $3 * 1000))
-	until grep -q -- "$2" <(tail -c +"$(($4 + 1))" "$tmp/agent.$1.log"); do
-		[ "$(ms)" -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
 
 offsets() {
 	local i
@@ -338,26 +287,6 @@ wait "$dbpid"
 check "--redis-db 5: released on SIGTERM (exit $?)" test "$(rcli -n 5 exists "$PREFIX:dbtest:worker:0:7")" = 0
 agent_pids[90]=
 
-# run_bounded SECONDS LOG CMD...: run an agent that should exit by itself;
-# prints its exit status (KILLED when it had to be killed).
-run_bounded() {
-	local secs=$1 log=$2 pid t
-	shift 2
-	"$@" 2>"$log" &
-	pid=$!
-	agent_pids[93]=$pid
-	t=$(($(ms) + secs * 1000))
-	while kill -0 "$pid" 2>/dev/null && [ "$(ms)" -lt "$t" ]; do sleep 0.05; done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid"
-		wait "$pid" 2>/dev/null
-		echo KILLED
-	else
-		wait "$pid"
-		echo $?
-	fi
-	agent_pids[93]=
-}
 
 echo "==== passwords ===="
 rc=$(run_bounded 5 "$tmp/pw.log" "$AGENT" "${flags[@]}" --cluster pwtest --redis-password wrong --state-file '')

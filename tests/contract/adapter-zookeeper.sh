@@ -27,54 +27,28 @@
 # suite's (tests/contract/, MIGRATION.md there).
 # Prints "agent-zk: N passed, M failed".
 set -uo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+NAME=agent-zk
+# shellcheck source=tests/contract/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 TTL=${AGENT_TTL_MS:-2000}
 ZKT=400	# zookeeper-timeout-ms
 ZKSERVER=/usr/share/zookeeper/bin/zkServer.sh
 ZKCLI=/usr/lib/zookeeper/bin/cli_mt
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
-finish() {
-	echo "agent-zk: $pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
 
 for f in "$ZKSERVER" "$ZKCLI"; do
 	[ -x "$f" ] || { bad "$f is missing (scripts/deps.sh: zookeeperd, zookeeper-bin)"; finish; }
 done
-command -v java >/dev/null || { bad "java is missing (scripts/deps.sh)"; finish; }
-make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent || { bad "building snowflake-agent"; finish; }
-AGENT=$BUILD/userspace/snowflake-agent
+need_cmds "" java
+build_agent
 grep -qa zookeeper_init2 "$AGENT" || { bad "snowflake-agent was built without ZooKeeper (libzookeeper-mt-dev)"; finish; }
 
-tmp=$(mktemp -d "$BUILD/agent-zk-test.XXXXXX")
+make_tmp agent-zk-test
 zk_pid=
-agent_pids=()
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-	local p
-	for p in "${agent_pids[@]}" "$zk_pid"; do
-		[ -n "$p" ] || continue
-		kill -CONT "$p" 2>/dev/null
-		kill -KILL "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck disable=SC2317 # called by the EXIT trap (tests/contract/lib.sh)
+cleanup_pids() { echo "$zk_pid"; }
 
-ms() { date +%s%3N; }
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 HOSTS=127.0.0.1:$port
 mkdir -p "$tmp/zk"
 cat >"$tmp/zoo.cfg" <<EOF
@@ -128,51 +102,9 @@ stop_agent() { # stop_agent I: SIGTERM, wait; its exit status in $rc
 	rc=$?
 	agent_pids[$1]=
 }
-boot_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_BOOTTIME))'; }
-size_of() { stat -c %s "$tmp/agent.$1.log"; }
-# wait_one I PATTERN SECONDS [OFFSET]
-wait_one() {
-	local deadline=$(($(ms) + $3 * 1000))
-	until grep -q -- "$2" <(tail -c +"$((${4:-0} + 1))" "$tmp/agent.$1.log"); do
-		[ "$(ms)" -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
-claimed_pair() {
-	tail -c +"$((${2:-0} + 1))" "$tmp/agent.$1.log" |
-		sed -n 's/.*event=claimed datacenter=\([0-9]*\) worker=\([0-9]*\).*/\1:\2/p' | tail -n1
-}
-owner_of() { sed -n 's/.*event=start owner=\([^ ]*\).*/\1/p' "$tmp/agent.$1.log" | tail -n1; }
 session_of() { sed -n 's/.*event=zookeeper_session session=0x\([0-9a-f]*\).*/\1/p' "$tmp/agent.$1.log" | tail -n1; }
 keypath() { echo "/snowflake/sfzk:$2:worker:${1%:*}:${1#*:}"; }
 markpath() { echo "/snowflake/sfzk:$2:mark:${1%:*}:${1#*:}"; }
-# hist_of OWNER FIELD first|last: a field of the owner's first or last interval.
-hist_of() {
-	awk -v o="$1" -v f="$2" -v w="$3" '$1 == "interval" && index($0, " owner=" o " ") {
-		for (i = 2; i <= NF; i++) if (index($i, f "=") == 1) { v = substr($i, length(f) + 2) }
-		if (w == "first" && !seen) { print v; seen = 1 } last = v
-	} END { if (w == "last") print last }' "$HIST"
-}
-# run_bounded SECONDS LOG CMD...: an agent that should exit by itself; its
-# exit status (KILLED when it had to be killed).
-run_bounded() {
-	local secs=$1 log=$2 pid t
-	shift 2
-	"$@" 2>"$log" &
-	pid=$!
-	agent_pids[99]=$pid
-	t=$(($(ms) + secs * 1000))
-	while kill -0 "$pid" 2>/dev/null && [ "$(ms)" -lt "$t" ]; do sleep 0.05; done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid"
-		wait "$pid" 2>/dev/null
-		echo KILLED
-	else
-		wait "$pid"
-		echo $?
-	fi
-	agent_pids[99]=
-}
 
 echo "==== configuration ===="
 out=$("$AGENT" "${flags[@]}" --zookeeper-root /a/b --print-config 2>&1)

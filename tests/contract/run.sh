@@ -7,9 +7,10 @@
 #     tests/contract/faultproxy.py; its table scenario x store and each
 #     store's liveness figure
 #   - the per-store adapter tests, what only one store or the configuration
-#     has: tests/contract/adapter-redis-etcd.sh, adapter-zookeeper.sh,
+#     has (their helpers in tests/contract/lib.sh):
+#     tests/contract/adapter-redis-etcd.sh, adapter-zookeeper.sh,
 #     adapter-mysql.sh (their guests are the agent stage's), and
-#     scripts/agent-redis-input-test.sh
+#     adapter-redis-input.sh (what Redis holds or says is input)
 # MIGRATION.md says where each check of the old per-backend scripts lives.
 # TAP lines, then "contract: N passed, M failed".
 set -uo pipefail
@@ -67,7 +68,5 @@ adapter() {
 adapter "redis+etcd adapter" tests/contract/adapter-redis-etcd.sh
 adapter "zookeeper adapter" tests/contract/adapter-zookeeper.sh
 adapter "mysql adapter" tests/contract/adapter-mysql.sh
-# Issue 23's reproductions against Redis (branch agent-core), until they
-# are folded into the scenario list.
-adapter "redis input" scripts/agent-redis-input-test.sh
+adapter "redis input" tests/contract/adapter-redis-input.sh
 finish
