@@ -594,9 +594,8 @@ bad:
 
 /*
  * A handle not connected for longer than its session's timeout (ttl-ms
- * before its first connection): the ensemble has expired that session by
- * then, so closing the handle loses nothing, and the library may never
- * try again by itself.  A connect reply that is not one (a 256 MB length
+ * before its first connection) whose timeout is no longer that session's:
+ * the library may never try again by itself.  A connect reply that is not one (a 256 MB length
  * prefix, then junk) is taken by the library as a read-only session with
  * a timeout of 0x78787878 ms: its connection "times out" at once (the
  * library's 2/3 of it overflows an int) and its next try waits a 60th of
@@ -606,7 +605,7 @@ static bool handle_stuck(struct agent *a)
 {
 	struct zstore *z = Z(a);
 	int64_t limit = z->session_ms > (int64_t)a->c->ttl_ms ? z->session_ms : (int64_t)a->c->ttl_ms;
-	int state;
+	int state, t;
 
 	pthread_mutex_lock(&zk_mu);
 	state = z->state;
@@ -621,9 +620,20 @@ static bool handle_stuck(struct agent *a)
 	}
 	if (boot_ns() - z->unconnected_since <= limit * NS_PER_MS)
 		return false;
-	logm(AG_WARN, "event=zookeeper_session_dropped key=%s: not connected for %lld ms, longer than the session's timeout (%lld ms, state %s): the session is over; a new one",
+	/*
+	 * Only a handle whose session timeout is no longer the one it asked
+	 * for or was given (a connect reply of junk: 0x78787878 ms, and a
+	 * retry delay of hours derived from it).  A handle that still holds
+	 * our session's timeout reconnects by itself with that session (an
+	 * ensemble restarting, however slowly, keeps the session and its key:
+	 * dropping it would only make the pair wait for that key's expiry).
+	 */
+	t = zoo_recv_timeout(z->zh);
+	if (t == (z->session_ms > 0 ? z->session_ms : (int)a->c->ttl_ms))
+		return false;
+	logm(AG_WARN, "event=zookeeper_session_dropped key=%s: not connected for %lld ms, longer than the session's timeout (%lld ms, state %s), and the handle's timeout is now %d ms: the session is over; a new one",
 	     a->key, (long long)((boot_ns() - z->unconnected_since) / NS_PER_MS), (long long)limit,
-	     state_name(state));
+	     state_name(state), t);
 	return true;
 }
 
