@@ -54,7 +54,9 @@ a fresh TTL once a leader answers again, the agents claim only from a
 Redis up for the TTL (redis-min-uptime-ms) after it restarted; MySQL
 none.  The liveness figure: the longest time a live agent waited for a
 free pair while the store answered, since the store's last fault (a
-store-down, a key deletion), against TTL + settle + 1 s.  Then every agent is stopped (SIGTERM), the store too, and the
+store-down, a key deletion), against TTL + settle + 1 s.
+
+Then every agent is stopped (SIGTERM), the store too, and the
 checker judges DIR/history.  Prints ok/FAIL lines, the checker's figures
 and "lease-faults STORE: N passed, M failed"; every process it starts is
 stopped by its pid, whatever happens.
