@@ -196,6 +196,7 @@ def main():
     resets = sorted(f["at"] for f in ev["fault"]
                     if f.get("kind") in ("key-delete", "lease-clear", "lease-expire"))
     vac_ns, vac_pair = 0, None
+    vup_ns, vup_pair, vup_at = 0, None, None   # the same for one pair
     if starts and times:
         t0, t1 = min(times), max(times + [e["at"] for e in ev["exit"]])
         ends = {e["owner"]: e["at"] for e in ev["exit"]}
@@ -226,11 +227,13 @@ def main():
         urun = {}   # owner -> [waited while the store answered, waited while it was down]
         wrun = {}   # owner -> waited since the last store fault
         vrun = {}
+        vwrun = {}  # pair -> vacant while a live agent waited, since the last store fault
         t = t0
         while t <= t1:
             down = any(a <= t < b for a, b in downs)
             if bisect.bisect_right(resets, t) != bisect.bisect_right(resets, t - step):
                 wrun.clear()
+                vwrun.clear()
             freep = {p: not covered(pair_spans[p], t) for p in pair_spans}
             free = {sp: any(freep[p] for p in ps) for sp, ps in space_pairs.items()}
             waiting = set()
@@ -261,8 +264,12 @@ def main():
                     vrun[p] = vrun.get(p, 0) + step
                     if vrun[p] > vac_ns:
                         vac_ns, vac_pair = vrun[p], p
+                    vwrun[p] = 0 if down else vwrun.get(p, 0) + step
+                    if vwrun[p] > vup_ns:
+                        vup_ns, vup_pair, vup_at = vwrun[p], p, t
                 else:
                     vrun[p] = 0
+                    vwrun.pop(p, None)
             t += step
 
     nfaults = len(ev["fault"])
@@ -278,6 +285,9 @@ def main():
     if wait_owner:
         print(f"lease-check: {label}longest wait since the last store fault {wait_ns // 1000000} ms"
               f", {wait_owner} until at={wait_at}")
+    if vup_pair:
+        print(f"lease-check: {label}longest vacancy since the last store fault "
+              f"{vup_ns // 1000000} ms, {vup_pair} until at={vup_at}")
     print(f"lease-check: {label}longest vacancy {vac_ns // 1000000} ms (a pair served by nobody "
           f"while a live agent waited{', ' + vac_pair if vac_pair else ''})")
     for pair, o1, o2, a, b in overlaps[:10]:
@@ -295,7 +305,7 @@ def main():
           f"ts_overlaps={len(ts_overlaps)} mark_raises={len(ev['mark'])} "
           f"gap_ms={gap_ns // 1000000} vacancy_ms={vac_ns // 1000000} "
           f"gap_up_ms={up_ns // 1000000} gap_down_ms={up_down_ns // 1000000} "
-          f"wait_up_ms={wait_ns // 1000000} "
+          f"wait_up_ms={wait_ns // 1000000} vacancy_up_ms={vup_ns // 1000000} "
           f"closest_ms={closest if closest is not None else '-'} underived={underived}")
     return 1 if overlaps or ts_overlaps or underived else 0
 

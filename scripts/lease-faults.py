@@ -714,11 +714,13 @@ class Run:
         bound = a.ttl_ms + settle + 1000
         up_ms, up_down_ms = int(fig.get("gap_up_ms", -1)), int(fig.get("gap_down_ms", 0))
         wait_ms = int(fig.get("wait_up_ms", -1))
+        vac_ms = int(fig.get("vacancy_up_ms", -1))
         liveness = ("longest wait for a free pair while the store answered %d ms since its "
-                    "last fault (bound TTL + settle + 1 s = %d ms), %d ms summed over the "
-                    "outages within one wait (store-down time within it %d ms); store down "
-                    "%d ms in %d periods (restart waits not counted)" % (
-                        wait_ms, bound, up_ms, up_down_ms, self.down_ns // 1000000, downs))
+                    "last fault (bound TTL + settle + 1 s = %d ms; one pair vacant %d ms), "
+                    "%d ms summed over the outages within one wait (store-down time within it "
+                    "%d ms); store down %d ms in %d periods (restart waits not counted)" % (
+                        wait_ms, bound, vac_ms, up_ms, up_down_ms, self.down_ns // 1000000,
+                        downs))
         # A figure, not a check (yet): the history has no line for a claim,
         # so a pair claimed by an agent still settling counts as free, and
         # when that claimant is killed the pair waits for its key to expire
