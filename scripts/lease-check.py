@@ -23,7 +23,10 @@ one host, so the agents' lines compare directly.
                                         not run from T to T2), kill (SIGKILL
                                         at T), or a fault on the store
                                         (store-down: the store did not answer
-                                        from T to T2, left out of gap_up_ms)
+                                        from T to T2, left out of gap_up_ms);
+                                        key-delete, lease-clear, lease-expire:
+                                        the leases taken away at T (wait_up_ms
+                                        starts again)
   clock pid=P offset_ms=N at=T          (harness) the agent of pid P ran with
                                         its wall clock N ms away from ours
   clockbase boot_to_wall_ns=X           (harness) CLOCK_REALTIME - CLOCK_BOOTTIME
@@ -183,9 +186,17 @@ def main():
     # The same, the time the store was down (fault kind=store-down at=T
     # until=T2: killed or stopped, or within its restart wait) left out:
     # the longest such wait, and the store-down time within it.
-    up_ns, up_down_ns = 0, 0
+    up_ns, up_down_ns, up_owner, up_at = 0, 0, None, None
     downs = [(f["at"], f.get("until", f["at"])) for f in ev["fault"] if f.get("kind") == "store-down"]
+    # And the longest such wait without a store fault in it: from the
+    # later of the agent's want, the store answering again (the end of a
+    # store-down) or the leases taken away (a key deletion: the claim of an
+    # agent still settling is gone too) until it serves or no pair is free.
+    wait_ns, wait_owner, wait_at = 0, None, None
+    resets = sorted(f["at"] for f in ev["fault"]
+                    if f.get("kind") in ("key-delete", "lease-clear", "lease-expire"))
     vac_ns, vac_pair = 0, None
+    vup_ns, vup_pair, vup_at = 0, None, None   # the same for one pair
     if starts and times:
         t0, t1 = min(times), max(times + [e["at"] for e in ev["exit"]])
         ends = {e["owner"]: e["at"] for e in ev["exit"]}
@@ -214,9 +225,15 @@ def main():
         step = args.step_ms * 1000000
         run = {}
         urun = {}   # owner -> [waited while the store answered, waited while it was down]
+        wrun = {}   # owner -> waited since the last store fault
         vrun = {}
+        vwrun = {}  # pair -> vacant while a live agent waited, since the last store fault
         t = t0
         while t <= t1:
+            down = any(a <= t < b for a, b in downs)
+            if bisect.bisect_right(resets, t) != bisect.bisect_right(resets, t - step):
+                wrun.clear()
+                vwrun.clear()
             freep = {p: not covered(pair_spans[p], t) for p in pair_spans}
             free = {sp: any(freep[p] for p in ps) for sp, ps in space_pairs.items()}
             waiting = set()
@@ -231,20 +248,28 @@ def main():
                     if run[owner] > gap_ns:
                         gap_ns, gap_owner = run[owner], owner
                     u = urun.setdefault(owner, [0, 0])
-                    u[1 if any(a <= t < b for a, b in downs) else 0] += step
+                    u[1 if down else 0] += step
                     if u[0] > up_ns:
-                        up_ns, up_down_ns = u[0], u[1]
+                        up_ns, up_down_ns, up_owner, up_at = u[0], u[1], owner, t
+                    wrun[owner] = 0 if down else wrun.get(owner, 0) + step
+                    if wrun[owner] > wait_ns:
+                        wait_ns, wait_owner, wait_at = wrun[owner], owner, t
                 else:
                     run[owner] = 0
                     urun.pop(owner, None)
+                    wrun.pop(owner, None)
             # a pair nobody serves while a live agent of its space waits
             for p, f in freep.items():
                 if f and p.split("/")[0] in waiting:
                     vrun[p] = vrun.get(p, 0) + step
                     if vrun[p] > vac_ns:
                         vac_ns, vac_pair = vrun[p], p
+                    vwrun[p] = 0 if down else vwrun.get(p, 0) + step
+                    if vwrun[p] > vup_ns:
+                        vup_ns, vup_pair, vup_at = vwrun[p], p, t
                 else:
                     vrun[p] = 0
+                    vwrun.pop(p, None)
             t += step
 
     nfaults = len(ev["fault"])
@@ -254,6 +279,15 @@ def main():
           + (" (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")" if kinds else ""))
     print(f"lease-check: {label}longest gap {gap_ns // 1000000} ms (a live agent without a pair "
           f"while one was free{', ' + gap_owner if gap_owner else ''})")
+    if up_owner:
+        print(f"lease-check: {label}longest wait while the store answered {up_ns // 1000000} ms "
+              f"(store-down {up_down_ns // 1000000} ms within it), {up_owner} until at={up_at}")
+    if wait_owner:
+        print(f"lease-check: {label}longest wait since the last store fault {wait_ns // 1000000} ms"
+              f", {wait_owner} until at={wait_at}")
+    if vup_pair:
+        print(f"lease-check: {label}longest vacancy since the last store fault "
+              f"{vup_ns // 1000000} ms, {vup_pair} until at={vup_at}")
     print(f"lease-check: {label}longest vacancy {vac_ns // 1000000} ms (a pair served by nobody "
           f"while a live agent waited{', ' + vac_pair if vac_pair else ''})")
     for pair, o1, o2, a, b in overlaps[:10]:
@@ -271,6 +305,7 @@ def main():
           f"ts_overlaps={len(ts_overlaps)} mark_raises={len(ev['mark'])} "
           f"gap_ms={gap_ns // 1000000} vacancy_ms={vac_ns // 1000000} "
           f"gap_up_ms={up_ns // 1000000} gap_down_ms={up_down_ns // 1000000} "
+          f"wait_up_ms={wait_ns // 1000000} vacancy_up_ms={vup_ns // 1000000} "
           f"closest_ms={closest if closest is not None else '-'} underived={underived}")
     return 1 if overlaps or ts_overlaps or underived else 0
 

@@ -44,7 +44,19 @@ checker derives each interval's timestamps from them (the negative control:
 it must find timestamp overlaps there).
 
 Every fault is written to DIR/faults (CLOCK_BOOTTIME ns, like the
-histories).  Then every agent is stopped (SIGTERM), the store too, and the
+histories).  So is every time the store did not answer, measured by a
+poller of its own (every 0.2 s: redis PING, an etcd leader, a ZooKeeper
+leader with a follower (quorum), mariadb SELECT 1), as `fault
+kind=store-down at=T until=T2` (tests/contract's form, which lease-check
+leaves out of its liveness figure), T2 extended by the store's restart
+wait: etcd and ZooKeeper give the leases and sessions of before an outage
+a fresh TTL once a leader answers again, the agents claim only from a
+Redis up for the TTL (redis-min-uptime-ms) after it restarted; MySQL
+none.  The liveness figure: the longest time a live agent waited for a
+free pair while the store answered, since the store's last fault (a
+store-down, a key deletion), against TTL + settle + 1 s.
+
+Then every agent is stopped (SIGTERM), the store too, and the
 checker judges DIR/history.  Prints ok/FAIL lines, the checker's figures
 and "lease-faults STORE: N passed, M failed"; every process it starts is
 stopped by its pid, whatever happens.
@@ -58,6 +70,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -96,6 +109,11 @@ class Run:
         self.failed = 0
         self.counts = {}
         self.rng = random.Random(args.seed)
+        self.lock = threading.Lock()
+        self.polling_done = threading.Event()
+        self.restarts = 0        # store members restarted since the poller looked
+        self.down_ns = 0         # the store-down time measured
+        self.poller = None
 
     # ---- bookkeeping
     def ok(self, what):
@@ -107,10 +125,11 @@ class Run:
         print("FAIL " + what, flush=True)
 
     def fault(self, kind, **kv):
-        self.counts[kind] = self.counts.get(kind, 0) + 1
         line = "fault kind=%s %s\n" % (kind, " ".join("%s=%s" % i for i in kv.items()))
-        with open(self.faults_path, "a") as f:
-            f.write(line)
+        with self.lock:   # the store poller writes too
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            with open(self.faults_path, "a") as f:
+                f.write(line)
 
     def spawn(self, argv, log, env=None):
         p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
@@ -162,6 +181,8 @@ class Run:
 
     def start_member(self, i):
         a = self.a
+        with self.lock:
+            self.restarts += 1
         if a.store == "mysql":
             self.members[0] = self.spawn(self.mysql_argv(), os.path.join(self.out, "mariadbd.log"))
             return
@@ -333,6 +354,51 @@ class Run:
                            capture_output=True, text=True, timeout=5)
         return r.stdout + r.stderr
 
+    # ---- the store's answers, measured: store-down periods
+    def store_answers(self):
+        """Whether the store answers a client now (a leader, a quorum)."""
+        st = self.a.store
+        if st == "redis":
+            return self.redis_ping()
+        if st == "mysql":
+            return self.mysql_sql("SELECT 1", timeout=1) is not None
+        if st == "etcd":
+            return self.etcd_leader() is not None
+        modes = [self.zk_mode(j) for j in range(3)]
+        return "leader" in modes and "follower" in modes
+
+    def restart_wait_ns(self, restarted):
+        """How long after it answers again the store may still show the
+        leases of before an outage as held (not the agents' doing)."""
+        ttl = self.a.ttl_ms * 1000000
+        if self.a.store == "redis":
+            return ttl if restarted else 0
+        return 0 if self.a.store == "mysql" else ttl
+
+    def poll_store(self):
+        """Thread: write a store-down fault for every period the store did not answer."""
+        down_at, restarted = None, False
+        while not self.polling_done.is_set():
+            t = now_ns()
+            up = self.store_answers()
+            with self.lock:
+                if self.restarts:
+                    restarted = restarted or down_at is not None
+                    self.restarts = 0
+            if not up and down_at is None:
+                down_at, restarted = t, False
+            elif up and down_at is not None:
+                end = now_ns()
+                self.down_ns += end - down_at
+                self.fault("store-down", at=down_at,
+                           until=end + self.restart_wait_ns(restarted), answered=end)
+                down_at = None
+            self.polling_done.wait(0.2)
+        if down_at is not None:
+            end = now_ns()
+            self.down_ns += end - down_at
+            self.fault("store-down", at=down_at, until=end, answered=end)
+
     # ---- the agents
     def agent_argv(self, i):
         a = self.a
@@ -457,11 +523,15 @@ class Run:
         try:
             return self.run()
         finally:
+            self.polling_done.set()
+            if self.poller:
+                self.poller.join(timeout=10)
             self.stop_all()
 
     def run(self):
         a = self.a
         ttl = a.ttl_ms / 1000.0
+        t_store = now_ns()
         if not self.start_store():
             self.bad("the %s store did not start (logs in %s)" % (a.store, self.out))
             return
@@ -470,8 +540,14 @@ class Run:
         self.clear_kind = None
         with open(self.faults_path, "a") as f:
             f.write("clockbase boot_to_wall_ns=%d\n" % (time.time_ns() - now_ns()))
+        if a.store == "redis":
+            # A new redis-server is young: the agents claim only after its restart wait.
+            t = now_ns()
+            self.fault("store-down", at=t_store, until=t + self.restart_wait_ns(True), answered=t)
         if not a.legacy and not self.init_store():
             return
+        self.poller = threading.Thread(target=self.poll_store, daemon=True)
+        self.poller.start()
         self.offsets = []
         self.deleted = 0
         self.agents = [None] * a.agents
@@ -595,7 +671,11 @@ class Run:
             self.bad("%d agents did not exit 0 on SIGTERM: %s" % (len(bad), bad[:5]))
         else:
             self.ok("all %d agents exited 0 on SIGTERM" % len(rcs))
-        nfaults = sum(1 for ln in open(self.faults_path) if ln.startswith("fault "))
+        self.polling_done.set()
+        self.poller.join(timeout=10)
+        downs = self.counts.pop("store-down", 0)
+        nfaults = sum(1 for ln in open(self.faults_path)
+                      if ln.startswith("fault ") and not ln.startswith("fault kind=store-down "))
         if nfaults >= a.seconds // 5:
             self.ok("%d faults injected in %d s (%s)" % (nfaults, a.seconds, ", ".join(
                 "%s %d" % kv for kv in sorted(self.counts.items()))))
@@ -625,6 +705,30 @@ class Run:
                     "timestamp (%d intervals)" % intervals)
         else:
             self.bad("lease-check: %s overlaps, %s timestamp overlaps (above)" % (rt, ts))
+        settle = a.ttl_ms
+        for i, w in enumerate(a.agent_arg):
+            if w.startswith("--settle-ms="):
+                settle = int(w.split("=", 1)[1])
+            elif w == "--settle-ms" and i + 1 < len(a.agent_arg):
+                settle = int(a.agent_arg[i + 1])
+        bound = a.ttl_ms + settle + 1000
+        up_ms, up_down_ms = int(fig.get("gap_up_ms", -1)), int(fig.get("gap_down_ms", 0))
+        wait_ms = int(fig.get("wait_up_ms", -1))
+        vac_ms = int(fig.get("vacancy_up_ms", -1))
+        liveness = ("longest wait for a free pair while the store answered %d ms since its "
+                    "last fault (bound TTL + settle + 1 s = %d ms; one pair vacant %d ms), "
+                    "%d ms summed over the outages within one wait (store-down time within it "
+                    "%d ms); store down %d ms in %d periods (restart waits not counted)" % (
+                        wait_ms, bound, vac_ms, up_ms, up_down_ms, self.down_ns // 1000000,
+                        downs))
+        # A figure, not a check (yet): the history has no line for a claim,
+        # so a pair claimed by an agent still settling counts as free, and
+        # when that claimant is killed the pair waits for its key to expire
+        # and for the next claimant's settle: settle + TTL + settle since
+        # the last store fault, above the bound with no agent at fault.
+        print("liveness: %s%s" % (liveness, " (legacy agent)" if a.legacy else
+                                  ", within the bound" if 0 <= wait_ms <= bound else
+                                  ", above the bound (agent logs in %s)" % self.out), flush=True)
         held = set()
         for line in open(self.hist):
             if line.startswith("interval "):
@@ -648,14 +752,14 @@ class Run:
                                                        self.deleted)
         print("figures: lease %s: %s, %d agents, %d pairs, TTL %d ms, %d s: %d intervals, "
               "%d faults (%s), clock offsets %d drawn (%d beyond 30 s, "
-              "%+d..%+d ms), longest gap %s ms (pair vacancy %s ms), mark writes %.1f/s "
+              "%+d..%+d ms), %s; longest gap store-down included %s ms (pair vacancy %s ms), mark writes %.1f/s "
               "(%.0f/s per 1,000 serving hosts), closest handoff %s ms, %s overlaps, %s timestamp "
               "overlaps%s" % (
                   a.store, {"etcd": "3 etcd members", "redis": "1 redis-server",
                             "zookeeper": "3 zookeeper servers", "mysql": "1 mariadbd"}[a.store],
                   a.agents, a.pairs, a.ttl_ms, a.seconds, intervals, nfaults,
                   deletions, len(offs), far,
-                  min(offs) if offs else 0, max(offs) if offs else 0,
+                  min(offs) if offs else 0, max(offs) if offs else 0, liveness,
                   fig.get("gap_ms", "?"), fig.get("vacancy_ms", "?"), raises / a.seconds,
                   per_k, fig.get("closest_ms", "?"), rt, ts,
                   " (legacy agent: the negative control)" if a.legacy else ""), flush=True)

@@ -17,7 +17,10 @@
 # and checker against the agent of 1dba72a (before the timestamp window),
 # LEASE_CONTROL_SECONDS (60) against Redis: the checker must find timestamp
 # overlaps there (LEASE_CONTROL=0 skips it).
-# Prints "figures: lease ..." lines and "lease: N passed, M failed".
+# Prints "figures: lease ..." lines (per store: the longest wait for a free
+# pair while the store answered, since its last fault, against TTL + settle
+# + 1 s, and the store-down time the harness measured) and "lease: N
+# passed, M failed".
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
