@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "backoff.h"
 
 /* The signals that stop the agent (fence, release, exit 0). */
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
@@ -1270,26 +1271,16 @@ static int setup_pool(struct agent *a, unsigned int dc_bits, unsigned int w_bits
 }
 
 /*
- * A full pool (or no pair with a valid mark): try again after a backoff
- * that doubles from min(renew-ms, 1 s) up to max(ttl, 1 s), jittered down
- * to half (never up).  The liveness bound (snowflake-agent(8)): a pair
- * that becomes free while the store answers is tried by every waiting
- * agent within max(ttl, 1 s) plus one walk of the pool, so it is claimed
- * within that and served settle-ms later: within ttl + settle-ms + 1 s.
- * (It used to be up to 1.25 x max(ttl, 1 s): past the bound for a TTL
- * above 4 s.)
+ * A full pool (or no pair with a valid mark): try again after
+ * ag_full_backoff() (backoff.c): doubling from min(renew-ms, 1 s) up to
+ * max(ttl, 1 s), jittered down to half, never up, which the liveness bound
+ * (a pair freed while the store answers is served within ttl + settle-ms
+ * + 1 s, snowflake-agent(8)) needs.  (It used to be up to 1.25 x max(ttl,
+ * 1 s): past the bound for a TTL above 4 s.)
  */
 static int64_t full_backoff(struct agent *a)
 {
-	int64_t cap = (int64_t)(a->c->ttl_ms > 1000 ? a->c->ttl_ms : 1000) * NS_PER_MS;
-	int64_t b = a->full_backoff_ns;
-
-	b = b ? b * 2 : (int64_t)(a->c->renew_ms < 1000 ? a->c->renew_ms : 1000) * NS_PER_MS;
-	if (b > cap)
-		b = cap;
-	a->full_backoff_ns = b;
-	/* 50% .. 100% */
-	return b / 2 + (int64_t)(rnd64() % (uint64_t)(b / 2 + 1));
+	return ag_full_backoff(&a->full_backoff_ns, a->c->ttl_ms, a->c->renew_ms, rnd64());
 }
 
 static int run(struct agent *a)

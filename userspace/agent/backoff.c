@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The pool-full backoff of snowflake-agent (backoff.h says what it must
+ * guarantee and why).
+ */
+#include "backoff.h"
+
+#define AG_BACKOFF_NS_PER_MS	1000000LL
+
+int64_t ag_full_backoff(int64_t *state_ns, uint32_t ttl_ms, uint32_t renew_ms, uint64_t rnd)
+{
+	int64_t cap = (int64_t)(ttl_ms > 1000 ? ttl_ms : 1000) * AG_BACKOFF_NS_PER_MS;
+	int64_t b = *state_ns;
+
+	b = b > 0 ? b * 2 : (int64_t)(renew_ms < 1000 ? renew_ms : 1000) * AG_BACKOFF_NS_PER_MS;
+	if (b > cap || b <= 0)
+		b = cap;
+	*state_ns = b;
+	/* 50 % .. 100 %: jittered down only, so the cap is the longest wait. */
+	return b / 2 + (int64_t)(rnd % (uint64_t)(b / 2 + 1));
+}
