@@ -63,7 +63,7 @@ t0=$(now)
 # run_stage NAME CMD...: run CMD, streaming its output; take its counts from
 # its "NAME: N passed, M failed" line, or count the stage itself as one.
 run_stage() {
-	local name=$1 log rc line p f start secs
+	local name=$1 log start rc
 	shift
 	log=$BUILD/check-stage-$name.log
 	start=$(now)
@@ -71,7 +71,44 @@ run_stage() {
 	echo "======== $name ========"
 	rc=0
 	"$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
-	secs=$(($(now) - start))
+	count_stage "$name" "$rc" "$(($(now) - start))"
+}
+
+# bg_stage NAME CMD...: start a stage in the background, its output only in
+# its log; join_stage NAME waits for it, then prints that log and counts it
+# as run_stage does (its time: from its start to its end).  For a lane that
+# mostly waits (on the network, on timers) beside the stages that use the
+# CPUs; what it checks does not depend on how fast it runs.
+declare -A bg_pid=() bg_start=()
+bg_stage() {
+	local name=$1
+	shift
+	bg_start[$name]=$(now)
+	echo
+	echo "======== $name: started in the background (log: ${BUILD#"$ROOT"/}/check-stage-$name.log) ========"
+	(
+		rc=0
+		"$@" >"$BUILD/check-stage-$name.log" 2>&1 </dev/null || rc=$?
+		now >"$BUILD/check-stage-$name.end"
+		exit "$rc"
+	) &
+	bg_pid[$name]=$!
+}
+join_stage() {
+	local name=$1 rc=0 end
+	[ -n "${bg_pid[$name]:-}" ] || return 0
+	wait "${bg_pid[$name]}" || rc=$?
+	end=$(cat "$BUILD/check-stage-$name.end" 2>/dev/null || now)
+	echo
+	echo "======== $name (ran in the background) ========"
+	cat "$BUILD/check-stage-$name.log"
+	count_stage "$name" "$rc" "$((end - ${bg_start[$name]}))"
+	unset "bg_pid[$name]"
+}
+
+# count_stage NAME RC SECS: NAME's counts from its log, into the totals.
+count_stage() {
+	local name=$1 rc=$2 secs=$3 log=$BUILD/check-stage-$1.log line p f
 	line=$(tr -d '\r' <"$log" | grep -E "^$name: [0-9]+ passed, [0-9]+ failed" | tail -n1) || true
 	if [ -n "$line" ]; then
 		p=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
@@ -196,6 +233,11 @@ lane_figures() {
 		'
 	done
 }
+
+# A background stage not joined yet is joined here.
+for name in "${!bg_pid[@]}"; do
+	join_stage "$name"
+done
 
 echo
 echo "======== lanes ========"
