@@ -794,6 +794,36 @@ def s_config_long_line(c):
     c.expect(not bad, "; ".join(bad))
 
 
+def s_settle_readopt(c):
+    """A new claim's settle time is kept when the agent re-adopts its own
+    key while settling (the store connection cut meanwhile): it serves no
+    sooner than settle-ms after the claim.  (The earlier holder of a pair
+    may serve until its fence: the settle time waits that out.)"""
+    settle = 4000
+    c.init()
+    px = c.with_proxy()
+    b = c.agent(proxy=True, extra=("--settle-ms", str(settle)))
+    c.expect(b.wait("event=unfenced", settle / 1000 + 15), "B never served")
+    # ever served: B re-adopts its own key from now on.  The key deleted:
+    # B fences and claims the free pair afresh, then settles.
+    off = b.size()
+    c.s.key_del(c.cl, (0, 0))
+    c.expect(b.wait("event=claimed", 2 * TTL / 1000 + 10, off), "B never claimed the pair again")
+    t_claim = time.monotonic()
+    off2 = b.size()
+    px.cut()
+    c.fault("cut", target="B", during="settle")
+    c.expect(b.wait("event=unfenced", settle / 1000 + 15, off2), "B never served again")
+    waited = (time.monotonic() - t_claim) * 1000
+    c.note("B served %d ms after its claim (settle-ms %d), its store connection cut while settling" %
+           (waited, settle))
+    c.expect(waited >= settle - 300,
+             "B served %d ms after its claim, before its settle-ms %d were over" % (waited, settle))
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -806,6 +836,7 @@ SCENARIOS = [
     ("mark_invalid_under_holder", s_mark_invalid_under_holder),
     ("claim_reply_lost", s_claim_reply_lost),
     ("renew_reply_lost", s_renew_reply_lost),
+    ("settle_readopt", s_settle_readopt),
     ("trickle", s_trickle),
     ("oversized", s_oversized),
     ("store_paused", s_store_paused),
