@@ -11,7 +11,7 @@ are started once (etcd: 3 members, redis: one redis-server with appendonly
 yes + appendfsync always, zookeeper: 3 servers, mysql: one mariadbd) and
 every scenario uses a cluster of its own in them.  The agents run in
 --dry-run with --history; every scenario's verdict comes from its history
-(scripts/lease-check.py: real-time and timestamp overlaps), the agents'
+(tests/lease/check.py: real-time and timestamp overlaps), the agents'
 logs, exit codes and timings, and the store's contents, never from the mere
 absence of an error.  Faults on the path to the store come from
 tests/contract/faultproxy.py (protocol-blind: hold, drop a reply after the
@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 import stores as S  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
-LEASE_CHECK = os.path.join(HERE, "..", "..", "scripts", "lease-check.py")
+LEASE_CHECK = os.path.join(HERE, "..", "lease", "check.py")
 TTL = 2000
 SETTLE = 1000
 BOUND = TTL + SETTLE + 1000

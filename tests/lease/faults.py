@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Fault injection against snowflake-agent and a real lease store on
-127.0.0.1, judged by scripts/lease-check.py.
+127.0.0.1, judged by tests/lease/check.py.
 
-  lease-faults.py --store etcd|redis|zookeeper|mysql --agent PATH --out DIR
+  faults.py --store etcd|redis|zookeeper|mysql --agent PATH --out DIR
                   [--seconds 180] [--legacy]
 
 etcd: a 3-member cluster (distinct ports).  redis: one redis-server that
@@ -681,7 +681,7 @@ class Run:
                 "%s %d" % kv for kv in sorted(self.counts.items()))))
         else:
             self.bad("only %d faults injected in %d s" % (nfaults, a.seconds))
-        chk = subprocess.run([sys.executable, os.path.join(HERE, "lease-check.py"),
+        chk = subprocess.run([sys.executable, os.path.join(HERE, "check.py"),
                               "--label", a.store, "--faults", self.faults_path, self.hist],
                              capture_output=True, text=True, timeout=600)
         sys.stdout.write(chk.stdout + chk.stderr)
