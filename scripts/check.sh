@@ -38,7 +38,7 @@
 # scripts/handoff-test.sh; lease: the fault-injection proof of
 # snowflake-agent against a 3-member etcd cluster, one redis-server, a
 # 3-server ZooKeeper ensemble and one mariadbd, ~3.5 min per store,
-# scripts/lease-test.sh; restart: the crash +
+# tests/lease/run.sh; restart: the crash +
 # clock-back-a-day proof of snowflake-floord in guests with a persistent
 # disk, scripts/restart-test.sh)
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -186,7 +186,7 @@ want clients && run_stage clients scripts/clients-test.sh
 want contract && run_stage contract tests/contract/run.sh
 want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff scripts/handoff-test.sh
-want lease && run_stage lease scripts/lease-test.sh
+want lease && run_stage lease tests/lease/run.sh
 # Every part of `make bench` once, a few iterations, nothing timed
 # (scripts/bench.sh, BENCHMARKS.md): the benchmarks keep working.
 want bench-smoke && run_stage bench-smoke env BENCH_SMOKE=1 SNOWFLAKE_SKIP_DEPS=1 scripts/bench.sh

@@ -17,7 +17,7 @@
 #     mysql-timeout-ms
 #   - a read-only server (a replica, a failover): renewals refused, every
 #     agent fences; writable again: they serve again
-#   - every history, judged by scripts/lease-check.py
+#   - every history, judged by tests/lease/check.py
 # The scenarios every store shares (one free pair raced for, the server
 # stopped or killed and restarted, leases cleared, rows deleted, a clock
 # behind, --init-store never lowering, ...) are the contract suite's
@@ -338,7 +338,7 @@ held=$(sql "SELECT COUNT(*) FROM $T WHERE cluster = 'c1' AND expiry > UTC_TIMEST
 check "no lease is left held ($held)" test "$held" = 0
 
 echo "==== the history of every agent of this run ===="
-python3 "$ROOT/scripts/lease-check.py" --label agent-mysql "$HIST" >"$tmp/check.out" 2>&1
+python3 "$ROOT/tests/lease/check.py" --label agent-mysql "$HIST" >"$tmp/check.out" 2>&1
 crc=$?
 cat "$tmp/check.out"
 check "lease-check: no two owners ever held one pair at once, nor stamped one timestamp" test "$crc" -eq 0

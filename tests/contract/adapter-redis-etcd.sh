@@ -24,7 +24,7 @@
 #     over TLS with a CA made here (an unknown CA is refused)
 #   - prefer = hostname, machine-id, ip: two agents of one host derive one
 #     pair: the first gets it, the second takes another
-#   - every agent's history, judged by scripts/lease-check.py: no two owners
+#   - every agent's history, judged by tests/lease/check.py: no two owners
 #     ever held one pair at once
 # What Redis holds or says is input: tests/contract/adapter-redis-input.sh,
 # run by tests/contract/run.sh too.  The helpers: tests/contract/lib.sh.
@@ -601,7 +601,7 @@ nkeys=$(rcli --scan --pattern "$PREFIX:c1:worker:*" | wc -l)
 check "no lease key is left ($nkeys)" test "$nkeys" -eq 0
 
 echo "==== the history of every agent of this run ===="
-python3 "$ROOT/scripts/lease-check.py" --label agent-test "$HIST" >"$tmp/check.out" 2>&1
+python3 "$ROOT/tests/lease/check.py" --label agent-test "$HIST" >"$tmp/check.out" 2>&1
 crc=$?
 cat "$tmp/check.out"
 check "lease-check: no two owners ever held one pair at once, nor stamped one timestamp" test "$crc" -eq 0

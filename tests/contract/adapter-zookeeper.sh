@@ -21,7 +21,7 @@
 #     exit 2
 #   - digest authentication: the nodes' ACL is the agent's user; a wrong
 #     password or none: exit 4
-#   - every history, judged by scripts/lease-check.py
+#   - every history, judged by tests/lease/check.py
 # The scenarios every store shares (key deleted or replaced, an agent
 # stopped past its TTL, --init-store never lowering, ...) are the contract
 # suite's (tests/contract/, MIGRATION.md there).
@@ -286,7 +286,7 @@ check "with authentication: exit 0 on SIGTERM, released ($rc)" \
 	bash -c '[ "$1" = 0 ] && grep -q "event=released" "$2"' _ "$rc" "$tmp/agent.50.log"
 
 echo "==== the history of every agent of this run ===="
-python3 "$ROOT/scripts/lease-check.py" --label agent-zk "$HIST" >"$tmp/check.out" 2>&1
+python3 "$ROOT/tests/lease/check.py" --label agent-zk "$HIST" >"$tmp/check.out" 2>&1
 crc=$?
 cat "$tmp/check.out"
 check "lease-check: no two owners ever held one pair at once, nor stamped one timestamp" test "$crc" -eq 0

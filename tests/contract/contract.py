@@ -11,7 +11,7 @@ are started once (etcd: 3 members, redis: one redis-server with appendonly
 yes + appendfsync always, zookeeper: 3 servers, mysql: one mariadbd) and
 every scenario uses a cluster of its own in them.  The agents run in
 --dry-run with --history; every scenario's verdict comes from its history
-(scripts/lease-check.py: real-time and timestamp overlaps), the agents'
+(tests/lease/check.py: real-time and timestamp overlaps), the agents'
 logs, exit codes and timings, and the store's contents, never from the mere
 absence of an error.  Faults on the path to the store come from
 tests/contract/faultproxy.py (protocol-blind: hold, drop a reply after the
@@ -37,8 +37,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import stores as S  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "lease"))
+import check  # noqa: E402  (tests/lease/check.py)
 
-LEASE_CHECK = os.path.join(HERE, "..", "..", "scripts", "lease-check.py")
 TTL = 2000
 SETTLE = 1000
 BOUND = TTL + SETTLE + 1000
@@ -67,10 +68,7 @@ class NA(Exception):
 class Agent:
     def __init__(self, c, argv, log, offset):
         self.c, self.log, self.offset = c, log, offset
-        open(log, "ab").close()
-        self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
-                                  stdin=subprocess.DEVNULL)
-        c.run.procs.append(self.p)
+        self.p = S.spawn(c.run.procs, argv, log)
         self.rc = None
 
     def text(self, off=0):
@@ -225,16 +223,9 @@ class Ctx:
             self.expect(not bad, "agents did not exit 0 on SIGTERM: %s" % bad)
 
     def history(self, liveness=False):
-        r = subprocess.run([sys.executable, LEASE_CHECK, "--label", self.name, "--faults",
-                            self.faults, self.hist], capture_output=True, text=True, timeout=300)
+        r, fig = check.judge(self.name, self.faults, self.hist, timeout=300)
         with open(os.path.join(self.dir, "lease-check.out"), "w") as f:
             f.write(r.stdout + r.stderr)
-        fig = {}
-        for ln in r.stdout.splitlines():
-            if ln.startswith("lease-check-figures: "):
-                for w in ln.split()[1:]:
-                    k, _, v = w.partition("=")
-                    fig[k] = v
         self.fig = fig
         rt, ts = fig.get("overlaps", "?"), fig.get("ts_overlaps", "?")
         self.expect(r.returncode == 0 and rt == "0" and ts == "0",
@@ -898,18 +889,7 @@ class StoreRun:
         return res
 
     def stop(self):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.kill(p.pid, signal.SIGCONT)
-                    p.kill()
-                except ProcessLookupError:
-                    pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        S.stop_procs(self.procs)
 
 
 def run_store(a):

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """The four stores of the contract suite: how to start, stop, kill, pause
-and restart each one's real server(s), the agent's flags for it, and how to
-read, edit and delete its keys and marks.  Nothing else is per store: the
-scenarios (tests/contract/contract.py) are written once.
+and restart each one's real server(s), whether they answer, the agent's
+flags for it, and how to read, edit and delete its keys and marks.  Nothing
+else is per store: the scenarios (tests/contract/contract.py) are written
+once.  The lease lane (tests/lease/faults.py) starts its stores here too.
 
 A space is one (prefix, cluster): every scenario has its own cluster, so
 one set of servers serves them all.  pair = (datacenter, worker).
@@ -31,6 +32,31 @@ def free_port():
     return p
 
 
+def spawn(procs, argv, log, env=None):
+    """Start @argv, its stderr appended to @log, and add it to @procs."""
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
+                         stdin=subprocess.DEVNULL, env=env)
+    procs.append(p)
+    return p
+
+
+def stop_procs(procs):
+    """Stop every process of @procs still running (SIGCONT first: a stopped
+    one), each by its pid, and reap them."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def key_name(cluster, kind, pair):
     return "%s:%s:%s:%d:%d" % (PREFIX, cluster, kind, pair[0], pair[1])
 
@@ -56,10 +82,7 @@ class Store:
         self.m = []                 # the members' Popen (None: down)
 
     def spawn(self, argv, log, env=None):
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
-                             stdin=subprocess.DEVNULL, env=env)
-        self.procs.append(p)
-        return p
+        return spawn(self.procs, argv, log, env)
 
     # ---- servers
     def kill(self, i):
@@ -121,14 +144,14 @@ class Redis(Store):
     def start_member(self, i):
         self.m[0] = self.spawn(self.argv(self.port, self.out), os.path.join(self.out, "redis.log"))
 
-    def cmd(self, *args, port=None):
+    def cmd(self, *args, port=None, timeout=3):
         """One command (RESP), its reply: str, int, None, list, or an Exception for -ERR."""
         port = port or self.port
         req = b"*%d\r\n" % len(args)
         for a in args:
             a = a if isinstance(a, bytes) else str(a).encode()
             req += b"$%d\r\n%s\r\n" % (len(a), a)
-        with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
             s.sendall(req)
             f = s.makefile("rb")
             return self._reply(f)
@@ -163,6 +186,13 @@ class Redis(Store):
                 pass
             time.sleep(0.05)
         return False
+
+    def answers(self):
+        """Whether it answers a client now (PING, 0.5 s)."""
+        try:
+            return self.cmd("PING", timeout=0.5) == "PONG"
+        except OSError:
+            return False
 
     def agent_args(self, host_port=None):
         h, p = host_port or ("127.0.0.1", self.port)
@@ -203,6 +233,7 @@ class Redis(Store):
 
 class Etcd(Store):
     name = "etcd"
+    token = "sf-contract"       # --initial-cluster-token
 
     def start(self):
         self.cports = [free_port() for _ in range(3)]
@@ -219,12 +250,12 @@ class Etcd(Store):
                 "--advertise-client-urls", "http://127.0.0.1:%d" % self.cports[i],
                 "--listen-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
                 "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
-                "--initial-cluster", cluster, "--initial-cluster-token", "sf-contract",
+                "--initial-cluster", cluster, "--initial-cluster-token", self.token,
                 "--initial-cluster-state", "new",
                 "--heartbeat-interval", "100", "--election-timeout", "1000"]
         self.m[i] = self.spawn(argv, os.path.join(self.out, "etcd-n%d.log" % i))
 
-    def post(self, path, body, i=None):
+    def post(self, path, body, i=None, timeout=2):
         for j in ([i] if i is not None else range(3)):
             if self.m[j] is None:
                 continue
@@ -232,7 +263,7 @@ class Etcd(Store):
                                          data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
             try:
-                with urllib.request.urlopen(req, timeout=2) as r:
+                with urllib.request.urlopen(req, timeout=timeout) as r:
                     return json.loads(r.read())
             except (OSError, ValueError):
                 continue
@@ -250,6 +281,21 @@ class Etcd(Store):
                 pass
             time.sleep(0.2)
         return False
+
+    def leader(self):
+        """The index of the member that is the leader, or None."""
+        for i in range(3):
+            try:
+                st = self.post("/v3/maintenance/status", {}, i=i, timeout=0.5)
+            except OSError:
+                continue
+            if st.get("leader") and st["header"]["member_id"] == st["leader"]:
+                return i
+        return None
+
+    def answers(self):
+        """Whether a leader answers now."""
+        return self.leader() is not None
 
     def agent_args(self, host_port=None):
         eps = ("http://%s:%d" % host_port if host_port else
@@ -301,6 +347,7 @@ def b64(s):
 class ZooKeeper(Store):
     name = "zookeeper"
     ROOT = "/contract"
+    init_limit, sync_limit = 20, 6     # ticks
 
     def start(self):
         self.cports = [free_port() for _ in range(3)]
@@ -311,7 +358,11 @@ class ZooKeeper(Store):
             os.makedirs(os.path.join(d, "data"), exist_ok=True)
             with open(os.path.join(d, "data", "myid"), "w") as f:
                 f.write("%d\n" % (i + 1))
-            cfg = ["tickTime=500", "initLimit=20", "syncLimit=6",
+            # tickTime 500 ms: sessions of 1..10 s (2..20 ticks); the
+            # agents' margin (TTL/5) covers a follower's half-tick delay
+            # in passing a session's pings to the leader.
+            cfg = ["tickTime=500", "initLimit=%d" % self.init_limit,
+                   "syncLimit=%d" % self.sync_limit,
                    "dataDir=" + os.path.join(d, "data"), "clientPort=%d" % self.cports[i],
                    "clientPortAddress=127.0.0.1", "admin.enableServer=false",
                    "4lw.commands.whitelist=srvr", "maxClientCnxns=0"]
@@ -327,10 +378,12 @@ class ZooKeeper(Store):
         d = os.path.join(self.out, "zk%d" % i)
         env = dict(os.environ, JMXDISABLE="true", ZOO_LOG_DIR=d,
                    JVMFLAGS="-Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k")
+        # start-foreground execs java: the pid is the server's.
         self.m[i] = self.spawn([ZK_SERVER, "start-foreground", os.path.join(d, "zoo.cfg")],
                                os.path.join(self.out, "zk-n%d.log" % i), env=env)
 
     def mode(self, i):
+        """leader, follower, or None (down, stopped, no quorum)."""
         if self.m[i] is None:
             return None
         try:
@@ -358,6 +411,16 @@ class ZooKeeper(Store):
                 return True
             time.sleep(0.3)
         return False
+
+    def leader(self):
+        """The index of the server that is the leader, or None."""
+        modes = [self.mode(j) for j in range(3)]
+        return modes.index("leader") if "leader" in modes else None
+
+    def answers(self):
+        """Whether a leader with a follower (a quorum) answers now."""
+        modes = [self.mode(j) for j in range(3)]
+        return "leader" in modes and "follower" in modes
 
     def hosts(self):
         return ",".join("127.0.0.1:%d" % p for p in self.cports)
@@ -388,9 +451,10 @@ class ZooKeeper(Store):
     # a reply whose length prefix says 256 MB
     huge_reply = struct.pack(">i", 256 << 20)
 
-    def cli(self, cmd):
+    def cli(self, cmd, timeout=10):
+        """One command of the C client's cli_mt, in a session of its own."""
         r = subprocess.run([ZK_CLI, "-h", self.hosts(), "-c", cmd],
-                           capture_output=True, text=True, timeout=10)
+                           capture_output=True, text=True, timeout=timeout)
         return r.stdout + r.stderr
 
     def _get(self, path):
@@ -454,6 +518,7 @@ class MySQL(Store):
                             "--innodb-log-file-size=8M"],
                            capture_output=True, text=True, timeout=180)
         if r.returncode != 0:
+            print(r.stdout[-500:] + r.stderr[-500:], flush=True)
             return False
         self.port = free_port()
         self.m = [None]
@@ -462,6 +527,7 @@ class MySQL(Store):
             return False
         with open(os.path.join(self.out, "agent.conf"), "w") as f:
             f.write("mysql-password = sfpw\n")
+        # The agents' user: the privileges of docs/deployment-mysql.md, a password over TCP.
         return self.sql(
             "CREATE DATABASE snowflake; CREATE USER 'sf'@'127.0.0.1' IDENTIFIED BY 'sfpw'; "
             "GRANT SELECT, INSERT, UPDATE, CREATE ON snowflake.* TO 'sf'@'127.0.0.1'") is not None
@@ -477,6 +543,7 @@ class MySQL(Store):
         self.m[0] = self.spawn(argv, os.path.join(self.out, "mariadbd.log"))
 
     def sql(self, q, timeout=5):
+        """Run @q as root over the server's socket: its output, or None."""
         try:
             r = subprocess.run(["mariadb", "--no-defaults", "-S",
                                 os.path.join(self.out, "mysql", "sock"), "-uroot", "-N", "-B",
@@ -492,6 +559,9 @@ class MySQL(Store):
                 return True
             time.sleep(0.1)
         return False
+
+    def answers(self):
+        return self.sql("SELECT 1", timeout=1) is not None
 
     def agent_args(self, host_port=None):
         h, p = host_port or ("127.0.0.1", self.port)

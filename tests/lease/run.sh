@@ -4,14 +4,14 @@
 # ZooKeeper ensemble, then a single mariadbd (issue 18: an operator clearing
 # the lease rows is its deletion fault), all on 127.0.0.1, 16 agents
 # (--dry-run, one shared --history) contend for 10 pairs while
-# scripts/lease-faults.py injects faults at random for LEASE_SECONDS (180)
+# tests/lease/faults.py injects faults at random for LEASE_SECONDS (180)
 # per store: agents stopped past their TTL or killed and restarted, store
 # members (the etcd leader and followers) killed and restarted or stopped
 # (ZooKeeper: also two of three stopped, no quorum, past the session
 # timeout).
 # Every agent start is a new host with its own clock (offsets mostly within
 # +-30 s, sometimes +-10 min), and deleting every lease key is one of the
-# store faults.  scripts/lease-check.py then judges every history: no two
+# store faults.  tests/lease/check.py then judges every history: no two
 # owners may ever have held one pair at once, nor stamped one timestamp.
 # About 3.5 minutes, the four stores at once.  Then the negative control: the same harness
 # and checker against the agent of 1dba72a (before the timestamp window),
@@ -22,8 +22,9 @@
 # + 1 s, and the store-down time the harness measured) and "lease: N
 # passed, M failed".
 set -uo pipefail
+# The shared harness: this one line names it.
 # shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 SECS=${LEASE_SECONDS:-180}
 pass=0
@@ -44,7 +45,7 @@ if ! make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" agent; then
 	echo "lease: 0 passed, 1 failed"
 	exit 1
 fi
-# harness NAME OUT SECONDS ARGS...: one run of scripts/lease-faults.py in
+# harness NAME OUT SECONDS ARGS...: one run of tests/lease/faults.py in
 # the background, its output in OUT.log; count NAME OUT then prints that log
 # and counts its ok/FAIL lines into pass and fail.  The stores' runs go on
 # at once, each with its own servers and ports: a run is mostly waiting
@@ -55,7 +56,7 @@ harness() {
 	local name=$1 out=$2 secs=$3
 	shift 3
 	started[$name]=$(now)
-	python3 "$ROOT/scripts/lease-faults.py" --out "$out" --seconds "$secs" "$@" >"$out.log" 2>&1 &
+	python3 "$ROOT/tests/lease/faults.py" --out "$out" --seconds "$secs" "$@" >"$out.log" 2>&1 &
 	pids[$name]=$!
 	[ "${LEASE_PARALLEL:-1}" = 1 ] || wait "${pids[$name]}"
 }

@@ -48,6 +48,8 @@ Prints "lease-check: ..." lines; exits 1 on an overlap or unreadable input.
 import argparse
 import bisect
 import collections
+import os
+import subprocess
 import sys
 
 
@@ -84,6 +86,40 @@ def merge(spans):
         else:
             out.append([a, b])
     return out
+
+
+def judge(label, faults, hist, timeout=600):
+    """This checker on @hist with the fault log @faults, in a process of its
+    own (the lanes' harnesses): its CompletedProcess and its
+    lease-check-figures as a dict of strings."""
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--label", label,
+                        "--faults", faults, hist], capture_output=True, text=True,
+                       timeout=timeout)
+    fig = {}
+    for ln in r.stdout.splitlines():
+        if ln.startswith("lease-check-figures: "):
+            for w in ln.split()[1:]:
+                k, _, v = w.partition("=")
+                fig[k] = v
+    return r, fig
+
+
+class Longest:
+    """Runs that grow a step at a time, one per key (an owner waiting, a pair
+    vacant), each ended when its condition stops: the longest run seen
+    (ns), its key and the time it reached that length (at)."""
+
+    def __init__(self):
+        self.runs, self.ns, self.key, self.at = {}, 0, None, None
+
+    def grow(self, k, step, t, on):
+        """@k's run grows by @step at @t while @on holds, else it ends."""
+        if not on:
+            self.runs.pop(k, None)
+            return
+        r = self.runs[k] = self.runs.get(k, 0) + step
+        if r > self.ns:
+            self.ns, self.key, self.at = r, k, t
 
 
 def main():
@@ -182,7 +218,7 @@ def main():
     starts = {s["owner"]: s for s in ev["start"]}
     pid_owner = {s["pid"]: s["owner"] for s in ev["start"]}
     times = [s["at"] for s in ev["start"]] + [iv["until"] for iv in ev["interval"]]
-    gap_ns, gap_owner = 0, None
+    gap = Longest()
     # The same, the time the store was down (fault kind=store-down at=T
     # until=T2: killed or stopped, or within its restart wait) left out:
     # the longest such wait, and the store-down time within it.
@@ -192,11 +228,11 @@ def main():
     # later of the agent's want, the store answering again (the end of a
     # store-down) or the leases taken away (a key deletion: the claim of an
     # agent still settling is gone too) until it serves or no pair is free.
-    wait_ns, wait_owner, wait_at = 0, None, None
+    wait = Longest()
     resets = sorted(f["at"] for f in ev["fault"]
                     if f.get("kind") in ("key-delete", "lease-clear", "lease-expire"))
-    vac_ns, vac_pair = 0, None
-    vup_ns, vup_pair, vup_at = 0, None, None   # the same for one pair
+    vac = Longest()   # a pair nobody serves while a live agent of its space waits
+    vup = Longest()   # the same since the last store fault
     if starts and times:
         t0, t1 = min(times), max(times + [e["at"] for e in ev["exit"]])
         ends = {e["owner"]: e["at"] for e in ev["exit"]}
@@ -223,17 +259,13 @@ def main():
             return i >= 0 and lst[i][0] <= t < lst[i][1]
 
         step = args.step_ms * 1000000
-        run = {}
         urun = {}   # owner -> [waited while the store answered, waited while it was down]
-        wrun = {}   # owner -> waited since the last store fault
-        vrun = {}
-        vwrun = {}  # pair -> vacant while a live agent waited, since the last store fault
         t = t0
         while t <= t1:
             down = any(a <= t < b for a, b in downs)
             if bisect.bisect_right(resets, t) != bisect.bisect_right(resets, t - step):
-                wrun.clear()
-                vwrun.clear()
+                wait.runs.clear()
+                vup.runs.clear()
             freep = {p: not covered(pair_spans[p], t) for p in pair_spans}
             free = {sp: any(freep[p] for p in ps) for sp, ps in space_pairs.items()}
             waiting = set()
@@ -243,34 +275,26 @@ def main():
                 unpaired = live and not covered(held.get(owner, []), t)
                 if unpaired:
                     waiting.add(s.get("space", ""))
-                if unpaired and free.get(s.get("space", ""), False):
-                    run[owner] = run.get(owner, 0) + step
-                    if run[owner] > gap_ns:
-                        gap_ns, gap_owner = run[owner], owner
+                wants = unpaired and free.get(s.get("space", ""), False)
+                gap.grow(owner, step, t, wants)
+                wait.grow(owner, step, t, wants and not down)
+                if wants:
                     u = urun.setdefault(owner, [0, 0])
                     u[1 if down else 0] += step
                     if u[0] > up_ns:
                         up_ns, up_down_ns, up_owner, up_at = u[0], u[1], owner, t
-                    wrun[owner] = 0 if down else wrun.get(owner, 0) + step
-                    if wrun[owner] > wait_ns:
-                        wait_ns, wait_owner, wait_at = wrun[owner], owner, t
                 else:
-                    run[owner] = 0
                     urun.pop(owner, None)
-                    wrun.pop(owner, None)
             # a pair nobody serves while a live agent of its space waits
             for p, f in freep.items():
-                if f and p.split("/")[0] in waiting:
-                    vrun[p] = vrun.get(p, 0) + step
-                    if vrun[p] > vac_ns:
-                        vac_ns, vac_pair = vrun[p], p
-                    vwrun[p] = 0 if down else vwrun.get(p, 0) + step
-                    if vwrun[p] > vup_ns:
-                        vup_ns, vup_pair, vup_at = vwrun[p], p, t
-                else:
-                    vrun[p] = 0
-                    vwrun.pop(p, None)
+                vacant = f and p.split("/")[0] in waiting
+                vac.grow(p, step, t, vacant)
+                vup.grow(p, step, t, vacant and not down)
             t += step
+    gap_ns, gap_owner = gap.ns, gap.key
+    wait_ns, wait_owner, wait_at = wait.ns, wait.key, wait.at
+    vac_ns, vac_pair = vac.ns, vac.key
+    vup_ns, vup_pair, vup_at = vup.ns, vup.key, vup.at
 
     nfaults = len(ev["fault"])
     kinds = collections.Counter(f.get("kind", "?") for f in ev["fault"])

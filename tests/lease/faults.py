@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Fault injection against snowflake-agent and a real lease store on
-127.0.0.1, judged by scripts/lease-check.py.
+127.0.0.1, judged by tests/lease/check.py.
 
-  lease-faults.py --store etcd|redis|zookeeper|mysql --agent PATH --out DIR
+  faults.py --store etcd|redis|zookeeper|mysql --agent PATH --out DIR
                   [--seconds 180] [--legacy]
 
+The stores' servers start as the contract lane's do
+(tests/contract/stores.py; this lane's etcd cluster token, ZooKeeper root
+and its initLimit 10 and syncLimit 4 ticks set here).
 etcd: a 3-member cluster (distinct ports).  redis: one redis-server that
 persists every write (appendonly yes, appendfsync always: the marks must
 survive its restarts).  zookeeper: a 3-server ensemble (Debian's zkServer.sh,
@@ -62,37 +65,23 @@ and "lease-faults STORE: N passed, M failed"; every process it starts is
 stopped by its pid, whatever happens.
 """
 import argparse
-import base64
-import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "contract"))
+sys.path.insert(0, HERE)
+import check  # noqa: E402
+import stores as S  # noqa: E402
 
 
 def now_ns():
     return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-
-
-def pwd_name():
-    """The user to run mariadbd as: this one (mariadbd refuses root without --user=root)."""
-    import pwd
-    return pwd.getpwuid(os.getuid()).pw_name
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Run:
@@ -114,6 +103,7 @@ class Run:
         self.restarts = 0        # store members restarted since the poller looked
         self.down_ns = 0         # the store-down time measured
         self.poller = None
+        self.store = None        # a tests/contract/stores.py Store
 
     # ---- bookkeeping
     def ok(self, what):
@@ -131,241 +121,30 @@ class Run:
             with open(self.faults_path, "a") as f:
                 f.write(line)
 
-    def spawn(self, argv, log, env=None):
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
-                             stdin=subprocess.DEVNULL, env=env)
-        self.procs.append(p)
-        return p
+    def spawn(self, argv, log):
+        return S.spawn(self.procs, argv, log)
 
-    def stop_all(self):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.kill(p.pid, signal.SIGCONT)
-                    p.kill()
-                except ProcessLookupError:
-                    pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-
-    # ---- the store
+    # ---- the store: its servers as the contract lane starts them
     def start_store(self):
-        a = self.a
-        if a.store == "mysql":
-            return self.mysql_setup()
-        if a.store == "redis":
-            self.rport = free_port()
-            self.members = [None]
-            self.start_member(0)
-            for _ in range(100):
-                if self.redis_ping():
-                    return True
-                time.sleep(0.05)
-            return False
-        if a.store == "zookeeper":
-            return self.zk_start()
-        self.cports = [free_port() for _ in range(3)]
-        self.pports = [free_port() for _ in range(3)]
-        self.members = [None, None, None]
-        for i in range(3):
-            self.start_member(i)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.etcd_leader() is not None:
-                return True
-            time.sleep(0.2)
-        return False
+        st = S.STORES[self.a.store](self.out, self.procs)
+        if st.name == "etcd":
+            st.token = "sf-lease-faults"
+        elif st.name == "zookeeper":
+            st.ROOT = "/sffaults"
+            st.init_limit, st.sync_limit = 10, 4
+        self.store = st
+        return st.start()
 
     def start_member(self, i):
-        a = self.a
+        """A store member restarted (the poller then counts its restart wait)."""
         with self.lock:
             self.restarts += 1
-        if a.store == "mysql":
-            self.members[0] = self.spawn(self.mysql_argv(), os.path.join(self.out, "mariadbd.log"))
-            return
-        if a.store == "zookeeper":
-            self.zk_member(i)
-            return
-        if a.store == "redis":
-            argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.rport),
-                    "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-                    "--dir", self.out,
-                    "--maxmemory-policy", "noeviction", "--daemonize", "no"]
-            self.members[0] = self.spawn(argv, os.path.join(self.out, "redis.log"))
-            return
-        cluster = ",".join("n%d=http://127.0.0.1:%d" % (j, self.pports[j]) for j in range(3))
-        argv = ["etcd", "--name", "n%d" % i, "--data-dir", os.path.join(self.out, "n%d" % i),
-                "--listen-client-urls", "http://127.0.0.1:%d" % self.cports[i],
-                "--advertise-client-urls", "http://127.0.0.1:%d" % self.cports[i],
-                "--listen-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
-                "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.pports[i],
-                "--initial-cluster", cluster, "--initial-cluster-token", "sf-lease-faults",
-                "--initial-cluster-state", "new",
-                "--heartbeat-interval", "100", "--election-timeout", "1000"]
-        self.members[i] = self.spawn(argv, os.path.join(self.out, "etcd-n%d.log" % i))
-
-    # ---- mysql: one mariadbd, its data directory made here
-    def mysql_argv(self):
-        d = os.path.join(self.out, "mysql")
-        return ["mariadbd", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
-                "--user=" + pwd_name(), "--bind-address=127.0.0.1", "--port=%d" % self.mport,
-                "--socket=" + os.path.join(d, "sock"), "--pid-file=" + os.path.join(d, "pid"),
-                "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
-                "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=1",
-                "--max-connections=200", "--log-error=" + os.path.join(self.out, "mariadbd.err")]
-
-    def mysql_sql(self, sql, timeout=5):
-        """Run @sql as root over the server's socket: its output, or None."""
-        try:
-            r = subprocess.run(["mariadb", "--no-defaults", "-S",
-                                os.path.join(self.out, "mysql", "sock"), "-uroot", "-N", "-B",
-                                "-e", sql], capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return r.stdout if r.returncode == 0 else None
-
-    def mysql_setup(self):
-        d = os.path.join(self.out, "mysql")
-        os.makedirs(d, exist_ok=True)
-        r = subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
-                            "--user=" + pwd_name(), "--auth-root-authentication-method=normal",
-                            "--skip-test-db", "--innodb-log-file-size=8M"],
-                           capture_output=True, text=True, timeout=120)
-        if r.returncode != 0:
-            print(r.stdout[-500:] + r.stderr[-500:])
-            return False
-        self.mport = free_port()
-        self.members = [None]
-        self.start_member(0)
-        for _ in range(200):
-            if self.mysql_sql("SELECT 1", timeout=2) is not None:
-                break
-            time.sleep(0.1)
-        else:
-            return False
-        with open(os.path.join(self.out, "agent.conf"), "w") as f:
-            f.write("mysql-password = sfpw\n")
-        # The agents' user: the privileges of docs/deployment-mysql.md, a password over TCP.
-        return self.mysql_sql(
-            "CREATE DATABASE snowflake; CREATE USER 'sf'@'127.0.0.1' IDENTIFIED BY 'sfpw'; "
-            "GRANT SELECT, INSERT, UPDATE, CREATE ON snowflake.* TO 'sf'@'127.0.0.1'") is not None
-
-    def redis_ping(self):
-        try:
-            with socket.create_connection(("127.0.0.1", self.rport), timeout=0.5) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def etcd_status(self, i):
-        req = urllib.request.Request("http://127.0.0.1:%d/v3/maintenance/status" % self.cports[i],
-                                     data=b"{}", headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=0.5) as r:
-                return json.loads(r.read())
-        except (OSError, ValueError):
-            return None
-
-    def etcd_leader(self):
-        """The index of the leader, or None."""
-        for i in range(3):
-            if self.members[i] is None or self.members[i].poll() is not None:
-                continue
-            st = self.etcd_status(i)
-            if not st or not st.get("leader"):
-                continue
-            if st["header"]["member_id"] == st["leader"]:
-                return i
-        return None
-
-    # ---- ZooKeeper: three zkServer.sh instances on 127.0.0.1
-    ZK_SERVER = "/usr/share/zookeeper/bin/zkServer.sh"
-
-    def zk_start(self):
-        self.cports = [free_port() for _ in range(3)]
-        peers = [(free_port(), free_port()) for _ in range(3)]
-        self.members = [None, None, None]
-        for i in range(3):
-            d = os.path.join(self.out, "zk%d" % i)
-            os.makedirs(os.path.join(d, "data"), exist_ok=True)
-            with open(os.path.join(d, "data", "myid"), "w") as f:
-                f.write("%d\n" % (i + 1))
-            # tickTime 500 ms: sessions of 1..10 s (2..20 ticks); the
-            # agents' margin (TTL/5, 600 ms) covers a follower's half-tick
-            # delay in passing a session's pings to the leader.
-            cfg = ["tickTime=500", "initLimit=10", "syncLimit=4",
-                   "dataDir=" + os.path.join(d, "data"), "clientPort=%d" % self.cports[i],
-                   "clientPortAddress=127.0.0.1", "admin.enableServer=false",
-                   "4lw.commands.whitelist=srvr", "maxClientCnxns=0"]
-            cfg += ["server.%d=127.0.0.1:%d:%d" % (j + 1, peers[j][0], peers[j][1])
-                    for j in range(3)]
-            with open(os.path.join(d, "zoo.cfg"), "w") as f:
-                f.write("\n".join(cfg) + "\n")
-        for i in range(3):
-            self.start_member(i)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            modes = [self.zk_mode(i) for i in range(3)]
-            if modes.count("leader") == 1 and modes.count("follower") == 2:
-                return True
-            time.sleep(0.3)
-        return False
-
-    def zk_member(self, i):
-        d = os.path.join(self.out, "zk%d" % i)
-        env = dict(os.environ, JMXDISABLE="true", ZOO_LOG_DIR=d,
-                   JVMFLAGS="-Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k")
-        # start-foreground execs java: the pid is the server's.
-        self.members[i] = self.spawn([self.ZK_SERVER, "start-foreground",
-                                      os.path.join(d, "zoo.cfg")],
-                                     os.path.join(self.out, "zk-n%d.log" % i), env=env)
-
-    def zk_mode(self, i):
-        """leader, follower, or None (down, stopped, no quorum)."""
-        if self.members[i] is None or self.members[i].poll() is not None:
-            return None
-        try:
-            with socket.create_connection(("127.0.0.1", self.cports[i]), timeout=0.5) as s:
-                s.settimeout(0.5)
-                s.sendall(b"srvr")
-                out = b""
-                while True:
-                    b = s.recv(4096)
-                    if not b:
-                        break
-                    out += b
-        except OSError:
-            return None
-        for line in out.decode(errors="replace").splitlines():
-            if line.startswith("Mode: "):
-                return line[6:].strip()
-        return None
-
-    def zk_hosts(self):
-        return ",".join("127.0.0.1:%d" % p for p in self.cports)
-
-    def zk_cli(self, cmd):
-        """One command of the C client's cli_mt, in a session of its own."""
-        r = subprocess.run(["/usr/lib/zookeeper/bin/cli_mt", "-h", self.zk_hosts(), "-c", cmd],
-                           capture_output=True, text=True, timeout=5)
-        return r.stdout + r.stderr
+        self.store.start_member(i)
 
     # ---- the store's answers, measured: store-down periods
     def store_answers(self):
         """Whether the store answers a client now (a leader, a quorum)."""
-        st = self.a.store
-        if st == "redis":
-            return self.redis_ping()
-        if st == "mysql":
-            return self.mysql_sql("SELECT 1", timeout=1) is not None
-        if st == "etcd":
-            return self.etcd_leader() is not None
-        modes = [self.zk_mode(j) for j in range(3)]
-        return "leader" in modes and "follower" in modes
+        return self.store.answers()
 
     def restart_wait_ns(self, restarted):
         """How long after it answers again the store may still show the
@@ -402,25 +181,15 @@ class Run:
     # ---- the agents
     def agent_argv(self, i):
         a = self.a
-        # mysql: the password in a file (mysql_setup()), as in a deployment.
-        conf = os.path.join(self.out, "agent.conf") if a.store == "mysql" else "/dev/null"
-        argv = [a.agent, "--config", conf, "--dry-run", "--history", self.hist,
-                "--ttl-ms", str(a.ttl_ms), "--prefix", "sffaults", "--cluster", a.store,
-                "--datacenter-ids", "0", "--worker-ids", "0-%d" % (a.pairs - 1),
-                "--state-file", os.path.join(self.out, "state.%d" % i), "--log-level", "info"]
-        if a.store == "redis":
-            argv += ["--backend", "redis", "--redis-port", str(self.rport),
-                     "--redis-timeout-ms", "300"]
-        elif a.store == "mysql":
-            argv += ["--backend", "mysql", "--mysql-port", str(self.mport), "--mysql-user", "sf",
-                     "--mysql-timeout-ms", "300"]
-        elif a.store == "zookeeper":
-            argv += ["--backend", "zookeeper", "--zookeeper-timeout-ms", "400",
-                     "--zookeeper-hosts", self.zk_hosts(), "--zookeeper-root", "/sffaults"]
-        else:
-            argv += ["--backend", "etcd", "--etcd-timeout-ms", "400", "--etcd-endpoints",
-                     ",".join("http://127.0.0.1:%d" % p for p in self.cports)]
-        return argv + a.agent_arg
+        # the store's flags (mysql: the password in a file, --config, as in a deployment)
+        sa = self.store.agent_args()
+        base = [] if "--config" in sa else ["--config", "/dev/null"]
+        return [a.agent] + base + sa + [
+            "--dry-run", "--history", self.hist, "--ttl-ms", str(a.ttl_ms), "--prefix",
+            "sffaults", "--cluster", a.store, "--datacenter-ids", "0",
+            "--worker-ids", "0-%d" % (a.pairs - 1),
+            "--state-file", os.path.join(self.out, "state.%d" % i), "--log-level", "info"
+        ] + a.agent_arg
 
     def draw_offset(self):
         """A new host's wall clock against ours, ms."""
@@ -457,45 +226,27 @@ class Run:
         prefix = "sffaults:%s:worker:" % self.a.store
         if self.a.store == "mysql":
             return self.clear_rows()
-        if self.a.store == "zookeeper":
-            # The ephemeral nodes are deleted by another session: a delete
-            # needs no ownership (an operator's `deleteall`, a script).
-            try:
-                out = self.zk_cli("ls /sffaults")
+        st = self.store
+        try:
+            if st.name == "zookeeper":
+                # The ephemeral nodes are deleted by another session: a delete
+                # needs no ownership (an operator's `deleteall`, a script).
+                out = st.cli("ls " + st.ROOT, timeout=5)
                 if "rc = 0" not in out:
                     return -1
-                n = 0
-                for name in out.split():
-                    if name.startswith(prefix):
-                        if "rc = 0" in self.zk_cli("delete /sffaults/" + name):
-                            n += 1
-                return n
-            except (OSError, subprocess.TimeoutExpired):
-                return -1
-        if self.a.store == "redis":
-            lua = ("local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
-                   "n = n + redis.call('DEL', k) end return n")
-            try:
-                r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.rport),
-                                    "EVAL", lua, "0", prefix + "*"],
-                                   capture_output=True, text=True, timeout=2)
-                return int(r.stdout.strip())
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                return -1
-        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        body = json.dumps({"key": base64.b64encode(prefix.encode()).decode(),
-                           "range_end": base64.b64encode(end.encode()).decode()}).encode()
-        for i in range(3):
-            if self.members[i] is None or self.members[i].poll() is not None:
-                continue
-            req = urllib.request.Request("http://127.0.0.1:%d/v3/kv/deleterange" % self.cports[i],
-                                         data=body, headers={"Content-Type": "application/json"})
-            try:
-                with urllib.request.urlopen(req, timeout=1) as r:
-                    return int(json.loads(r.read()).get("deleted", 0))
-            except (OSError, ValueError):
-                continue
-        return -1
+                return sum(1 for name in out.split() if name.startswith(prefix) and
+                           "rc = 0" in st.cli("delete %s/%s" % (st.ROOT, name), timeout=5))
+            if st.name == "redis":
+                lua = ("local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
+                       "n = n + redis.call('DEL', k) end return n")
+                n = st.cmd("EVAL", lua, 0, prefix + "*", timeout=2)
+                return n if isinstance(n, int) else -1
+            end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            r = st.post("/v3/kv/deleterange", {"key": S.b64(prefix), "range_end": S.b64(end)},
+                        timeout=1)
+            return int(r.get("deleted", 0))
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return -1
 
     def clear_rows(self):
         """mysql: an operator clears the leases, the rows and their marks kept.
@@ -506,7 +257,7 @@ class Run:
         another agent claims one).  The rows changed, or -1."""
         kind = "lease-clear" if self.rng.random() < 0.5 else "lease-expire"
         owner = "owner = '', " if kind == "lease-clear" else ""
-        out = self.mysql_sql(
+        out = self.store.sql(
             "UPDATE snowflake.snowflake_lease SET %sexpiry = '1970-01-01 00:00:00' "
             "WHERE prefix = 'sffaults' AND cluster = 'mysql' AND expiry > '1970-01-01 00:00:00'; "
             "SELECT ROW_COUNT()" % owner, timeout=2)
@@ -519,14 +270,35 @@ class Run:
 
     # ---- the run
     def main(self):
-        a = self.a
         try:
             return self.run()
         finally:
             self.polling_done.set()
             if self.poller:
                 self.poller.join(timeout=10)
-            self.stop_all()
+            S.stop_procs(self.procs)
+
+    def end_agent_fault(self, busy):
+        """(kind, index, resume_at, start_ns): SIGCONT, or a restart after a kill."""
+        kind, i, _, t0 = busy
+        if kind == "sigstop":
+            os.kill(self.agents[i].pid, signal.SIGCONT)
+            self.fault("sigstop", pid=self.agents[i].pid, at=t0, until=now_ns())
+        else:
+            self.start_agent(i)
+
+    def end_store_fault(self, busy):
+        """(kind, member(s), resume_at, start_ns): SIGCONT, or a restart after a kill."""
+        kind, m, _, t0 = busy
+        if kind == "store-stop2":
+            for j in m:
+                self.store.signal(j, signal.SIGCONT)
+            self.fault("store-stop2", members="%d+%d" % tuple(m), at=t0, until=now_ns())
+        elif kind == "store-stop":
+            self.store.signal(m, signal.SIGCONT)
+            self.fault("store-stop", member=m, at=t0, until=now_ns())
+        else:
+            self.start_member(m)
 
     def run(self):
         a = self.a
@@ -562,25 +334,11 @@ class Run:
             t = time.monotonic()
             # end the faults whose time has come
             if agent_busy and t >= agent_busy[2]:
-                kind, i, _, t0 = agent_busy
-                if kind == "sigstop":
-                    os.kill(self.agents[i].pid, signal.SIGCONT)
-                    self.fault("sigstop", pid=self.agents[i].pid, at=t0, until=now_ns())
-                else:
-                    self.start_agent(i)
+                self.end_agent_fault(agent_busy)
                 agent_busy = None
                 next_agent = t + self.rng.uniform(0.5, 2.0)
             if store_busy and t >= store_busy[2]:
-                kind, m, _, t0 = store_busy
-                if kind == "store-stop2":
-                    for j in m:
-                        os.kill(self.members[j].pid, signal.SIGCONT)
-                    self.fault("store-stop2", members="%d+%d" % tuple(m), at=t0, until=now_ns())
-                elif kind == "store-stop":
-                    os.kill(self.members[m].pid, signal.SIGCONT)
-                    self.fault("store-stop", member=m, at=t0, until=now_ns())
-                else:
-                    self.start_member(m)
+                self.end_store_fault(store_busy)
                 store_busy = None
                 next_store = t + self.rng.uniform(1.0, 4.0)
             # start new ones
@@ -607,19 +365,11 @@ class Run:
                 # Two of three stopped: no quorum, for longer than the sessions' timeout.
                 m = self.rng.sample(range(3), 2)
                 for j in m:
-                    os.kill(self.members[j].pid, signal.SIGSTOP)
+                    self.store.signal(j, signal.SIGSTOP)
                 store_busy = ("store-stop2", m, t + ttl * self.rng.uniform(1.2, 2.0), now_ns())
             if not store_busy and t >= next_store:
-                if a.store == "zookeeper":
-                    modes = [self.zk_mode(j) for j in range(3)]
-                    leader = modes.index("leader") if "leader" in modes else None
-                    if leader is None or self.rng.random() < 0.4:
-                        m = self.rng.randrange(3)
-                    else:
-                        m = leader
-                    role = "leader" if m == leader else "follower"
-                elif a.store == "etcd":
-                    leader = self.etcd_leader()
+                if a.store in ("zookeeper", "etcd"):
+                    leader = self.store.leader()
                     if leader is None or self.rng.random() < 0.4:
                         m = self.rng.randrange(3)
                     else:
@@ -628,35 +378,20 @@ class Run:
                 else:
                     m, role = 0, "server"
                 if self.rng.random() < 0.5:
-                    self.members[m].kill()
-                    self.members[m].wait()
+                    self.store.kill(m)
                     self.fault("store-kill", member=m, role=role, at=now_ns())
                     store_busy = ("store-kill", m, t + self.rng.uniform(0.5, 3.0), now_ns())
                 else:
-                    os.kill(self.members[m].pid, signal.SIGSTOP)
+                    self.store.signal(m, signal.SIGSTOP)
                     store_busy = ("store-stop", m, t + self.rng.uniform(0.5, 2 * ttl), now_ns())
                     self.counts["store-stop(" + role + ")"] = \
                         self.counts.get("store-stop(" + role + ")", 0) + 1
             time.sleep(0.05)
         # end the faults still running, let the agents settle, stop them
         if agent_busy:
-            kind, i, _, t0 = agent_busy
-            if kind == "sigstop":
-                os.kill(self.agents[i].pid, signal.SIGCONT)
-                self.fault("sigstop", pid=self.agents[i].pid, at=t0, until=now_ns())
-            else:
-                self.start_agent(i)
+            self.end_agent_fault(agent_busy)
         if store_busy:
-            kind, m, _, t0 = store_busy
-            if kind == "store-stop2":
-                for j in m:
-                    os.kill(self.members[j].pid, signal.SIGCONT)
-                self.fault("store-stop2", members="%d+%d" % tuple(m), at=t0, until=now_ns())
-            elif kind == "store-stop":
-                os.kill(self.members[m].pid, signal.SIGCONT)
-                self.fault("store-stop", member=m, at=t0, until=now_ns())
-            else:
-                self.start_member(m)
+            self.end_store_fault(store_busy)
         time.sleep(2 * ttl)
         rcs = []
         for p in self.agents:
@@ -681,16 +416,8 @@ class Run:
                 "%s %d" % kv for kv in sorted(self.counts.items()))))
         else:
             self.bad("only %d faults injected in %d s" % (nfaults, a.seconds))
-        chk = subprocess.run([sys.executable, os.path.join(HERE, "lease-check.py"),
-                              "--label", a.store, "--faults", self.faults_path, self.hist],
-                             capture_output=True, text=True, timeout=600)
+        chk, fig = check.judge(a.store, self.faults_path, self.hist)
         sys.stdout.write(chk.stdout + chk.stderr)
-        fig = {}
-        for line in chk.stdout.splitlines():
-            if line.startswith("lease-check-figures: "):
-                for w in line.split()[1:]:
-                    k, _, v = w.partition("=")
-                    fig[k] = v
         intervals = int(fig.get("intervals", 0))
         rt, ts = int(fig.get("overlaps", -1)), int(fig.get("ts_overlaps", -1))
         if a.legacy:
