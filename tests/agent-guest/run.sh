@@ -18,10 +18,10 @@
 # "figure: BACKEND guest: ...", a line "agent-guest BACKEND: N passed,
 # M failed (S s)" per store, and last "agent-guest: N passed, M failed".
 set -uo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
-# shellcheck source=scripts/vm.sh
-. "$ROOT/scripts/vm.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$ROOT/tests/lib/vm.sh"
 
 HERE=$ROOT/tests/agent-guest
 pass=0
