@@ -14,17 +14,19 @@
 # tests/deb/container-probe, and snowflake-agent with its libraries from
 # the root; `podman import` in the guest.
 #
-# Usage: deb-containers-test.sh ROOT KVER OUT ARCHIVES
+# Usage: containers.sh ROOT KVER OUT ARCHIVES
 # ROOT is not changed (the copy is OUT/root, removed at the end); ARCHIVES
-# is apt's cache of .debs (deb-test.sh's).  Prints "deb-containers: N
+# is apt's cache of .debs (run.sh's).  Prints "deb-containers: N
 # passed, M failed".
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 # shellcheck source=tests/lib/vm.sh
 . "$ROOT/tests/lib/vm.sh"
+# shellcheck source=tests/deb/lib.sh
+. "$ROOT/tests/deb/lib.sh"
 
-SRC_ROOT=$1 KVER=$2 OUT=$3 ARCHIVES=$4
+SRC_ROOT=$1 KVER=$2 OUT=$3 DEB_ARCHIVES=$4
 TIMEOUT=${CONTAINERS_TEST_TIMEOUT:-600}
 R=$OUT/root
 ov=$OUT/overlay
@@ -40,26 +42,13 @@ finish() {
 }
 
 rm -rf "$OUT"
-mkdir -p "$OUT" "$ARCHIVES/partial"
+mkdir -p "$OUT" "$DEB_ARCHIVES/partial"
 
 # ---- the root: a copy, with podman and runc ---------------------------------
 cp -a --reflink=auto "$SRC_ROOT" "$R"
-# shellcheck disable=SC2016 # the inner script expands its own arguments
-inroot() {
-	unshare --mount --pid --fork --kill-child -- sh -c '
-		R=$1; shift
-		mount -t proc proc "$R/proc" && mount -t sysfs sysfs "$R/sys" &&
-		mount --rbind /dev "$R/dev" &&
-		mount --bind "$0" "$R/var/cache/apt/archives" &&
-		exec chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"' \
-		"$ARCHIVES" "$R" "$@"
-}
-APT=(apt-get -q -y -o Dpkg::Use-Pty=0 -o APT::Color=0 --no-install-recommends)
 start=$(now)
 # shellcheck disable=SC2016 # dpkg-query's own ${field} format
-if { inroot "${APT[@]}" install podman runc ||
-	{ inroot apt-get -q update && inroot "${APT[@]}" install podman runc; }; } >"$OUT/podman.log" 2>&1; then
+if apt_in podman runc >"$OUT/podman.log" 2>&1; then
 	ok "apt-get install podman runc in a copy of the root: $(chroot "$R" dpkg-query -W -f '${Package} ${Version}, ' podman runc conmon | sed 's/, $//') ($(($(now) - start)) s)"
 else
 	tail -n 30 "$OUT/podman.log" | indent
@@ -68,7 +57,7 @@ else
 fi
 
 rm -rf "$ov"
-mkdir -p "$ov"/{usr/local/sbin,usr/local/bin,etc/systemd/system/multi-user.target.wants,etc/modprobe.d,etc/containers,etc/snowflake,dev,root/sfct}
+mkdir -p "$ov"/{etc/containers,etc/snowflake,root/sfct}
 
 # ---- the image -----------------------------------------------------------------
 probe=$OUT/container-probe
@@ -167,20 +156,13 @@ else
 fi
 # The Secret's agent.conf, as its volume shows it (0400 root).
 mkdir -p "$ov/root/sfct/secret-snowflake-agent"
-cat >"$ov/root/sfct/secret-snowflake-agent/agent.conf" <<'EOF'
-backend = redis
-redis-host = 127.0.0.1
-redis-port = 6379
-redis-timeout-ms = 500
-prefix = snowflake
-cluster = sfct
-ttl-ms = 3000
-log-level = info
-EOF
+deb_agent_conf sfct >"$ov/root/sfct/secret-snowflake-agent/agent.conf"
 chmod 0400 "$ov/root/sfct/secret-snowflake-agent/agent.conf"
 
 # ---- the guest: podman's configuration, the test unit ---------------------------
-install -m 0755 "$ROOT/tests/deb/guest-containers.sh" "$ov/usr/local/sbin/sfct-test"
+deb_guest_unit "$ov" sfct "$ROOT/tests/deb/guest-containers.sh" \
+	"snowflake: containers against the packages' module (tests/deb/containers.sh)" \
+	"snowflake-floor.service systemd-udev-settle.service network.target"
 install -m 0755 "$probe" "$ov/usr/local/bin/container-probe"
 # runc (crun is podman's default); no rlimits of podman's own (the guest's
 # are what the test runs with); no pivot_root(2), which cannot leave the
@@ -197,84 +179,16 @@ cgroup_manager = "systemd"
 events_logger = "file"
 no_pivot_root = true
 EOF
-cat >"$ov/etc/systemd/system/sfct-test.service" <<'EOF'
-[Unit]
-Description=snowflake: containers against the packages' module (tests/deb/containers.sh)
-After=snowflake-floor.service systemd-udev-settle.service network.target
-
-[Service]
-Type=oneshot
-ExecStart=/usr/local/sbin/sfct-test
-StandardOutput=tty
-StandardError=tty
-TTYPath=/dev/ttyS0
-EOF
-ln -s ../sfct-test.service "$ov/etc/systemd/system/multi-user.target.wants/sfct-test.service"
-ln -s /dev/null "$ov/etc/systemd/system/serial-getty@ttyS0.service"
-ln -s /dev/null "$ov/etc/systemd/system/getty@tty1.service"
-echo sfct >"$ov/etc/hostname"
-# The agent leases the worker id: strict=1, as on a node of the DaemonSet.
-echo 'options snowflake strict=1' >"$ov/etc/modprobe.d/sfct-test.conf"
-mknod -m 0600 "$ov/dev/console" c 5 1
+# The agent leases the worker id: strict=1, as on a node of the DaemonSet
+# (deb_guest_unit).
 # Redis: the host's Debian binaries, with the libraries the root lacks.
-for b in redis-server redis-cli; do
-	if ! p=$(command -v "$b"); then
-		notok "$b is missing on the host (scripts/deps.sh installs redis-server)"
-		finish
-	fi
-	install -m 0755 "$(readlink -f "$p")" "$ov/usr/local/bin/$b"
-	ldd "$p" | awk '/=> \// { print $3 }'
-done | sort -u | while read -r lib; do
-	if [ ! -e "$R$lib" ] && [ ! -e "$R/usr$lib" ]; then
-		mkdir -p "$ov/usr/lib/$(basename "$(dirname "$lib")")"
-		cp -L "$lib" "$ov/usr/lib/$(basename "$(dirname "$lib")")/"
-	fi
-done
+deb_guest_redis "$ov" "$R" || finish
 
 # ---- boot ------------------------------------------------------------------------
-(cd "$R" && find . -xdev \( -path ./usr/src -o -path ./usr/lib/gcc -o -path ./usr/libexec/gcc \
-	-o -path ./usr/share/doc -o -path ./usr/share/man -o -path ./usr/share/locale \
-	-o -path ./usr/share/info -o -path ./var/cache/apt -o -path ./var/lib/apt/lists \
-	-o -path ./root/debs -o -path ./proc -o -path ./sys -o -path ./run -o -path ./tmp \
-	-o -path ./usr/lib/cni \) \
-	-prune -o -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) >"$img"
-for d in proc sys run tmp; do
-	mkdir -p "$ov/$d"
-done
-chmod 1777 "$ov/tmp"
-(cd "$ov" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
-	cpio --null -o -H newc --owner=0:0 --quiet) >>"$img"
+deb_guest_initramfs "$R" "$ov" "$img" ./usr/lib/cni
 echo "# initramfs: $(($(stat -c %s "$img") >> 20)) MiB (the root with podman, without headers, gcc, docs and CNI plugins; the test and its image), ready $(($(now) - t0)) s after the start"
 
-kernel=$(vmlinuz_of "$KVER") || {
-	notok "no guest kernel for $KVER"
-	finish
-}
-echo "# booting $KVER with systemd as PID 1 (console in ${log#"$ROOT"/})"
-start=$(now)
-rc=0
-# One CPU, no multi-threaded TCG; the initramfs is unpacked into RAM.
-timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -smp 1 -m 3072 \
-	-nographic -no-reboot -nodefaults -serial mon:stdio \
-	-kernel "$kernel" -initrd "$img" \
-	-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false" \
-	</dev/null >"$log" 2>&1 || rc=$?
-echo "# the guest ran $(($(now) - start)) s (qemu exit $rc)"
+deb_guest_boot "$KVER" "$img" "$log" "$TIMEOUT" || finish
 
-tr -d '\r' <"$log" | sed -n 's/^SFCT # /#/p'
-while read -r res what; do
-	if [ "$res" = ok ]; then ok "containers: $what"; else notok "containers: $what"; fi
-done < <(tr -d '\r' <"$log" | sed -n 's/^SFCT \(ok\|notok\) /\1 /p')
-if log_has "$log" '^SFCT done'; then
-	ok "containers: the test ran to its end and the guest powered off (qemu exit $rc)"
-else
-	tail -n 40 "$log" | tr -d '\r' | indent
-	notok "containers: the test did not finish (qemu exit $rc; console: ${log#"$ROOT"/})"
-fi
-if vm_problems "$log" >"$OUT/problems.txt"; then
-	ok "containers: no kernel problem on the console"
-else
-	indent <"$OUT/problems.txt"
-	notok "containers: kernel problems on the console"
-fi
+deb_guest_results SFCT containers "$log" "$OUT"
 finish

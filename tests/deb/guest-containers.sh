@@ -26,27 +26,10 @@ RUN=(podman run --rm --pull never --network none)
 mkdir -p "$W" "$OUTD"
 chmod 1777 "$OUTD"
 
-say() { echo "SFCT $*"; }
-t() {
-	local what=$1
-	shift
-	if "$@" >"$W/t.out" 2>&1; then
-		say "ok $what"
-	else
-		say "notok $what"
-		head -n 20 "$W/t.out" | sed 's/^/SFCT #   /'
-	fi
-}
-info() { "$@" 2>&1 | head -n 20 | sed 's/^/SFCT #   /'; }
-# until_ok SECS CMD...: CMD succeeds within SECS seconds.
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
+TAG=SFCT T_OUT=$W/t.out
+# say, t, info, until_ok
+# shellcheck source=tests/deb/guest-lib.sh
+. /usr/local/lib/sf-guest-lib.sh
 # is FILE TEXT: FILE holds exactly TEXT (shown when not).
 is() {
 	if [ "$(cat "$1" 2>&1)" = "$2" ]; then

@@ -11,27 +11,10 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export SYSTEMD_PAGER='' SYSTEMD_COLORS=0
 
-say() { echo "SFSD $*"; }
-t() {
-	local what=$1
-	shift
-	if "$@" >/tmp/sfsd.out 2>&1; then
-		say "ok $what"
-	else
-		say "notok $what"
-		head -n 20 /tmp/sfsd.out | sed 's/^/SFSD #   /'
-	fi
-}
-info() { "$@" 2>&1 | head -n 20 | sed 's/^/SFSD #   /'; }
-# until_ok SECS CMD...: CMD succeeds within SECS seconds.
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
+TAG=SFSD T_OUT=/tmp/sfsd.out
+# say, t, info, until_ok
+# shellcheck source=tests/deb/guest-lib.sh
+. /usr/local/lib/sf-guest-lib.sh
 # as_member / as_other CMD...: CMD as a user in the group snowflake (the
 # daemon user) / as nobody, with no capabilities.
 as_member() { setpriv --reuid=snowflake-daemon --regid=snowflake --init-groups --inh-caps=-all -- "$@"; }

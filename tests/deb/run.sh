@@ -35,6 +35,8 @@
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+# shellcheck source=tests/deb/lib.sh
+. "$ROOT/tests/deb/lib.sh"
 
 OUT=$BUILD/deb
 SRC=$OUT/src
@@ -183,22 +185,7 @@ tar -C "$R" --zstd -xf "$tarball"
 cp -L /etc/resolv.conf "$R/etc/resolv.conf"
 mkdir -p "$R/root/debs"
 cp "${debs[@]}" "$R/root/debs/"
-# shellcheck disable=SC2016 # the inner script expands its own arguments
-inroot() {
-	unshare --mount --pid --fork --kill-child -- sh -c '
-		R=$1; shift
-		mount -t proc proc "$R/proc" && mount -t sysfs sysfs "$R/sys" &&
-		mount --rbind /dev "$R/dev" &&
-		mount --bind "$0" "$R/var/cache/apt/archives" &&
-		exec chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"' \
-		"$OUT/archives" "$R" "$@"
-}
-APT=(apt-get -q -y -o Dpkg::Use-Pty=0 -o APT::Color=0 --no-install-recommends)
-# apt install, with an update first when the cached lists are stale.
-apt_in() {
-	inroot "${APT[@]}" install "$@" || { inroot apt-get -q update && inroot "${APT[@]}" install "$@"; }
-}
+DEB_ARCHIVES=$OUT/archives
 # Everything but what dpkg, apt and the logs change by themselves: files by
 # mode, owner, size and time, but depmod's indexes (rewritten, the same, when
 # a module comes and goes) by their contents.
@@ -305,15 +292,8 @@ done
 # The root booted with systemd as PID 1 on the first kernel: the units as a
 # host runs them (tests/deb/systemd.sh; the root is not changed).
 if [ -n "${kos[0]:-}" ]; then
-	sd_log=$OUT/systemd.log
-	"$ROOT/tests/deb/systemd.sh" "$R" "${kos[0]%%=*}" "$OUT/systemd" 2>&1 | tee "$sd_log" || true
-	sd=$(grep -E '^deb-systemd: [0-9]+ passed, [0-9]+ failed' "$sd_log" | tail -n 1) || true
-	if [ -n "$sd" ]; then
-		read -r _ p _ f _ <<<"$sd"
-		pass=$((pass + p)) fail=$((fail + f)) ntap=$((ntap + p + f))
-	else
-		notok "the units under systemd: tests/deb/systemd.sh printed no summary"
-	fi
+	deb_part "the units under systemd" deb-systemd "$OUT/systemd.log" \
+		"$ROOT/tests/deb/systemd.sh" "$R" "${kos[0]%%=*}" "$OUT/systemd"
 else
 	notok "the units under systemd: no DKMS-built module to boot"
 fi
@@ -322,16 +302,8 @@ fi
 # podman and runc in a copy of the root (the root itself is not changed),
 # booted on the first kernel (tests/deb/containers.sh).
 if [ -n "${kos[0]:-}" ]; then
-	ct_log=$OUT/containers.log
-	"$ROOT/tests/deb/containers.sh" "$R" "${kos[0]%%=*}" "$OUT/containers" "$OUT/archives" 2>&1 |
-		tee "$ct_log" || true
-	ct=$(grep -E '^deb-containers: [0-9]+ passed, [0-9]+ failed' "$ct_log" | tail -n 1) || true
-	if [ -n "$ct" ]; then
-		read -r _ p _ f _ <<<"$ct"
-		pass=$((pass + p)) fail=$((fail + f)) ntap=$((ntap + p + f))
-	else
-		notok "containers: tests/deb/containers.sh printed no summary"
-	fi
+	deb_part containers deb-containers "$OUT/containers.log" \
+		"$ROOT/tests/deb/containers.sh" "$R" "${kos[0]%%=*}" "$OUT/containers" "$OUT/archives"
 else
 	notok "containers: no DKMS-built module to boot"
 fi

@@ -69,6 +69,7 @@ gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -o "$OUT/handoff-ids" \
 }
 
 # figure LINE: a guest's HANDOFF-FIGURE line, said for the lanes.
+# shellcheck disable=SC2317 # called by vm_guest_results
 figure() {
 	local kver=$1 line=$2 k v kv
 	declare -A f=()
@@ -88,13 +89,10 @@ test_kernel() {
 	mkdir -p "$dir"
 	echo
 	echo "==== handoff $kver: building ===="
-	if ! (build_module "$kver" "$dir/mod") >"$dir/module.log" 2>&1; then
-		tail -n 20 "$dir/module.log"
+	if ! vm_module_stage "$kver" "$dir" "$stage" "$ROOT/tests/handoff/init.sh" "$dir/module.log"; then
 		bad "$kver: building snowflake.ko"
 		return 0
 	fi
-	vm_stage "$stage" "$ROOT/tests/handoff/init.sh"
-	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
 	install -m 0755 "$BUILD/selftests/snowflake" "$stage/usr/bin/snowflake"
 	install -m 0755 "$OUT/handoff-ids" "$stage/usr/bin/handoff-ids"
 	if ! vm_add_agent "$stage" "$dir"; then
@@ -114,23 +112,7 @@ test_kernel() {
 	if [ "$line" != "SNOWFLAKE-KERNEL $kver" ]; then
 		bad "$kver: the guest did not run this kernel ($line)"
 	fi
-	while IFS= read -r line; do
-		case $line in
-		"ok   "*) ok "$kver: ${line#ok   }" ;;
-		"FAIL "*) bad "$kver: ${line#FAIL }" ;;
-		"HANDOFF-FIGURE "*) figure "$kver" "${line#HANDOFF-FIGURE }" ;;
-		"  "*) echo "$line" ;;
-		esac
-	done < <(grep -E '^(ok   |FAIL |HANDOFF-FIGURE |  )' <<<"$console")
-	if ! grep -q '^SNOWFLAKE-VM-DONE' <<<"$console"; then
-		bad "$kver: the guest did not finish (qemu exit $rc)"
-		tail -n 40 <<<"$console" | sed 's/^/    | /'
-	elif ! grep -q '^HANDOFF-GUEST-COUNTS ' <<<"$console"; then
-		bad "$kver: the guest script stopped early"
-	fi
-	if grep -q '^FAIL ' <<<"$console"; then
-		sed -n '/^---- \/tmp\/agent-/,/^---- end of /p' <<<"$console" | sed 's/^/    | /'
-	fi
+	vm_guest_results "$console" "$kver" HANDOFF 40 '^---- \/tmp\/agent-' '^---- end of ' figure "$kver"
 	if vm_problems "$log"; then ok "$kver: no kernel problems on the console"; else bad "$kver: kernel problems (above)"; fi
 	echo "handoff on $kver: ${secs}s"
 }

@@ -153,3 +153,46 @@ vm_add_agent() {
 	mkdir -p "$stage/lib64"
 	cp -L /lib64/ld-linux-x86-64.so.2 "$stage/lib64/"
 }
+
+# vm_module_stage KVER DIR STAGE INIT LOG: snowflake.ko built for KVER into
+# DIR/mod (its output in LOG: the last lines shown and 1 when it failed),
+# then the initramfs tree STAGE with INIT as /init and the module.
+vm_module_stage() {
+	local kver=$1 dir=$2 stage=$3 init=$4 blog=$5
+	if ! (build_module "$kver" "$dir/mod") >"$blog" 2>&1; then
+		tail -n 20 "$blog"
+		return 1
+	fi
+	vm_stage "$stage" "$init"
+	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
+}
+
+# vm_guest_results CONSOLE WHO TAG TAIL FROM TO FIGURE...: what a guest
+# script printed on its console (CONSOLE, its text with \r stripped): each
+# "ok   WHAT" and "FAIL WHAT" counted as "WHO: WHAT" (ok, or the caller's
+# bad), indented details shown, each "TAG-FIGURE LINE" given to FIGURE...
+# LINE; then that the guest finished (SNOWFLAKE-VM-DONE, else its last TAIL
+# lines shown; qemu's exit in $rc) after its "TAG-GUEST-COUNTS" line; on a
+# failure, the console between the lines matching the sed addresses FROM
+# and TO (the guest's agent log).
+vm_guest_results() {
+	local console=$1 who=$2 tag=$3 tailn=$4 from=$5 to=$6 line
+	shift 6
+	while IFS= read -r line; do
+		case $line in
+		"ok   "*) ok "$who: ${line#ok   }" ;;
+		"FAIL "*) bad "$who: ${line#FAIL }" ;;
+		"$tag-FIGURE "*) "$@" "${line#"$tag"-FIGURE }" ;;
+		"  "*) echo "$line" ;;
+		esac
+	done < <(grep -E "^(ok   |FAIL |$tag-FIGURE |  )" <<<"$console")
+	if ! grep -q '^SNOWFLAKE-VM-DONE' <<<"$console"; then
+		bad "$who: the guest did not finish (qemu exit $rc)"
+		tail -n "$tailn" <<<"$console" | sed 's/^/    | /'
+	elif ! grep -q "^$tag-GUEST-COUNTS " <<<"$console"; then
+		bad "$who: the guest script stopped early"
+	fi
+	if grep -q '^FAIL ' <<<"$console"; then
+		sed -n "/$from/,/$to/p" <<<"$console" | sed 's/^/    | /'
+	fi
+}

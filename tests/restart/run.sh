@@ -225,13 +225,10 @@ test_kernel() {
 	echo "==== restart $kver ===="
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	if ! (build_module "$kver" "$dir/mod") >"$dir/build.log" 2>&1; then
-		tail -n 20 "$dir/build.log"
+	if ! vm_module_stage "$kver" "$dir" "$stage" "$ROOT/tests/restart/init.sh" "$dir/build.log"; then
 		notok "$kver: building snowflake.ko"
 		return 0
 	fi
-	vm_stage "$stage" "$ROOT/tests/restart/init.sh"
-	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
 	# A floor file with a right checksum, floor_ms in 2100: past the layout.
 	python3 -c 'import sys, zlib; b = sys.argv[1].encode(); sys.stdout.buffer.write(b + b"crc32 %08x\n" % zlib.crc32(b))' \
 		$'snowflake-floor 1\nfloor_ms 4102444800000\n' >"$stage/floor.beyond"

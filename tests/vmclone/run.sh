@@ -164,13 +164,10 @@ clone_run() {
 	echo "==== vmclone $kver $name ===="
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	if ! (build_module "$kver" "$dir/mod") >"$dir/build.log" 2>&1; then
-		tail -n 20 "$dir/build.log"
+	if ! vm_module_stage "$kver" "$dir" "$stage" "$init" "$dir/build.log"; then
 		notok "building snowflake.ko"
 		return 1
 	fi
-	vm_stage "$stage" "$init"
-	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
 	install -m 0755 "$OUT/snowflake" "$stage/usr/bin/snowflake"
 	install -m 0755 "$OUT/vmclone-stale" "$stage/usr/bin/vmclone-stale"
 	if [ "$with" = agent ] && ! vm_add_agent "$stage" "$dir"; then
