@@ -9,7 +9,8 @@
 #
 # Development (installs what is missing, tests in QEMU guests, never loads
 # anything into the host kernel):
-#   make check           every test (scripts/check.sh lists the stages)
+#   make check           every test (tests/lib/check.sh lists the stages,
+#                        tests/README.md the lanes)
 #   make run             boot a guest with the module and show it at work
 #   make vmtest | style | sparse | unit | userspace | deps
 #   make fuzz            libFuzzer on the core: replay fuzz/corpus + fuzz/crashes,
@@ -51,6 +52,7 @@ Q := @
 endif
 
 SCRIPTS := $(CURDIR)/scripts
+TESTS := $(CURDIR)/tests
 VERSION := $(shell cat $(CURDIR)/VERSION)
 
 # Packaging.  The units name snowflake-floord by its installed path: the
@@ -92,7 +94,7 @@ install: module
 	$(Q)$(DEPMOD) -a $(KERNELRELEASE)
 
 # Not Kbuild's clean: with M= it deletes every *.o below this directory,
-# the debug kernel's build tree in build/ included (scripts/clean-test.sh).
+# the debug kernel's build tree in build/ included (tests/static/clean-test.sh).
 clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o .module-common.o *.ko \
 		*.mod *.mod.c .*.cmd Module.symvers modules.order
@@ -111,13 +113,13 @@ ksrc:
 	$(Q)$(SCRIPTS)/ksrc.sh
 
 check:
-	$(Q)$(SCRIPTS)/check.sh
+	$(Q)$(TESTS)/lib/check.sh
 
 run:
 	$(Q)$(SCRIPTS)/run.sh
 
 vmtest:
-	$(Q)$(SCRIPTS)/vmtest.sh
+	$(Q)$(TESTS)/vmtest/run.sh
 
 # dpkg-buildpackage on a copy of the tree (it writes into debian/ and ..).
 deb:
@@ -131,23 +133,23 @@ deb:
 # The whole guest suite on a tinyconfig 6.12 with lockdep, KASAN, UBSAN and
 # kmemleak, built from linux-source-6.12 into build/debug-kernel/ (cached).
 debug-kernel:
-	$(Q)$(SCRIPTS)/debug-kernel.sh test
+	$(Q)$(TESTS)/debug-kernel/run.sh
 
 # Measures and prints; never part of check.  See BENCHMARKS.md.
 bench:
 	$(Q)$(SCRIPTS)/bench.sh
 
 style: ksrc
-	$(Q)$(SCRIPTS)/style.sh
+	$(Q)$(TESTS)/style/run.sh
 
 sparse: deps
-	$(Q)$(SCRIPTS)/sparse.sh
+	$(Q)$(TESTS)/sparse/run.sh
 
 unit: ksrc
-	$(Q)$(SCRIPTS)/unit.sh
+	$(Q)$(TESTS)/unit/run.sh
 
 fuzz: deps
-	$(Q)$(SCRIPTS)/fuzz.sh
+	$(Q)$(TESTS)/fuzz/run.sh
 
 # Command-line variables (DESTDIR, PREFIX, ...) reach userspace/Makefile
 # through MAKEFLAGS; PREFIX ?= /usr above is the module's and is not passed.
@@ -221,16 +223,16 @@ dkms-uninstall:
 	$(Q)rm -rf $(DKMS_SRC)
 
 # Upstream churn seen early: the module against the newest kernel headers
-# of the mirror (scripts/kernels-check.sh, KERNELS_NEWEST=1).
+# of the mirror (tests/kernels/run.sh, KERNELS_NEWEST=1).
 kernels-check:
-	$(Q)KERNELS_NEWEST=1 $(SCRIPTS)/kernels-check.sh
+	$(Q)KERNELS_NEWEST=1 $(TESTS)/kernels/run.sh
 
 # The restart proof of snowflake-floord(8) (QEMU guests with a disk).
 restart:
-	$(Q)$(SCRIPTS)/restart-test.sh
+	$(Q)$(TESTS)/restart/run.sh
 
 help:
-	@sed -n '3,35s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,36s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 .PHONY: all module install clean distclean deps ksrc check run vmtest deb debug-kernel bench style sparse unit fuzz \
 	userspace install-userspace uninstall-userspace install-packaging uninstall-packaging \

@@ -3,7 +3,7 @@
 # run /snowflake_bench once, then (when staged) the peers of issue 14 and
 # P6 with an uncapped layout, power off.  Every result line starts with BENCH.
 
-# shellcheck source=scripts/guest/init-common.sh
+# shellcheck source=tests/lib/init-common.sh
 . /etc/init-common.sh
 
 dmesg -n 1

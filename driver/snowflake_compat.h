@@ -3,12 +3,12 @@
  * The kernel APIs that changed between the oldest kernel snowflake supports
  * (5.10) and the newest it is built for (7.2): the code uses today's names
  * and this header provides them on older kernels.  The one file with
- * LINUX_VERSION_CODE tests (scripts/style.sh lets checkpatch accept them
+ * LINUX_VERSION_CODE tests (tests/style/run.sh lets checkpatch accept them
  * here only).  Each shim names the upstream commit and the release that
  * made it unnecessary.
  *
  * Built W=1 clean and booted with the whole guest suite (make check,
- * scripts/vmtest.sh): Debian 11's 5.10, Debian 12's 6.1, 6.12 and 6.12-rt,
+ * tests/vmtest/run.sh): Debian 11's 5.10, Debian 12's 6.1, 6.12 and 6.12-rt,
  * Debian sid's 7.2 and 7.2-rt; `make kernels-check` builds against the
  * newest headers the mirror has.  docs/reference.md ("Kernel range") lists
  * per feature the first kernel that has it.

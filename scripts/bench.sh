@@ -23,10 +23,10 @@
 # hardware keeps the TSC; so does the benchmark guest.  BENCH_APPEND= (empty)
 # turns it off; the clocksource at the start and the end is reported.
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-# shellcheck source=scripts/vm.sh
-. "$ROOT/scripts/vm.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$ROOT/tests/lib/vm.sh"
 
 VM_TIMEOUT=${VM_TIMEOUT:-600}
 BENCH_APPEND=${BENCH_APPEND-tsc=reliable}

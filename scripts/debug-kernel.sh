@@ -4,25 +4,22 @@
 # kmemleak, fault injection, ...).  The tree is cached in
 # build/debug-kernel/<hash of tarball version + fragment + this script>/linux
 # and build/debug-kernel/kver/<KVER> links to it, which is how lib.sh's
-# kdir_of/vmlinuz_of resolve that KVER (KERNELS=<KVER> scripts/vmtest.sh).
+# kdir_of/vmlinuz_of resolve that KVER (KERNELS=<KVER> tests/vmtest/run.sh).
 #
 # Prints "KVER=...", "KDIR=..." and "BZIMAGE=..." last.  -q: print only the
 # KVER.  JOBS=N: make -j (default: nproc).
 #
-# `debug-kernel.sh test` (the check stage `debug-kernel`): then runs the whole
-# guest suite on it (scripts/vmtest.sh, which adds the kmemleak check on this
-# kernel) and ends with "debug-kernel: N passed, M failed".  There fuzz_test
-# makes SNOWFLAKE_FUZZ_CALLS=250000 calls unless set (each costs ~5x more).
+# The guest suite on it is the debug-kernel lane, tests/debug-kernel/run.sh
+# (`make debug-kernel`).
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/lib.sh"
 
-quiet=0 test=0
+quiet=0
 case ${1:-} in
 -q) quiet=1 ;;
-test) test=1 ;;
 "") ;;
-*) die "usage: ${0##*/} [-q | test]" ;;
+*) die "usage: ${0##*/} [-q]" ;;
 esac
 FRAG=$ROOT/scripts/debug-kernel.config
 JOBS=${JOBS:-$(nproc)}
@@ -108,27 +105,7 @@ for d in "$top"/*/; do
 	case ${d##*/} in "$hash" | kver) ;; *) rm -rf "$d" ;; esac
 done
 
-if [ "$test" = 1 ]; then
-	echo "KVER=$kver"
-	rc=0
-	out=$BUILD/debug-kernel-vmtest.log
-	# KASAN, lockdep and kmemleak under TCG: several times slower.  fuzz_test
-	# makes 250,000 calls here (about 80 s; 1,000,000 on the other kernels).
-	KERNELS=$kver VM_TIMEOUT=${VM_TIMEOUT:-2400} TEST_TIMEOUT=${TEST_TIMEOUT:-1200} \
-		SNOWFLAKE_FUZZ_CALLS=${SNOWFLAKE_FUZZ_CALLS:-250000} \
-		"$ROOT/scripts/vmtest.sh" 2>&1 | tee "$out" || rc=${PIPESTATUS[0]}
-	line=$(grep -E '^vmtest: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n1) || true
-	if [ -n "$line" ]; then
-		p=$(sed -E 's/^vmtest: ([0-9]+) passed.*/\1/' <<<"$line")
-		f=$(sed -E 's/^vmtest: [0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
-	else
-		p=0 f=1
-	fi
-	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-	echo "debug-kernel: $p passed, $f failed"
-	[ "$f" -eq 0 ]
-	exit
-elif [ "$quiet" = 1 ]; then
+if [ "$quiet" = 1 ]; then
 	echo "$kver"
 else
 	echo "KVER=$kver"

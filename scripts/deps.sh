@@ -8,8 +8,8 @@
 # their bzImage comes from /boot when that kernel is installed, otherwise from
 # the linux-image package downloaded (not installed) into build/kernels/.
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/lib.sh"
 
 PKGS=(
 	build-essential gcc make libc6-dev
@@ -25,7 +25,7 @@ PKGS=(
 	qemu-utils
 	dpkg-dev debhelper dh-dkms lintian mmdebstrap zstd prometheus python3-yaml
 	nodejs openjdk-17-jdk-headless golang-go
-	# The clients as packages (scripts/clients-test.sh): pip into a venv,
+	# The clients as packages (tests/clients/run.sh): pip into a venv,
 	# pytest; Composer, PHPUnit; tsc for the Node.js types; Maven offline
 	# against Debian's repository (its plugins and JUnit 5).
 	python3-venv python3-pip python3-setuptools python3-pytest

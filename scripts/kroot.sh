@@ -16,8 +16,8 @@
 # build/kroots/images/KVER/{boot/vmlinuz-KVER,lib/modules/KVER/}.
 # Fails (exit 1) when a kernel cannot be had: never a silent skip.
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/lib.sh"
 
 OUT=$BUILD/kroots
 mkdir -p "$OUT/kver" "$OUT/images"
@@ -87,7 +87,7 @@ fetch_image() {
 		cat "$tmp/log" >&2
 		die "no kernel image for $kver in $(cd "$tmp" && echo *.deb)"
 	fi
-	# The modules the restart guest's disk needs (scripts/restart-test.sh).
+	# The modules the restart guest's disk needs (tests/restart/run.sh).
 	for m in "$tmp/x/lib/modules/$kver" "$tmp/x/usr/lib/modules/$kver"; do
 		[ -d "$m/kernel" ] || continue
 		mkdir -p "$dir/lib/modules/$kver/kernel/drivers"

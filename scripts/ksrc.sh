@@ -5,8 +5,8 @@
 #   scripts/{checkpatch.pl,spelling.txt,const_structs.checkpatch}
 # Cached: extracts again only when a file is missing or the tarball changed.
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/lib.sh"
 
 DEST=$BUILD/ksrc
 NEED=(

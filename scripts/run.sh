@@ -7,10 +7,10 @@
 # Environment: KVER=<kernel release> (default: the newest supported kernel),
 # VM_TIMEOUT=120, SNOWFLAKE_KVM=1, SNOWFLAKE_SKIP_DEPS=1, MODULE_SRC=DIR.
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-# shellcheck source=scripts/vm.sh
-. "$ROOT/scripts/vm.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$ROOT/tests/lib/vm.sh"
 
 VM_TIMEOUT=${VM_TIMEOUT:-120}
 mkdir -p "$BUILD"
@@ -36,7 +36,7 @@ msg "building snowflake.ko for $kver"
 	die "building the module failed"
 }
 
-vm_stage "$stage" "$ROOT/scripts/guest/init-run.sh"
+vm_stage "$stage" "$ROOT/scripts/init-run.sh"
 cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
 vm_pack "$stage" "$initrd"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The snowflake(1) CLI end to end: the static binary (installed in the guest
- * as /usr/bin/snowflake by scripts/vmtest.sh; $SNOWFLAKE_CLI overrides) is
+ * as /usr/bin/snowflake by tests/vmtest/run.sh; $SNOWFLAKE_CLI overrides) is
  * run with fork+exec, its stdout, stderr and exit code checked against the
  * module's sysfs files: next in every format, decode of a just-issued ID,
  * config shown and set (as root, and refused as nobody), usage errors that
@@ -172,7 +172,7 @@ FIXTURE(cli) {
 FIXTURE_SETUP(cli)
 {
 	ASSERT_TRUE(sf_path_exists(cli_path()))
-		TH_LOG("the CLI %s is missing from the guest (scripts/vmtest.sh installs it)",
+		TH_LOG("the CLI %s is missing from the guest (tests/vmtest/run.sh installs it)",
 		       cli_path());
 	ASSERT_EQ(0, sf_reload("datacenter_id=1 worker_id=2"));
 }

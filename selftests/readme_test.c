@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The README's shell examples, as written there, in the guest: the README is
- * copied into the initramfs by scripts/vmtest.sh ($SNOWFLAKE_README
+ * copied into the initramfs by tests/vmtest/run.sh ($SNOWFLAKE_README
  * overrides the path); the first ```sh block of "## Reading IDs", of
  * "## Reading UUIDv7s" and of "## The command line" are run line by line with sh -c
  * (busybox) against the real device, and their output checked.
  *
  * (The Python, PHP and C examples cannot run in the busybox guest:
- * scripts/readme-examples.sh runs them on the host.)
+ * tests/docs/readme-examples.sh runs them on the host.)
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -91,7 +91,7 @@ FIXTURE(readme) {
 FIXTURE_SETUP(readme)
 {
 	ASSERT_TRUE(sf_path_exists(readme_path()))
-		TH_LOG("%s is missing (scripts/vmtest.sh copies the README into the guest)",
+		TH_LOG("%s is missing (tests/vmtest/run.sh copies the README into the guest)",
 		       readme_path());
 	ASSERT_EQ(0, sf_reload("datacenter_id=2 worker_id=5"));
 }

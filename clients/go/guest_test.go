@@ -3,8 +3,8 @@
 //go:build guest
 
 // Tests against the real device, built with -tags guest into a static test
-// binary that scripts/clients-test.sh boots in a QEMU guest
-// (scripts/guest/init-clients.sh): the module loaded with strict=1 and no
+// binary that tests/clients/run.sh boots in a QEMU guest
+// (tests/clients/init.sh): the module loaded with strict=1 and no
 // worker id (TestGuestRefused), then with GUEST_DC and GUEST_WORKER set and
 // /dev/snowflake of group GUEST_GID, mode 0440 (the others).
 

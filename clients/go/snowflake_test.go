@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 
-// go test tests, run by scripts/clients-test.sh.  The recorded streams come
+// go test tests, run by tests/clients/run.sh.  The recorded streams come
 // from the environment: SNOWFLAKE_DEVICE and SNOWFLAKE_UUID_DEVICE (a file,
 // or a FIFO written in 13-byte pieces), IDS_FILE and UUIDS_FILE (what they
 // hold), DECODED, DECODED_CUSTOM and UUIDS_DECODED (`snowflake decode
@@ -197,7 +197,7 @@ func TestNoPermissionSaysSo(t *testing.T) {
 	}
 	if syscall.Access(p, 4) == nil {
 		t.Skip("this process reads a mode-000 file (CAP_DAC_OVERRIDE): " +
-			"scripts/clients-test.sh runs the tests without it")
+			"tests/clients/run.sh runs the tests without it")
 	}
 	_, err := Open(p)
 	if !errors.Is(err, ErrDenied) || !errors.Is(err, syscall.EACCES) ||

@@ -21,9 +21,9 @@
 # Prints "ok   ..." / "FAIL ..." lines, AGENT-FIGURE lines and
 # AGENT-GUEST-COUNTS for the host.
 
-# shellcheck source=scripts/guest/init-common.sh
+# shellcheck source=tests/lib/init-common.sh
 . /etc/init-common.sh
-# shellcheck source=scripts/guest/agent-common.sh
+# shellcheck source=tests/lib/agent-common.sh
 . /etc/agent-common.sh
 # shellcheck source=tests/agent-guest/stores.sh
 . /etc/agent-guest-stores.sh

@@ -18,16 +18,19 @@
 # "figure: BACKEND guest: ...", a line "agent-guest BACKEND: N passed,
 # M failed (S s)" per store, and last "agent-guest: N passed, M failed".
 set -uo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
-# shellcheck source=scripts/vm.sh
-. "$ROOT/scripts/vm.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$ROOT/tests/lib/vm.sh"
 
 HERE=$ROOT/tests/agent-guest
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+# guest_figure BACKEND LINE: a figure the guest printed (AGENT-FIGURE LINE).
+# shellcheck disable=SC2317 # called by vm_guest_results
+guest_figure() { echo "figure: $1 guest: $2"; }
 finish() {
 	echo "agent-guest: $pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
@@ -191,23 +194,8 @@ run_backend() {
 	rc=$?
 	secs=$(($(now) - start))
 	console=$(tr -d '\r' <"$log")
-	while IFS= read -r line; do
-		case $line in
-		"ok   "*) ok "$backend: ${line#ok   }" ;;
-		"FAIL "*) bad "$backend: ${line#FAIL }" ;;
-		"AGENT-FIGURE "*) echo "figure: $backend guest: ${line#AGENT-FIGURE }" ;;
-		"  "*) echo "$line" ;;
-		esac
-	done < <(grep -E '^(ok   |FAIL |AGENT-FIGURE |  )' <<<"$console")
-	if ! grep -q '^SNOWFLAKE-VM-DONE' <<<"$console"; then
-		bad "$backend: the guest did not finish (qemu exit $rc)"
-		tail -n 60 <<<"$console" | sed 's/^/    | /'
-	elif ! grep -q '^AGENT-GUEST-COUNTS ' <<<"$console"; then
-		bad "$backend: the guest script stopped early"
-	fi
-	if grep -q '^FAIL ' <<<"$console"; then
-		sed -n '/^---- agent log ----/,/^---- end of agent log ----/p' <<<"$console" | sed 's/^/    | /'
-	fi
+	vm_guest_results "$console" "$backend" AGENT 60 '^---- agent log ----' '^---- end of agent log ----' \
+		guest_figure "$backend"
 	if grep -q '^SNOWFLAKE-RMMOD rc=0' <<<"$console"; then ok "$backend: rmmod"; else bad "$backend: rmmod"; fi
 	if vm_problems "$log"; then ok "$backend: no kernel problems on the console"; else bad "$backend: kernel problems (above)"; fi
 	echo "agent-guest $backend: $((pass - p0)) passed, $((fail - f0)) failed (${secs}s in the guest)"

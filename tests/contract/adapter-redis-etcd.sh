@@ -175,7 +175,7 @@ check "unknown option: exit 2" test $? -eq 2
 check "packaging/agent.conf.example is a valid configuration" \
 	bash -c '[ "$1" -eq 0 ] && grep -qx "ttl-ms = 10000" "$2"' _ $? "$tmp/example.out"
 # The unit itself: systemd-analyze verify of the installed unit in the
-# packaging stage (scripts/packaging-test.sh).
+# packaging stage (tests/packaging/run.sh).
 
 echo "==== redis-server on 127.0.0.1:$port ===="
 if ! start_redis; then

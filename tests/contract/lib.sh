@@ -5,8 +5,8 @@
 # servers' in servers, and cleanup_pids (if the script defines it) prints
 # more; the EXIT trap stops them all and removes $tmp.
 # shellcheck shell=bash
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 
 pass=0
 fail=0

@@ -14,8 +14,8 @@
 # MIGRATION.md says where each check of the old per-backend scripts lives.
 # TAP lines, then "contract: N passed, M failed".
 set -uo pipefail
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 
 HERE=$ROOT/tests/contract
 finish() {

@@ -23,8 +23,8 @@
 # passed, M failed".
 set -uo pipefail
 # The shared harness: this one line names it.
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 
 SECS=${LEASE_SECONDS:-180}
 pass=0

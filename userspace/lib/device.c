@@ -35,7 +35,7 @@ const char *sf_testing_sysfs = "/sys";
 
 /*
  * The CLI linked with this test build (san/snowflake, for
- * scripts/userspace.sh) takes the two from the environment.  Never in the
+ * tests/userspace/run.sh) takes the two from the environment.  Never in the
  * installed library: SF_TESTING only.
  */
 __attribute__((constructor)) static void sf_testing_env(void)

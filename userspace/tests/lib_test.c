@@ -1147,7 +1147,7 @@ TEST(nonblocking_torn_id_waits)
 /*
  * Every function of libsnowflake(3) with bad input: the errno it returns
  * and its message, one "# bad-input: FUNCTION | INPUT | RESULT | MESSAGE"
- * line each (scripts/userspace.sh checks that every function of
+ * line each (tests/userspace/run.sh checks that every function of
  * snowflake.h has one).  The handle is a regular file standing in for the
  * device (its ioctls fail with ENOTTY as a foreign device's would).
  */

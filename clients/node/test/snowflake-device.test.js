@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// node --test tests of snowflake-device, run by scripts/clients-test.sh on
+// node --test tests of snowflake-device, run by tests/clients/run.sh on
 // the package installed with npm into a scratch project.  The recorded
 // streams come from the environment: SNOWFLAKE_DEVICE and
 // SNOWFLAKE_UUID_DEVICE (a file, or a FIFO written in 13-byte pieces),
@@ -121,7 +121,7 @@ test('no permission says so', (t) => {
   try { fs.accessSync(f, fs.constants.R_OK); } catch { readable = false; }
   if (readable) {
     t.skip('this process reads a mode-000 file (CAP_DAC_OVERRIDE): ' +
-      'scripts/clients-test.sh runs the tests without it');
+      'tests/clients/run.sh runs the tests without it');
   } else {
     assert.throws(() => new sf.Snowflake(f), (e) => e instanceof sf.Denied &&
       e.code === 'EACCES' && /group snowflake/.test(e.message));

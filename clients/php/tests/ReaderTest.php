@@ -1,6 +1,6 @@
 <?php
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// PHPUnit tests of snowflake-dev/device, run by scripts/clients-test.sh on
+// PHPUnit tests of snowflake-dev/device, run by tests/clients/run.sh on
 // the package installed by Composer into a scratch project (its autoloader
 // is the bootstrap).  The recorded streams come from the environment:
 // SNOWFLAKE_DEVICE and SNOWFLAKE_UUID_DEVICE (a file, or a FIFO written in
@@ -144,7 +144,7 @@ final class ReaderTest extends TestCase
         try {
             if ($readable) {
                 $this->markTestSkipped('this process reads a mode-000 file (CAP_DAC_OVERRIDE): '
-                    . 'scripts/clients-test.sh runs the tests without it');
+                    . 'tests/clients/run.sh runs the tests without it');
             }
             new Reader("$d/snowflake");
             $this->fail('opened');

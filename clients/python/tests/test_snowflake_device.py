@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""pytest tests of snowflake_device, run by scripts/clients-test.sh on the
+"""pytest tests of snowflake_device, run by tests/clients/run.sh on the
 package installed into a venv.  The recorded streams come from the
 environment: SNOWFLAKE_DEVICE and SNOWFLAKE_UUID_DEVICE (a file, or a FIFO
 written in 13-byte pieces), IDS_FILE and UUIDS_FILE (what they hold, one a
@@ -101,7 +101,7 @@ def test_no_permission_says_so(tmp_path):
     f.chmod(0)
     if os.access(str(f), os.R_OK):
         pytest.skip("this process reads a mode-000 file (CAP_DAC_OVERRIDE): "
-                    "scripts/clients-test.sh runs the tests without it")
+                    "tests/clients/run.sh runs the tests without it")
     with pytest.raises(sf.Denied) as e:
         sf.Snowflake(str(f))
     assert e.value.errno == errno.EACCES and "group snowflake" in str(e.value)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// JUnit 5 tests, run by Surefire in `mvn -o install` (scripts/clients-test.sh).
+// JUnit 5 tests, run by Surefire in `mvn -o install` (tests/clients/run.sh).
 // The recorded streams come from the environment: SNOWFLAKE_DEVICE and
 // SNOWFLAKE_UUID_DEVICE (a file, or a FIFO written in 13-byte pieces),
 // IDS_FILE and UUIDS_FILE (what they hold), DECODED, DECODED_CUSTOM and
@@ -132,7 +132,7 @@ class SnowflakeTest {
         Files.write(f, new byte[8]);
         Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("---------"));
         Assumptions.assumeFalse(Files.isReadable(f), "this process reads a mode-000 file "
-            + "(CAP_DAC_OVERRIDE): scripts/clients-test.sh runs the tests without it");
+            + "(CAP_DAC_OVERRIDE): tests/clients/run.sh runs the tests without it");
         SnowflakeException.Denied e =
             assertThrows(SnowflakeException.Denied.class, () -> new Snowflake(f.toString()));
         assertEquals("EACCES", e.errno);

@@ -1,0 +1,218 @@
+#!/bin/bash
+# In the Debian 12 root of tests/deb/run.sh, booted with systemd as PID 1
+# (tests/deb/systemd.sh): the installed packages' units as a host
+# runs them.  Run by sfsd-test.service once the floor unit has started;
+# every result is a console line "SFSD ok|notok WHAT" (details "SFSD # ..."),
+# then "SFSD done" and a poweroff.
+#
+# The module is loaded by snowflake-floor.service with strict=1 (from
+# /etc/modprobe.d/sfsd-test.conf): no IDs until snowflake-agent holds a
+# lease from the Redis started here on 127.0.0.1.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_PAGER='' SYSTEMD_COLORS=0
+
+TAG=SFSD T_OUT=/tmp/sfsd.out
+# say, t, info, until_ok
+# shellcheck source=tests/deb/guest-lib.sh
+. /usr/local/lib/sf-guest-lib.sh
+# as_member / as_other CMD...: CMD as a user in the group snowflake (the
+# daemon user) / as nobody, with no capabilities.
+as_member() { setpriv --reuid=snowflake-daemon --regid=snowflake --init-groups --inh-caps=-all -- "$@"; }
+as_other() { setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- "$@"; }
+# as_reader / as_admin CMD...: as nobody in the group snowflake only / in
+# snowflake-admin only, with no capabilities.
+as_reader() { setpriv --reuid=nobody --regid=snowflake --groups=snowflake --inh-caps=-all -- "$@"; }
+as_admin() { setpriv --reuid=nobody --regid=nogroup --groups=snowflake-admin --inh-caps=-all -- "$@"; }
+# reader_cannot_configure: EPERM, with the message that names the way.
+reader_cannot_configure() {
+	! as_reader snowflake config --random-sequence 0 2>/tmp/sfsd.err
+	cat /tmp/sfsd.err
+	grep -q 'snowflake-admin' /tmp/sfsd.err
+}
+# main_pid UNIT: its main process; user_of UNIT: that process' user;
+# caps_of UNIT: its capability sets, a line each.
+main_pid() { systemctl show -P MainPID "$1"; }
+user_of() { stat -c %U "/proc/$(main_pid "$1")"; }
+caps_of() { grep -E '^Cap(Inh|Prm|Eff|Amb):' "/proc/$(main_pid "$1")/status"; }
+refused() { ! as_member snowflake next; }
+# no_caps UNIT: its main process has no capability, nor can regain one.
+no_caps() {
+	caps_of "$1"
+	! caps_of "$1" | grep -qv '0000000000000000$'
+}
+# served_with KEY: a member's read is served, and the device's ids are the
+# pair of the lease KEY (PREFIX:CLUSTER:worker:DC:W).
+served_with() {
+	local ids
+	ids="$(cat /sys/class/misc/snowflake/datacenter_id):$(cat /sys/class/misc/snowflake/worker_id)"
+	echo "device ids $ids, lease $1"
+	as_member snowflake next | grep -qE '^[0-9]+$' && [[ $1 == *":worker:$ids" ]]
+}
+no_lease() { [ -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*')" ]; }
+restart_floor() { systemctl restart snowflake-floor.service && systemctl is-active snowflake-floor.service; }
+# floor_state: what a restore into the same module instance must not move.
+floor_state() {
+	local f
+	for f in instance_id floor_ms clock_offset_ms statistics/floor_jumps; do
+		printf '%s=%s ' "$f" "$(cat "/sys/class/misc/snowflake/$f")"
+	done
+}
+# floor_log_since CURSOR [ARGS]: the floor unit's journal after CURSOR.
+floor_log_since() {
+	local c=$1
+	shift
+	journalctl --no-pager -q -o cat --after-cursor "$c" -u snowflake-floor.service "$@"
+}
+# same_instance_restore CURSOR: the restore logged event=restore_same_instance.
+same_instance_restore() {
+	until_ok 10 sh -c "journalctl --no-pager -q -o cat --after-cursor '$1' -u snowflake-floor.service |
+		grep -q 'event=restore_same_instance instance_id=$(cat /sys/class/misc/snowflake/instance_id) '"
+}
+# no_floor_warning CURSOR: nothing at warning or above from the floor unit.
+no_floor_warning() {
+	local w
+	w=$(floor_log_since "$1" -p warning)
+	echo "$w"
+	[ -z "$w" ]
+}
+
+say "# $(systemctl --version | head -n 1); kernel $(uname -r)"
+info systemctl is-system-running
+t "snowflake-floor.service is active" systemctl is-active snowflake-floor.service
+info systemctl status --no-pager -n 5 snowflake-floor.service
+t "the module was loaded by the floor unit, with strict=1" \
+	test "$(cat /sys/module/snowflake/parameters/strict 2>&1)" = Y
+say "# floord: user=$(user_of snowflake-floor.service 2>&1) $(caps_of snowflake-floor.service 2>&1 | tr -s '\t\n' '= ')"
+t "floord runs as snowflake-daemon" test "$(user_of snowflake-floor.service)" = snowflake-daemon
+t "floord holds no capability once the restore is done" no_caps snowflake-floor.service
+say "# /dev/snowflake: $(stat -c '%A %U:%G' /dev/snowflake) $(getfacl -cp /dev/snowflake 2>/dev/null | grep -v '^#' | tr '\n' ' ')"
+t "udev gave /dev/snowflake to the group snowflake-admin, 0460" \
+	test "$(stat -c '%a %G' /dev/snowflake)" = "460 snowflake-admin"
+t "udev's setfacl gave the group snowflake read (mask rw-)" \
+	sh -c "getfacl -cp /dev/snowflake | grep -qx 'group:snowflake:r--' &&
+		getfacl -cp /dev/snowflake | grep -qx 'mask::rw-'"
+t "after udevadm trigger the node's mode and ACL are as before" \
+	sh -c "a=\$(getfacl -cp /dev/snowflake; stat -c %a /dev/snowflake) &&
+		udevadm trigger --settle --action=change /dev/snowflake &&
+		b=\$(getfacl -cp /dev/snowflake; stat -c %a /dev/snowflake) && test \"\$a\" = \"\$b\""
+t "a reader (group snowflake) may not configure (EPERM)" reader_cannot_configure
+t "a member of snowflake-admin, with no capability, configures" \
+	as_admin snowflake config --random-sequence 0
+t "floord saved a floor in its state directory" until_ok 10 test -s /var/lib/snowflake/floor
+t "nobody (not in the group) cannot open the device" eval '! as_other snowflake next'
+t "strict=1 and no lease yet: a member's read is refused" refused
+
+# The metrics timer's service, with node_exporter's textfile directory and
+# user (normally prometheus-node-exporter's).
+useradd --system --no-create-home prometheus 2>/dev/null
+mkdir -p /var/lib/prometheus/node-exporter
+chown prometheus /var/lib/prometheus/node-exporter
+t "snowflake-metrics.timer is active" systemctl is-active snowflake-metrics.timer
+t "snowflake-metrics.service runs" systemctl start snowflake-metrics.service
+t "it wrote the textfile collector's file" \
+	grep -q '^snowflake_' /var/lib/prometheus/node-exporter/snowflake.prom
+info grep -m 3 '^snowflake_' /var/lib/prometheus/node-exporter/snowflake.prom
+
+# Redis on 127.0.0.1 (the host's Debian binary), then the agent.
+systemd-run --quiet --unit=sfsd-redis /usr/local/bin/redis-server --port 6379 \
+	--bind 127.0.0.1 --save '' --appendonly yes --appendfsync always --dir /tmp
+t "redis-server answers on 127.0.0.1:6379" until_ok 20 sh -c 'redis-cli -p 6379 ping | grep -q PONG'
+# A new key space: its timestamp marks, once, as an operator would.
+t "snowflake-agent --init-store: the pool's marks (agent.conf's pool)" \
+	snowflake-agent --config /etc/snowflake/agent.conf --init-store
+t "snowflake-agent.service starts (Type=notify: ready once it holds a lease)" \
+	timeout 90 systemctl start snowflake-agent.service
+info systemctl status --no-pager -n 8 snowflake-agent.service
+say "# agent: user=$(user_of snowflake-agent.service 2>&1) $(caps_of snowflake-agent.service 2>&1 | tr -s '\t\n' '= ')"
+t "the agent holds no capability (it configures through the device opened for writing)" \
+	no_caps snowflake-agent.service
+key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*' | head -n 1)
+say "# Redis: $key = $(redis-cli -p 6379 get "$key" 2>/dev/null)"
+t "the device serves a member, with the pair of the lease in Redis" served_with "$key"
+t "the agent runs as snowflake-daemon" test "$(user_of snowflake-agent.service)" = snowflake-daemon
+t "systemctl stop snowflake-agent: stopped cleanly" systemctl stop snowflake-agent.service
+t "after the stop the device refuses reads (fenced)" refused
+t "the lease was released in Redis" no_lease
+# IDs were issued in this load (served_with): a restart of the unit (its
+# SIGTERM save, then --restore, as on a package upgrade) restores into the
+# same module instance, so it moves neither the floor nor the clock.
+cursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
+before=$(floor_state)
+t "systemctl restart snowflake-floor: active again" restart_floor
+after=$(floor_state)
+say "# before the restart: $before"
+say "# after:              $after"
+t "the restart left floor_ms, clock_offset_ms and floor_jumps alone (no skew)" \
+	test "$before" = "$after"
+t "the restore logged event=restore_same_instance" same_instance_restore "$cursor"
+info floor_log_since "$cursor"
+t "the restart logged no warning (no \"may repeat\")" no_floor_warning "$cursor"
+
+# Issue 24, item 3: the restore and a node udev has not set up yet.  The
+# module creates /dev/snowflake 0444 root:root; udev's rule makes it 0460
+# snowflake-admin.  At boot the module may come before udev's coldplug
+# (systemd-modules-load.service runs before systemd-udev-trigger.service):
+# the same window here at will, udev's event queue held while the unit
+# loads the module, on a host without the agent (strict=0, static ids).
+# The old unit restored through the read-only node (EPERM), failed, and a
+# service ordered after it (as every ordinary service is, through
+# sysinit.target) read below the saved floor.
+say "# floor unit: $(systemctl show -p After snowflake-floor.service)"
+t "the floor unit is ordered after udev's coldplug (After=systemd-udev-trigger.service)" \
+	sh -c "systemctl show -P After snowflake-floor.service | grep -qw systemd-udev-trigger.service"
+systemctl stop snowflake-floor.service
+saved=$(snowflake-floord --show | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')
+echo 'options snowflake strict=0 datacenter_id=1 worker_id=2' >/etc/modprobe.d/sfsd-test.conf
+until_ok 20 rmmod snowflake
+t "the module unloaded (to be loaded again, strict=0)" test ! -e /sys/module/snowflake
+cursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
+udevadm control --stop-exec-queue
+# Loaded before the unit starts, as systemd-modules-load.service does at
+# boot (the unit's device cgroup, DeviceAllow=, is set up at its start and
+# needs the node to exist then).
+modprobe snowflake
+systemctl start --no-block snowflake-floor.service
+systemctl start --no-block sfsd-reader.service
+until_ok 30 test -c /dev/snowflake
+say "# /dev/snowflake before udev has run its rule: $(stat -c '%a %U:%G' /dev/snowflake 2>&1)"
+# waiting_for_udev: the unit's control process is its wait for udev.
+waiting_for_udev() {
+	local pid
+	pid=$(systemctl show -P ControlPID snowflake-floor.service)
+	[ "${pid:-0}" != 0 ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- '-w /dev/snowflake'
+}
+waiting_or_refused() { waiting_for_udev || floor_log_since "$cursor" | grep -q 'not permitted'; }
+# restore_waits: the restore is not run (the wait for udev is), nor failed.
+restore_waits() {
+	until_ok 30 waiting_or_refused
+	systemctl status --no-pager -n 0 snowflake-floor.service | grep -E 'Active:|udevadm|snowflake-floord'
+	floor_log_since "$cursor"
+	waiting_for_udev && ! floor_log_since "$cursor" | grep -q 'not permitted'
+}
+t "while udev has not set up the node, the restore waits for it (no SET_FLOOR through a read-only node)" \
+	restore_waits
+udevadm control --start-exec-queue
+t "once udev has, the floor unit is active" until_ok 90 systemctl is-active snowflake-floor.service
+say "# /dev/snowflake after: $(stat -c '%a %U:%G' /dev/snowflake 2>&1)"
+info floor_log_since "$cursor"
+t "the restore did not fail on the way (no EPERM, no restart)" \
+	sh -c "! journalctl --no-pager -q -o cat --after-cursor '$cursor' -u snowflake-floor.service |
+		grep -E 'restoring floor_ms|not permitted|Failed with result|[Ss]cheduled restart'"
+t "a service ordered after the floor unit has read an ID" until_ok 60 test -s /run/sfsd-reader.id
+id=$(cat /run/sfsd-reader.id 2>/dev/null)
+ms=$(snowflake decode --layout-from-device "$id" 2>/dev/null | sed -n 's/.*unix_ms=\([0-9]*\).*/\1/p')
+say "# saved floor_ms ${saved:-?}; the service read ${id:-nothing}, stamped ${ms:-?}"
+t "that ID is stamped at or above the saved floor (strict=0: no read below it)" \
+	test -n "$ms" -a -n "$saved" -a "${ms:-0}" -ge "${saved:-1}"
+echo 'options snowflake strict=1' >/etc/modprobe.d/sfsd-test.conf
+
+for u in snowflake-floor.service snowflake-agent.service; do
+	say "# systemd-analyze security $u: $(systemd-analyze security --no-pager "$u" 2>/dev/null |
+		sed -n 's/.*Overall exposure level for [^:]*: //p')"
+done
+failed=$(systemctl list-units --failed --no-legend --plain 'snowflake*' 2>&1)
+t "no snowflake unit failed${failed:+ ($failed)}" test -z "$failed"
+info journalctl --no-pager -q -p warning -u snowflake-floor.service -u snowflake-agent.service -u snowflake-metrics.service
+systemctl stop sfsd-redis.service
+say 'done'
+systemctl poweroff --no-block

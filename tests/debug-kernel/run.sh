@@ -1,0 +1,33 @@
+#!/bin/bash
+# The debug-kernel lane (`make debug-kernel`, the check stage
+# `debug-kernel`): the whole guest suite (tests/vmtest/run.sh, which adds
+# the kmemleak check on this kernel) on the tinyconfig 6.12 with lockdep,
+# KASAN, UBSAN and kmemleak that scripts/debug-kernel.sh builds (or reuses
+# from build/debug-kernel/).  Ends with "debug-kernel: N passed, M failed".
+# There fuzz_test makes SNOWFLAKE_FUZZ_CALLS=250000 calls unless set (each
+# costs ~5x more).
+set -euo pipefail
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+
+mkdir -p "$BUILD"
+"$ROOT/scripts/debug-kernel.sh" | tee "$BUILD/debug-kernel-kver.txt"
+kver=$(sed -n 's/^KVER=//p' "$BUILD/debug-kernel-kver.txt" | tail -n1)
+[ -n "$kver" ] || die "scripts/debug-kernel.sh printed no KVER"
+rc=0
+out=$BUILD/debug-kernel-vmtest.log
+# KASAN, lockdep and kmemleak under TCG: several times slower.  fuzz_test
+# makes 250,000 calls here (about 80 s; 1,000,000 on the other kernels).
+KERNELS=$kver VM_TIMEOUT=${VM_TIMEOUT:-2400} TEST_TIMEOUT=${TEST_TIMEOUT:-1200} \
+	SNOWFLAKE_FUZZ_CALLS=${SNOWFLAKE_FUZZ_CALLS:-250000} \
+	"$ROOT/tests/vmtest/run.sh" 2>&1 | tee "$out" || rc=${PIPESTATUS[0]}
+line=$(grep -E '^vmtest: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n1) || true
+if [ -n "$line" ]; then
+	p=$(sed -E 's/^vmtest: ([0-9]+) passed.*/\1/' <<<"$line")
+	f=$(sed -E 's/^vmtest: [0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
+else
+	p=0 f=1
+fi
+[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+echo "debug-kernel: $p passed, $f failed"
+[ "$f" -eq 0 ]

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Every user-facing name the module defines must be documented: each module
+# parameter and ioctl in the reference (docs/reference.md: the README is
+# the front page and links to it), each sysfs file there and in
+# docs/ABI/sysfs-class-misc-snowflake.  The names are read from the sources,
+# so a new parameter, ioctl or file without documentation fails here.
+# Then the README's Python, PHP and C examples run on the host
+# (tests/docs/readme-examples.sh; its checks count here too).
+# Prints one line per name and "docs: N passed, N failed".
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+drv=driver/snowflake_main.c
+uapi=uapi/linux/snowflake.h
+abi=docs/ABI/sysfs-class-misc-snowflake
+readme=docs/reference.md
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+params=$(sed -n 's/^module_param_named(\([a-z_]*\),.*/\1/p' "$drv")
+ioctls=$(sed -n 's/^#define \(SNOWFLAKE_IOC_[A-Z_]*\)[[:space:]]*_IO.*/\1/p' "$uapi")
+# DEVICE_ATTR_RW and DEVICE_ATTR_RO files (instance_id), by name.
+rw_files=$(sed -n 's/^static DEVICE_ATTR_R[WO](\([a-z_]*\));/\1/p' "$drv")
+value_files=$(sed -n 's/^SF_VALUE_ATTR(\([a-z_]*\),.*/\1/p' "$drv")
+# The counters live in the "statistics" group.
+stat_files=$(sed -n '/^static struct attribute \*sf_stat_attrs/,/};/s/.*&sf_attr_\([a-z_]*\)\.attr.*/\1/p' "$drv")
+
+for name in $params; do
+	if grep -q "\`$name\`" "$readme"; then ok "parameter $name"; else bad "parameter $name not in $readme"; fi
+done
+for name in $ioctls; do
+	if grep -q "\`$name\`" "$readme"; then ok "ioctl $name"; else bad "ioctl $name not in $readme"; fi
+done
+for name in $rw_files $value_files; do
+	path=$name
+	if grep -qx "$name" <<<"$stat_files"; then
+		path=statistics/$name
+	fi
+	if grep -q "^What:[[:space:]]*/sys/class/misc/snowflake/$path\$" "$abi"; then
+		ok "sysfs $path in ABI"
+	else
+		bad "sysfs $path not in $abi"
+	fi
+	if grep -q "\`$path\`" "$readme"; then ok "sysfs $path in $readme"; else bad "sysfs $path not in $readme"; fi
+done
+# And the ABI file documents nothing that does not exist.
+for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/snowflake/||p' "$abi"); do
+	name=${path#statistics/}
+	if grep -qx "$name" <<<"$rw_files"$'\n'"$value_files"; then
+		ok "ABI entry $path exists"
+	else
+		bad "ABI entry $path has no attribute in $drv"
+	fi
+done
+
+# /dev/uuidv7 (driver/snowflake_uuid.c): its statistics files, both ways.
+uuid_drv=driver/snowflake_uuid.c
+uuid_files=$(sed -n 's/^static DEVICE_ATTR_RO(\([a-z_]*\));/\1/p' "$uuid_drv")
+for name in $uuid_files; do
+	if grep -q "^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/$name\$" "$abi"; then
+		ok "sysfs uuidv7/statistics/$name in ABI"
+	else
+		bad "sysfs uuidv7/statistics/$name not in $abi"
+	fi
+	if grep -q "\`$name\`" "$readme"; then ok "sysfs uuidv7 $name in README"; else bad "sysfs uuidv7 $name not in $readme"; fi
+done
+for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/||p' "$abi"); do
+	if grep -qx "$path" <<<"$uuid_files"; then
+		ok "ABI entry uuidv7/statistics/$path exists"
+	else
+		bad "ABI entry uuidv7/statistics/$path has no attribute in $uuid_drv"
+	fi
+done
+[ -n "$uuid_files" ] || bad "could not read the /dev/uuidv7 files from $uuid_drv"
+
+[ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
+	bad "could not read the names from the sources"
+
+# The programs' options, each in its manual page (the reference of the
+# programs), and the Prometheus metrics of `snowflake stats --prometheus`.
+# long_opts FILE: the names of the struct option tables of a C file.
+long_opts() { sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)", [a-z_]*_argument.*/\1/p' "$1" | sort -u; }
+for pair in userspace/cli/opts.c:userspace/man/snowflake.1 \
+	userspace/agent/conf.c:userspace/man/snowflake-agent.8 \
+	userspace/floord/main.c:userspace/man/snowflake-floord.8; do
+	src=${pair%%:*} man=${pair#*:}
+	names=$(long_opts "$src")
+	[ -n "$names" ] || bad "no options found in $src"
+	for o in $names; do
+		# groff writes - as \-
+		if grep -qF -- "\\-\\-${o//-/\\-}" "$man"; then
+			ok "option --$o in ${man##*/}"
+		else
+			bad "option --$o of $src not in $man"
+		fi
+	done
+done
+# snowflake(1) lists exactly what the CLI's parser accepts, command by
+# command, both ways: the options of each struct option table of
+# userspace/cli/opts.c (and the short ones of its getopt string) are those
+# of the command's SYNOPSIS lines, of its OPTIONS subsection (the .TP heads)
+# and of its --help text in userspace/cli/main.c; nothing more, nothing less.
+cli_out=$(python3 - userspace/cli/opts.c userspace/cli/main.c userspace/man/snowflake.1 <<'PY'
+import re, sys
+opts_c, main_c, man = (open(f).read() for f in sys.argv[1:4])
+cmds = ["next", "decode", "config", "stats", "uuid"]
+glob = {"device", "help"}      # every command's, documented as global options
+shorts = dict(re.findall(r'\[SF_CMD_([A-Z]+)\] = ":([a-z:]*)"', opts_c))
+def table(name):
+    body = re.search(r"struct option %s\[\] = \{(.*?)\n\};" % name, opts_c, re.S).group(1)
+    return set(re.findall(r'\{ "([a-z-]+)", [a-z_]+_argument', body))
+def man_opts(text):
+    return {o.replace("\\-", "-") for o in re.findall(r"\\-\\-([a-z](?:[a-z]|\\-)*)", text)} | \
+        {"-" + c for c in re.findall(r"(?<![\\a-z-])\\-([a-z])\b", text)}
+syn = man.split(".SH SYNOPSIS", 1)[1].split(".SH ", 1)[0]
+blocks = re.findall(r"\.SY snowflake\n(.*?)\.YS", syn, re.S)
+opt_sec = man.split(".SH OPTIONS", 1)[1].split("\n.SH ", 1)[0]
+def subsection(title):
+    m = re.search(r"^\.SS %s\n(.*?)(?=^\.SS |\Z)" % re.escape(title), opt_sec, re.S | re.M)
+    return m.group(1) if m else ""
+def tp_heads(text):
+    return "\n".join(re.findall(r"^\.TP\n(.*)$", text, re.M))
+bad = 0
+def cmp(what, want, got):
+    global bad
+    if want == got:
+        print("ok   %s: %s" % (what, " ".join(sorted(want))))
+    else:
+        bad += 1
+        print("FAIL %s: missing %s, not accepted %s" % (what, sorted(want - got), sorted(got - want)))
+for c in cmds:
+    want = table(c + "_opts") - glob
+    want |= {"-" + x for x in re.findall(r"([a-z]):", shorts[c.upper()])}
+    mine = [b for b in blocks if re.search(r"^\.B %s$" % c, b, re.M)]
+    got = set().union(*(man_opts(re.split(r"^\.B %s$" % c, b, 1, re.M)[1]) for b in mine)) if mine else set()
+    cmp("snowflake(1) SYNOPSIS of %s" % c, want, got)
+    cmp("snowflake(1) OPTIONS of %s" % c, want, man_opts(tp_heads(subsection(c))))
+    usage = re.search(r"usage_%s\[\] =\n(.*?);\n" % c, main_c, re.S).group(1)
+    got = {o for o in re.findall(r"--([a-z][a-z-]*)", usage)} | set(re.findall(r"(?<![a-z-])(-[a-z]),", usage))
+    cmp("snowflake %s --help" % c, want | glob | {"-h"}, got)
+g = table("global_opts") | {"-h"}
+cmp("snowflake(1) global options", g, man_opts(tp_heads(subsection("Global options"))))
+sys.exit(1 if bad else 0)
+PY
+) || true
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) ok "${line#ok   }" ;;
+	"FAIL "*) bad "${line#FAIL }" ;;
+	*) echo "$line" ;;
+	esac
+done <<<"$cli_out"
+[ -n "$cli_out" ] || bad "the snowflake(1) option check printed nothing"
+
+# libsnowflake(3): its NAME and SYNOPSIS list exactly the functions of
+# snowflake.h.
+want=$(sed -n 's/^[a-z].*[ *]\(snowflake_[a-z_]*\)(.*/\1/p' userspace/include/snowflake.h | sort -u)
+name=$(sed -n '/^\.SH NAME/,/^\.SH /p' userspace/man/libsnowflake.3 | grep -o 'snowflake_[a-z_]*' | sort -u)
+synopsis=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' userspace/man/libsnowflake.3 | grep -o 'snowflake_[a-z_]*(' | tr -d '(' | sort -u)
+for part in name synopsis; do
+	if [ "${!part}" = "$want" ]; then
+		ok "libsnowflake(3) ${part^^} lists the $(wc -l <<<"$want") functions of snowflake.h"
+	else
+		bad "libsnowflake(3) ${part^^} differs from snowflake.h: $(diff <(echo "$want") <(echo "${!part}") | grep '^[<>]' | tr '\n' ' ')"
+	fi
+done
+
+# The metrics table of the CLI: counters are snowflake_<name>_total, times
+# (M_MS) snowflake_<name without _ms>_seconds, the ids labels of snowflake_info.
+metrics=$(sed -n 's/^[[:space:]]*{ "\([a-z_]*\)", M_\([A-Z]*\), .*/\1 \2/p' userspace/cli/main.c)
+[ -n "$metrics" ] || bad "no metrics found in userspace/cli/main.c"
+while read -r name kind; do
+	case $kind in
+	COUNTER) m=snowflake_${name}_total ;;
+	MS) m=snowflake_${name%_ms}_seconds ;;
+	GAUGE) m=snowflake_$name ;;
+	LABEL) m=$name ;;
+	esac
+	for doc in userspace/man/snowflake.1 "$readme"; do
+		if grep -qF -- "${m//_/\\_}" "$doc" || grep -qF -- "$m" "$doc"; then
+			ok "metric $m in ${doc##*/}"
+		else
+			bad "metric $m not in $doc"
+		fi
+	done
+done <<<"$metrics"
+
+# The structure sizes the documents state (docs/reference.md said
+# SNOWFLAKE_IDS_SIZE_VER1 was 24 bytes; it is 32) against the header's
+# *_SIZE_VER* defines, which the module checks against sizeof with
+# BUILD_BUG_ON.  Read with markup stripped and lines joined: "NAME, N bytes",
+# "NAME (N bytes)", "N bytes, NAME", "N since NAME", and "struct snowflake_x:
+# N bytes" (VER0) or "(N, M or K bytes)" (every version).
+size_docs=(docs/reference.md userspace/man/snowflake.4 userspace/man/libsnowflake.3 README.md)
+sizes_out=$(perl -e '
+	my %size;
+	open(my $h, "<", shift) or die "$!\n";
+	while (<$h>) { $size{$1} = $2 if /^#define\s+(SNOWFLAKE_\w+_SIZE_VER\d+)\s+(\d+)\b/; }
+	die "no *_SIZE_VER defines\n" unless %size;
+	my $n = 0;
+	sub said { my ($f, $name, $said) = @_; $n++;
+		if (!exists $size{$name}) { print "bad\t$f: $name (said to be $said bytes) is not in the header\n"; }
+		elsif ($size{$name} != $said) { print "bad\t$f: says $name is $said bytes, the header $size{$name}\n"; }
+		else { print "ok\t$f: $name is $said bytes\n"; } }
+	for my $f (@ARGV) {
+		open(my $d, "<", $f) or die "$f: $!\n";
+		my $t = join(" ", map { s/^\.[A-Z]+\s+//; $_ } <$d>);
+		$t =~ s/\\f[BIRP]|\\c|\\-|`|\*\*//g;
+		$t =~ s/\s+/ /g;
+		while ($t =~ /(\d+) bytes\W{1,4}(SNOWFLAKE_[A-Z]+_SIZE_VER\d+)/g) { said($f, $2, $1); }
+		while ($t =~ /(SNOWFLAKE_[A-Z]+_SIZE_VER\d+)\W{1,4}(\d+) bytes/g) { said($f, $1, $2); }
+		while ($t =~ /(\d+) since (SNOWFLAKE_[A-Z]+_SIZE_VER\d+)/g) { said($f, $2, $1); }
+		while ($t =~ /struct snowflake_([a-z]+)\W{1,4}((?:\d+(?:, | or ))*\d+) bytes/g) {
+			my ($s, @said) = ("SNOWFLAKE_" . uc($1) . "_SIZE_VER", split(/, | or /, $2));
+			said($f, $s . $_, $said[$_]) for 0 .. $#said;
+			print "bad\t$f: struct snowflake_$1 has more versions than the " . scalar(@said) . " stated\n"
+				if @said > 1 && exists $size{$s . @said};
+		}
+	}
+	print "bad\tonly $n structure sizes found in the documents: did their wording change?\n" if $n < 8;
+' uapi/linux/snowflake.h "${size_docs[@]}" 2>&1) || bad "reading the structure sizes: $sizes_out"
+while IFS=$'\t' read -r verdict msg; do
+	case $verdict in
+	ok) ok "size $msg" ;;
+	bad) bad "size $msg" ;;
+	*) bad "size check: $verdict $msg" ;;
+	esac
+done <<<"$sizes_out"
+
+# The README's examples that run on the host (Python, PHP, C; the shell ones
+# run in the guest): each of their ok/FAIL lines counts here.
+rc=0
+ex_out=$(bash tests/docs/readme-examples.sh 2>&1) || rc=$?
+ex_fail=$fail
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) ok "readme example: ${line#ok   }" ;;
+	"FAIL "*) bad "readme example: ${line#FAIL }" ;;
+	readme-examples:*) ;;
+	*) echo "$line" ;;
+	esac
+done <<<"$ex_out"
+if [ "$rc" -ne 0 ] && [ "$fail" -eq "$ex_fail" ]; then
+	bad "tests/docs/readme-examples.sh exited $rc"
+fi
+
+echo "docs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,255 @@
+# shellcheck shell=bash
+# Common helpers for the snowflake scripts.  Source it; do not run it.
+#
+# Everything the scripts produce goes under $BUILD (build/ at the repository
+# root, gitignored).  No kernel version number is written here: the guest
+# kernels are derived from the headers meta-packages below.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${SNOWFLAKE_BUILD:-$ROOT/build}
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+# The meta-packages whose dependency names the kernels we build and test for.
+# The first one is the default kernel of `make run`.
+KERNEL_META_PKGS=(linux-headers-6.12-amd64 linux-headers-amd64 linux-headers-6.12-rt-amd64)
+# shellcheck disable=SC2034
+# The kernels of other Debian suites, "SUITE META-PACKAGE": each built
+# inside a root of its suite, with that suite's compiler (scripts/kroot.sh,
+# cached in build/kroots/), booted from that suite's kernel image.  The
+# oldest first; the newest (the last) also runs the handoff, vmclone and
+# restart guests (newest_kver).
+SUITE_KERNELS=("bullseye linux-headers-amd64" "sid linux-headers-amd64" "sid linux-headers-rt-amd64")
+# The package shipping the kernel source tarball (kselftest headers,
+# checkpatch.pl).
+# shellcheck disable=SC2034
+KSRC_PKG=linux-source-6.12
+# shellcheck disable=SC2034
+KSFT_SUBDIR=tools/testing/selftests
+
+export LC_ALL=C
+
+msg() { printf '%s: %s\n' "${0##*/}" "$*"; }
+warn() { printf '%s: warning: %s\n' "${0##*/}" "$*" >&2; }
+die() {
+	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+	exit 1
+}
+
+# Checks of the stage scripts, TAP style: ok/notok count them in pass and
+# fail and print "ok N WHAT" / "not ok N WHAT" (with $TAP_PREFIX before
+# WHAT); check WHAT CMD... runs CMD and says which; indent prefixes each
+# line of its input with "#   ".
+pass=0
+fail=0
+ntap=0
+ok() {
+	pass=$((pass + 1)) ntap=$((ntap + 1))
+	echo "ok $ntap ${TAP_PREFIX:-}$*"
+}
+notok() {
+	fail=$((fail + 1)) ntap=$((ntap + 1))
+	echo "not ok $ntap ${TAP_PREFIX:-}$*"
+}
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else notok "$what"; fi
+}
+indent() { sed 's/^/#   /'; }
+
+# log_has LOG ERE: LOG (a guest console: \r stripped) has a line matching
+# ERE.  grep reads the whole of its input: with pipefail, `tr | grep -q`
+# may kill tr with SIGPIPE once grep has found the line and exited, and the
+# pipeline then fails although the line is there (or, under `!`, passes
+# although it is).  tests/static/lib-test.sh shows it.
+log_has() { tr -d '\r' <"$1" | grep -E -- "$2" >/dev/null; }
+
+# Run a command as root: directly when root, through sudo when it is there
+# and usable, otherwise fail.
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo -- "$@"
+	else
+		return 127
+	fi
+}
+
+can_be_root() {
+	[ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1
+}
+
+pkg_installed() {
+	[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]
+}
+
+# The kernel release a headers meta-package points at, e.g. the KVER of
+# "Depends: linux-headers-KVER (= VERSION)".  Empty when not installed.
+meta_kver() {
+	local deps
+	deps=$(dpkg-query -W -f='${Depends}' "$1" 2>/dev/null) || return 0
+	printf '%s\n' "$deps" | sed 's/[,|]/\n/g' |
+		sed -n 's/^ *linux-headers-\([^ ]*\).*/\1/p' | sed -n 1p
+}
+
+# All kernel releases to test, default kernel first.  $KERNELS overrides
+# (space separated kernel releases).
+all_kvers() {
+	local pkg k ks
+	if [ -n "${KERNELS:-}" ]; then
+		read -ra ks <<<"$KERNELS"
+		printf '%s\n' "${ks[@]}"
+		return 0
+	fi
+	for pkg in "${KERNEL_META_PKGS[@]}"; do
+		k=$(meta_kver "$pkg")
+		[ -n "$k" ] || die "cannot find the kernel of $pkg (not installed? run scripts/deps.sh)"
+		printf '%s\n' "$k"
+	done
+}
+
+# The kernels of SUITE_KERNELS, oldest first, as scripts/kroot.sh recorded
+# them (build/kroots/SUITE.kvers: "META KVER" lines).  Dies when one cannot
+# be had: a kernel we are meant to test is never skipped.
+suite_kvers() {
+	local entry suite meta k
+	for entry in "${SUITE_KERNELS[@]}"; do
+		read -r suite meta <<<"$entry"
+		k=$(awk -v m="$meta" '$1 == m { print $2 }' "$BUILD/kroots/$suite.kvers" 2>/dev/null)
+		[ -n "$k" ] || die "no kernel for $meta of Debian $suite (run scripts/kroot.sh)"
+		printf '%s\n' "$k"
+	done
+}
+
+# Every kernel the guest suite runs on: Debian 12's (all_kvers), then the
+# other suites' (suite_kvers).  $KERNELS overrides.
+vm_kvers() {
+	all_kvers
+	[ -n "${KERNELS:-}" ] || suite_kvers
+}
+
+# The newest kernel we test (the last of SUITE_KERNELS that is not -rt).
+newest_kver() { suite_kvers | grep -v -- '-rt-' | tail -n 1; }
+
+# The suite root KVER is built in (scripts/kroot.sh); empty for the host's.
+kroot_of() {
+	local r=$BUILD/kroots/kver/$1
+	if [ -n "$1" ] && [ -L "$r" ] && [ -d "$r/usr/src/linux-headers-$1" ]; then
+		readlink -f "$r"
+	fi
+}
+
+# kroot_run ROOT DIR CMD...: CMD in a chroot into ROOT with DIR bound on
+# /mnt/work, its own mount and PID namespace (/proc for objtool, /dev),
+# gone with it.
+kroot_run() {
+	local r=$1 dir=$2
+	shift 2
+	mkdir -p "$r/mnt/work"
+	# shellcheck disable=SC2016 # the inner script expands its own arguments
+	as_root unshare --mount --pid --fork --kill-child -- sh -c '
+		R=$1 D=$2; shift 2
+		mount -t proc proc "$R/proc" && mount --rbind /dev "$R/dev" &&
+		mount --bind "$D" "$R/mnt/work" &&
+		exec chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+			DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"' sh "$r" "$dir" "$@"
+}
+
+default_kver() {
+	local ks
+	if [ -n "${KVER:-}" ]; then
+		printf '%s\n' "$KVER"
+	else
+		mapfile -t ks < <(all_kvers)
+		[ "${#ks[@]}" -gt 0 ] || die "no kernel to use"
+		printf '%s\n' "${ks[0]}"
+	fi
+}
+
+# The debug kernel of scripts/debug-kernel.sh: its KVER is a link to its
+# build tree (build/debug-kernel/kver/KVER), which serves as both the
+# headers and the bzImage.  Empty when KVER is not that kernel.
+debug_tree_of() {
+	local t=$BUILD/debug-kernel/kver/$1
+	if [ -n "$1" ] && [ -f "$t/Makefile" ]; then
+		printf '%s\n' "$t"
+	fi
+}
+
+is_debug_kver() { [ -n "$(debug_tree_of "$1")" ]; }
+
+kdir_of() {
+	local t
+	t=$(debug_tree_of "$1")
+	if [ -n "$t" ]; then
+		printf '%s\n' "$t"
+	elif t=$(kroot_of "$1") && [ -n "$t" ]; then
+		printf '%s/usr/src/linux-headers-%s\n' "$t" "$1"
+	else
+		printf '/usr/src/linux-headers-%s\n' "$1"
+	fi
+}
+
+# Path of a bootable bzImage for KVER: the debug kernel's, the copy
+# scripts/deps.sh extracted from the downloaded package, else /boot when that
+# kernel is installed
+# (SNOWFLAKE_NO_BOOT_KERNEL=1: never use /boot).
+vmlinuz_of() {
+	local f boot=/boot/vmlinuz-$1
+	[ "${SNOWFLAKE_NO_BOOT_KERNEL:-0}" = 1 ] && boot=
+	for f in "$(debug_tree_of "$1")/arch/x86/boot/bzImage" \
+		"$BUILD/kernels/$1/boot/vmlinuz-$1" "$BUILD/kroots/images/$1/boot/vmlinuz-$1" $boot; do
+		if [ -r "$f" ]; then
+			printf '%s\n' "$f"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Seconds since the epoch, for timings.
+now() { date +%s; }
+
+# Copy the module sources (Kbuild, driver/, uapi/) of $MODULE_SRC (default:
+# the repository) into a fresh DIR.  kbuild
+# writes its objects beside the sources, so each kernel and each set of build
+# flags gets its own copy.
+sync_module_src() {
+	local dir=$1 src=${MODULE_SRC:-$ROOT} d
+	[ -f "$src/Kbuild" ] || die "$src/Kbuild is missing: no module to build"
+	[ -d "$src/driver" ] || die "$src/driver/ is missing: no module to build"
+	# Always from scratch: copied sources keep their times (cp -p), so
+	# objects left from another source tree could look up to date.  A full
+	# build takes a few seconds.
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -p "$src/Kbuild" "$dir/"
+	[ ! -f "$src/VERSION" ] || cp -p "$src/VERSION" "$dir/"
+	# Sources only: objects an in-tree `make module` left in driver/ were
+	# built for another kernel and must not leak into this build.
+	for d in driver uapi; do
+		[ -d "$src/$d" ] || continue
+		(cd "$src" && find "$d" -type f \( -name '*.[chS]' -o -name Makefile -o -name Kbuild \) \
+			! -name '*.mod.c' -print0 | xargs -0 -r cp -p --parents -t "$dir")
+	done
+	return 0
+}
+
+# Build the module for KVER in DIR; extra arguments go to make.  Prints the
+# build log; returns make's status.
+build_module() {
+	local kver=$1 dir=$2 kdir r
+	shift 2
+	kdir=$(kdir_of "$kver")
+	[ -f "$kdir/Makefile" ] || die "no kernel headers in $kdir (run scripts/deps.sh)"
+	sync_module_src "$dir"
+	r=$(kroot_of "$kver")
+	if [ -n "$r" ]; then
+		# Another suite's kernel: its kbuild wants its own compiler.
+		kroot_run "$r" "$dir" make -C "/usr/src/linux-headers-$kver" M=/mnt/work \
+			${V:+V="$V"} "$@" modules
+	else
+		make -C "$kdir" M="$dir" ${V:+V="$V"} "$@" modules
+	fi
+}

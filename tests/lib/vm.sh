@@ -1,0 +1,198 @@
+# shellcheck shell=bash
+# QEMU guest helpers for vmtest.sh and run.sh.  Source it after lib.sh.
+#
+# The guest is the distribution kernel booted with an initramfs that holds a
+# static busybox, our /init, the module and whatever the caller adds.
+# TCG by default: KVM is opt-in with SNOWFLAKE_KVM=1.
+
+# Kernel messages that make a run fail wherever they appear on the console.
+# ("module verification failed: signature and/or required key missing" of
+# an unsigned module matches none of them, on purpose.)
+KERNEL_PROBLEMS='Oops|BUG:|WARNING:|Call Trace|Kernel panic|general protection fault|kernel BUG|UBSAN|KASAN|possible circular locking|possible recursive locking|inconsistent lock state|sleeping function called from invalid context|hung_task|blocked for more than|soft lockup|hard LOCKUP|detected stall|list_add corruption|list_del corruption|refcount_t:|Unable to handle kernel|Kernel memory leak detector disabled|kmemleak: Cannot'
+
+# vm_stage DIR INIT: a fresh initramfs tree in DIR with busybox and its applet
+# links, the common init prelude, and INIT as /init.
+vm_stage() {
+	local dir=$1 init=$2 bb applet
+	bb=$(command -v busybox) || die "busybox is missing (run scripts/deps.sh)"
+	file -L "$bb" | grep -q 'statically linked' ||
+		die "$bb is not statically linked (install busybox-static)"
+	rm -rf "$dir"
+	mkdir -p "$dir"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,run,root}
+	cp "$bb" "$dir/bin/busybox"
+	while read -r applet; do
+		if [ -n "$applet" ] && [ ! -e "$dir/$applet" ]; then
+			ln -s /bin/busybox "$dir/$applet"
+		fi
+	done < <("$bb" --list-full)
+	[ -e "$dir/bin/sh" ] || ln -s /bin/busybox "$dir/bin/sh"
+	install -m 0644 "$ROOT/tests/lib/init-common.sh" "$dir/etc/init-common.sh"
+	install -m 0644 "$ROOT/tests/lib/agent-common.sh" "$dir/etc/agent-common.sh"
+	install -m 0755 "$init" "$dir/init"
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+		>"$dir/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$dir/etc/group"
+}
+
+# vm_pack DIR OUT: newc cpio, gzip.
+vm_pack() {
+	local dir=$1 out=$2
+	(cd "$dir" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
+		cpio --null -o -H newc --owner=0:0 --quiet) | gzip -1 >"$out.tmp"
+	mv "$out.tmp" "$out"
+}
+
+# vm_boot KVER INITRD LOG TIMEOUT [FILTER]: boot the guest; the console goes
+# to LOG and to stdout (through FILTER, a command, when given).  Returns
+# qemu's status (124 on timeout).
+vm_boot() {
+	local kver=$1 initrd=$2 log=$3 limit=$4 filter=${5:-cat} kernel accel rc
+	kernel=$(vmlinuz_of "$kver") || die "no guest kernel for $kver (run scripts/deps.sh)"
+	command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing (run scripts/deps.sh)"
+	if [ "${SNOWFLAKE_KVM:-0}" = 1 ]; then
+		accel=(-accel kvm -cpu host)
+	else
+		# shellcheck disable=SC2054 # one qemu argument with commas
+		accel=(-accel tcg,thread=multi)
+	fi
+	set +e
+	timeout -k 10 "$limit" qemu-system-x86_64 "${accel[@]}" \
+		-smp "${VM_CPUS:-2}" -m "${VM_MEM:-1024}" \
+		-nographic -no-reboot -nodefaults -serial mon:stdio \
+		-kernel "$kernel" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=0 quiet loglevel=4 ${VM_APPEND:-}" \
+		</dev/null 2>&1 | tee "$log" | $filter
+	rc=${PIPESTATUS[0]}
+	set -e
+	return "$rc"
+}
+
+# vm_problems LOG: print every kernel problem of the console with context;
+# returns 0 when there is none.
+vm_problems() {
+	local log=$1
+	if ! log_has "$log" "$KERNEL_PROBLEMS"; then
+		return 0
+	fi
+	echo "---- kernel problems in ${log#"$ROOT"/} ----"
+	tr -d '\r' <"$log" | grep -n -E -B 4 -A 30 "$KERNEL_PROBLEMS"
+	echo "---- end of kernel problems ----"
+	return 1
+}
+
+# vm_kmemleak LOG: the kmemleak reports the debug kernel's guest printed
+# between SNOWFLAKE-KMEMLEAK-BEGIN/END (tests/vmtest/init.sh).  A
+# suspect whose backtrace names snowflake, or has a frame in unloaded module
+# text (a bare address: snowflake is the only module), fails.  Returns 0 when
+# there is none; 1 (and prints them) otherwise; 2 when the log has no report.
+vm_kmemleak() {
+	local log=$1 rep
+	rep=$(tr -d '\r' <"$log" | awk '
+		/^SNOWFLAKE-KMEMLEAK-BEGIN / { on = 1; print; next }
+		/^SNOWFLAKE-KMEMLEAK-END / { on = 0; print; next }
+		on')
+	if ! grep -q '^SNOWFLAKE-KMEMLEAK-END unloaded' <<<"$rep"; then
+		echo "---- no kmemleak report after the unload in ${log#"$ROOT"/} ----"
+		return 2
+	fi
+	if grep -qE 'unreferenced object' <<<"$rep"; then
+		echo "---- kmemleak suspects in ${log#"$ROOT"/} ----"
+		printf '%s\n' "$rep"
+		echo "---- end of kmemleak suspects ----"
+	fi
+	# Backtrace frames are "func+0x1/0x2 [module]", or a bare "0xADDR" in
+	# text no longer loaded (older kernels prefix "[<ADDR>] ").
+	if awk '
+		/^unreferenced object / { bt = 0; next }
+		/^ *backtrace/ { bt = 1; next }
+		bt && (/snowflake/ || /(^ *|\] )0x[0-9a-f]+[ \t]*$/) { bad = 1 }
+		END { exit !bad }' <<<"$rep"; then
+		echo "---- kmemleak: snowflake leaked memory (backtraces above) ----"
+		return 1
+	fi
+	return 0
+}
+
+# vm_add_agent STAGE OUT: a static snowflake-agent (the Redis store, and
+# ZooKeeper's when libzookeeper_mt.a is there; no static libcurl for etcd,
+# no MySQL) and Debian's redis-server and redis-cli with the shared
+# libraries ldd names, into the initramfs tree STAGE (the static
+# library comes from userspace/; OUT holds the build log).  Returns 1, with
+# the log printed, when something could not be built.
+vm_add_agent() {
+	local stage=$1 out=$2 hiredis_a zk_a zk b lib
+	mkdir -p "$out"
+	make -s -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowflake.a" ||
+		return 1
+	hiredis_a=$(find /usr/lib /usr/lib64 -name libhiredis.a 2>/dev/null | head -n1)
+	# The ZooKeeper store too, when its static library is there.
+	zk_a=$(find /usr/lib /usr/lib64 -name libzookeeper_mt.a 2>/dev/null | head -n1)
+	zk=(-DAG_NO_ZOOKEEPER)
+	[ -n "$zk_a" ] && zk=(-pthread "$zk_a")
+	# hiredis resolves the address with getaddrinfo(), which static glibc
+	# supports for numeric addresses.
+	if [ -z "$hiredis_a" ] ||
+		! gcc -static -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -DAG_NO_MYSQL \
+			-I"$ROOT/userspace/include" -I"$ROOT/uapi" -o "$out/snowflake-agent" \
+			"$ROOT"/userspace/agent/*.c "$BUILD/userspace/libsnowflake.a" "$hiredis_a" "${zk[@]}" \
+			2>"$out/agent-build.log"; then
+		cat "$out/agent-build.log"
+		echo "building a static snowflake-agent failed (libhiredis.a: ${hiredis_a:-missing})"
+		return 1
+	fi
+	install -m 0755 "$out/snowflake-agent" "$stage/usr/sbin/snowflake-agent"
+	# redis-server (Debian: a link to redis-check-rdb, which acts on its
+	# name) and redis-cli, with their shared libraries and the loader.
+	for b in redis-server redis-cli; do
+		install -m 0755 "$(readlink -f "$(command -v "$b")")" "$stage/usr/bin/$b"
+		ldd "$(command -v "$b")" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'
+	done | sort -u | while read -r lib; do
+		mkdir -p "$stage$(dirname "$lib")"
+		cp -L "$lib" "$stage$lib"
+	done
+	mkdir -p "$stage/lib64"
+	cp -L /lib64/ld-linux-x86-64.so.2 "$stage/lib64/"
+}
+
+# vm_module_stage KVER DIR STAGE INIT LOG: snowflake.ko built for KVER into
+# DIR/mod (its output in LOG: the last lines shown and 1 when it failed),
+# then the initramfs tree STAGE with INIT as /init and the module.
+vm_module_stage() {
+	local kver=$1 dir=$2 stage=$3 init=$4 blog=$5
+	if ! (build_module "$kver" "$dir/mod") >"$blog" 2>&1; then
+		tail -n 20 "$blog"
+		return 1
+	fi
+	vm_stage "$stage" "$init"
+	cp "$dir/mod/snowflake.ko" "$stage/snowflake.ko"
+}
+
+# vm_guest_results CONSOLE WHO TAG TAIL FROM TO FIGURE...: what a guest
+# script printed on its console (CONSOLE, its text with \r stripped): each
+# "ok   WHAT" and "FAIL WHAT" counted as "WHO: WHAT" (ok, or the caller's
+# bad), indented details shown, each "TAG-FIGURE LINE" given to FIGURE...
+# LINE; then that the guest finished (SNOWFLAKE-VM-DONE, else its last TAIL
+# lines shown; qemu's exit in $rc) after its "TAG-GUEST-COUNTS" line; on a
+# failure, the console between the lines matching the sed addresses FROM
+# and TO (the guest's agent log).
+vm_guest_results() {
+	local console=$1 who=$2 tag=$3 tailn=$4 from=$5 to=$6 line
+	shift 6
+	while IFS= read -r line; do
+		case $line in
+		"ok   "*) ok "$who: ${line#ok   }" ;;
+		"FAIL "*) bad "$who: ${line#FAIL }" ;;
+		"$tag-FIGURE "*) "$@" "${line#"$tag"-FIGURE }" ;;
+		"  "*) echo "$line" ;;
+		esac
+	done < <(grep -E "^(ok   |FAIL |$tag-FIGURE |  )" <<<"$console")
+	if ! grep -q '^SNOWFLAKE-VM-DONE' <<<"$console"; then
+		bad "$who: the guest did not finish (qemu exit $rc)"
+		tail -n "$tailn" <<<"$console" | sed 's/^/    | /'
+	elif ! grep -q "^$tag-GUEST-COUNTS " <<<"$console"; then
+		bad "$who: the guest script stopped early"
+	fi
+	if grep -q '^FAIL ' <<<"$console"; then
+		sed -n "/$from/,/$to/p" <<<"$console" | sed 's/^/    | /'
+	fi
+}

@@ -1,0 +1,319 @@
+#!/bin/bash
+# Build snowflake.ko and the selftests, boot each guest kernel in QEMU with
+# them, run every test binary and count the results.
+#
+# Environment:
+#   KERNELS="KVER ..."   kernels to test (default: every supported one)
+#   TESTS="x_test ..."   test binaries to run (default: every *_test)
+#   VMTEST_JOBS=1        guests at once (2 on two CPUs: check.sh sets it)
+#   VM_TIMEOUT=900       seconds a guest may run
+#   TEST_TIMEOUT=600     seconds one test binary may run in the guest
+#   SNOWFLAKE_KVM=1      use KVM instead of TCG (off: KVM hangs on some hosts)
+#   SNOWFLAKE_SKIP_DEPS=1  do not run deps.sh/ksrc.sh first (check.sh did)
+#   MODULE_SRC=DIR       module sources (Kbuild, driver/, uapi/); default: repo
+#   MODULE_KO=FILE       boot this snowflake.ko (or .ko.xz) instead of building one
+#                        (one kernel in KERNELS: tests/deb/run.sh boots the
+#                        module DKMS built from the Debian package)
+#   SELFTESTS_SRC=DIR    selftests directory; default: selftests/
+#   SNOWFLAKE_FUZZ_SEED, SNOWFLAKE_FUZZ_CALLS   passed to fuzz_test in the guest
+#
+# Prints "vm <KVER>: N passed, M failed" per kernel, then
+# "vmtest: N passed, M failed"; exits nonzero when anything failed.
+set -euo pipefail
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$ROOT/tests/lib/vm.sh"
+
+VM_TIMEOUT=${VM_TIMEOUT:-900}
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+SELFTESTS_SRC=${SELFTESTS_SRC:-$ROOT/selftests}
+KSFT_DIR=$BUILD/ksrc/$KSFT_SUBDIR
+TESTS_OUT=$BUILD/selftests
+
+total_pass=0
+total_fail=0
+summary=()
+
+finish() {
+	local s
+	echo
+	echo "==== vmtest summary ===="
+	for s in "${summary[@]}"; do
+		echo "$s"
+	done
+	echo "vmtest: $total_pass passed, $total_fail failed"
+	if [ "$total_fail" -eq 0 ]; then
+		exit 0
+	fi
+	exit 1
+}
+
+if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
+	"$ROOT/scripts/deps.sh"
+	"$ROOT/scripts/ksrc.sh"
+fi
+
+mapfile -t kvers < <(vm_kvers)
+if [ -n "${MODULE_KO:-}" ] && [ "${#kvers[@]}" -ne 1 ]; then
+	die "MODULE_KO needs exactly one kernel in KERNELS"
+fi
+
+# A binary whose source is gone would still be run: drop it.  (Every
+# selftests/<name>_test.c builds $(OUT)/<name>_test.)
+prune_stale_tests() {
+	local t
+	mkdir -p "$TESTS_OUT"
+	for t in "$TESTS_OUT"/*_test; do
+		[ -e "$t" ] || continue
+		if [ ! -e "$SELFTESTS_SRC/${t##*/}.c" ]; then
+			echo "vmtest: removing ${t#"$ROOT"/}: its source is gone"
+			rm -f "$t"
+		fi
+	done
+}
+
+# The test binaries: built once, static, shared by every kernel.
+echo "==== building selftests (${SELFTESTS_SRC#"$ROOT"/}) ===="
+tests=()
+if [ ! -f "$SELFTESTS_SRC/Makefile" ]; then
+	echo "vmtest: $SELFTESTS_SRC/Makefile is missing: no tests to run" >&2
+elif ! prune_stale_tests || ! make -C "$SELFTESTS_SRC" OUT="$TESTS_OUT" KSFT_DIR="$KSFT_DIR" ${V:+V="$V"}; then
+	echo "vmtest: building the selftests failed" >&2
+else
+	while IFS= read -r t; do
+		if [ -z "${TESTS:-}" ] || [[ " $TESTS " == *" $t "* ]]; then
+			tests+=("$t")
+		fi
+	done < <(find "$TESTS_OUT" -maxdepth 1 -type f -name '*_test' -perm -u+x -printf '%f\n' | sort)
+	if [ "${#tests[@]}" -eq 0 ]; then
+		echo "vmtest: no executable *_test in ${TESTS_OUT#"$ROOT"/}" >&2
+	else
+		echo "test binaries: ${tests[*]}"
+		for t in "${tests[@]}"; do
+			if ! file -L "$TESTS_OUT/$t" | grep -q 'statically linked'; then
+				echo "vmtest: warning: $t is not statically linked: it cannot run in the guest" >&2
+			fi
+		done
+	fi
+fi
+if [ "${#tests[@]}" -eq 0 ]; then
+	for kver in "${kvers[@]}"; do
+		summary+=("vm $kver: 0 passed, 1 failed (no test binaries)")
+		total_fail=$((total_fail + 1))
+	done
+	finish
+fi
+
+test_kernel() {
+	local kver=$1 moddir stage initrd log start secs rc counts pass fail skip vmdone insmod nrun rmmod t
+	local note=
+	local tag=$kver${MODULE_KO:+-ko}
+	moddir=$BUILD/mod-$kver
+	stage=$BUILD/initramfs-$tag
+	initrd=$BUILD/initramfs-$tag.cpio.gz
+	log=$BUILD/vm-$tag.log
+	start=$(now)
+
+	if [ -n "${MODULE_KO:-}" ]; then
+		echo "==== vm $kver: the given ${MODULE_KO#"$ROOT"/} ===="
+		vm_stage "$stage" "$ROOT/tests/vmtest/init.sh"
+		case $MODULE_KO in
+		*.xz) xz -dc "$MODULE_KO" >"$stage/snowflake.ko" ;;
+		*.zst) zstd -qdc "$MODULE_KO" >"$stage/snowflake.ko" ;;
+		*) cp "$MODULE_KO" "$stage/snowflake.ko" ;;
+		esac
+	else
+		echo "==== vm $kver: building snowflake.ko in ${moddir#"$ROOT"/} ===="
+		if ! (build_module "$kver" "$moddir"); then
+			summary+=("vm $kver: 0 passed, 1 failed (module build failed)")
+			total_fail=$((total_fail + 1))
+			return 0
+		fi
+		vm_stage "$stage" "$ROOT/tests/vmtest/init.sh"
+		cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
+	fi
+	mkdir -p "$stage/selftests"
+	for t in "${tests[@]}"; do
+		cp "$TESTS_OUT/$t" "$stage/selftests/"
+	done
+	# The static CLI (selftests/Makefile builds it) and the README, whose
+	# examples cli_test and readme_test run.
+	if [ -x "$TESTS_OUT/snowflake" ]; then
+		install -m 0755 "$TESTS_OUT/snowflake" "$stage/usr/bin/snowflake"
+	fi
+	install -D -m 0644 "$ROOT/README.md" "$stage/usr/share/doc/snowflake/README.md"
+	printf 'TEST_TIMEOUT=%s\n' "$TEST_TIMEOUT" >"$stage/etc/snowflake-vm.conf"
+	# The debug kernel has failslab: there fault_test must run, not skip.
+	if is_debug_kver "$kver"; then
+		echo 'export SNOWFLAKE_REQUIRE_FAILSLAB=1' >>"$stage/etc/snowflake-vm.conf"
+	fi
+	# fuzz_test's knobs, when set here.
+	for v in SNOWFLAKE_FUZZ_SEED SNOWFLAKE_FUZZ_CALLS; do
+		if [ -n "${!v:-}" ]; then
+			printf 'export %s=%q\n' "$v" "${!v}" >>"$stage/etc/snowflake-vm.conf"
+		fi
+	done
+	vm_pack "$stage" "$initrd"
+
+	echo "==== vm $kver: booting $(vmlinuz_of "$kver") (timeout ${VM_TIMEOUT}s, console in ${log#"$ROOT"/}) ===="
+	rc=0
+	vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" || rc=$?
+	counts=$(awk -f "$ROOT/tests/lib/vmlog.awk" "$log")
+	read -r _ pass fail skip vmdone insmod nrun rmmod < <(grep '^COUNTS ' <<<"$counts")
+	# A guest kernel that crashed while booting, before /init even started
+	# (no SNOWFLAKE-BOOT-DMESG-BEGIN: the module was not loaded, no test
+	# ran): the kernel's or the emulator's fault, never the module's (sid's 7.2-rt once took an int3
+	# Oops in static_key_enable under multi-threaded TCG, at 1.3 s).  Said,
+	# its console kept, and booted once more; a second crash counts.
+	if [ "$insmod" = - ] && [ "$nrun" = 0 ] && [ "$vmdone" != 1 ] &&
+		! log_has "$log" '^SNOWFLAKE-BOOT-DMESG-BEGIN'; then
+		echo "  the guest kernel crashed while booting, before the module was loaded (console: ${log#"$ROOT"/}.boot1); booting it again:"
+		tail -n 12 "$log" | tr -d '\r' | sed 's/^/    | /'
+		mv "$log" "$log.boot1"
+		rc=0
+		vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" || rc=$?
+		counts=$(awk -f "$ROOT/tests/lib/vmlog.awk" "$log")
+	fi
+	secs=$(($(now) - start))
+
+	echo "==== vm $kver: results ===="
+	grep -v '^COUNTS ' <<<"$counts" || true
+	read -r _ pass fail skip vmdone insmod nrun rmmod < <(grep '^COUNTS ' <<<"$counts")
+
+	if [ "$insmod" = - ]; then
+		echo "  insmod /snowflake.ko never returned"
+		fail=$((fail + 1))
+	elif [ "$insmod" != 0 ]; then
+		echo "  insmod /snowflake.ko failed (rc=$insmod)"
+		fail=$((fail + 1))
+	fi
+	if [ "$rmmod" = 0 ]; then
+		pass=$((pass + 1))
+	elif [ "$vmdone" = 1 ]; then
+		echo "  the final rmmod snowflake failed ($rmmod)"
+		fail=$((fail + 1))
+	fi
+	if [ "$nrun" -lt "${#tests[@]}" ]; then
+		echo "  $((${#tests[@]} - nrun)) test binaries never ran"
+		fail=$((fail + ${#tests[@]} - nrun))
+	fi
+	if [ "$vmdone" != 1 ]; then
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			echo "  the guest did not finish within ${VM_TIMEOUT}s (hang?): no SNOWFLAKE-VM-DONE"
+		else
+			echo "  the guest stopped before SNOWFLAKE-VM-DONE (panic or crash; qemu exit $rc)"
+		fi
+		tail -n 40 "$log" | tr -d '\r' | sed 's/^/    | /'
+		fail=$((fail + 1))
+	fi
+	# The guest's Prometheus expositions (tests/vmtest/init.sh):
+	# promtool's lint, and the same metrics through sysfs as through the device.
+	if [ -x "$stage/usr/bin/snowflake" ]; then
+		local src prom names=()
+		for src in device sysfs; do
+			prom=$BUILD/vm-$tag.$src.prom
+			tr -d '\r' <"$log" | sed -n "/^SNOWFLAKE-PROM-BEGIN $src\$/,/^SNOWFLAKE-PROM-END $src/p" |
+				sed '1d;$d' >"$prom"
+			if ! log_has "$log" "^SNOWFLAKE-PROM-END $src rc=0"; then
+				echo "  snowflake stats --prometheus ($src) failed in the guest"
+				fail=$((fail + 1))
+			elif ! command -v promtool >/dev/null; then
+				echo "  promtool is missing (Debian's prometheus; scripts/deps.sh)"
+				fail=$((fail + 1))
+			elif promtool check metrics <"$prom" >"$prom.check" 2>&1 && [ -s "$prom" ]; then
+				echo "  promtool check metrics: the exposition through the $src is clean"
+				pass=$((pass + 1))
+			else
+				echo "  promtool check metrics ($src):"
+				sed 's/^/    | /' "$prom.check"
+				fail=$((fail + 1))
+			fi
+			# (|| true: an empty exposition, a guest that crashed, must
+			# not end this script under set -e, only count as failed.)
+			names+=("$(grep -v '^#' "$prom" | sed 's/[{ ].*//' | sort | tr '\n' ' ' || true)")
+		done
+		if [ -n "${names[0]}" ] && [ "${names[0]}" = "${names[1]}" ]; then
+			pass=$((pass + 1))
+		else
+			echo "  the metrics through sysfs differ from those through the device"
+			fail=$((fail + 1))
+		fi
+	fi
+	# The device's UUIDv7s, read by Python's uuid module: version 7, the
+	# RFC variant, and the top 48 bits equal to the CLI's decode.
+	if [ -x "$TESTS_OUT/snowflake" ]; then
+		if tr -d '\r' <"$log" | sed -n '/^SNOWFLAKE-UUIDS-BEGIN$/,/^SNOWFLAKE-UUIDS-END$/p' |
+			sed '1d;$d' | python3 -c '
+import sys, uuid
+rows = [l.split() for l in sys.stdin if l.strip()]
+bad = [r for r in rows if len(r) != 2 or uuid.UUID(hex=r[0]).version != 7
+       or uuid.UUID(hex=r[0]).variant != uuid.RFC_4122 or int(r[0][:12], 16) != int(r[1])]
+ordered = all(rows[i][0] < rows[i + 1][0] for i in range(len(rows) - 1))
+print("  python3 uuid: %d UUIDv7s from /dev/uuidv7: %d wrong, in order: %s" % (len(rows), len(bad), ordered))
+sys.exit(0 if rows and len(rows) == 32 and not bad and ordered else 1)'; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+		fi
+	fi
+	if ! vm_problems "$log"; then
+		note="; kernel problems, see above"
+		fail=$((fail + 1))
+	fi
+	# The debug kernel (scripts/debug-kernel.sh) also looks for leaks.
+	if is_debug_kver "$kver"; then
+		if vm_kmemleak "$log"; then
+			pass=$((pass + 1))
+		else
+			note="$note; kmemleak, see above"
+			fail=$((fail + 1))
+		fi
+	fi
+	summary+=("vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s$note)")
+	total_pass=$((total_pass + pass))
+	total_fail=$((total_fail + fail))
+	echo "vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s)"
+}
+
+# VMTEST_JOBS=N guests at once (default 1).  A guest of the suite keeps
+# one of its two virtual CPUs busy most of the time (most tests read from
+# one process, several wait on timers), so two guests side by side use
+# the two host CPUs that one leaves half idle.  Each kernel's output is
+# then printed whole, in the kernels' order, when its guest has ended.
+VMTEST_JOBS=${VMTEST_JOBS:-1}
+if [ "$VMTEST_JOBS" -le 1 ] || [ "${#kvers[@]}" -le 1 ]; then
+	for kver in "${kvers[@]}"; do
+		test_kernel "$kver"
+	done
+	finish
+fi
+for kver in "${kvers[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$VMTEST_JOBS" ]; do
+		wait -n || true
+	done
+	echo "==== vm $kver: started ($VMTEST_JOBS guests at once; its output follows when it ends) ===="
+	rm -f "$BUILD/vmtest-$kver.res"
+	(
+		summary=()
+		total_pass=0
+		total_fail=0
+		test_kernel "$kver"
+		printf '%s %s\n' "$total_pass" "$total_fail" >"$BUILD/vmtest-$kver.res"
+		printf '%s\n' "${summary[@]}" >>"$BUILD/vmtest-$kver.res"
+	) >"$BUILD/vmtest-$kver.out" 2>&1 &
+done
+wait || true
+for kver in "${kvers[@]}"; do
+	cat "$BUILD/vmtest-$kver.out"
+	if [ -s "$BUILD/vmtest-$kver.res" ]; then
+		read -r p f <"$BUILD/vmtest-$kver.res"
+		total_pass=$((total_pass + p))
+		total_fail=$((total_fail + f))
+		mapfile -t -O "${#summary[@]}" summary < <(tail -n +2 "$BUILD/vmtest-$kver.res")
+	else
+		summary+=("vm $kver: 0 passed, 1 failed (its run gave no result)")
+		total_fail=$((total_fail + 1))
+	fi
+done
+finish
