@@ -134,45 +134,19 @@ if [ -n "${DEB_KERNELS:-}" ]; then
 else
 	mapfile -t kvers < <(all_kvers | head -n 2)
 fi
-k1=${kvers[0]}
 late=("${kvers[@]:1}")
 
-sources=${DEB_SOURCES:-}
-if [ -z "$sources" ]; then
-	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		if grep -qE '^Suites:[[:space:]]+bookworm([[:space:]]|$)|^deb [^#]* bookworm main' "$f"; then
-			sources=$f
-			break
-		fi
-	done
-fi
-if [ -z "$sources" ]; then
-	notok "no apt sources for Debian 12 (bookworm) on this host: set DEB_SOURCES"
+# The cached root (tests/deb/root.sh; check.sh may have started it
+# already: then this waits for it).
+rootout=$(DEB_KERNELS="${kvers[*]}" "$ROOT/tests/deb/root.sh" 2>&1) || true
+tarball=$(sed -n 's/^tarball=//p' <<<"$rootout" | tail -n1)
+include=$(sed -n 's/^# \(the cached \)\{0,1\}\(a fresh \)\{0,1\}Debian 12 root with //p' <<<"$rootout" | tail -n1)
+if [ -z "$tarball" ] || [ ! -s "$tarball" ]; then
+	indent <<<"$rootout"
+	notok "mmdebstrap: no Debian 12 root (tests/deb/root.sh; log: ${OUT#"$ROOT"/}/mmdebstrap.log)"
 	finish
-fi
-# The cached root: base system, dkms, systemd, the agent's hiredis and the
-# first kernel's headers.  Its name carries its recipe.
-include=dkms,systemd,libhiredis0.14,ca-certificates,linux-headers-$k1
-# No Recommends (dkms's would bring a kernel image and an initramfs).
-mmopts=(--variant=apt --skip=cleanup/apt/lists --aptopt='APT::Install-Recommends "false"'
-	--include="$include")
-key=$(printf '%s\n' "${mmopts[@]}" "$(cat "$sources")" | sha256sum | cut -c1-12)
-tarball=$OUT/root-$key.tar.zst
-if [ ! -s "$tarball" ]; then
-	start=$(now)
-	rm -f "$OUT"/root-*.tar.zst
-	echo "# mmdebstrap bookworm (first run: a few minutes), sources: $sources"
-	if mmdebstrap "${mmopts[@]}" bookworm "$tarball.tmp.tar.zst" "$sources" \
-		>"$OUT/mmdebstrap.log" 2>&1; then
-		mv "$tarball.tmp.tar.zst" "$tarball"
-		ok "mmdebstrap: a fresh Debian 12 root with $include ($(($(now) - start)) s)"
-	else
-		tail -n 30 "$OUT/mmdebstrap.log" | indent
-		rm -f "$tarball.tmp.tar.zst"
-		notok "mmdebstrap (log: ${OUT#"$ROOT"/}/mmdebstrap.log)"
-		finish
-	fi
+elif grep -q '^made=' <<<"$rootout"; then
+	ok "mmdebstrap: a fresh Debian 12 root with $include ($(sed -n 's/^made=//p' <<<"$rootout") s)"
 else
 	ok "cached Debian 12 root ${tarball#"$ROOT"/}"
 fi

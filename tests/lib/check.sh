@@ -165,6 +165,13 @@ if want debug-kernel; then
 	nice -n 19 scripts/debug-kernel.sh >"$BUILD/debug-kernel-build.log" 2>&1 &
 	prebuild_pid=$!
 fi
+# The deb stage's Debian 12 root (mmdebstrap, cached in build/deb/): made
+# now, in the background, while the first stages use the CPUs; mmdebstrap
+# mostly waits on the mirror.  The deb stage waits for it (a lock) and
+# counts its result; one that failed here is made again there.
+if want deb; then
+	nice -n 10 tests/deb/root.sh >"$BUILD/deb-root-prefetch.log" 2>&1 &
+fi
 export SNOWFLAKE_SKIP_DEPS=1
 want style && run_stage style tests/style/run.sh
 want sparse && run_stage sparse tests/sparse/run.sh
