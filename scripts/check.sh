@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> dkms-sid -> static -> docs -> clients -> contract
+#   -> packaging -> deb -> quickstart -> dkms-sid -> static -> docs -> clients -> contract
 #   -> agent-guest -> handoff
 #   -> lease -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
@@ -22,7 +22,12 @@
 # with apt into a fresh Debian 12 root (mmdebstrap, cached in build/deb/)
 # where DKMS builds the module, that module booted in guests, containers
 # run against it with podman (scripts/deb-containers-test.sh), the packages
-# purged, scripts/deb-test.sh; clients: the Python, PHP, Node.js, Java and Go
+# purged, scripts/deb-test.sh; quickstart: README.md's Quick start and
+# docs/reference.md's install-from-source blocks, read from those files and
+# run command by command as a newcomer types them, each block in a fresh
+# Debian 12 root (mmdebstrap, cached in build/quickstart/), the commands
+# that need the running system in that root booted in a guest,
+# tests/quickstart/run.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ installed as packages with pip, Composer, npm, go and
 # mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
 # against recorded ID and UUID streams, scripts/clients-test.sh; contract:
@@ -138,6 +143,7 @@ want fuzz && run_stage fuzz scripts/fuzz.sh
 want userspace && run_stage userspace scripts/userspace.sh
 want packaging && run_stage packaging scripts/packaging-test.sh
 want deb && run_stage deb scripts/deb-test.sh
+want quickstart && run_stage quickstart tests/quickstart/run.sh
 # snowflake-dkms installed with apt into a fresh Debian sid root: DKMS
 # builds the module for 7.2 (scripts/dkms-sid-test.sh, the deb stage's .deb).
 want dkms-sid && run_stage dkms-sid scripts/dkms-sid-test.sh
