@@ -85,7 +85,7 @@ if ! vmlinuz_of "$KREL" >/dev/null; then
 	notok "no guest kernel for $KREL (run scripts/deps.sh)"
 	finish
 fi
-mkdir -p "$OUT" "$ARCHIVES/partial"
+mkdir -p "$OUT"
 
 # ---- the documented commands -----------------------------------------------
 # blocks FILE HEADING: each ```sh block of the section that starts with the
@@ -169,7 +169,8 @@ chmod 0755 "$OUT/uname"
 
 # inroot R USER CMD: CMD in USER's login shell in the chroot R, in its own
 # mount, PID and UTS namespace (its /proc, /sys, /dev, /run and the uname
-# wrapper go away with it), "y" on its standard input.
+# wrapper go away with it), "y" on its standard input, $archives (the
+# block's own: blocks run at once, and apt locks its cache) as apt's cache.
 # shellcheck disable=SC2016 # the inner script expands its own arguments
 inroot() {
 	unshare --mount --pid --uts --fork --kill-child -- sh -c '
@@ -181,7 +182,7 @@ inroot() {
 		mount --bind "$W" "$R/usr/bin/uname" &&
 		mount --bind "$A" "$R/var/cache/apt/archives" &&
 		exec chroot "$R" env -i TERM=dumb PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			runuser -l "$U" -c "$C"' sh "$1" "$ARCHIVES" "$OUT/uname" "$2" "$3" < <(yes 2>/dev/null)
+			runuser -l "$U" -c "$C"' sh "$1" "$archives" "$OUT/uname" "$2" "$3" < <(yes 2>/dev/null)
 }
 
 # fresh_root R: a new copy of the base with the newcomer and the tree.
@@ -236,6 +237,8 @@ expect() {
 # run_block NAME LABEL AS_ROOT CMD<TAB>COMMENT...
 run_block() {
 	local name=$1 label=$2 asroot=$3 r=$OUT/root-$1 i=0 split=-1 line cmd comment user
+	local archives=$ARCHIVES/$1
+	mkdir -p "$archives/partial"
 	local -a cmds=() users=()
 	shift 3
 	for line in "$@"; do
@@ -362,7 +365,11 @@ EOF
 }
 
 # ---- the blocks ----------------------------------------------------------------
-# doc_blocks NAME FILE HEADING: run each block of that section.
+# doc_blocks NAME FILE HEADING: start each block of that section in the
+# background (the blocks are independent: one's guest runs while another
+# builds), its lines into $OUT/NAMEi.tap, its exit status into
+# $OUT/NAMEi.rc; started+=(NAMEi:PID).
+started=()
 doc_blocks() {
 	local name=$1 file=$2 heading=$3 kind a b nb=0 ptitle='' proot=0
 	local -a pending=()
@@ -372,9 +379,7 @@ doc_blocks() {
 	fi
 	while IFS=$'\t' read -r kind a b; do
 		if [ "$kind" = B ]; then
-			if [ "$nb" -gt 0 ]; then
-				run_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
-			fi
+			[ "$nb" -eq 0 ] || start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
 			nb=$((nb + 1)) ptitle=$a proot=$b pending=()
 		else
 			pending+=("$a"$'\t'"$b")
@@ -384,10 +389,37 @@ doc_blocks() {
 		notok "$name: no \`\`\`sh block under \"$heading\" in ${file#"$ROOT"/}"
 		return 0
 	fi
-	run_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+	start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+}
+start_block() {
+	echo "# started: $2"
+	rm -f "$OUT/$1.rc"
+	( (
+		pass=0 fail=0 ntap=0
+		run_block "$@"
+	) </dev/null >"$OUT/$1.tap" 2>&1
+		echo "$?" >"$OUT/$1.rc") &
+	started+=("$1:$!")
+	# QUICKSTART_JOBS=1: one block after the other.
+	[ "${QUICKSTART_JOBS:-0}" != 1 ] || wait "$!" || true
 }
 
 want_block() { [[ " ${QUICKSTART_BLOCKS:-readme reference} " == *" $1 "* ]]; }
 want_block readme && doc_blocks readme "$README" "## Quick start"
 want_block reference && doc_blocks reference "$REFERENCE" "## Installing from source"
+# Each block's lines in order, its checks counted here.
+for j in "${started[@]}"; do
+	wait "${j#*:}" 2>/dev/null || true
+	while IFS= read -r line; do
+		if [[ $line =~ ^ok\ [0-9]+\ (.*) ]]; then
+			ok "${BASH_REMATCH[1]}"
+		elif [[ $line =~ ^not\ ok\ [0-9]+\ (.*) ]]; then
+			notok "${BASH_REMATCH[1]}"
+		else
+			printf '%s\n' "$line"
+		fi
+	done <"$OUT/${j%%:*}.tap"
+	rc=$(cat "$OUT/${j%%:*}.rc" 2>/dev/null) || rc=none
+	[ "$rc" = 0 ] || notok "block ${j%%:*} ended early (status $rc; log: ${OUT#"$ROOT"/}/${j%%:*}.tap)"
+done
 finish
