@@ -20,8 +20,12 @@
 #     clone gives them).  Each command runs in that user's login shell in
 #     the tree (root's for a block whose text says "As root" and for a
 #     command whose comment says "as root"), with "y" typed to apt's
-#     questions; each is one check.  `editor FILE` is the one command a
-#     person types into: the check appends the worker id it asks for.
+#     questions; each is one check.  Each command starts in a new login
+#     shell in the tree: a `cd` or an `export` in a block would not carry
+#     over to the next command (none does today).  `editor FILE` is the one
+#     command a person types into: the check appends the worker id it asks
+#     for.  The first command that fails ends its block (a person stops
+#     there too); the commands after it are named, not counted.
 #   - The commands run in a chroot up to the first that needs the running
 #     system (modprobe, /dev/..., snowflake, systemctl, udevadm); that one
 #     and the rest run in a QEMU guest (TCG): the same root booted with
