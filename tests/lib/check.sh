@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make check`: every test of the project, in order
 #   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit -> fuzz -> userspace
-#   -> packaging -> deb -> dkms-sid -> static -> docs -> clients -> contract
+#   -> packaging -> deb -> quickstart -> dkms-sid -> static -> docs -> clients -> contract
 #   -> agent-guest -> handoff
 #   -> lease -> bench-smoke -> vmtest -> vmclone -> restart
 #   -> debug-kernel
@@ -22,7 +22,12 @@
 # with apt into a fresh Debian 12 root (mmdebstrap, cached in build/deb/)
 # where DKMS builds the module, that module booted in guests, containers
 # run against it with podman (tests/deb/containers.sh), the packages
-# purged, tests/deb/run.sh; clients: the Python, PHP, Node.js, Java and Go
+# purged, tests/deb/run.sh; quickstart: README.md's Quick start and
+# docs/reference.md's install-from-source blocks, read from those files and
+# run command by command as a newcomer types them, each block in a fresh
+# Debian 12 root (mmdebstrap, cached in build/quickstart/), the commands
+# that need the running system in that root booted in a guest,
+# tests/quickstart/run.sh; clients: the Python, PHP, Node.js, Java and Go
 # clients of clients/ installed as packages with pip, Composer, npm, go and
 # mvn -o, tested with pytest, PHPUnit, node --test, go test and JUnit 5
 # against recorded ID and UUID streams, tests/clients/run.sh; contract:
@@ -173,6 +178,10 @@ if want deb; then
 	nice -n 10 tests/deb/root.sh >"$BUILD/deb-root-prefetch.log" 2>&1 &
 fi
 export SNOWFLAKE_SKIP_DEPS=1
+# The quickstart lane mostly waits on the Debian mirror (apt in fresh
+# roots) and on its guests: it runs in the background from here and is
+# joined before the contract, whose liveness figures want quiet CPUs.
+want quickstart && bg_stage quickstart tests/quickstart/run.sh
 want style && run_stage style tests/style/run.sh
 want sparse && run_stage sparse tests/sparse/run.sh
 want kernels && run_stage kernels tests/kernels/run.sh
@@ -190,6 +199,7 @@ if want docs && [ -f tests/docs/run.sh ]; then
 	run_stage docs bash tests/docs/run.sh
 fi
 want clients && run_stage clients tests/clients/run.sh
+join_stage quickstart
 want contract && run_stage contract tests/contract/run.sh
 want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff tests/handoff/run.sh

@@ -1,0 +1,429 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The quickstart stage of `make check`: the documentation's install commands
+# run as written, in a fresh Debian 12 root, as a newcomer types them.
+#
+#   - README.md's "## Quick start" block, and every ```sh block of
+#     docs/reference.md's "## Installing from source" ("Trying the module",
+#     "With DKMS and the units"), read from those files at run time: a
+#     README edit that breaks a command breaks this check.  Each block runs
+#     in its own fresh root (they are alternatives, not steps of one path).
+#   - The root: mmdebstrap bookworm from the host's Debian 12 apt sources with
+#     what a new user starts from (apt, sudo, git, make, build-essential,
+#     ca-certificates, and the systemd, udev and kmod every Debian 12 host
+#     boots with), cached as build/quickstart/base-*.tar.zst (its name
+#     carries its recipe) and extracted afresh for each block; NOT the build
+#     dependencies: those must come from the documented commands.  apt's
+#     downloads are kept in build/quickstart/apt-archives (bind-mounted).
+#   - The user "newcomer" (sudo without a password: a person types theirs),
+#     the source tree in ~/snowflake (the repository's tracked files, as a
+#     clone gives them).  Each command runs in that user's login shell in
+#     the tree (root's for a block whose text says "As root" and for a
+#     command whose comment says "as root"), with "y" typed to apt's
+#     questions; each is one check.  Each command starts in a new login
+#     shell in the tree: a `cd` or an `export` in a block would not carry
+#     over to the next command (none does today).  `editor FILE` is the one
+#     command a person types into: the check appends the worker id it asks
+#     for.  The first command that fails ends its block (a person stops
+#     there too); the commands after it are named, not counted.
+#   - The commands run in a chroot up to the first that needs the running
+#     system (modprobe, /dev/..., snowflake, systemctl, udevadm); that one
+#     and the rest run in a QEMU guest (TCG): the same root booted with
+#     systemd as PID 1 on the kernel whose headers the block installed,
+#     the module DKMS (or `make install`) put there, the CLI as installed
+#     (tests/quickstart/init.sh runs them).  `snowflake next -n N` must
+#     print N increasing IDs, `od ... -N B /dev/snowflake` B/8 IDs.
+#
+# `uname -r` in the chroot: the host runs its own kernel (no Debian 12
+# headers exist for it), and the block's `linux-headers-$(uname -r)` must
+# name the kernel the guest will boot.  Linux has no per-namespace release,
+# so the chroot's /usr/bin/uname is, for the chroot's lifetime only
+# (a bind mount in its private mount namespace; the root's file is not
+# changed and the guest runs the real one), a wrapper printing the real
+# uname's output with the host's release replaced by the guest kernel's
+# (QUICKSTART_KVER, default: the first of all_kvers, Debian 12's 6.12).
+# The person's `uname -r`, make's and DKMS's then all agree with the guest.
+#
+# Environment: QUICKSTART_README, QUICKSTART_REFERENCE (other copies of
+# README.md and docs/reference.md, e.g. to show that a broken command
+# fails), QUICKSTART_BLOCKS (default "readme reference"), QUICKSTART_KVER,
+# QUICKSTART_SOURCES (an apt .sources/.list file; default: the host's
+# Debian 12 sources).  Prints "quickstart: N passed, M failed".
+set -euo pipefail
+# The shared harness (lib.sh: ok/notok/check, ROOT, BUILD, all_kvers;
+# vm.sh: vmlinuz_of, vm_problems).
+HARNESS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)
+# shellcheck source=tests/lib/lib.sh
+. "$HARNESS/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$HARNESS/vm.sh"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+OUT=$BUILD/quickstart
+ARCHIVES=$OUT/apt-archives
+README=${QUICKSTART_README:-$ROOT/README.md}
+REFERENCE=${QUICKSTART_REFERENCE:-$ROOT/docs/reference.md}
+NEWCOMER=newcomer
+TREE=/home/$NEWCOMER/snowflake
+t_start=$(now)
+
+finish() {
+	echo "quickstart: $pass passed, $fail failed ($(($(now) - t_start)) s)"
+	[ "$fail" -eq 0 ]
+	exit
+}
+
+for tool in mmdebstrap zstd qemu-system-x86_64 cpio; do
+	if ! command -v "$tool" >/dev/null; then
+		notok "$tool is missing (scripts/deps.sh installs it)"
+		finish
+	fi
+done
+if [ "$(id -u)" -ne 0 ]; then
+	notok "the quickstart needs root (chroot, mounts)"
+	finish
+fi
+mapfile -t kvers < <(all_kvers)
+KREL=${QUICKSTART_KVER:-${kvers[0]}}
+if ! vmlinuz_of "$KREL" >/dev/null; then
+	notok "no guest kernel for $KREL (run scripts/deps.sh)"
+	finish
+fi
+mkdir -p "$OUT"
+
+# ---- the documented commands -----------------------------------------------
+# blocks FILE HEADING: each ```sh block of the section that starts with the
+# line HEADING (up to the next heading of its level or above), as
+#   B<TAB>TITLE<TAB>AS_ROOT   (TITLE: the nearest heading above the block;
+#                              AS_ROOT 1 when the text before it says "As root")
+#   C<TAB>COMMAND<TAB>COMMENT (continuation lines joined, the trailing
+#                              "  # comment" apart)
+blocks() {
+	awk -v head="$2" '
+		function level(s) { match(s, /^#+/); return RLENGTH }
+		!sect { if ($0 == head) { sect = 1; lvl = level(head); title = substr(head, lvl + 2) } ; next }
+		!inb && /^#+ / { if (level($0) <= lvl) exit; title = substr($0, level($0) + 2); asroot = 0; next }
+		!inb && $0 == "```sh" { inb = 1; printf "B\t%s\t%d\n", title, asroot; next }
+		!inb { if (index($0, "As root")) asroot = 1; next }
+		$0 == "```" { inb = 0; asroot = 0; next }
+		{
+			line = cont $0; cont = ""
+			if (line ~ /\\$/) { cont = substr(line, 1, length(line) - 1); next }
+			if (line ~ /^[ \t]*(#|$)/) next
+			comment = ""
+			if (match(line, /[ \t]+#[ \t]/)) {
+				comment = substr(line, RSTART + RLENGTH)
+				line = substr(line, 1, RSTART - 1)
+			}
+			printf "C\t%s\t%s\n", line, comment
+		}
+	' "$1"
+}
+
+# A command that needs the running system (the module in the kernel, udev,
+# systemd): from the first of them on, a block runs in the guest.
+SYSTEM_RE='(^|[;&|][[:space:]]*|sudo[[:space:]]+)(modprobe|insmod|systemctl|udevadm|snowflake)([[:space:]]|$)|/dev/'
+
+# ---- the fresh root ----------------------------------------------------------
+sources=${QUICKSTART_SOURCES:-}
+if [ -z "$sources" ]; then
+	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		if grep -qE '^Suites:[[:space:]]+bookworm([[:space:]]|$)|^deb [^#]* bookworm main' "$f"; then
+			sources=$f
+			break
+		fi
+	done
+fi
+if [ -z "$sources" ]; then
+	notok "no apt sources for Debian 12 (bookworm) on this host: set QUICKSTART_SOURCES"
+	finish
+fi
+# What a newcomer's Debian 12 has before reading the README.  apt's own
+# defaults (Recommends installed) are left as they are in the root.
+include=sudo,git,make,build-essential,ca-certificates,systemd-sysv,udev,kmod
+mmopts=(--variant=apt --skip=cleanup/apt/lists --include="$include")
+key=$(printf '%s\n' "${mmopts[@]}" "$(cat "$sources")" | sha256sum | cut -c1-12)
+base=$OUT/base-$key.tar.zst
+if [ ! -s "$base" ]; then
+	start=$(now)
+	rm -f "$OUT"/base-*.tar.zst
+	echo "# mmdebstrap bookworm (first run: a few minutes), sources: $sources"
+	if mmdebstrap "${mmopts[@]}" bookworm "$base.tmp.tar.zst" "$sources" >"$OUT/mmdebstrap.log" 2>&1; then
+		mv "$base.tmp.tar.zst" "$base"
+		echo "# a fresh Debian 12 root with $include ($(($(now) - start)) s)"
+	else
+		tail -n 30 "$OUT/mmdebstrap.log" | indent
+		rm -f "$base.tmp.tar.zst"
+		notok "mmdebstrap (log: ${OUT#"$ROOT"/}/mmdebstrap.log)"
+		finish
+	fi
+else
+	echo "# cached Debian 12 root ${base#"$ROOT"/}"
+fi
+
+# The chroot's uname (see the top): the host's release replaced by KREL.
+hostrel=$(uname -r | sed 's/[][\.*^$/]/\\&/g')
+cat >"$OUT/uname" <<EOF
+#!/bin/sh
+# tests/quickstart/run.sh: this chroot's "running kernel" is the guest's.
+/run/quickstart-uname "\$@" | sed 's/$hostrel/$KREL/g'
+EOF
+chmod 0755 "$OUT/uname"
+
+# inroot R USER CMD: CMD in USER's login shell in the chroot R, in its own
+# mount, PID and UTS namespace (its /proc, /sys, /dev, /run and the uname
+# wrapper go away with it), "y" on its standard input, $archives (the
+# block's own: blocks run at once, and apt locks its cache) as apt's cache.
+# shellcheck disable=SC2016 # the inner script expands its own arguments
+inroot() {
+	unshare --mount --pid --uts --fork --kill-child -- sh -c '
+		R=$1 A=$2 W=$3 U=$4 C=$5
+		hostname quickstart &&
+		mount -t proc proc "$R/proc" && mount -t sysfs sysfs "$R/sys" &&
+		mount --rbind /dev "$R/dev" && mount -t tmpfs tmpfs "$R/run" &&
+		cp "$R/usr/bin/uname" "$R/run/quickstart-uname" &&
+		mount --bind "$W" "$R/usr/bin/uname" &&
+		mount --bind "$A" "$R/var/cache/apt/archives" &&
+		exec chroot "$R" env -i TERM=dumb PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			runuser -l "$U" -c "$C"' sh "$1" "$archives" "$OUT/uname" "$2" "$3" < <(yes 2>/dev/null)
+}
+
+# fresh_root R: a new copy of the base with the newcomer and the tree.
+fresh_root() {
+	local r=$1
+	rm -rf "$r"
+	mkdir -p "$r"
+	tar -C "$r" --zstd -xf "$base"
+	cp -L /etc/resolv.conf "$r/etc/resolv.conf"
+	echo quickstart >"$r/etc/hostname"
+	printf '127.0.1.1\tquickstart\n' >>"$r/etc/hosts"
+	# No terminal here for debconf's dialogs: its questions take their
+	# defaults, as a person pressing Enter would.
+	echo 'debconf debconf/frontend select Noninteractive' | chroot "$r" debconf-set-selections
+	# apt (unlike apt-get) deletes what it downloaded: keep it in the
+	# cache (a harness setting, removed before the guest boots).
+	echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$r/etc/apt/apt.conf.d/00quickstart-cache"
+	chroot "$r" useradd -m -s /bin/bash "$NEWCOMER"
+	printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' "$NEWCOMER" >"$r/etc/sudoers.d/$NEWCOMER"
+	chmod 0440 "$r/etc/sudoers.d/$NEWCOMER"
+	mkdir -p "$r$TREE"
+	if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+		git -C "$ROOT" ls-files -z | tar -C "$ROOT" --null --ignore-failed-read -T - -cf - 2>/dev/null
+	else
+		tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - .
+	fi | tar -C "$r$TREE" -xf -
+	chroot "$r" chown -R "$NEWCOMER:$NEWCOMER" "$TREE"
+	# The lists a fresh install has: current ones (the cached base's may
+	# name versions the mirror no longer has).
+	inroot "$r" root 'apt-get -q update' >"$OUT/$name-update.log" 2>&1
+}
+
+# expect CMD OUTFILE: what CMD's output must be, beyond its exit status 0
+# (a description on stdout; returns nonzero when the output is wrong).
+expect() {
+	local cmd=$1 out=$2 n ids
+	ids=$(grep -cE '^[0-9]+$' "$out" || true)
+	if [[ $cmd =~ (^|[[:space:]])snowflake[[:space:]]+next([[:space:]]|$) ]]; then
+		n=1
+		[[ ! $cmd =~ -n[[:space:]]+([0-9]+) ]] || n=${BASH_REMATCH[1]}
+		echo "$n IDs, increasing"
+		[ "$(wc -l <"$out")" -eq "$n" ] && [ "$ids" -eq "$n" ] &&
+			sort -nuc "$out" 2>/dev/null && [ "$(sort -nu "$out" | head -n1)" -gt 0 ]
+	elif [[ $cmd =~ ^od[[:space:]].*-N[[:space:]]*([0-9]+).*/dev/snowflake ]]; then
+		n=$((BASH_REMATCH[1] / 8))
+		echo "$n IDs"
+		[ "$(xargs -n 1 <"$out" | grep -cE '^[1-9][0-9]*$')" -eq "$n" ]
+	fi
+}
+
+# ---- one block -----------------------------------------------------------------
+# run_block NAME LABEL AS_ROOT CMD<TAB>COMMENT...
+run_block() {
+	local name=$1 label=$2 asroot=$3 r=$OUT/root-$1 i=0 split=-1 line cmd comment user
+	local archives=$ARCHIVES/$1
+	mkdir -p "$archives/partial"
+	local -a cmds=() users=()
+	shift 3
+	for line in "$@"; do
+		cmd=${line%%$'\t'*} comment=${line#*$'\t'}
+		user=$NEWCOMER
+		[ "$asroot" = 0 ] && [[ $comment != "as root"* ]] || user=root
+		cmds+=("$cmd") users+=("$user")
+		if [ "$split" -lt 0 ] && [[ $cmd =~ $SYSTEM_RE ]]; then split=$i; fi
+		i=$((i + 1))
+	done
+	[ "$split" -ge 0 ] || split=${#cmds[@]}
+	echo "# ---- $label: ${#cmds[@]} commands, $split in a fresh root, then $((${#cmds[@]} - split)) in the guest ($KREL)"
+	local start
+	start=$(now)
+	if ! fresh_root "$r"; then
+		tail -n 20 "$OUT/$name-update.log" | indent
+		notok "$label: a fresh root with current apt lists (log: ${OUT#"$ROOT"/}/$name-update.log)"
+		return 0
+	fi
+	echo "# fresh root, apt lists updated ($(($(now) - start)) s)"
+	for ((i = 0; i < split; i++)); do
+		cmd=${cmds[i]}
+		local log=$OUT/$name-$((i + 1)).log
+		# The one command a person types into (see the top).
+		[[ ! $cmd =~ ^editor[[:space:]] ]] ||
+			cmd="editor() { printf '%s\n' 'options snowflake worker_id=3 datacenter_id=1' >>\"\$1\"; }; $cmd"
+		start=$(now)
+		if inroot "$r" "${users[i]}" "cd $TREE && $cmd" >"$log" 2>&1; then
+			ok "$label: ${cmds[i]} (${users[i]}, $(($(now) - start)) s)"
+		else
+			tail -n 25 "$log" | indent
+			notok "$label: ${cmds[i]} (${users[i]}; log: ${log#"$ROOT"/})"
+			[ "$((i + 1))" -ge "${#cmds[@]}" ] || echo "# not run after it: ${cmds[*]:i+1}"
+			return 0
+		fi
+	done
+	rm -f "$r/etc/apt/apt.conf.d/00quickstart-cache"
+	[ "$split" -lt "${#cmds[@]}" ] || return 0
+	guest "$name" "$label" "$r" "$split" "${#cmds[@]}" "${cmds[@]}" -- "${users[@]}"
+	rm -rf "$r"
+}
+
+# guest NAME LABEL R FROM COUNT CMDS... -- USERS...: commands FROM.. of the
+# block in the root R booted with systemd as PID 1.
+guest() {
+	local name=$1 label=$2 r=$3 from=$4 count=$5 i ov img log rc start kernel
+	shift 5
+	local -a cmds=("${@:1:count}") users=("${@:count+2:count}")
+	ov=$OUT/$name-overlay img=$OUT/$name.cpio log=$OUT/$name-console.log
+	rm -rf "$ov"
+	mkdir -p "$ov"/{usr/local/sbin,etc/quickstart,etc/systemd/system/multi-user.target.wants,dev,proc,sys,run,tmp}
+	chmod 1777 "$ov/tmp"
+	install -m 0755 "$HERE/init.sh" "$ov/usr/local/sbin/quickstart-guest"
+	echo "$TREE" >"$ov/etc/quickstart/dir"
+	for ((i = from; i < count; i++)); do
+		printf '%d\t%s\t%s\n' "$((i + 1))" "${users[i]}" "${cmds[i]}"
+	done >"$ov/etc/quickstart/commands"
+	cat >"$ov/etc/systemd/system/quickstart.service" <<'EOF'
+[Unit]
+Description=snowflake: the documentation's commands that need the running system (tests/quickstart/run.sh)
+After=multi-user.target
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/quickstart-guest
+StandardOutput=tty
+StandardError=tty
+TTYPath=/dev/ttyS0
+EOF
+	ln -s ../quickstart.service "$ov/etc/systemd/system/multi-user.target.wants/quickstart.service"
+	ln -s /dev/null "$ov/etc/systemd/system/serial-getty@ttyS0.service"
+	ln -s /dev/null "$ov/etc/systemd/system/getty@tty1.service"
+	mknod -m 0600 "$ov/dev/console" c 5 1
+	# The root without what a boot does not need (headers, compilers,
+	# documentation, apt's caches, the other kernels' images and modules,
+	# the build's output), then the overlay over it.
+	(cd "$r" && find . -xdev \( -path ./usr/src -o -path ./usr/lib/gcc -o -path ./usr/libexec/gcc \
+		-o -path ./usr/share/doc -o -path ./usr/share/man -o -path ./usr/share/locale \
+		-o -path ./usr/share/info -o -path ./var/cache/apt -o -path ./var/lib/apt/lists \
+		-o -path ./proc -o -path ./sys -o -path ./run -o -path ./tmp -o -path ./boot \
+		-o -path ./usr/include -o -path ./usr/lib/firmware -o -path ./var/lib/dkms \
+		-o -path ".$TREE/build" -o \( -path './usr/lib/modules/*' ! -path "./usr/lib/modules/$KREL*" \) \) \
+		-prune -o -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) >"$img"
+	(cd "$ov" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
+		cpio --null -o -H newc --owner=0:0 --quiet) >>"$img"
+	kernel=$(vmlinuz_of "$KREL")
+	echo "# booting $KREL with systemd as PID 1, initramfs $(($(stat -c %s "$img") >> 20)) MiB (console: ${log#"$ROOT"/})"
+	start=$(now)
+	rc=0
+	# As the deb stage's systemd guest: one CPU, TCG, the root in RAM.
+	timeout -k 10 "${QUICKSTART_VM_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg -smp 1 -m 3072 \
+		-nographic -no-reboot -nodefaults -serial mon:stdio \
+		-kernel "$kernel" -initrd "$img" \
+		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false" \
+		</dev/null >"$log" 2>&1 || rc=$?
+	echo "# the guest ran $(($(now) - start)) s (qemu exit $rc)"
+	rm -f "$img"
+	local n st want out=$OUT/$name-guest.out
+	for ((i = from; i < count; i++)); do
+		n=$((i + 1))
+		tr -d '\r' <"$log" | sed -n "s/^QS $n| //p" >"$out"
+		st=$(tr -d '\r' <"$log" | sed -n "s/^QS rc $n //p" | tail -n 1)
+		indent <"$out" | head -n 20
+		if [ -z "$st" ]; then
+			notok "$label (guest): ${cmds[i]} (${users[i]}): never ran (console: ${log#"$ROOT"/})"
+		elif [ "$st" != 0 ]; then
+			notok "$label (guest): ${cmds[i]} (${users[i]}): exit $st"
+		elif want=$(expect "${cmds[i]}" "$out"); then
+			ok "$label (guest): ${cmds[i]} (${users[i]}${want:+: $want})"
+		else
+			notok "$label (guest): ${cmds[i]} (${users[i]}): not $want"
+		fi
+	done
+	if ! log_has "$log" '^QS done'; then
+		tail -n 30 "$log" | tr -d '\r' | indent
+		notok "$label (guest): the commands did not finish (qemu exit $rc; console: ${log#"$ROOT"/})"
+	fi
+	if vm_problems "$log" >"$OUT/$name-problems.txt"; then
+		ok "$label (guest): no kernel problem on the console"
+	else
+		indent <"$OUT/$name-problems.txt"
+		notok "$label (guest): kernel problems on the console"
+	fi
+}
+
+# ---- the blocks ----------------------------------------------------------------
+# doc_blocks NAME FILE HEADING: start each block of that section in the
+# background (the blocks are independent: one's guest runs while another
+# builds), its lines into $OUT/NAMEi.tap, its exit status into
+# $OUT/NAMEi.rc; started+=(NAMEi:PID).
+started=()
+doc_blocks() {
+	local name=$1 file=$2 heading=$3 kind a b nb=0 ptitle='' proot=0
+	local -a pending=()
+	if [ ! -r "$file" ]; then
+		notok "$name: $file is missing"
+		return 0
+	fi
+	while IFS=$'\t' read -r kind a b; do
+		if [ "$kind" = B ]; then
+			[ "$nb" -eq 0 ] || start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+			nb=$((nb + 1)) ptitle=$a proot=$b pending=()
+		else
+			pending+=("$a"$'\t'"$b")
+		fi
+	done < <(blocks "$file" "$heading")
+	if [ "$nb" -eq 0 ]; then
+		notok "$name: no \`\`\`sh block under \"$heading\" in ${file#"$ROOT"/}"
+		return 0
+	fi
+	start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+}
+start_block() {
+	echo "# started: $2"
+	rm -f "$OUT/$1.rc"
+	( (
+		pass=0 fail=0 ntap=0
+		run_block "$@"
+	) </dev/null >"$OUT/$1.tap" 2>&1
+		echo "$?" >"$OUT/$1.rc") &
+	started+=("$1:$!")
+	# QUICKSTART_JOBS=1: one block after the other.
+	[ "${QUICKSTART_JOBS:-0}" != 1 ] || wait "$!" || true
+}
+
+want_block() { [[ " ${QUICKSTART_BLOCKS:-readme reference} " == *" $1 "* ]]; }
+want_block readme && doc_blocks readme "$README" "## Quick start"
+want_block reference && doc_blocks reference "$REFERENCE" "## Installing from source"
+# Each block's lines in order, its checks counted here.
+for j in "${started[@]}"; do
+	wait "${j#*:}" 2>/dev/null || true
+	while IFS= read -r line; do
+		if [[ $line =~ ^ok\ [0-9]+\ (.*) ]]; then
+			ok "${BASH_REMATCH[1]}"
+		elif [[ $line =~ ^not\ ok\ [0-9]+\ (.*) ]]; then
+			notok "${BASH_REMATCH[1]}"
+		else
+			printf '%s\n' "$line"
+		fi
+	done <"$OUT/${j%%:*}.tap"
+	rc=$(cat "$OUT/${j%%:*}.rc" 2>/dev/null) || rc=none
+	[ "$rc" = 0 ] || notok "block ${j%%:*} ended early (status $rc; log: ${OUT#"$ROOT"/}/${j%%:*}.tap)"
+done
+finish
