@@ -28,16 +28,7 @@ else
 fi
 k1=${kvers[0]:?no kernel for the Debian root}
 
-sources=${DEB_SOURCES:-}
-if [ -z "$sources" ]; then
-	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		if grep -qE '^Suites:[[:space:]]+bookworm([[:space:]]|$)|^deb [^#]* bookworm main' "$f"; then
-			sources=$f
-			break
-		fi
-	done
-fi
+sources=$(bookworm_sources "${DEB_SOURCES:-}") || true
 if [ -z "$sources" ]; then
 	echo "# no apt sources for Debian 12 (bookworm) on this host: set DEB_SOURCES"
 	exit 1
@@ -61,7 +52,6 @@ if [ -s "$tarball" ]; then
 	exit 0
 fi
 start=$(now)
-rm -f "$OUT"/root-*.tar.zst
 echo "# mmdebstrap bookworm (first run: a few minutes), sources: $sources"
 if ! mmdebstrap "${mmopts[@]}" bookworm "$tarball.tmp.tar.zst" "$sources" \
 	>"$OUT/mmdebstrap.log" 2>&1; then
@@ -71,6 +61,8 @@ if ! mmdebstrap "${mmopts[@]}" bookworm "$tarball.tmp.tar.zst" "$sources" \
 	exit 1
 fi
 mv "$tarball.tmp.tar.zst" "$tarball"
+# Roots of other recipes go only once this one exists.
+find "$OUT" -maxdepth 1 -name 'root-*.tar.zst' ! -path "$tarball" -delete
 echo "# a fresh Debian 12 root with $include"
 echo "tarball=$tarball"
 echo "made=$(($(now) - start))"

@@ -93,6 +93,26 @@ meta_kver() {
 		sed -n 's/^ *linux-headers-\([^ ]*\).*/\1/p' | sed -n 1p
 }
 
+# bookworm_sources [FILE]: FILE when given, else the host's apt sources file
+# (deb822 .sources or one-line .list) that names Debian 12 (bookworm), for
+# the fresh Debian 12 roots of the deb and quickstart lanes; nothing (and
+# status 1) when there is none.
+bookworm_sources() {
+	local f
+	if [ -n "${1:-}" ]; then
+		printf '%s\n' "$1"
+		return 0
+	fi
+	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		if grep -qE '^Suites:[[:space:]]+bookworm([[:space:]]|$)|^deb [^#]* bookworm main' "$f"; then
+			printf '%s\n' "$f"
+			return 0
+		fi
+	done
+	return 1
+}
+
 # All kernel releases to test, default kernel first.  $KERNELS overrides
 # (space separated kernel releases).
 all_kvers() {

@@ -125,16 +125,7 @@ blocks() {
 SYSTEM_RE='(^|[;&|][[:space:]]*|sudo[[:space:]]+)(modprobe|insmod|systemctl|udevadm|snowflake)([[:space:]]|$)|/dev/'
 
 # ---- the fresh root ----------------------------------------------------------
-sources=${QUICKSTART_SOURCES:-}
-if [ -z "$sources" ]; then
-	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		if grep -qE '^Suites:[[:space:]]+bookworm([[:space:]]|$)|^deb [^#]* bookworm main' "$f"; then
-			sources=$f
-			break
-		fi
-	done
-fi
+sources=$(bookworm_sources "${QUICKSTART_SOURCES:-}") || true
 if [ -z "$sources" ]; then
 	notok "no apt sources for Debian 12 (bookworm) on this host: set QUICKSTART_SOURCES"
 	finish
