@@ -234,6 +234,22 @@ done <<<"$sizes_out"
 # The README's examples that run on the host (Python, PHP, C; the shell ones
 # run in the guest): each of their ok/FAIL lines counts here.
 rc=0
+# Every stage of make check (tests/lib/check.sh) has its row in the tests
+# folder's lane table (tests/README.md) and in this page's stage table, and
+# its folder tests/<stage>/ with a run.sh (deps and ksrc are the developer
+# tools' scripts/deps.sh and scripts/ksrc.sh, bench-smoke is scripts/bench.sh).
+stages=$(sed -nE 's/^[[:space:]]*(run_stage|want [a-z-]+ && (run_stage|bg_stage)) ([a-z-]+) .*/\3/p' tests/lib/check.sh)
+for st in $stages; do
+	miss=
+	grep -q "^| $st |" tests/README.md || miss="$miss tests/README.md"
+	grep -q "^| $st[ |,]" "$readme" || miss="$miss $readme"
+	case $st in
+	deps | ksrc | bench-smoke) ;;
+	*) [ -x "tests/$st/run.sh" ] || miss="$miss tests/$st/run.sh" ;;
+	esac
+	if [ -z "$miss" ]; then ok "stage $st: tests/README.md, $readme, its run.sh"; else bad "stage $st missing in:$miss"; fi
+done
+
 ex_out=$(bash tests/docs/readme-examples.sh 2>&1) || rc=$?
 ex_fail=$fail
 while IFS= read -r line; do
