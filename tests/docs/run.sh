@@ -242,7 +242,7 @@ stages=$(sed -nE 's/^[[:space:]]*(run_stage|want [a-z-]+ && (run_stage|bg_stage)
 for st in $stages; do
 	miss=
 	grep -q "^| $st |" tests/README.md || miss="$miss tests/README.md"
-	grep -q "^| $st[ |,]" "$readme" || miss="$miss $readme"
+	grep -qE "^\| ${st}[ |,]" "$readme" || miss="$miss $readme"
 	case $st in
 	deps | ksrc | bench-smoke) ;;
 	*) [ -x "tests/$st/run.sh" ] || miss="$miss tests/$st/run.sh" ;;
