@@ -110,13 +110,14 @@ __attribute__((noinline)) static void bench_put(__u64 *d,
 						__u32 start, __u32 n,
 						const __u32 *rnd)
 {
+	__u64 ms = b->ms, first = b->first + start;
 	__u32 i;
 
 	for (i = 0; i < n; i++, d += 2) {
-		__u64 c = b->first + start + i;
+		__u64 c = first + i;
 
 		d[1] = to_be64(sf_uuid_lo(c, rnd[i]));
-		d[0] = to_be64(sf_uuid_hi(b->ms, c));
+		d[0] = to_be64(sf_uuid_hi(ms, c));
 	}
 }
 

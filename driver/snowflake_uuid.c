@@ -128,17 +128,18 @@ static int sfu_wait_ms(struct sf_uuid_dev *u)
 static size_t sfu_put(u8 __user *p, const struct sf_uuid_block *b, u32 idx,
 		      const u32 *rnd, size_t n)
 {
+	u64 ms = b->ms, first = b->first + idx;
 	size_t i = 0;
 
 	if (!user_access_begin(p, n * SF_UUID_BYTES))
 		return 0;
 	for (; i < n; i++) {
 		__be64 __user *d = (__be64 __user *)(p + i * SF_UUID_BYTES);
-		u64 c = b->first + idx + i;
+		u64 c = first + i;
 
 		unsafe_put_user(cpu_to_be64(sf_uuid_lo(c, rnd[i])), d + 1,
 				efault);
-		unsafe_put_user(cpu_to_be64(sf_uuid_hi(b->ms, c)), d, efault);
+		unsafe_put_user(cpu_to_be64(sf_uuid_hi(ms, c)), d, efault);
 	}
 	user_access_end();
 	return n;
@@ -163,8 +164,8 @@ static bool sfu_copy_one(struct iov_iter *to, const struct sf_uuid_block *b,
  * sfu_put(), so no byte of a UUID the caller does not receive is written.
  * A UUID that a readv() splits across two segments goes through
  * copy_to_iter(): only there can a fault leave part of one behind, which
- * snowflake(4) says.  Kernel memory (splice) cannot fault: one UUID at a
- * time through copy_to_iter(), which stops at a full pipe between UUIDs.
+ * snowflake(4) says.  Kernel memory (kernel_read()) cannot fault: one UUID
+ * at a time through copy_to_iter(), so a short copy stops between UUIDs.
  */
 static size_t sfu_copy_out(struct iov_iter *to, const struct sf_uuid_block *b,
 			   u32 idx, const u32 *rnd, size_t n)
