@@ -4,9 +4,10 @@
 gnuplot script (bench.gp, drawing bench.svg).
 
 usage: report.py RAW.txt OUTDIR
+       report.py --compare OLD.json NEW.json   (per P, old -> new, Markdown)
 
 RAW.txt holds the lines "BENCH <section> [name] key=value ..." printed by the
-guest (bench/snowflake_bench.c) and by scripts/bench.sh (meta, p5).  Nothing
+guest (bench/snowflake_bench.c) and by scripts/bench.sh (meta, p5, p8core).  Nothing
 is asserted: goals are reported as met or missed.
 """
 import json
@@ -99,7 +100,69 @@ def merge(kvs):
     return out
 
 
+def headline(res):
+    """{P: (figure, rounds)} of a results.json: the figure each goal is about."""
+    h = {}
+    r = res["p1_single_id_latency"]
+    h["P1"] = ("%.3fx" % r["ratio"], r["ratio_per_round"])
+    pts = {p["batch"]: p for p in res["p2_batch_throughput"]["points"]}
+    h["P2"] = ("512: %.1f%%, 4096: %.1f%%" % (pts[512]["cap_pct"], pts[4096]["cap_pct"]),
+               pts[4096]["cap_pct_per_round"])
+    four = next(p for p in res["p3_contention"]["points"] if p["readers"] == 4)
+    h["P3"] = ("%.1f%%" % four["vs_one_pct"], four.get("vs_one_pct_per_round", []))
+    r = res["p4_peers"]["ns_per_id"]
+    h["P4"] = ("single %.0f ns, batch %.0f ns per ID" % (r["snowflake_single"], r.get("snowflake_batch4096", 0)),
+               res["p4_peers"]["ns_per_id_per_round"].get("snowflake_single", []))
+    r = res["p5_core_instructions"]
+    h["P5"] = ("%.4f (single %.1f)" % (r["batch"]["instructions_per_id"], r["single"]["instructions_per_id"]), [])
+    if "p6_bandwidth" in res:
+        cap = res["p6_bandwidth"]["points"][-1]
+        h["P6"] = ("%.1f%%" % (100 * cap["ratio"]), cap["ratio_per_round"])
+    if "p7_peers" in res:
+        c = res["p7_peers"]["checks"]
+        parts, rr = [], []
+        if "device_vs_redis_tcp_incr" in c:
+            x = c["device_vs_redis_tcp_incr"]
+            parts.append("1/%.0f of Redis INCR" % (x["redis_p50_ns"] / x["device_p50_ns"]))
+        if "device_vs_ticket_server" in c:
+            x = c["device_vs_ticket_server"]
+            parts.append("1/%.0f of the ticket server" % (x["ticket_p50_ns"] / x["device_p50_ns"]))
+        if "eight_clients_device_vs_redis_tcp_incr" in c:
+            parts.append("8 clients %.0fx" % c["eight_clients_device_vs_redis_tcp_incr"]["ratio"])
+            rr = c["eight_clients_device_vs_redis_tcp_incr"]["ratio_per_round"]
+        h["P7"] = (", ".join(parts), rr)
+    if "p8_uuidv7" in res:
+        r = res["p8_uuidv7"]
+        h["P8"] = ("%.2fx (%.3f vs %.3f CPU ns/byte)" % (r["batch_vs_snowflake_per_byte"],
+                                                        r["cpu_ns_per_byte"]["uuid_batch4096"],
+                                                        r["cpu_ns_per_byte"]["snowflake_batch4096"]),
+                   r["batch_vs_snowflake_per_byte_per_round"])
+        if "core_instructions_per_uuid" in r:
+            h["P8"] = (h["P8"][0] + "; natively %.1f instructions per UUID"
+                       % r["core_instructions_per_uuid"]["instructions"], h["P8"][1])
+    return h
+
+
+def compare(old_path, new_path):
+    """report.py --compare OLD.json NEW.json: a Markdown table, per P, old -> new."""
+    with open(old_path) as f:
+        old = json.load(f)
+    with open(new_path) as f:
+        new = json.load(f)
+    ho, hn = headline(old), headline(new)
+    rounds = lambda v: ", ".join("%g" % x for x in v) if v else "-"
+    print("| | %s (%s) | rounds | %s (%s) | rounds |" % (old["meta"].get("date", "?"), "old",
+                                                     new["meta"].get("date", "?"), "new"))
+    print("| --- | --- | --- | --- | --- |")
+    for p in sorted(set(ho) | set(hn)):
+        o, n = ho.get(p, ("-", [])), hn.get(p, ("-", []))
+        print("| %s | %s | %s | %s | %s |" % (p, o[0], rounds(o[1]), n[0], rounds(n[1])))
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--compare":
+        compare(sys.argv[2], sys.argv[3])
+        return
     raw, out = sys.argv[1], sys.argv[2]
     recs = parse(raw)
     # Tag every record with its round (BENCH round i=N).
@@ -224,6 +287,15 @@ def main():
         p8r["batch_vs_snowflake_per_byte"] = median(per_round)
         p8r["batch_vs_snowflake_per_byte_per_round"] = per_round
         p8r["met"] = p8r["batch_vs_snowflake_per_byte"] <= 2.0
+        # Its native half (scripts/bench.sh, bench/uuid_bench.c): callgrind's
+        # instructions per UUID of a 4096-UUID read, by function.
+        core = by("p8core")
+        if core:
+            kv = core[0][1]
+            p8r["core_instructions_per_uuid"] = {
+                k: round(kv[k] / kv["uuids"], 2)
+                for k in ("instructions", "random", "format_store", "reserve", "loop")}
+            p8r["core_reads"] = kv["reads"]
 
     # Issue 14: P6 (bandwidth, uncapped layout), P7 (peers), scaling, Node.
     def peer_points(sec):
@@ -484,6 +556,17 @@ def main():
         L.append("The batch ratio per round: %s. /dev/snowflake's wall time per ID is "
                  "bounded by the layout's cap (4096 per ms); its CPU time is not."
                  % ", ".join("%.2f" % r for r in p8r["batch_vs_snowflake_per_byte_per_round"]))
+        c = p8r.get("core_instructions_per_uuid")
+        if c:
+            L.append("")
+            L.append("P8 natively under callgrind (`bench/uuid_bench.c`, `--toggle-collect=bench_uuid_read`: "
+                     "%d reads of 4096 UUIDs with the pure core and the driver's chunking; the random bytes "
+                     "are get_random_bytes()'s ChaCha20 blocks, modelled), instructions per UUID:" % p8r["core_reads"])
+            L.append("")
+            L.append("| total | random bytes (ChaCha20) | format and store | reservation | read loop |")
+            L.append("| ---: | ---: | ---: | ---: | ---: |")
+            L.append("| %.1f | %.1f | %.1f | %.3f | %.2f |" % (c["instructions"], c["random"], c["format_store"],
+                                                       c["reserve"], c["loop"]))
     if p6r:
         L.append("")
         L.append("P6, the generator's own limit: the module reloaded in the same boot with %s "

@@ -38,8 +38,16 @@
 #include "snowflake_dev.h"
 #include "uuid_core.h"
 
-/* UUIDs formatted on the stack per copy (512 bytes). */
-#define SFU_CHUNK	32
+/*
+ * Random bytes drawn per get_random_bytes() of a batch read: 32 fresh bits
+ * for each of SFU_CHUNK UUIDs.  get_random_bytes() makes one ChaCha20 block
+ * for its key erasure, which also gives the first 32 bytes, then one per 64
+ * bytes, the last one partial through a bounce buffer: 32 + 64 * k bytes
+ * use every byte of every block.  480 bytes: 120 UUIDs for 8 blocks (the
+ * limit, 16 bytes of output per block, would be 7.5) on 480 bytes of stack.
+ */
+#define SFU_RND_BYTES	(32 + 64 * 7)
+#define SFU_CHUNK	(SFU_RND_BYTES / sizeof(u32))
 
 /**
  * struct sf_uuid_dev - /dev/uuidv7
@@ -106,28 +114,32 @@ static int sfu_wait_ms(struct sf_uuid_dev *u)
 }
 
 /*
- * Store @n UUIDs, formatted at @src, to the user buffer @p: each with two
- * 8-byte stores, its second half first.  A store that faults writes nothing
- * (it is one instruction), so a fault leaves no byte of the UUID it stopped
- * in the buffer: if the second half cannot be stored, nothing of that UUID
- * was; if the second half was and the first half then faults, the first
- * half starts on a lower page than the second half, the page the UUID
- * before it was just stored to; so this happens only to a read's first
- * UUID, and that read fails with EFAULT.  Returns the UUIDs stored.
+ * Store UUIDs @idx..@idx + @n - 1 of @b, with the random bits @rnd[0..@n-1],
+ * to the user buffer @p: each formatted in registers (sf_uuid_hi() and
+ * sf_uuid_lo(), big-endian) and stored with two 8-byte stores, its second
+ * half first.  A store that faults writes nothing (it is one instruction),
+ * so a fault leaves no byte of the UUID it stopped in the buffer: if the
+ * second half cannot be stored, nothing of that UUID was; if the second
+ * half was and the first half then faults, the first half starts on a
+ * lower page than the second half, the page the UUID before it was just
+ * stored to; so this happens only to a read's first UUID, and that read
+ * fails with EFAULT.  Returns the UUIDs stored.
  */
-static size_t sfu_put(u8 __user *p, const u8 *src, size_t n)
+static size_t sfu_put(u8 __user *p, const struct sf_uuid_block *b, u32 idx,
+		      const u32 *rnd, size_t n)
 {
+	u64 ms = b->ms, first = b->first + idx;
 	size_t i = 0;
 
 	if (!user_access_begin(p, n * SF_UUID_BYTES))
 		return 0;
 	for (; i < n; i++) {
-		u64 __user *d = (u64 __user *)(p + i * SF_UUID_BYTES);
-		u64 half[2];
+		__be64 __user *d = (__be64 __user *)(p + i * SF_UUID_BYTES);
+		u64 c = first + i;
 
-		memcpy(half, src + i * SF_UUID_BYTES, sizeof(half));
-		unsafe_put_user(half[1], d + 1, efault);
-		unsafe_put_user(half[0], d, efault);
+		unsafe_put_user(cpu_to_be64(sf_uuid_lo(c, rnd[i])), d + 1,
+				efault);
+		unsafe_put_user(cpu_to_be64(sf_uuid_hi(ms, c)), d, efault);
 	}
 	user_access_end();
 	return n;
@@ -136,32 +148,47 @@ efault:
 	return i;
 }
 
+/* UUID @idx of @b through copy_to_iter(); true when all 16 bytes went. */
+static bool sfu_copy_one(struct iov_iter *to, const struct sf_uuid_block *b,
+			 u32 idx, u32 rnd)
+{
+	u8 buf[SF_UUID_BYTES];
+
+	sf_uuid_format(buf, b->ms, b->first + idx, rnd);
+	return copy_to_iter(buf, SF_UUID_BYTES, to) == SF_UUID_BYTES;
+}
+
 /*
- * Copy @n formatted UUIDs from @src to @to; returns how many were copied
- * whole.  Into user memory they go through sfu_put(), so no byte of a UUID
- * the caller does not receive is written.  A UUID that a readv() splits
- * across two segments goes through copy_to_iter(): only there can a fault
- * leave part of one behind, which snowflake(4) says.
+ * Copy UUIDs @idx..@idx + @n - 1 of @b, with the random bits @rnd, to @to;
+ * returns how many were copied whole.  Into user memory they go through
+ * sfu_put(), so no byte of a UUID the caller does not receive is written.
+ * A UUID that a readv() splits across two segments goes through
+ * copy_to_iter(): only there can a fault leave part of one behind, which
+ * snowflake(4) says.  Kernel memory (kernel_read()) cannot fault: one UUID
+ * at a time through copy_to_iter(), so a short copy stops between UUIDs.
  */
-static size_t sfu_copy_out(struct iov_iter *to, const u8 *src, size_t n)
+static size_t sfu_copy_out(struct iov_iter *to, const struct sf_uuid_block *b,
+			   u32 idx, const u32 *rnd, size_t n)
 {
 	size_t done = 0;
 
-	if (unlikely(!user_backed_iter(to)))	/* kernel memory: no faults */
-		return copy_to_iter(src, n * SF_UUID_BYTES, to) / SF_UUID_BYTES;
+	if (unlikely(!user_backed_iter(to))) {
+		while (done < n && sfu_copy_one(to, b, idx + done, rnd[done]))
+			done++;
+		return done;
+	}
 	while (done < n) {
-		const u8 *s = src + done * SF_UUID_BYTES;
 		size_t len = min(iter_iov_len(to), iov_iter_count(to));
 		size_t k = min(len / SF_UUID_BYTES, n - done);
 		size_t put;
 
 		if (unlikely(!k)) {
-			if (copy_to_iter(s, SF_UUID_BYTES, to) != SF_UUID_BYTES)
+			if (!sfu_copy_one(to, b, idx + done, rnd[done]))
 				break;
 			done++;
 			continue;
 		}
-		put = sfu_put(iter_iov_addr(to), s, k);
+		put = sfu_put(iter_iov_addr(to), b, idx + done, rnd + done, k);
 		iov_iter_advance(to, put * SF_UUID_BYTES);
 		done += put;
 		if (put != k)
@@ -171,14 +198,13 @@ static size_t sfu_copy_out(struct iov_iter *to, const u8 *src, size_t n)
 }
 
 /*
- * Format and copy @b->count (> 1) UUIDs in chunks on the stack.  Kept out
- * of line: with CONFIG_INIT_STACK_ALL_ZERO the buffers are zeroed on every
- * call, which single-UUID reads skip.
+ * Copy @b->count (> 1) UUIDs, drawing their random bits SFU_CHUNK at a
+ * time.  Kept out of line: with CONFIG_INIT_STACK_ALL_ZERO the buffer is
+ * zeroed on every call, which single-UUID reads skip.
  */
 static noinline ssize_t sfu_copy_chunked(struct iov_iter *to,
 					 const struct sf_uuid_block *b)
 {
-	u8 buf[SFU_CHUNK * SF_UUID_BYTES];
 	u32 rnd[SFU_CHUNK];
 	size_t done = 0;
 	u32 start = 0;
@@ -188,8 +214,7 @@ static noinline ssize_t sfu_copy_chunked(struct iov_iter *to,
 		size_t copied;
 
 		get_random_bytes(rnd, n * sizeof(rnd[0]));
-		sf_uuid_fill(buf, b, start, n, rnd);
-		copied = sfu_copy_out(to, buf, n);
+		copied = sfu_copy_out(to, b, start, rnd, n);
 		done += copied;
 		if (copied != n)
 			break;
@@ -203,12 +228,12 @@ static noinline ssize_t sfu_copy_chunked(struct iov_iter *to,
 /* Copy the block; bytes of whole UUIDs copied, or -EFAULT when none. */
 static ssize_t sfu_copy(struct iov_iter *to, const struct sf_uuid_block *b)
 {
-	u8 buf[SF_UUID_BYTES];
+	u32 rnd;
 
 	if (b->count > 1)
 		return sfu_copy_chunked(to, b);
-	sf_uuid_format(buf, b->ms, b->first, get_random_u32());
-	return sfu_copy_out(to, buf, 1) ? SF_UUID_BYTES : -EFAULT;
+	rnd = get_random_u32();
+	return sfu_copy_out(to, b, 0, &rnd, 1) ? SF_UUID_BYTES : -EFAULT;
 }
 
 static ssize_t sfu_read_iter(struct kiocb *iocb, struct iov_iter *to)

@@ -124,22 +124,13 @@ int sf_uuid_core_peek(const struct sf_uuid_core *u, u64 clock_ms)
  */
 void sf_uuid_format(u8 *out, u64 ms, u64 counter, u32 rnd)
 {
-	out[0] = ms >> 40;
-	out[1] = ms >> 32;
-	out[2] = ms >> 24;
-	out[3] = ms >> 16;
-	out[4] = ms >> 8;
-	out[5] = ms;
-	out[6] = 0x70 | ((counter >> 38) & 0x0f);	/* version 7 */
-	out[7] = counter >> 30;
-	out[8] = 0x80 | ((counter >> 24) & 0x3f);	/* variant 0b10 */
-	out[9] = counter >> 16;
-	out[10] = counter >> 8;
-	out[11] = counter;
-	out[12] = rnd >> 24;
-	out[13] = rnd >> 16;
-	out[14] = rnd >> 8;
-	out[15] = rnd;
+	u64 hi = sf_uuid_hi(ms, counter), lo = sf_uuid_lo(counter, rnd);
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		out[i] = hi >> (56 - 8 * i);
+		out[8 + i] = lo >> (56 - 8 * i);
+	}
 }
 
 /**

@@ -81,6 +81,31 @@ struct sf_uuid_block {
 	u32 count;
 };
 
+/**
+ * sf_uuid_hi() - the first 8 bytes of a UUID, as a big-endian number
+ * @ms:		unix_ts_ms, at most SF_UUID_MAX_MS.
+ * @counter:	the counter, below 2^SF_UUID_COUNTER_BITS.
+ *
+ * unix_ts_ms, the version (7) and rand_a (the counter's top 12 bits).
+ * Stored big-endian (cpu_to_be64()), these are bytes 0..7 of the UUID.
+ */
+static inline u64 sf_uuid_hi(u64 ms, u64 counter)
+{
+	return ms << 16 | 0x7000 | ((counter >> 30) & 0x0fff);
+}
+
+/**
+ * sf_uuid_lo() - the last 8 bytes of a UUID, as a big-endian number
+ * @counter:	the counter, below 2^SF_UUID_COUNTER_BITS.
+ * @rnd:	32 random bits, the end of rand_b.
+ *
+ * The variant (0b10), the counter's low 30 bits and @rnd: bytes 8..15.
+ */
+static inline u64 sf_uuid_lo(u64 counter, u32 rnd)
+{
+	return (0x80000000ULL | (counter & 0x3fffffff)) << 32 | rnd;
+}
+
 void sf_uuid_core_init(struct sf_uuid_core *u, unsigned int counter_bits);
 int sf_uuid_core_reserve(struct sf_uuid_core *u, u64 clock_ms, u32 want,
 			 u64 seed, struct sf_uuid_block *b);

@@ -36,12 +36,12 @@ BENCH_APPEND=${BENCH_APPEND-tsc=reliable}
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
 	BENCH_SECONDS=${BENCH_SECONDS:-0.05}
 	BENCH_ROUNDS=${BENCH_ROUNDS:-1}
-	CG_BATCH=200 CG_SINGLE=10000
+	CG_BATCH=200 CG_SINGLE=10000 CG_UUID=20
 	OUT=$BUILD/bench-smoke
 else
 	BENCH_SECONDS=${BENCH_SECONDS:-1.0}
 	BENCH_ROUNDS=${BENCH_ROUNDS:-3}
-	CG_BATCH=20000 CG_SINGLE=1000000
+	CG_BATCH=20000 CG_SINGLE=1000000 CG_UUID=2000
 	OUT=$BUILD/bench
 fi
 mkdir -p "$OUT"
@@ -74,6 +74,12 @@ msg "building bench/snowflake_bench (static) and bench/core_bench (native)"
 gcc "${CFLAGS[@]}" -static -pthread -o "$OUT/snowflake_bench" "$ROOT/bench/snowflake_bench.c"
 gcc "${CFLAGS[@]}" -I"$ROOT/driver" -I"$ROOT/uapi" -o "$OUT/core_bench" \
 	"$ROOT/bench/core_bench.c" "$ROOT/driver/snowflake_core.c"
+# P8's native half: a batch read of /dev/uuidv7 per UUID, chunked as the
+# driver chunks its random bytes (SFU_RND_BYTES of snowflake_uuid.c).
+sfu_rnd=$(sed -n 's/^#define SFU_RND_BYTES[[:space:]]*//p' "$ROOT/driver/snowflake_uuid.c")
+[ -n "$sfu_rnd" ] || die "no SFU_RND_BYTES in driver/snowflake_uuid.c"
+gcc "${CFLAGS[@]}" -I"$ROOT/driver" -I"$ROOT/uapi" -DSFU_RND_BYTES="$sfu_rnd" -o "$OUT/uuid_bench" \
+	"$ROOT/bench/uuid_bench.c" "$ROOT/driver/uuid_core.c"
 
 # Issue 14's peers: Debian's redis-server and mariadbd, bench/peers/
 # peers_bench (hiredis, libmariadb) and, when there is a Node.js, node with
@@ -248,10 +254,43 @@ cg() { # MODE CALLS
 	callgrind_annotate "$out" >"$OUT/callgrind-annotate-$1.txt" 2>&1 || true
 	echo "BENCH p5 mode=$1 calls=$2 ids=$ids instructions=$ir"
 }
-msg "callgrind: sf_core_reserve() natively, $(valgrind --version)"
+# P8's native half: one batch read of /dev/uuidv7 (--toggle-collect of
+# bench_uuid_read), its instructions per UUID split by function: the
+# reservation, the random bytes (get_random_bytes()'s ChaCha20 blocks,
+# modelled), the formatting and the stores (bench/uuid_bench.c).
+cg_uuid() { # READS
+	local out=$OUT/callgrind.out.uuid uuids
+	valgrind --tool=callgrind --toggle-collect=bench_uuid_read \
+		--callgrind-out-file="$out" "$OUT/uuid_bench" "$1" \
+		>"$OUT/core-uuid.txt" 2>"$OUT/callgrind-uuid.log" ||
+		die "callgrind failed (see ${OUT#"$ROOT"/}/callgrind-uuid.log)"
+	uuids=$(sed -n 's/.* uuids=\([0-9]*\).*/\1/p' "$OUT/core-uuid.txt")
+	[ -n "$uuids" ] || die "no UUID count from uuid_bench"
+	callgrind_annotate --auto=no --threshold=100 "$out" >"$OUT/callgrind-annotate-uuid.txt" 2>&1 ||
+		die "callgrind_annotate failed on $out"
+	# Exclusive counts by function (an inlined helper's lines are
+	# reported under the function it is inlined into, in its own file; a
+	# clone gcc makes, bench_put.isra.0, counts as its function).
+	awk -v reads="$1" -v uuids="$uuids" '
+		/^ *[0-9,]+ .*:[A-Za-z_0-9.]+( |$)/ {
+			n = $1; gsub(/,/, "", n)
+			f = $0; sub(/^[^:]*:/, "", f); sub(/ .*/, "", f); sub(/\..*/, "", f)
+			if (f == "chacha20_block" || f == "bench_random_bytes") r += n
+			else if (f == "bench_put") p += n
+			else if (f == "sf_uuid_core_reserve") v += n
+			else if (f == "bench_uuid_read") o += n
+		}
+		/PROGRAM TOTALS/ { t = $1; gsub(/,/, "", t) }
+		END {
+			printf "BENCH p8core mode=batch reads=%d uuids=%d instructions=%d random=%d format_store=%d reserve=%d loop=%d\n", \
+				reads, uuids, t, r, p, v, o
+		}' "$OUT/callgrind-annotate-uuid.txt"
+}
+msg "callgrind: sf_core_reserve() and a /dev/uuidv7 batch natively, $(valgrind --version)"
 {
 	cg batch "$CG_BATCH"
 	cg single "$CG_SINGLE"
+	cg_uuid "$CG_UUID"
 } | tee "$OUT/core.txt"
 
 {

@@ -319,6 +319,80 @@ TEST_F(uu, readv_and_nowait)
 }
 
 /*
+ * The last 32 bits of rand_b are fresh random bits for every UUID, also in
+ * a batch read, whose random bits the driver draws SFU_CHUNK at a time and
+ * formats per UUID (the unguessability of RFC 9562 section 6.9).  In a
+ * read of 4096, whole and split by readv() across odd-sized segments: at
+ * most 2 equal values among the 4096 (random: about 0.002 pairs), and each
+ * bit set in 40% to 60% of them (6 standard deviations).  A reused word, a
+ * chunk drawn once for several, or zeros fail this.
+ */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static const char *uu_rand_check(const uint8_t *buf, size_t n)
+{
+	static char why[120];
+	uint32_t *v = calloc(n, sizeof(*v));
+	size_t i, dup = 0, ones[32] = { 0 };
+	int b;
+
+	if (!v)
+		return "calloc";
+	for (i = 0; i < n; i++) {
+		const uint8_t *u = buf + i * UU;
+
+		v[i] = (uint32_t)u[12] << 24 | (uint32_t)u[13] << 16 |
+		       (uint32_t)u[14] << 8 | u[15];
+		for (b = 0; b < 32; b++)
+			ones[b] += v[i] >> b & 1;
+	}
+	qsort(v, n, sizeof(*v), cmp_u32);
+	for (i = 1; i < n; i++)
+		dup += v[i] == v[i - 1];
+	free(v);
+	if (dup > 2) {
+		snprintf(why, sizeof(why), "%zu equal random words in %zu UUIDs", dup, n);
+		return why;
+	}
+	for (b = 0; b < 32; b++) {
+		if (ones[b] * 10 < n * 4 || ones[b] * 10 > n * 6) {
+			snprintf(why, sizeof(why), "random bit %d set in %zu of %zu UUIDs",
+				 b, ones[b], n);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+TEST_F(uu, random_bits_fresh_in_batches)
+{
+	uint8_t *p = self->big;
+	/* Contiguous segments: UUID 1000 is split 7 + 9 across the first two. */
+	struct iovec iov[3] = {
+		{ .iov_base = p, .iov_len = 1000 * UU + 7 },
+		{ .iov_base = p + 1000 * UU + 7, .iov_len = 9 + 1500 * UU },
+		{ .iov_base = p + 2501 * UU, .iov_len = (UU_MAX - 2501) * UU },
+	};
+	const char *why;
+
+	ASSERT_EQ((ssize_t)UU_MAX * UU, read(self->fd, p, (size_t)UU_MAX * UU));
+	why = uu_rand_check(p, UU_MAX);
+	ASSERT_EQ(NULL, why) TH_LOG("read: %s", why);
+
+	memset(p, 0, (size_t)UU_MAX * UU);
+	ASSERT_EQ((ssize_t)UU_MAX * UU, readv(self->fd, iov, 3));
+	why = uu_check(p, UU_MAX, NULL, 0, sf_real_ms());
+	ASSERT_EQ(NULL, why) TH_LOG("readv: %s", why);
+	why = uu_rand_check(p, UU_MAX);
+	ASSERT_EQ(NULL, why) TH_LOG("readv: %s", why);
+}
+
+/*
  * O_NONBLOCK: reads at full speed never find the millisecond used up (the
  * counter has 2^41 values of headroom), so they never fail with EAGAIN;
  * poll, select and epoll say readable.
