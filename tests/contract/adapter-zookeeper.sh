@@ -200,9 +200,14 @@ check "the mark is 'MARK OWNER', at or above the device's last ceiling ($mk; cei
 	bash -c '[ "${1#* }" = "$3" ] && [ -n "$2" ] && [ "$((10#${1%% *}))" -ge "$2" ]' _ "$mk" "$ceil" "$(owner_of "$i")"
 
 echo "==== SIGTERM, kill -9 ===="
+si=$(session_of "$i")
 stop_agent "$i"
-check "SIGTERM: exit 0, the key deleted at once ($rc)" \
-	bash -c '[ "$1" = 0 ] && ! grep -q "rc = 0" <<<"$2"' _ "$rc" "$(zkc get "$(keypath "$p" c1)")"
+# Gone from agent i's session at once: absent, or already claimed by one of
+# the agents waiting for a pair (the pool is full; their next walk may come
+# first), never still i's ephemeral node.
+own=$(zowner "$(keypath "$p" c1)")
+check "SIGTERM: exit 0, the key deleted at once (rc $rc; the key's session now ${own:-none}, was $si)" \
+	bash -c '[ "$1" = 0 ] && [ -n "$3" ] && [ "$2" != "$3" ]' _ "$rc" "$own" "$si"
 check "SIGTERM: fenced before the release" \
 	bash -c 'grep -o "event=fenced.*reason=agent-stopped\|event=released" "$1" | tail -n2 | head -n1 | grep -q fenced' _ "$tmp/agent.$i.log"
 j=${seen[0:2]:-${seen[0:3]}}
