@@ -188,7 +188,7 @@ deb_guest_redis "$ov" "$R" || finish
 deb_guest_initramfs "$R" "$ov" "$img" ./usr/lib/cni
 echo "# initramfs: $(($(stat -c %s "$img") >> 20)) MiB (the root with podman, without headers, gcc, docs and CNI plugins; the test and its image), ready $(($(now) - t0)) s after the start"
 
-deb_guest_boot "$KVER" "$img" "$log" "$TIMEOUT" || finish
+vm_boot_systemd "$KVER" "$img" "$log" "$TIMEOUT" || finish
 
 deb_guest_results SFCT containers "$log" "$OUT"
 finish

@@ -105,27 +105,6 @@ deb_guest_initramfs() {
 		cpio --null -o -H newc --owner=0:0 --quiet) >>"$img"
 }
 
-# deb_guest_boot KVER IMG LOG TIMEOUT: boot IMG on KVER with systemd as PID
-# 1, the console into LOG; qemu's exit code in $rc.  notok and 1 when there
-# is no guest kernel.  One CPU, no multi-threaded TCG (clear of TCG's
-# cross-CPU code patching); the initramfs is unpacked into RAM.
-deb_guest_boot() {
-	local kver=$1 img=$2 log=$3 timeout=$4 kernel start
-	kernel=$(vmlinuz_of "$kver") || {
-		notok "no guest kernel for $kver"
-		return 1
-	}
-	echo "# booting $kver with systemd as PID 1 (console in ${log#"$ROOT"/})"
-	start=$(now)
-	rc=0
-	timeout -k 10 "$timeout" qemu-system-x86_64 -accel tcg -smp 1 -m 3072 \
-		-nographic -no-reboot -nodefaults -serial mon:stdio \
-		-kernel "$kernel" -initrd "$img" \
-		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false" \
-		</dev/null >"$log" 2>&1 || rc=$?
-	echo "# the guest ran $(($(now) - start)) s (qemu exit $rc)"
-}
-
 # deb_guest_results TAG WHAT LOG OUT: the guest's "TAG ok|notok ..." lines
 # counted as "WHAT: ...", its "TAG # ..." lines shown; then that it ran to
 # "TAG done", and no kernel problem on the console (OUT/problems.txt).
@@ -135,6 +114,7 @@ deb_guest_results() {
 	while read -r res line; do
 		if [ "$res" = ok ]; then ok "$what: $line"; else notok "$what: $line"; fi
 	done < <(tr -d '\r' <"$log" | sed -n "s/^$tag \(ok\|notok\) /\1 /p")
+	# shellcheck disable=SC2154 # rc: qemu's exit code, from vm_boot_systemd (tests/lib/vm.sh)
 	if log_has "$log" "^$tag done"; then
 		ok "$what: the test ran to its end and the guest powered off (qemu exit $rc)"
 	else

@@ -68,7 +68,7 @@ deb_guest_redis "$ov" "$R" || finish
 deb_guest_initramfs "$R" "$ov" "$img"
 echo "# initramfs: $(($(stat -c %s "$img") >> 20)) MiB (the root without headers, gcc and docs, and the test)"
 
-deb_guest_boot "$KVER" "$img" "$log" "$TIMEOUT" || finish
+vm_boot_systemd "$KVER" "$img" "$log" "$TIMEOUT" || finish
 [ -n "${SYSTEMD_TEST_KEEP:-}" ] || rm -f "$img"
 
 deb_guest_results SFSD systemd "$log" "$OUT"

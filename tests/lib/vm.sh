@@ -196,3 +196,25 @@ vm_guest_results() {
 		sed -n "/$from/,/$to/p" <<<"$console" | sed 's/^/    | /'
 	fi
 }
+
+# vm_boot_systemd KVER IMG LOG TIMEOUT: boot IMG on KVER with systemd as PID
+# 1, the console into LOG; qemu's exit code in $rc.  notok and 1 when there
+# is no guest kernel.  One CPU, no multi-threaded TCG (clear of TCG's
+# cross-CPU code patching); the initramfs is unpacked into RAM.  The
+# deb lane's systemd and containers guests and the quickstart guest.
+vm_boot_systemd() {
+	local kver=$1 img=$2 log=$3 timeout=$4 kernel start
+	kernel=$(vmlinuz_of "$kver") || {
+		notok "no guest kernel for $kver"
+		return 1
+	}
+	echo "# booting $kver with systemd as PID 1 (console in ${log#"$ROOT"/})"
+	start=$(now)
+	rc=0
+	timeout -k 10 "$timeout" qemu-system-x86_64 -accel tcg -smp 1 -m 3072 \
+		-nographic -no-reboot -nodefaults -serial mon:stdio \
+		-kernel "$kernel" -initrd "$img" \
+		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false" \
+		</dev/null >"$log" 2>&1 || rc=$?
+	echo "# the guest ran $(($(now) - start)) s (qemu exit $rc)"
+}

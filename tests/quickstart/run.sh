@@ -279,7 +279,7 @@ run_block() {
 # guest NAME LABEL R FROM COUNT CMDS... -- USERS...: commands FROM.. of the
 # block in the root R booted with systemd as PID 1.
 guest() {
-	local name=$1 label=$2 r=$3 from=$4 count=$5 i ov img log rc start kernel
+	local name=$1 label=$2 r=$3 from=$4 count=$5 i ov img log rc
 	shift 5
 	local -a cmds=("${@:1:count}") users=("${@:count+2:count}")
 	ov=$OUT/$name-overlay img=$OUT/$name.cpio log=$OUT/$name-console.log
@@ -319,17 +319,8 @@ EOF
 		-prune -o -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) >"$img"
 	(cd "$ov" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
 		cpio --null -o -H newc --owner=0:0 --quiet) >>"$img"
-	kernel=$(vmlinuz_of "$KREL")
-	echo "# booting $KREL with systemd as PID 1, initramfs $(($(stat -c %s "$img") >> 20)) MiB (console: ${log#"$ROOT"/})"
-	start=$(now)
-	rc=0
-	# As the deb stage's systemd guest: one CPU, TCG, the root in RAM.
-	timeout -k 10 "${QUICKSTART_VM_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg -smp 1 -m 3072 \
-		-nographic -no-reboot -nodefaults -serial mon:stdio \
-		-kernel "$kernel" -initrd "$img" \
-		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false" \
-		</dev/null >"$log" 2>&1 || rc=$?
-	echo "# the guest ran $(($(now) - start)) s (qemu exit $rc)"
+	echo "# the initramfs: $(($(stat -c %s "$img") >> 20)) MiB"
+	vm_boot_systemd "$KREL" "$img" "$log" "${QUICKSTART_VM_TIMEOUT:-600}" || rc=none
 	rm -f "$img"
 	local n st want out=$OUT/$name-guest.out
 	for ((i = from; i < count; i++)); do
