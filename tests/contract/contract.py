@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""The agent's contract (G1-G5 of userspace/agent/agent.h), one scenario
+"""The agent's contract (G1-G6 of userspace/agent/agent.h), one scenario
 list run against every store with its real server(s).
 
   contract.py --agent PATH --out DIR [--stores etcd,redis,zookeeper,mysql]
@@ -459,7 +459,22 @@ def s_claim_reply_lost(c):
     px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
     a = c.agent("0-1", proxy=True)
     c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim")
-    time.sleep(0.5)
+    t_drop = time.monotonic()
+    # A's next walk over the pool: by its end the claim whose reply was
+    # lost is undone (the key gone, or A's own claim again), well before
+    # the key would have expired by itself (G6: a pair bound to A while A
+    # claims and serves another stays free to nobody for a whole TTL).
+    c.expect(a.wait("event=(claimed|pool_full)", 10), "A never walked the pool again")
+    left = [p for p in ((0, 0), (0, 1)) if c.s.key_get(c.cl, p) == a.owner()]
+    walked = time.monotonic() - t_drop
+    mine = [(int(d), int(w)) for d, w in a.claimed()]
+    stray = [p for p in left if p not in mine]
+    c.expect(walked < TTL / 1000, "A walked the pool again only %.1f s after the lost reply: "
+             "its key would have expired by then" % walked)
+    c.expect(not stray, "after the lost reply, %s still held A's owner %.1f s after it, not "
+             "claimed by A (A claimed %s): the claim was not undone" % (stray, walked, mine))
+    c.note("A's next walk %.1f s after the lost reply; A's keys then: %s" % (walked, left))
+    time.sleep(0.2)
     b = c.agent("0-1")
     t = time.monotonic() + 6 * TTL / 1000 + 10
     while time.monotonic() < t and not (a.serving() and b.serving()):

@@ -2,7 +2,7 @@
 # The contract stage (make check STAGES=contract): snowflake-agent against
 # the real servers of every store, on this host (no guest):
 #   - tests/contract/contract.py: the scenario list of the agent's contract
-#     (G1-G5 of userspace/agent/agent.h), once per store (etcd 3 members,
+#     (G1-G6 of userspace/agent/agent.h), once per store (etcd 3 members,
 #     Redis, ZooKeeper 3 servers, MariaDB), with the fault proxy
 #     tests/contract/faultproxy.py; its table scenario x store and each
 #     store's liveness figure

@@ -72,6 +72,16 @@ enum {
  *    that restarts), the backend delays claims until every lease the store
  *    forgot has ended (claim_wait()); a lost mark reads as missing
  *    (TRY_NO_MARK), never as a lower value.
+ * G6 A claim whose outcome is unknown is undone.  A claim that returns
+ *    TRY_ERROR after its request may have gone out (no reply, a reply
+ *    that cannot be read) may have committed: a key of this run's that
+ *    the loop does not know it holds.  Before the backend's next claim,
+ *    claim_wait() or readopt() it ends that key, only where it is still
+ *    this run's (etcd: the claim's lease revoked; Redis, MySQL: given
+ *    back where it holds our owner; ZooKeeper: the session closed), or
+ *    takes no such step until it can.  So such a key is never renewed nor
+ *    re-adopted with an old floor, and its pair is free again at once,
+ *    not a TTL later (contract scenario claim_reply_lost).
  *
  * Values read from the store are input (validate.h).  A mark is valid only
  * in the exact form the backend writes it (MARK_FMT: AG_MARK_FIXED20;

@@ -13,7 +13,9 @@
  *   renew:   if GET key == owner: PEXPIRE key ttl, and raise the mark to
  *            at least the value given (never lower it; an invalid one is
  *            replaced); else lost (G3, G4)
- *   release: if GET key == owner: DEL key (the mark stays)
+ *   release: if GET key == owner: DEL key (the mark stays); also a
+ *            claim whose reply was lost, before the next step (G6,
+ *            undo_orphan())
  *
  * The scripts check a mark's form themselves (20 digits, at most the
  * layout's last timestamp, given as ARGV): "1000", "-1" or a hash is
@@ -143,6 +145,8 @@ struct rstore {
 	char claim_sha[41], renew_sha[41], release_sha[41], init_sha[41];
 	char run_id[41];		/* INFO server's run_id at the connection */
 	char max[24];			/* a->mark_max_ms as MARK_FMT */
+	bool orphan;			/* a claim of (orphan_dc, orphan_w) may have committed */
+	uint32_t orphan_dc, orphan_w;
 };
 
 static struct rstore *R(const struct agent *a)
@@ -724,6 +728,61 @@ static void r_describe(const struct agent *a, char *buf, size_t len)
 	snprintf(buf, len, "redis=%s:%d", a->c->redis_host, a->c->redis_port);
 }
 
+/* The release script on @key: 1 deleted, 0 not ours, -1 Redis failed. */
+static int release_key(struct agent *a, const char *key)
+{
+	const char *argv[] = { "EVALSHA", NULL, "1", key, a->owner };
+	redisReply *r;
+	int v = -1;
+
+	if (!redis_connect(a, 0))
+		return -1;
+	argv[1] = R(a)->release_sha;
+	r = cmd(a, 0, 5, argv);
+	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
+		freeReplyObject(r);
+		argv[0] = "EVAL";
+		argv[1] = release_lua;
+		r = cmd(a, 0, 5, argv);
+	}
+	if (r && r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
+		v = (int)r->integer;
+	else if (r)
+		odd_reply(a, "release script reply", r);
+	freeReplyObject(r);
+	return v;
+}
+
+/*
+ * G6: a claim whose outcome is unknown (no reply: the connection cut or
+ * the deadline passed after the script may have run; an odd reply) may
+ * have set the key of (orphan_dc, orphan_w) to this run's owner, a lease
+ * this run does not know it holds and would leave to expire: a pair
+ * nobody serves for a whole TTL.  Before the next claim walk, claim or
+ * re-adoption it is given back, only where it holds this run's owner (the
+ * release script): it was never served (the claim never returned), so its
+ * next holder's settle is all the wait it needs.  0 done (or nothing to
+ * do), -1 not yet (Redis failed: the caller tries again).
+ */
+static int undo_orphan(struct agent *a)
+{
+	struct rstore *rs = R(a);
+	char key[512];
+	int v;
+
+	if (!rs->orphan)
+		return 0;
+	key_of(a, rs->orphan_dc, rs->orphan_w, key, sizeof(key));
+	v = release_key(a, key);
+	if (v < 0)
+		return -1;
+	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u key=%s: a claim whose reply was lost %s",
+	     rs->orphan_dc, rs->orphan_w, key,
+	     v == 1 ? "had committed: given back" : "had not committed");
+	rs->orphan = false;
+	return 0;
+}
+
 /* The claim script (see the top of this file). */
 static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
@@ -734,7 +793,7 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	long long code = 0;
 	int ret = TRY_ERROR;
 
-	if (!redis_connect(a, 0))
+	if (!redis_connect(a, 0) || undo_orphan(a))
 		return TRY_ERROR;
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
 	if (init_mark)
@@ -742,6 +801,10 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	else
 		init[0] = '\0';
 	*sent = boot_ns();
+	/* Until a reply says otherwise, the script may have set the key (G6). */
+	R(a)->orphan = true;
+	R(a)->orphan_dc = dc;
+	R(a)->orphan_w = w;
 	r = eval3(a, 0, R(a)->claim_sha, claim_lua, dc, w, 3, args);
 	if (!r)
 		return TRY_ERROR;
@@ -766,7 +829,10 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	case AG_RS_ODD:
 		break;
 	}
-	if (ret == TRY_ERROR)
+	/* An odd reply says nothing of the key: undone before the next step. */
+	if (ret != TRY_ERROR)
+		R(a)->orphan = false;
+	else
 		odd_reply(a, "claim script reply", r);
 	freeReplyObject(r);
 	return ret;
@@ -781,7 +847,7 @@ static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 {
 	int ret;
 
-	if (!redis_connect(a, 0))
+	if (!redis_connect(a, 0) || undo_orphan(a))
 		return TRY_ERROR;
 	*sent = boot_ns();
 	ret = renew_script(a, 0, dc, w, a->mark_ms, mark);
@@ -812,25 +878,8 @@ static int r_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
 
 static void r_release(struct agent *a)
 {
-	const char *argv[] = { "EVALSHA", NULL, "1", a->key, a->owner };
-	redisReply *r;
-	long long v = -1;
+	int v = release_key(a, a->key);
 
-	if (!redis_connect(a, 0)) {
-		logm(AG_WARN, "event=release_failed key=%s: it expires by itself", a->key);
-		return;
-	}
-	argv[1] = R(a)->release_sha;
-	r = cmd(a, 0, 5, argv);
-	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
-		freeReplyObject(r);
-		argv[0] = "EVAL";
-		argv[1] = release_lua;
-		r = cmd(a, 0, 5, argv);
-	}
-	if (r && r->type == REDIS_REPLY_INTEGER)
-		v = r->integer;
-	freeReplyObject(r);
 	if (v == 1)
 		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
 	else
@@ -878,7 +927,7 @@ static int64_t r_claim_wait(struct agent *a)
 	uint64_t v;
 	redisReply *r;
 
-	if (!redis_connect(a, 0))
+	if (!redis_connect(a, 0) || undo_orphan(a))
 		return -1;
 	/* Before every claim walk: still durable, still the same server life. */
 	if (!durability(a, 0))
