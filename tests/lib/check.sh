@@ -15,7 +15,8 @@
 #   - the quickstart stage (from after ksrc, joined before the contract,
 #     whose liveness figures want quiet CPUs: its log is printed then),
 #   - the lease stage (from after the contract, beside agent-guest and
-#     handoff, joined after them).
+#     handoff, joined after them),
+#   - the vmclone stage (beside vmtest, joined after it).
 # vmtest boots its kernels two at a time (VMTEST_JOBS=2 on two or more
 # CPUs) and fuzz runs two targets at a time (FUZZ_JOBS).
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -183,10 +184,15 @@ join_stage lease
 # Every part of `make bench` once, a few iterations, nothing timed
 # (scripts/bench.sh, BENCHMARKS.md): the benchmarks keep working.
 want bench-smoke && run_stage bench-smoke env BENCH_SMOKE=1 SNOWFLAKE_SKIP_DEPS=1 scripts/bench.sh
+# The vmclone lane (one guest at a time, 77 % of the CPUs idle when it ran
+# alone: it waits on savevm, the snapshot's restore and the guests' timers)
+# runs beside vmtest, whose two guests left 48 % of the CPUs idle; joined
+# after it.
+want vmclone && bg_stage vmclone tests/vmclone/run.sh
 # Two guests at a time on two or more CPUs: most of a guest's suite keeps
 # one virtual CPU busy (tests/vmtest/run.sh, VMTEST_JOBS).
 want vmtest && run_stage vmtest env VMTEST_JOBS="${VMTEST_JOBS:-$(($(nproc) >= 2 ? 2 : 1))}" tests/vmtest/run.sh
-want vmclone && run_stage vmclone tests/vmclone/run.sh
+join_stage vmclone
 want restart && run_stage restart tests/restart/run.sh
 if want debug-kernel; then
 	[ -z "$prebuild_pid" ] || wait "$prebuild_pid" || true
