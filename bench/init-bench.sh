@@ -53,7 +53,8 @@ place_one() { # KO ROUND
 		return
 	fi
 	out=$(/snowflake_bench -H p1) || echo "BENCH-ERROR snowflake_bench -H p1 on $1 exit $?"
-	echo "$out" | sed -n "s/^BENCH p1 /BENCH place_p1 $tag /p"
+	echo "$out" | sed -n -e "s/^BENCH p1 zero /BENCH place_p1 $tag zero /p" \
+		-e "s/^BENCH p1 snowflake /BENCH place_p1 $tag snowflake /p"
 	rmmod snowflake
 	if ! insmod "/place/$1.ko" timestamp_bits=41 datacenter_bits=0 worker_bits=0 sequence_bits=22; then
 		echo "BENCH-ERROR insmod /place/$1.ko with the uncapped layout failed"
