@@ -42,11 +42,13 @@ ls -l /dev/snowflake 2>&1
 cd /tmp || exit 1
 
 # The tests that need vCPUs running at the same time: the readers of
-# concurrency_test race for the generator's lock only when two CPUs run
-# them at once.  They run last, after vm_cpus_online has brought up the
-# CPUs the parallel boot left offline (tests/lib/vm.sh, VM_MODE); every
-# other test runs with one CPU.  VM_PARALLEL_TESTS may name others.
-PARALLEL_TESTS=" ${VM_PARALLEL_TESTS:-concurrency_test} "
+# concurrency_test (and its torture) race for the generator's lock only
+# when two CPUs run them at once, and fuzz_test's calls meet the catch-up
+# work and the tick timer on the other CPU.  They run last, after
+# vm_cpus_online has brought up the CPUs the parallel boot left offline
+# (tests/lib/vm.sh, VM_MODE); every other test runs with one CPU.
+# VM_PARALLEL_TESTS may name others.
+PARALLEL_TESTS=" ${VM_PARALLEL_TESTS:-concurrency_test fuzz_test} "
 
 run_test() {
 	name=${1##*/}
