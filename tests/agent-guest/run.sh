@@ -32,7 +32,7 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 # shellcheck disable=SC2317 # called by vm_guest_results
 guest_figure() { echo "figure: $1 guest: $2"; }
 finish() {
-	echo "agent-guest: $pass passed, $fail failed"
+	echo "agent-guest: $pass passed, $fail failed$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }

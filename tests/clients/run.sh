@@ -49,7 +49,7 @@ t0=$(now)
 rm -rf "$OUT"
 mkdir -p "$OUT"
 finish() {
-	echo "clients: $pass passed, $fail failed ($(($(now) - t0)) s)"
+	echo "clients: $pass passed, $fail failed ($(($(now) - t0)) s)$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }

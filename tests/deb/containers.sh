@@ -36,7 +36,7 @@ t0=$(now)
 
 finish() {
 	[ -n "${CONTAINERS_TEST_KEEP:-}" ] || rm -rf "$R" "$img"
-	echo "deb-containers: $pass passed, $fail failed ($(($(now) - t0)) s)"
+	echo "deb-containers: $pass passed, $fail failed ($(($(now) - t0)) s)$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }

@@ -37,6 +37,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 # shellcheck source=tests/deb/lib.sh
 . "$ROOT/tests/deb/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$ROOT/tests/lib/vm.sh"
 
 OUT=$BUILD/deb
 SRC=$OUT/src
@@ -46,7 +48,7 @@ R=$OUT/root
 t_start=$(now)
 
 finish() {
-	echo "deb: $pass passed, $fail failed ($(($(now) - t_start)) s)"
+	echo "deb: $pass passed, $fail failed ($(($(now) - t_start)) s)$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }

@@ -31,7 +31,7 @@ log=$OUT/console.log
 t0=$(now)
 
 finish() {
-	echo "deb-systemd: $pass passed, $fail failed ($(($(now) - t0)) s)"
+	echo "deb-systemd: $pass passed, $fail failed ($(($(now) - t0)) s)$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }

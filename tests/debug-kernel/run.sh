@@ -29,5 +29,6 @@ else
 	p=0 f=1
 fi
 [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-echo "debug-kernel: $p passed, $f failed"
+# vmtest's notes (a kernel problem and where it was) after the counts.
+echo "debug-kernel: $p passed, $f failed$(sed -nE 's/^vmtest: [0-9]+ passed, [0-9]+ failed//p' <<<"$line")"
 [ "$f" -eq 0 ]

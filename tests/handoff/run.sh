@@ -38,7 +38,7 @@ fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 finish() {
-	echo "handoff: $pass passed, $fail failed"
+	echo "handoff: $pass passed, $fail failed$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }

@@ -87,7 +87,7 @@ join_stage() {
 
 # count_stage NAME RC SECS: NAME's counts from its log, into the totals.
 count_stage() {
-	local name=$1 rc=$2 secs=$3 log=$BUILD/check-stage-$1.log line p f
+	local name=$1 rc=$2 secs=$3 log=$BUILD/check-stage-$1.log line p f note
 	line=$(tr -d '\r' <"$log" | grep -E "^$name: [0-9]+ passed, [0-9]+ failed" | tail -n1) || true
 	if [ -n "$line" ]; then
 		p=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
@@ -105,7 +105,11 @@ count_stage() {
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
-	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss' "$name" "$p" "$f" "$secs")")
+	# A guest lane's note of a kernel problem (tests/lib/vm.sh, vm_notes):
+	# where it was, in snowflake or outside it, on the stage's row too.
+	note=$(grep -oE 'kernel (problem (in|outside) snowflake: [^;)]*|text patched while two CPUs ran)' <<<"$line" |
+		sort -u | paste -sd ';' | sed 's/;/; /g') || true
+	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss%s' "$name" "$p" "$f" "$secs" "${note:+  ($note)}")")
 	[ "$f" -eq 0 ] || failed_stages+=("$name")
 	return 0
 }

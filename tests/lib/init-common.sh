@@ -34,3 +34,42 @@ vm_done() {
 	poweroff -f
 	sleep 10
 }
+
+# vm_cpus_online: in a guest booted with VM_MODE=parallel (one CPU online,
+# tests/lib/vm.sh), start sf-textpoke, which records every text patch of
+# the kernel from then on, then bring every offline CPU up.  Prints
+# "SNOWFLAKE-CPUS online=N"; returns 1 when the recorder could not start
+# or a CPU did not come up.
+vm_cpus_online() {
+	_c=
+	_i=0
+	sf-textpoke /run/textpoke.out 2>/run/textpoke.err &
+	VM_TEXTPOKE_PID=$!
+	while [ ! -e /run/textpoke.out.ready ] && [ "$_i" -lt 100 ]; do
+		kill -0 "$VM_TEXTPOKE_PID" 2>/dev/null || break
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	if [ ! -e /run/textpoke.out.ready ]; then
+		echo "SNOWFLAKE-CPUS the text-patch recorder did not start: $(cat /run/textpoke.err /run/textpoke.out 2>/dev/null)"
+		return 1
+	fi
+	for _c in /sys/devices/system/cpu/cpu[0-9]*/online; do
+		[ -e "$_c" ] || continue
+		if [ "$(cat "$_c")" = 0 ]; then
+			echo 1 >"$_c" || echo "SNOWFLAKE-CPUS ${_c%/online} did not come up"
+		fi
+	done
+	echo "SNOWFLAKE-CPUS online=$(grep -c '^processor' /proc/cpuinfo) ($(cat /sys/devices/system/cpu/online))"
+	[ "$(cat /sys/devices/system/cpu/online)" = "$(cat /sys/devices/system/cpu/present)" ]
+}
+
+# vm_cpus_report: stop sf-textpoke and print what it recorded (the host's
+# vm_textpoke reads it).
+vm_cpus_report() {
+	[ -n "${VM_TEXTPOKE_PID:-}" ] || return 0
+	kill -TERM "$VM_TEXTPOKE_PID" 2>/dev/null
+	wait "$VM_TEXTPOKE_PID" 2>/dev/null
+	cat /run/textpoke.err /run/textpoke.out 2>/dev/null
+	VM_TEXTPOKE_PID=
+}

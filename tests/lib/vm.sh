@@ -4,6 +4,40 @@
 # The guest is the distribution kernel booted with an initramfs that holds a
 # static busybox, our /init, the module and whatever the caller adds.
 # TCG by default: KVM is opt-in with SNOWFLAKE_KVM=1.
+#
+# How a guest boots (every guest lane: vm_boot, vm_boot_systemd, and the
+# vmclone and restart lanes' own command lines take vm_accel_args).
+#
+# A kernel patches its own text while it runs (text_poke_bp(): static
+# keys, static calls, jump labels): an int3 first, then the new bytes.
+# Under QEMU's multi-threaded TCG another vCPU may keep a translation of
+# the page made between the two writes and execute the int3 after the
+# patch is done: an "Oops: int3" in whatever function was patched
+# (crng_make_state at the first getrandom(), static_key_enable at boot),
+# more often on a busy host.  With one TCG thread every vCPU runs in turn
+# in that thread and a write invalidates the translations before any vCPU
+# runs again: the race cannot happen.  So:
+#
+#   VM_MODE=single (the default): -accel tcg,thread=single.  All vCPUs
+#     (VM_CPUS, 2) run in one host thread, interleaved; a lane that boots
+#     two guests at once still uses both host CPUs.
+#   VM_MODE=parallel: for the tests that need vCPUs running at the same
+#     time (the concurrency and torture tests, the benchmark's readers):
+#     -accel tcg,thread=multi, but the kernel boots with one CPU online
+#     (maxcpus=1), so that every text patch of the boot (the jump labels,
+#     the RNG's crng_is_ready key, the clocksource) is made while no other
+#     vCPU runs.  The RNG is ready before the second CPU starts (a CPU
+#     model with RDRAND and random.trust_cpu=on), the TSC is trusted
+#     (tsc=reliable: no watchdog that marks it unstable and patches
+#     sched_clock's keys later).  The guest brings the other CPUs up itself
+#     (vm_cpus_online, tests/lib/init-common.sh) with sf-textpoke
+#     (tests/lib/textpoke.c) recording every text patch from then on; the
+#     host checks that there was none in kernel text (vm_textpoke).
+#
+# A guest whose kernel reported a problem is never booted again: a retry
+# would hide our own bugs as well.  vm_problems says where the problem was
+# (in snowflake, or outside it: the function the kernel was in), and the
+# guest lanes put that on their summary line (vm_notes).
 
 # Kernel messages that make a run fail wherever they appear on the console.
 # ("module verification failed: signature and/or required key missing" of
@@ -29,9 +63,25 @@ vm_stage() {
 	install -m 0644 "$ROOT/tests/lib/init-common.sh" "$dir/etc/init-common.sh"
 	install -m 0644 "$ROOT/tests/lib/agent-common.sh" "$dir/etc/agent-common.sh"
 	install -m 0755 "$init" "$dir/init"
+	vm_textpoke_bin || die "building sf-textpoke (tests/lib/textpoke.c) failed"
+	install -m 0755 "$BUILD/textpoke/sf-textpoke" "$dir/usr/bin/sf-textpoke"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
 		>"$dir/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$dir/etc/group"
+}
+
+# vm_textpoke_bin: $BUILD/textpoke/sf-textpoke, static, built when older
+# than its source.  Background jobs may stage at once: built under a lock.
+vm_textpoke_bin() {
+	local src=$ROOT/tests/lib/textpoke.c bin=$BUILD/textpoke/sf-textpoke
+	mkdir -p "$BUILD/textpoke"
+	(
+		flock 9
+		if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+			gcc -static -O2 -std=gnu11 -Wall -Wextra -Werror -o "$bin.tmp" "$src" &&
+				mv "$bin.tmp" "$bin"
+		fi
+	) 9>"$BUILD/textpoke/lock"
 }
 
 # vm_pack DIR OUT: newc cpio, gzip.
@@ -42,41 +92,125 @@ vm_pack() {
 	mv "$out.tmp" "$out"
 }
 
+# vm_accel_args [MODE]: the accelerator, CPU model and kernel arguments of
+# every guest, for MODE (default $VM_MODE, else single; see the top of
+# this file) into the arrays VM_ACCEL (qemu arguments) and VM_KARGS (kernel
+# command line words).
+vm_accel_args() {
+	local mode=${1:-${VM_MODE:-single}}
+	VM_KARGS=()
+	if [ "${SNOWFLAKE_KVM:-0}" = 1 ]; then
+		VM_ACCEL=(-accel kvm -cpu host)
+		return 0
+	fi
+	case $mode in
+	single)
+		# shellcheck disable=SC2054 # one qemu argument with commas
+		VM_ACCEL=(-accel tcg,thread=single)
+		;;
+	parallel)
+		# shellcheck disable=SC2054
+		VM_ACCEL=(-accel tcg,thread=multi -cpu qemu64,+rdrand)
+		VM_KARGS=(maxcpus=1 random.trust_cpu=on tsc=reliable no_ipi_broadcast=1)
+		;;
+	*) die "VM_MODE=$mode: not a guest mode (single, parallel)" ;;
+	esac
+}
+
 # vm_boot KVER INITRD LOG TIMEOUT [FILTER]: boot the guest; the console goes
 # to LOG and to stdout (through FILTER, a command, when given).  Returns
-# qemu's status (124 on timeout).
+# qemu's status (124 on timeout).  VM_MODE, VM_CPUS, VM_MEM, VM_APPEND.
 vm_boot() {
-	local kver=$1 initrd=$2 log=$3 limit=$4 filter=${5:-cat} kernel accel rc
+	local kver=$1 initrd=$2 log=$3 limit=$4 filter=${5:-cat} kernel rc
 	kernel=$(vmlinuz_of "$kver") || die "no guest kernel for $kver (run scripts/deps.sh)"
 	command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing (run scripts/deps.sh)"
-	if [ "${SNOWFLAKE_KVM:-0}" = 1 ]; then
-		accel=(-accel kvm -cpu host)
-	else
-		# shellcheck disable=SC2054 # one qemu argument with commas
-		accel=(-accel tcg,thread=multi)
-	fi
+	vm_accel_args
 	set +e
-	timeout -k 10 "$limit" qemu-system-x86_64 "${accel[@]}" \
+	timeout -k 10 "$limit" qemu-system-x86_64 "${VM_ACCEL[@]}" \
 		-smp "${VM_CPUS:-2}" -m "${VM_MEM:-1024}" \
 		-nographic -no-reboot -nodefaults -serial mon:stdio \
 		-kernel "$kernel" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=0 quiet loglevel=4 ${VM_APPEND:-}" \
+		-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=0 quiet loglevel=4 ${VM_KARGS[*]} ${VM_APPEND:-}" \
 		</dev/null 2>&1 | tee "$log" | $filter
 	rc=${PIPESTATUS[0]}
 	set -e
 	return "$rc"
 }
 
-# vm_problems LOG: print every kernel problem of the console with context;
-# returns 0 when there is none.
+# vm_problems LOG: print every kernel problem of the console with context,
+# and where the first one was (vm_problem_where), which also goes to the
+# lane's notes (vm_notes); returns 0 when there is none.
 vm_problems() {
-	local log=$1
+	local log=$1 where
 	if ! log_has "$log" "$KERNEL_PROBLEMS"; then
 		return 0
 	fi
 	echo "---- kernel problems in ${log#"$ROOT"/} ----"
 	tr -d '\r' <"$log" | grep -n -E -B 4 -A 30 "$KERNEL_PROBLEMS"
 	echo "---- end of kernel problems ----"
+	where=$(vm_problem_where "$log")
+	echo "  $where (${log#"$ROOT"/})"
+	echo "$where" >>"$VM_NOTES"
+	return 1
+}
+
+# vm_problem_where LOG: "kernel problem in snowflake: FUNCTION" when the
+# first problem's report (its line and the 40 after it) has a frame of the
+# module, else "kernel problem outside snowflake: FUNCTION", FUNCTION being
+# where the kernel was (RIP, or the function a WARNING or BUG names).
+vm_problem_where() {
+	tr -d '\r' <"$1" | awk -v re="$KERNEL_PROBLEMS" '
+		!found && $0 ~ re { found = NR; first = $0 }
+		found && NR <= found + 40 {
+			if ($0 ~ /\[snowflake/ || $0 ~ /snowflake(_[a-z]+)?\.(c|h):/) inmod = 1
+			if (fn == "" && match($0, /RIP: [0-9a-f]*:?[A-Za-z_.][A-Za-z0-9_.]*\+0x/)) {
+				fn = substr($0, RSTART + 5, RLENGTH - 8); sub(/^[0-9a-f]*:/, "", fn)
+			}
+		}
+		END {
+			if (!found) exit
+			if (fn == "" && match(first, / (at|in) [^ ]*[A-Za-z_][A-Za-z0-9_.]*\+0x/)) {
+				fn = substr(first, RSTART, RLENGTH - 3); sub(/^ (at|in) /, "", fn); sub(/.* /, "", fn)
+			}
+			if (fn == "") { fn = first; sub(/^\[[ 0-9.]*\] */, "", fn); fn = substr(fn, 1, 60) }
+			printf "kernel problem %s snowflake: %s\n", inmod ? "in" : "outside", fn
+		}'
+}
+
+# The guest lanes' notes, one line each (vm_problems adds them), for their
+# summary line: vm_notes prints " (NOTE; NOTE)", or nothing when there is
+# none.  One file per lane run, made by the first script of the lane that
+# sources this file; its background jobs and the lane scripts it runs
+# share it (exported).
+if [ -z "${VM_NOTES:-}" ]; then
+	mkdir -p "$BUILD/vm-notes"
+	VM_NOTES=$BUILD/vm-notes/$$
+	: >"$VM_NOTES"
+	export VM_NOTES
+fi
+vm_notes() {
+	[ -s "$VM_NOTES" ] || return 0
+	printf ' (%s)' "$(sort -u "$VM_NOTES" | paste -sd ';' | sed 's/;/; /g')"
+}
+
+# vm_textpoke LOG: the text patches sf-textpoke recorded in a VM_MODE=parallel
+# guest after its other CPUs came up (vm_cpus_online).  Returns 0 when it
+# reported and none was in kernel text (a patch of a module's text is made
+# while that module loads, before anything runs it); 1, with the patches
+# printed, when there were; 2 when the guest printed no report.
+vm_textpoke() {
+	local log=$1 end
+	end=$(tr -d '\r' <"$log" | grep -E '^SNOWFLAKE-TEXTPOKE-END ' | tail -n1) || true
+	if [ -z "$end" ] || [[ "$end" != *" core="* ]]; then
+		echo "  sf-textpoke gave no report (${end:-no SNOWFLAKE-TEXTPOKE-END line})"
+		return 2
+	fi
+	echo "  text patches while more than one CPU was up: ${end#SNOWFLAKE-TEXTPOKE-END }"
+	if [[ "$end" == *" core=0 "* ]] && [[ "$end" == *" lost=0 "* ]]; then
+		return 0
+	fi
+	tr -d '\r' <"$log" | grep -E '^SNOWFLAKE-TEXTPOKE poke ' | head -n 20 | sed 's/^/    | /'
+	echo "kernel text patched while two CPUs ran" >>"$VM_NOTES"
 	return 1
 }
 
@@ -199,8 +333,8 @@ vm_guest_results() {
 
 # vm_boot_systemd KVER IMG LOG TIMEOUT: boot IMG on KVER with systemd as PID
 # 1, the console into LOG; qemu's exit code in $rc.  notok and 1 when there
-# is no guest kernel.  One CPU, no multi-threaded TCG (clear of TCG's
-# cross-CPU code patching); the initramfs is unpacked into RAM.  The
+# is no guest kernel.  One CPU, one TCG thread (vm_accel_args); the
+# initramfs is unpacked into RAM.  The
 # deb lane's systemd and containers guests and the quickstart guest.
 vm_boot_systemd() {
 	local kver=$1 img=$2 log=$3 timeout=$4 kernel start
@@ -211,7 +345,8 @@ vm_boot_systemd() {
 	echo "# booting $kver with systemd as PID 1 (console in ${log#"$ROOT"/})"
 	start=$(now)
 	rc=0
-	timeout -k 10 "$timeout" qemu-system-x86_64 -accel tcg -smp 1 -m 3072 \
+	vm_accel_args single
+	timeout -k 10 "$timeout" qemu-system-x86_64 "${VM_ACCEL[@]}" -smp 1 -m 3072 \
 		-nographic -no-reboot -nodefaults -serial mon:stdio \
 		-kernel "$kernel" -initrd "$img" \
 		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false" \

@@ -68,7 +68,7 @@ TREE=/home/$NEWCOMER/snowflake
 t_start=$(now)
 
 finish() {
-	echo "quickstart: $pass passed, $fail failed ($(($(now) - t_start)) s)"
+	echo "quickstart: $pass passed, $fail failed ($(($(now) - t_start)) s)$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }

@@ -35,7 +35,7 @@ if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
 fi
 
 finish() {
-	echo "restart: $pass passed, $fail failed"
+	echo "restart: $pass passed, $fail failed$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }
@@ -147,19 +147,17 @@ boot() {
 	local kver=$1 initrd=$2 disk=$3 witness=$4 phase=$5 log=$6 rtc=${7:-} kernel
 	local -a args
 	kernel=$(vmlinuz_of "$kver") || return 1
-	# One CPU: nothing here needs two, and it keeps clear of TCG's
-	# cross-CPU code patching (an int3 oops in enqueue_timer at boot, once).
+	# One CPU (nothing here needs two), one TCG thread: the boot of every
+	# guest (vm_accel_args, tests/lib/vm.sh).
+	vm_accel_args single
 	# shellcheck disable=SC2054 # qemu arguments with commas
-	args=(-accel tcg -smp 1 -m 512 -nographic -no-reboot -nodefaults
+	args=("${VM_ACCEL[@]}" -smp 1 -m 512 -nographic -no-reboot -nodefaults
 		-serial mon:stdio -kernel "$kernel" -initrd "$initrd"
 		-drive "file=$disk,format=raw,if=virtio,cache=writeback"
 		-drive "file=$witness,format=raw,if=virtio,cache=writeback"
 		-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 sfphase=$phase")
 	if [ -n "$rtc" ]; then
 		args+=(-rtc "base=$rtc")
-	fi
-	if [ "${SNOWFLAKE_KVM:-0}" = 1 ]; then
-		args[1]=kvm
 	fi
 	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${args[@]}" </dev/null >"$log" 2>&1 || return $?
 }

@@ -36,7 +36,7 @@ if [ "${SNOWFLAKE_SKIP_DEPS:-0}" != 1 ]; then
 fi
 
 finish() {
-	echo "vmclone: $pass passed, $fail failed"
+	echo "vmclone: $pass passed, $fail failed$(vm_notes)"
 	[ "$fail" -eq 0 ]
 	exit
 }
@@ -62,15 +62,16 @@ if ! make -C "$ROOT/userspace" OUT="$BUILD/userspace" ${V:+V="$V"} "$BUILD/users
 fi
 
 # qemu KVER INITRD DISK GUID SOCK LOG [ARGS...]: one guest in the background,
-# its console in LOG, its monitor on the unix socket SOCK.  One CPU, no
-# multi-threaded TCG: clear of TCG's cross-CPU code patching.  Sets $qpid.
+# its console in LOG, its monitor on the unix socket SOCK.  One CPU, one
+# TCG thread (vm_accel_args, tests/lib/vm.sh).  Sets $qpid.
 qemu() {
 	local kver=$1 initrd=$2 disk=$3 guid=$4 sock=$5 log=$6 kernel
 	shift 6
 	kernel=$(vmlinuz_of "$kver") || return 1
 	rm -f "$sock"
 	# shellcheck disable=SC2054 # qemu arguments with commas
-	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -smp 1 -m 512 \
+	vm_accel_args single
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${VM_ACCEL[@]}" -smp 1 -m 512 \
 		-nographic -no-reboot -nodefaults -serial mon:stdio \
 		-monitor "unix:$sock,server,nowait" \
 		-device "vmgenid,guid=$guid" \

@@ -40,14 +40,21 @@ dmesg -c
 ls -l /dev/snowflake 2>&1
 
 cd /tmp || exit 1
-for t in /selftests/*; do
-	if [ ! -f "$t" ] || [ ! -x "$t" ]; then
-		continue
-	fi
-	name=${t##*/}
+
+# The tests that need vCPUs running at the same time: the readers of
+# concurrency_test (and its torture) race for the generator's lock only
+# when two CPUs run them at once, and fuzz_test's calls meet the catch-up
+# work and the tick timer on the other CPU.  They run last, after
+# vm_cpus_online has brought up the CPUs the parallel boot left offline
+# (tests/lib/vm.sh, VM_MODE); every other test runs with one CPU.
+# VM_PARALLEL_TESTS may name others.
+PARALLEL_TESTS=" ${VM_PARALLEL_TESTS:-concurrency_test fuzz_test} "
+
+run_test() {
+	name=${1##*/}
 	echo "SNOWFLAKE-TEST-BEGIN $name"
 	start=$(date +%s)
-	SNOWFLAKE_KO=/snowflake.ko timeout "$TEST_TIMEOUT" "$t"
+	SNOWFLAKE_KO=/snowflake.ko timeout "$TEST_TIMEOUT" "$1"
 	rc=$?
 	end=$(date +%s)
 	# A leading newline: the test may have been killed mid-line.
@@ -55,6 +62,25 @@ for t in /selftests/*; do
 	echo "SNOWFLAKE-DMESG-BEGIN $name"
 	dmesg -c
 	echo "SNOWFLAKE-DMESG-END $name"
+}
+
+for t in /selftests/*; do
+	if [ ! -f "$t" ] || [ ! -x "$t" ]; then
+		continue
+	fi
+	case $PARALLEL_TESTS in
+	*" ${t##*/} "*) continue ;;
+	esac
+	run_test "$t"
+done
+
+# From here on, every CPU: the recorder of text patches runs until the end
+# (vm_cpus_report, before power-off), and the host checks it found none.
+vm_cpus_online
+echo "SNOWFLAKE-CPUS-UP rc=$?"
+dmesg -c
+for name in $PARALLEL_TESTS; do
+	[ -x "/selftests/$name" ] && run_test "/selftests/$name"
 done
 
 # The Prometheus exposition of `snowflake stats --prometheus`, which the host
@@ -97,4 +123,5 @@ dmesg -c
 # What the module did not free on unload.
 kmemleak_report unloaded
 dmesg -c
+vm_cpus_report
 vm_done

@@ -6,6 +6,9 @@
 #   KERNELS="KVER ..."   kernels to test (default: every supported one)
 #   TESTS="x_test ..."   test binaries to run (default: every *_test)
 #   VMTEST_JOBS=1        guests at once (2 on two CPUs: check.sh sets it)
+#   VMTEST_MUTANTS=auto  the driver mutants of tests/vmtest/mutants/ (see
+#                        test_mutant): 0 never, 1 always, auto unless
+#                        KERNELS, TESTS or MODULE_KO is set
 #   VM_TIMEOUT=900       seconds a guest may run
 #   TEST_TIMEOUT=600     seconds one test binary may run in the guest
 #   SNOWFLAKE_KVM=1      use KVM instead of TCG (off: KVM hangs on some hosts)
@@ -42,7 +45,7 @@ finish() {
 	for s in "${summary[@]}"; do
 		echo "$s"
 	done
-	echo "vmtest: $total_pass passed, $total_fail failed"
+	echo "vmtest: $total_pass passed, $total_fail failed$(vm_notes)"
 	if [ "$total_fail" -eq 0 ]; then
 		exit 0
 	fi
@@ -108,8 +111,8 @@ fi
 test_kernel() {
 	local kver=$1 moddir stage initrd log start secs rc counts pass fail skip vmdone insmod nrun rmmod t
 	local note=
-	local tag=$kver${MODULE_KO:+-ko}
-	moddir=$BUILD/mod-$kver
+	local tag=$kver${MODULE_KO:+-ko}${VMTEST_TAG:+-$VMTEST_TAG}
+	moddir=$BUILD/mod-$kver${VMTEST_TAG:+-$VMTEST_TAG}
 	stage=$BUILD/initramfs-$tag
 	initrd=$BUILD/initramfs-$tag.cpio.gz
 	log=$BUILD/vm-$tag.log
@@ -158,23 +161,11 @@ test_kernel() {
 
 	echo "==== vm $kver: booting $(vmlinuz_of "$kver") (timeout ${VM_TIMEOUT}s, console in ${log#"$ROOT"/}) ===="
 	rc=0
-	vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" || rc=$?
+	# The parallel boot (tests/lib/vm.sh): one CPU until the tests that
+	# need two (tests/vmtest/init.sh).  A guest whose kernel crashed is
+	# not booted again: its problem is counted and said (vm_problems).
+	VM_MODE=parallel vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" || rc=$?
 	counts=$(awk -f "$ROOT/tests/lib/vmlog.awk" "$log")
-	read -r _ pass fail skip vmdone insmod nrun rmmod < <(grep '^COUNTS ' <<<"$counts")
-	# A guest kernel that crashed while booting, before /init even started
-	# (no SNOWFLAKE-BOOT-DMESG-BEGIN: the module was not loaded, no test
-	# ran): the kernel's or the emulator's fault, never the module's (sid's 7.2-rt once took an int3
-	# Oops in static_key_enable under multi-threaded TCG, at 1.3 s).  Said,
-	# its console kept, and booted once more; a second crash counts.
-	if [ "$insmod" = - ] && [ "$nrun" = 0 ] && [ "$vmdone" != 1 ] &&
-		! log_has "$log" '^SNOWFLAKE-BOOT-DMESG-BEGIN'; then
-		echo "  the guest kernel crashed while booting, before the module was loaded (console: ${log#"$ROOT"/}.boot1); booting it again:"
-		tail -n 12 "$log" | tr -d '\r' | sed 's/^/    | /'
-		mv "$log" "$log.boot1"
-		rc=0
-		vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" || rc=$?
-		counts=$(awk -f "$ROOT/tests/lib/vmlog.awk" "$log")
-	fi
 	secs=$(($(now) - start))
 
 	echo "==== vm $kver: results ===="
@@ -257,8 +248,23 @@ sys.exit(0 if rows and len(rows) == 32 and not bad and ordered else 1)'; then
 			fail=$((fail + 1))
 		fi
 	fi
+	# The other CPUs came up for the parallel tests, and no kernel text
+	# was patched while they ran (vm_textpoke).
+	if log_has "$log" '^SNOWFLAKE-CPUS-UP rc=0'; then
+		echo "  $(tr -d '\r' <"$log" | grep -m1 '^SNOWFLAKE-CPUS online=' | sed 's/^SNOWFLAKE-CPUS //') CPUs online for the parallel tests"
+		pass=$((pass + 1))
+	else
+		echo "  the guest did not bring its other CPUs up: $(tr -d '\r' <"$log" | grep -m1 '^SNOWFLAKE-CPUS ' || echo 'no SNOWFLAKE-CPUS line')"
+		fail=$((fail + 1))
+	fi
+	if vm_textpoke "$log"; then
+		pass=$((pass + 1))
+	else
+		note="$note; kernel text patched while two CPUs ran"
+		fail=$((fail + 1))
+	fi
 	if ! vm_problems "$log"; then
-		note="; kernel problems, see above"
+		note="$note; $(vm_problem_where "$log")"
 		fail=$((fail + 1))
 	fi
 	# The debug kernel (scripts/debug-kernel.sh) also looks for leaks.
@@ -273,8 +279,57 @@ sys.exit(0 if rows and len(rows) == 32 and not bad and ordered else 1)'; then
 	summary+=("vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s$note)")
 	total_pass=$((total_pass + pass))
 	total_fail=$((total_fail + fail))
-	echo "vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s)"
+	echo "vm $kver: $pass passed, $fail failed ($skip skipped; ${secs}s$note)"
 }
+
+# Mutants (tests/vmtest/mutants/*.patch): the driver with a defect put
+# back, on the first kernel, with only the tests that must catch it (the
+# parallel ones, VM_PARALLEL_TESTS of tests/vmtest/init.sh).  Each must be
+# killed: one of its tests fails.  A mutant that survives fails the lane:
+# the suite has lost the power to see that defect (for unlocked-reserve,
+# the guests' second CPU, see tests/lib/vm.sh).  VMTEST_MUTANTS=0 skips
+# them, VMTEST_MUTANTS=1 runs them always; by default a run with KERNELS,
+# TESTS or MODULE_KO set skips them.
+test_mutant() {
+	local patch=$1 kver=$2 name src mlog line failed
+	name=$(basename "$patch" .patch)
+	src=$BUILD/mutant-$name
+	echo "==== mutant $name on $kver: ${patch#"$ROOT"/} ===="
+	rm -rf "$src"
+	mkdir -p "$src"
+	cp -r "$ROOT/Kbuild" "$ROOT/driver" "$ROOT/uapi" "$src/"
+	if ! patch -s -d "$src" -p1 <"$patch"; then
+		summary+=("mutant $name: 0 passed, 1 failed (${patch#"$ROOT"/} does not apply)")
+		total_fail=$((total_fail + 1))
+		return 0
+	fi
+	(
+		summary=()
+		MODULE_SRC=$src VMTEST_TAG=mutant-$name
+		export MODULE_SRC
+		tests=(concurrency_test)
+		test_kernel "$kver"
+	) || true
+	mlog=$BUILD/vm-$kver-mutant-$name.log
+	line=$(awk -f "$ROOT/tests/lib/vmlog.awk" "$mlog" | grep -E '^  concurrency_test ' | head -n1) || true
+	failed=$(sed -nE 's/.* passed, ([0-9]+) failed.*/\1/p' <<<"$line")
+	if [ -n "$failed" ] && [ "$failed" -gt 0 ]; then
+		echo "  mutant $name killed: concurrency_test failed $failed of its checks"
+		summary+=("mutant $name: 1 passed, 0 failed (killed by concurrency_test)")
+		total_pass=$((total_pass + 1))
+	else
+		echo "  mutant $name SURVIVED: ${line:-concurrency_test gave no result} (console: ${mlog#"$ROOT"/})"
+		summary+=("mutant $name: 0 passed, 1 failed (survived)")
+		total_fail=$((total_fail + 1))
+	fi
+}
+mutants=()
+if [ "${VMTEST_MUTANTS:-auto}" = 1 ] ||
+	{ [ "${VMTEST_MUTANTS:-auto}" = auto ] && [ -z "${KERNELS:-}${TESTS:-}${MODULE_KO:-}" ]; }; then
+	for m in "$ROOT"/tests/vmtest/mutants/*.patch; do
+		[ -e "$m" ] && mutants+=("$m")
+	done
+fi
 
 # VMTEST_JOBS=N guests at once (default 1).  A guest of the suite keeps
 # one of its two virtual CPUs busy most of the time (most tests read from
@@ -286,33 +341,46 @@ if [ "$VMTEST_JOBS" -le 1 ] || [ "${#kvers[@]}" -le 1 ]; then
 	for kver in "${kvers[@]}"; do
 		test_kernel "$kver"
 	done
+	for m in "${mutants[@]}"; do
+		test_mutant "$m" "${kvers[0]}"
+	done
 	finish
 fi
-for kver in "${kvers[@]}"; do
+# The jobs: every kernel, then every mutant (on the first kernel).
+jobs_list=("${kvers[@]}")
+for m in "${mutants[@]}"; do
+	jobs_list+=("mutant:$m")
+done
+for job in "${jobs_list[@]}"; do
 	while [ "$(jobs -rp | wc -l)" -ge "$VMTEST_JOBS" ]; do
 		wait -n || true
 	done
-	echo "==== vm $kver: started ($VMTEST_JOBS guests at once; its output follows when it ends) ===="
-	rm -f "$BUILD/vmtest-$kver.res"
+	id=${job##*/}
+	echo "==== vm $id: started ($VMTEST_JOBS guests at once; its output follows when it ends) ===="
+	rm -f "$BUILD/vmtest-$id.res"
 	(
 		summary=()
 		total_pass=0
 		total_fail=0
-		test_kernel "$kver"
-		printf '%s %s\n' "$total_pass" "$total_fail" >"$BUILD/vmtest-$kver.res"
-		printf '%s\n' "${summary[@]}" >>"$BUILD/vmtest-$kver.res"
-	) >"$BUILD/vmtest-$kver.out" 2>&1 &
+		case $job in
+		mutant:*) test_mutant "${job#mutant:}" "${kvers[0]}" ;;
+		*) test_kernel "$job" ;;
+		esac
+		printf '%s %s\n' "$total_pass" "$total_fail" >"$BUILD/vmtest-$id.res"
+		printf '%s\n' "${summary[@]}" >>"$BUILD/vmtest-$id.res"
+	) >"$BUILD/vmtest-$id.out" 2>&1 &
 done
 wait || true
-for kver in "${kvers[@]}"; do
-	cat "$BUILD/vmtest-$kver.out"
-	if [ -s "$BUILD/vmtest-$kver.res" ]; then
-		read -r p f <"$BUILD/vmtest-$kver.res"
+for job in "${jobs_list[@]}"; do
+	id=${job##*/}
+	cat "$BUILD/vmtest-$id.out"
+	if [ -s "$BUILD/vmtest-$id.res" ]; then
+		read -r p f <"$BUILD/vmtest-$id.res"
 		total_pass=$((total_pass + p))
 		total_fail=$((total_fail + f))
-		mapfile -t -O "${#summary[@]}" summary < <(tail -n +2 "$BUILD/vmtest-$kver.res")
+		mapfile -t -O "${#summary[@]}" summary < <(tail -n +2 "$BUILD/vmtest-$id.res")
 	else
-		summary+=("vm $kver: 0 passed, 1 failed (its run gave no result)")
+		summary+=("vm $id: 0 passed, 1 failed (its run gave no result)")
 		total_fail=$((total_fail + 1))
 	fi
 done
