@@ -86,7 +86,9 @@ show_place() {
 t0=$(now)
 rc=0
 load_watch "$OUT/host-load.txt"
-VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_place || rc=$?
+# The parallel boot, as make bench's (scripts/bench.sh).
+VM_MODE=parallel VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" \
+	vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_place || rc=$?
 guest_load=$(load_watch_stop)
 guest_secs=$(($(now) - t0))
 tr -d '\r' <"$log" | grep -E '^BENCH( |-ERROR )' >"$OUT/guest.txt" || true
@@ -95,9 +97,16 @@ if ! grep -q '^BENCH place_done' "$OUT/guest.txt" || grep -q '^BENCH-ERROR' "$OU
 	die "the guest did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
 fi
 vm_problems "$log" || die "kernel problems during the benchmark"
+tp=0
+vm_textpoke "$log" || tp=$?
+case $tp in
+0) textpoke=none ;;
+1) textpoke="kernel-text-patched" ;;
+*) textpoke="no-report" ;;
+esac
 
 {
-	echo "BENCH meta base=$base_name head=\"$head_name\" accel=$bench_accel vcpus=${VM_CPUS:-2} guest_kernel=$kver placements=$BENCH_PLACEMENTS step=$BENCH_PLACE_STEP rounds=$BENCH_ROUNDS point_s=$BENCH_SECONDS host_loadavg=$guest_load host_cpus=$(nproc) date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
+	echo "BENCH meta base=$base_name head=\"$head_name\" accel=$bench_accel vm_mode=parallel textpoke=$textpoke vcpus=${VM_CPUS:-2} guest_kernel=$kver placements=$BENCH_PLACEMENTS step=$BENCH_PLACE_STEP rounds=$BENCH_ROUNDS point_s=$BENCH_SECONDS host_loadavg=$guest_load host_cpus=$(nproc) date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
 	cat "$OUT/placements.txt" "$OUT/guest.txt"
 } >"$OUT/raw.txt"
 python3 "$ROOT/bench/report.py" --placements "$OUT/raw.txt" "$OUT"

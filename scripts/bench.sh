@@ -219,7 +219,12 @@ show_bench() {
 t0=$(now)
 rc=0
 load_watch "$OUT/host-load.txt"
-VM_MEM=${VM_MEM:-2048} VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_bench || rc=$?
+# The parallel boot (tests/lib/vm.sh): multi-threaded TCG, one CPU up
+# until bench/init-bench.sh brings the other up (vm_cpus_online) for the
+# readers that must run at once (P3, the scaling), with the text-patch
+# recorder running; vm_textpoke checks its report after.
+VM_MODE=parallel VM_MEM=${VM_MEM:-2048} VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" \
+	vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_bench || rc=$?
 guest_load=$(load_watch_stop)
 guest_secs=$(($(now) - t0))
 tr -d '\r' <"$log" | grep -E '^BENCH( |-DMESG |-SKIP |-LOG )' >"$OUT/guest.txt" || true
@@ -229,6 +234,13 @@ if ! grep -q '^BENCH done' "$OUT/guest.txt" || ! grep -q '^BENCH place_done' "$O
 	die "the guest benchmark did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
 fi
 vm_problems "$log" || die "kernel problems during the benchmark"
+tp=0
+vm_textpoke "$log" || tp=$?
+case $tp in
+0) textpoke=none ;;
+1) textpoke="kernel-text-patched" ;;
+*) textpoke="no-report" ;;
+esac
 
 # The peers natively on this host (servers on a private port and sockets,
 # stopped after): the scale of a round trip on hardware, next to an 8-byte
@@ -357,7 +369,7 @@ msg "the read path's core natively on this host, ns per ID ($BENCH_ROUNDS rounds
 	tee -a "$OUT/core.txt"
 
 {
-	echo "BENCH meta accel=$bench_accel append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_load_during_guest=$guest_load host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
+	echo "BENCH meta accel=$bench_accel vm_mode=parallel textpoke=$textpoke append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_load_during_guest=$guest_load host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
 	cat "$OUT/placements.txt" "$OUT/guest.txt" "$OUT/core.txt"
 	grep -E '^BENCH( |-SKIP )' "$OUT/native.txt" | grep -v '^BENCH round ' || true
 } >"$OUT/raw.txt"
