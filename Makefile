@@ -19,6 +19,8 @@
 #   make kernels-check   build W=1 against the newest headers the mirror has
 #                        (Debian sid's newest linux-headers-*-amd64, in a sid root)
 #   make bench           benchmarks (guest under QEMU TCG + callgrind): build/bench/
+#   make bench-compare BASE=<commit>   P1 and P6 of BASE and of this tree in one
+#                        guest, over the same placements: build/bench-compare/
 #
 # The library and the CLI (userspace/; PREFIX defaults to /usr/local there):
 #   make userspace       libsnowflake.so/.a, snowflake.pc, the snowflake CLI,
@@ -99,7 +101,8 @@ clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o .module-common.o *.ko \
 		*.mod *.mod.c .*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
-		build/selftests build/core build/fuzz build/userspace build/bench build/bench-smoke build/vm-*.log build/*.log \
+		build/selftests build/core build/fuzz build/userspace build/bench build/bench-smoke build/bench-compare \
+		build/bench-place build/vm-*.log build/*.log \
 		build/restart build/dkms build/packaging build/debs
 
 # Also drops the caches: downloaded guest kernels, extracted kernel source.
@@ -138,6 +141,10 @@ debug-kernel:
 # Measures and prints; never part of check.  See BENCHMARKS.md.
 bench:
 	$(Q)$(SCRIPTS)/bench.sh
+
+# The headline figures of BASE against this tree, one guest boot.  See BENCHMARKS.md.
+bench-compare:
+	$(Q)BASE="$(BASE)" $(SCRIPTS)/bench-compare.sh
 
 style: ksrc
 	$(Q)$(TESTS)/style/run.sh
@@ -232,8 +239,8 @@ restart:
 	$(Q)$(TESTS)/restart/run.sh
 
 help:
-	@sed -n '3,36s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,38s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
-.PHONY: all module install clean distclean deps ksrc check run vmtest deb debug-kernel bench style sparse unit fuzz \
+.PHONY: all module install clean distclean deps ksrc check run vmtest deb debug-kernel bench bench-compare style sparse unit fuzz \
 	userspace install-userspace uninstall-userspace install-packaging uninstall-packaging \
 	dkms-src dkms-install dkms-uninstall restart kernels-check help

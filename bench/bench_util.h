@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What bench/snowflake_bench.c and bench/peers/peers_bench.c share: the
- * clock, percentiles, and the textbook in-process Snowflake generator they
+ * clock, percentiles, P6's read rate, and the textbook in-process Snowflake generator they
  * both measure against (P4, and the "textbook" peer).
  */
 #ifndef SNOWFLAKE_BENCH_UTIL_H
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline uint64_t now_ns(void)
 {
@@ -40,6 +41,37 @@ static inline uint64_t pct(const uint64_t *v, size_t n, double p)
 	if (i > n)
 		i = n;
 	return v[i - 1];
+}
+
+/* qsort() order of double. */
+static inline int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * P6: bytes per second of back-to-back reads of @size bytes of @fd for
+ * @slice_s seconds; *@shorts counts the reads that returned less.  A
+ * negative value when a read failed (errno says why).
+ */
+static inline double read_rate(int fd, void *buf, size_t size, double slice_s,
+			       uint64_t *shorts)
+{
+	uint64_t t0 = now_ns(), t, bytes = 0, end = t0 + (uint64_t)(slice_s * 1e9);
+
+	do {
+		ssize_t r = read(fd, buf, size);
+
+		if (r <= 0)
+			return -1.0;
+		if ((size_t)r != size)
+			(*shorts)++;
+		bytes += (uint64_t)r;
+		t = now_ns();
+	} while (t < end);
+	return (double)bytes * 1e9 / (double)(t - t0);
 }
 
 /* The textbook generator: Twitter's epoch, 41/10/12, CLOCK_REALTIME. */

@@ -1,7 +1,10 @@
 #!/bin/sh
 # /init of the `make bench` guest: load the module with default parameters,
 # run /snowflake_bench once, then (when staged) the peers of issue 14 and
-# P6 with an uncapped layout, power off.  Every result line starts with BENCH.
+# P6 with an uncapped layout, then the headline figures on every placement
+# of the module's text (issue 34), power off.  With BENCH_MODE=compare
+# (`make bench-compare`) only the placements, of BASE and HEAD in turns.
+# Every result line starts with BENCH.
 
 # shellcheck source=tests/lib/init-common.sh
 . /etc/init-common.sh
@@ -41,7 +44,75 @@ peers_servers_stop() {
 	wait "$redis_pid" "$mariadb_pid" 2>/dev/null
 	grep -E '\[ERROR\]' /tmp/mariadb.err 2>/dev/null | head -n 5 | sed 's/^/BENCH-LOG mariadb: /'
 }
+# Issue 34: P1 and P6 (reads of 4096 IDs, uncapped layout) once on the
+# module /place/KO.ko, the lines tagged with KO and the round.
+place_one() { # KO ROUND
+	tag="ko=$1 round=$2"
+	if ! insmod "/place/$1.ko"; then
+		echo "BENCH-ERROR insmod /place/$1.ko failed"
+		return
+	fi
+	out=$(/snowflake_bench -H p1) || echo "BENCH-ERROR snowflake_bench -H p1 on $1 exit $?"
+	echo "$out" | sed -n -e "s/^BENCH p1 zero /BENCH place_p1 $tag zero /p" \
+		-e "s/^BENCH p1 snowflake /BENCH place_p1 $tag snowflake /p"
+	rmmod snowflake
+	if ! insmod "/place/$1.ko" timestamp_bits=41 datacenter_bits=0 worker_bits=0 sequence_bits=22; then
+		echo "BENCH-ERROR insmod /place/$1.ko with the uncapped layout failed"
+		return
+	fi
+	out=$(/snowflake_bench -H p6 -s "$PLACE_SECONDS") || echo "BENCH-ERROR snowflake_bench -H p6 on $1 exit $?"
+	echo "$out" | sed -n "s/^BENCH p6 /BENCH place_p6 $tag /p"
+	rmmod snowflake
+}
+
+# Every placement (padding) in turn, its rounds one after the other; with
+# two labels (BASE and HEAD) both in every round, the order swapped from
+# one round to the next.
+place_all() {
+	for pad in $PLACE_PADS; do
+		r=1
+		while [ "$r" -le "$PLACE_ROUNDS" ]; do
+			labels=$PLACE_LABELS
+			if [ $((r % 2)) -eq 0 ]; then
+				labels=$(echo "$PLACE_LABELS" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+			fi
+			for l in $labels; do
+				place_one "$l-$pad" "$r"
+			done
+			r=$((r + 1))
+		done
+	done
+	echo "BENCH place_done"
+}
+
+# The kernel's once-only network secrets (net_get_random_once(): the TCP
+# sequence and ephemeral-port secrets, the established-hash secret) are
+# made at the first TCP connection, which patches their static keys into
+# kernel text: that connection is made here, while one CPU is up, not by
+# the peers (Redis over TCP) with two.
+nc -l -p 9 >/dev/null 2>&1 &
+nc_pid=$!
+sleep 0.3
+echo | nc -w 2 127.0.0.1 9 >/dev/null 2>&1
+kill "$nc_pid" 2>/dev/null
+wait "$nc_pid" 2>/dev/null
+
+# The guest boots with one CPU (VM_MODE=parallel, tests/lib/vm.sh): the
+# others come up here, before anything is measured, with the recorder of
+# text patches running until the end (vm_cpus_report).
+if ! vm_cpus_online; then
+	echo "BENCH-ERROR not every CPU came up"
+	vm_cpus_report
+	vm_done
+fi
 echo "BENCH-INIT guest $(uname -r), $(nproc) CPUs"
+if [ "${BENCH_MODE:-}" = compare ]; then
+	echo "BENCH clock clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+	place_all
+	echo "BENCH clock_end clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+	vm_cpus_report
+	vm_done
+fi
 echo "BENCH clock clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null) available=\"$(cat /sys/devices/system/clocksource/clocksource0/available_clocksource 2>/dev/null)\""
 if ! insmod /snowflake.ko; then
 	echo "BENCH-ERROR insmod failed"
@@ -85,4 +156,8 @@ if [ -x /usr/local/bin/peers_bench ]; then
 	fi
 fi
 rmmod snowflake
+if [ -d /place ]; then
+	place_all
+fi
+vm_cpus_report
 vm_done

@@ -22,6 +22,13 @@
  * point (default 1.0), -r ROUNDS (default 3): P1-P4 and P6 are run ROUNDS times,
  * one after the other, each round starting with "BENCH round i=N"; the
  * report takes the median of the rounds.
+ *
+ * -H p1 or -H p6: one headline figure once, nothing else (issue 34: the
+ * guest runs it on every placement of the module's text, see
+ * scripts/bench-place.sh): P1 as above; P6, with the module loaded with an
+ * uncapped layout, reads of 4096 IDs against reads of 32 KiB of /dev/zero,
+ * bytes per second, the same measurement as `peers_bench p6` at 4096 IDs
+ * ("BENCH p6 ..." lines).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -506,15 +513,50 @@ static void bench_p6(void)
 		printf("#\n");
 }
 
+/*
+ * P6's headline point (-H p6): reads of 4096 IDs of the device (loaded with
+ * an uncapped layout: no read waits for a tick) against reads of the same
+ * size of /dev/zero, five alternating slices of SECONDS / 5 each, bytes per
+ * second, the medians.
+ */
+#define P6_SLICES 5
+static void bench_p6_bandwidth(void)
+{
+	static uint64_t buf[MAX_BATCH];
+	double z[P6_SLICES], d[P6_SLICES], slice = point_s / P6_SLICES;
+	int zfd = open_or_die("/dev/zero"), sfd = open_or_die(device);
+	uint64_t zs = 0, ds = 0;
+	int k;
+
+	memset(buf, 1, sizeof(buf));
+	for (k = 0; k < P6_SLICES; k++) {
+		z[k] = read_rate(zfd, buf, sizeof(buf), slice, &zs);
+		d[k] = read_rate(sfd, buf, sizeof(buf), slice, &ds);
+		if (z[k] < 0 || d[k] < 0)
+			die("read");
+	}
+	qsort(z, P6_SLICES, sizeof(z[0]), cmp_dbl);
+	qsort(d, P6_SLICES, sizeof(d[0]), cmp_dbl);
+	printf("BENCH p6 ids=%d bytes=%zu zero_bytes_per_s=%.0f snowflake_bytes_per_s=%.0f ratio=%.3f snowflake_short_reads=%llu\n",
+	       MAX_BATCH, sizeof(buf), z[P6_SLICES / 2], d[P6_SLICES / 2],
+	       d[P6_SLICES / 2] / z[P6_SLICES / 2], (unsigned long long)ds);
+	close(zfd);
+	close(sfd);
+}
+
 int main(int argc, char **argv)
 {
+	const char *headline = NULL;
 	struct utsname u;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:s:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:s:r:H:")) != -1) {
 		switch (opt) {
 		case 'd':
 			device = optarg;
+			break;
+		case 'H':
+			headline = optarg;
 			break;
 		case 's':
 			point_s = atof(optarg);
@@ -527,11 +569,19 @@ int main(int argc, char **argv)
 				rounds = 1;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-d DEVICE] [-s SECONDS] [-r ROUNDS]\n", argv[0]);
-			return 2;
+			goto usage;
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (headline) {
+		if (!strcmp(headline, "p1"))
+			bench_p1();
+		else if (!strcmp(headline, "p6"))
+			bench_p6_bandwidth();
+		else
+			goto usage;
+		return 0;
+	}
 	uname(&u);
 	printf("BENCH env kernel=%s cpus=%ld point_s=%.2f rounds=%d\n", u.release,
 	       sysconf(_SC_NPROCESSORS_ONLN), point_s, rounds);
@@ -545,4 +595,7 @@ int main(int argc, char **argv)
 	}
 	printf("BENCH done\n");
 	return 0;
+usage:
+	fprintf(stderr, "usage: %s [-d DEVICE] [-s SECONDS] [-r ROUNDS] [-H p1|p6]\n", argv[0]);
+	return 2;
 }

@@ -6,6 +6,13 @@
 # callgrind (P5), and writes build/bench/results.json, table.md and bench.svg
 # (bench/report.py).
 #
+# Issue 34: the headline figures P1 and P6 are also measured, in the same
+# boot, on BENCH_PLACEMENTS builds of the module whose text is shifted by
+# BENCH_PLACE_STEP bytes each (scripts/bench-place.sh); the report gives
+# their median and spread.  Beside them, the read path's own cost natively:
+# callgrind's instructions per ID of a read's reservation and stores, and
+# ns per ID on this host (bench/core_bench.c read and time).
+#
 # The guest runs under QEMU TCG (software emulation) unless SNOWFLAKE_KVM=1:
 # absolute times are not native; the ratios are what count.
 #
@@ -13,7 +20,8 @@
 # BENCH_SECONDS=1.0 (seconds per throughput point in the guest), BENCH_ROUNDS=3
 # (P1-P4 repeated in the same boot; the report takes the medians),
 # BENCH_APPEND="tsc=reliable" (guest kernel command line, see below),
-# VM_TIMEOUT=600, SNOWFLAKE_KVM=1, SNOWFLAKE_SKIP_DEPS=1, MODULE_SRC=DIR.
+# BENCH_PLACEMENTS=8, BENCH_PLACE_STEP=512 (bytes), VM_TIMEOUT=900,
+# SNOWFLAKE_KVM=1, SNOWFLAKE_SKIP_DEPS=1, MODULE_SRC=DIR.
 #
 # Why tsc=reliable: under TCG on a busy host the guest's clocksource watchdog
 # sometimes finds the emulated TSC skewed against the emulated HPET, marks
@@ -27,21 +35,31 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/lib.sh"
 # shellcheck source=tests/lib/vm.sh
 . "$ROOT/tests/lib/vm.sh"
+# shellcheck source=scripts/bench-place.sh
+. "$ROOT/scripts/bench-place.sh"
 
-VM_TIMEOUT=${VM_TIMEOUT:-600}
+VM_TIMEOUT=${VM_TIMEOUT:-900}
 BENCH_APPEND=${BENCH_APPEND-tsc=reliable}
 # BENCH_SMOKE=1: every figure once, a few iterations each (0.05 s points, one
 # round), into build/bench-smoke/: proves the programs, the guest staging and
-# the report work; the figures mean nothing.
+# the report work; the figures mean nothing.  Its placement loop has two
+# placements and two labels, "head" and "base" (the same sources), so that
+# the alternation and the report of `make bench-compare` run too.
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
 	BENCH_SECONDS=${BENCH_SECONDS:-0.05}
 	BENCH_ROUNDS=${BENCH_ROUNDS:-1}
-	CG_BATCH=200 CG_SINGLE=10000 CG_UUID=20
+	BENCH_PLACEMENTS=${BENCH_PLACEMENTS:-2}
+	BENCH_PLACE_STEP=${BENCH_PLACE_STEP:-2048}
+	CG_BATCH=200 CG_SINGLE=10000 CG_UUID=20 CG_READ=20 NATIVE_S=0.02
+	place_labels="base head"
 	OUT=$BUILD/bench-smoke
 else
 	BENCH_SECONDS=${BENCH_SECONDS:-1.0}
 	BENCH_ROUNDS=${BENCH_ROUNDS:-3}
-	CG_BATCH=20000 CG_SINGLE=1000000 CG_UUID=2000
+	BENCH_PLACEMENTS=${BENCH_PLACEMENTS:-8}
+	BENCH_PLACE_STEP=${BENCH_PLACE_STEP:-512}
+	CG_BATCH=20000 CG_SINGLE=1000000 CG_UUID=2000 CG_READ=2000 NATIVE_S=0.5
+	place_labels="head"
 	OUT=$BUILD/bench
 fi
 mkdir -p "$OUT"
@@ -74,6 +92,13 @@ msg "building bench/snowflake_bench (static) and bench/core_bench (native)"
 gcc "${CFLAGS[@]}" -static -pthread -o "$OUT/snowflake_bench" "$ROOT/bench/snowflake_bench.c"
 gcc "${CFLAGS[@]}" -I"$ROOT/driver" -I"$ROOT/uapi" -o "$OUT/core_bench" \
 	"$ROOT/bench/core_bench.c" "$ROOT/driver/snowflake_core.c"
+
+msg "building the module at $BENCH_PLACEMENTS placements of its text, $BENCH_PLACE_STEP bytes apart (scripts/bench-place.sh)"
+rm -rf "$OUT/place"
+for l in $place_labels; do
+	place_build "$kver" "${MODULE_SRC:-$ROOT}" "$l" "$OUT/place" "$OUT/place-build-$l.log"
+done >"$OUT/placements.txt"
+sed 's/^/  /' "$OUT/placements.txt"
 # P8's native half: a batch read of /dev/uuidv7 per UUID, chunked as the
 # driver chunks its random bytes (SFU_RND_BYTES of snowflake_uuid.c).
 sfu_rnd=$(sed -n 's/^#define SFU_RND_BYTES[[:space:]]*//p' "$ROOT/driver/snowflake_uuid.c")
@@ -173,8 +198,10 @@ peers_prepare
 vm_stage "$stage" "$ROOT/bench/init-bench.sh"
 cp "$moddir/snowflake.ko" "$stage/snowflake.ko"
 install -m 0755 "$OUT/snowflake_bench" "$stage/snowflake_bench"
+cp -R "$OUT/place" "$stage/place"
 peers_stage
 {
+	place_conf "$place_labels" "$BENCH_ROUNDS" "$BENCH_SECONDS"
 	printf 'BENCH_ARGS="-s %s -r %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS"
 	printf 'PEERS_ARGS="-s %s -r %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS"
 	printf 'NODE_ARGS="%s %s"\n' "$BENCH_SECONDS" "$BENCH_ROUNDS"
@@ -191,14 +218,29 @@ show_bench() {
 }
 t0=$(now)
 rc=0
-VM_MEM=${VM_MEM:-2048} VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_bench || rc=$?
+load_watch "$OUT/host-load.txt"
+# The parallel boot (tests/lib/vm.sh): multi-threaded TCG, one CPU up
+# until bench/init-bench.sh brings the other up (vm_cpus_online) for the
+# readers that must run at once (P3, the scaling), with the text-patch
+# recorder running; vm_textpoke checks its report after.
+VM_MODE=parallel VM_MEM=${VM_MEM:-2048} VM_APPEND="${VM_APPEND:-} $BENCH_APPEND" \
+	vm_boot "$kver" "$initrd" "$log" "$VM_TIMEOUT" show_bench || rc=$?
+guest_load=$(load_watch_stop)
 guest_secs=$(($(now) - t0))
 tr -d '\r' <"$log" | grep -E '^BENCH( |-DMESG |-SKIP |-LOG )' >"$OUT/guest.txt" || true
-if ! grep -q '^BENCH done' "$OUT/guest.txt" || grep -q '^BENCH-ERROR' <(tr -d '\r' <"$log"); then
+if ! grep -q '^BENCH done' "$OUT/guest.txt" || ! grep -q '^BENCH place_done' "$OUT/guest.txt" ||
+	grep -q '^BENCH-ERROR' <(tr -d '\r' <"$log"); then
 	tail -n 40 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
 	die "the guest benchmark did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
 fi
 vm_problems "$log" || die "kernel problems during the benchmark"
+tp=0
+vm_textpoke "$log" || tp=$?
+case $tp in
+0) textpoke=none ;;
+1) textpoke="kernel-text-patched" ;;
+*) textpoke="no-report" ;;
+esac
 
 # The peers natively on this host (servers on a private port and sockets,
 # stopped after): the scale of a round trip on hardware, next to an 8-byte
@@ -286,16 +328,49 @@ cg_uuid() { # READS
 				reads, uuids, t, r, p, v, o
 		}' "$OUT/callgrind-annotate-uuid.txt"
 }
-msg "callgrind: sf_core_reserve() and a /dev/uuidv7 batch natively, $(valgrind --version)"
+# Issue 34, the read path's own cost without an emulator: a 4096-ID read's
+# reservation and stores (bench_read(): bench_reserve() and bench_put_ids(),
+# the driver's eight-IDs-a-turn store loop) under callgrind, instructions
+# per ID by function; then ns per ID of the same natively on this host, in
+# rounds (core_bench time).
+cg_read() { # READS
+	local out=$OUT/callgrind.out.read ids
+	valgrind --tool=callgrind --toggle-collect=bench_read \
+		--callgrind-out-file="$out" "$OUT/core_bench" read "$1" \
+		>"$OUT/core-read.txt" 2>"$OUT/callgrind-read.log" ||
+		die "callgrind failed (see ${OUT#"$ROOT"/}/callgrind-read.log)"
+	ids=$(sed -n 's/.* ids=\([0-9]*\).*/\1/p' "$OUT/core-read.txt")
+	[ -n "$ids" ] || die "no ID count from core_bench read"
+	callgrind_annotate --auto=no --threshold=100 "$out" >"$OUT/callgrind-annotate-read.txt" 2>&1 ||
+		die "callgrind_annotate failed on $out"
+	awk -v reads="$1" -v ids="$ids" '
+		/^ *[0-9,]+ .*:[A-Za-z_0-9.]+( |$)/ {
+			n = $1; gsub(/,/, "", n)
+			f = $0; sub(/^[^:]*:/, "", f); sub(/ .*/, "", f); sub(/\..*/, "", f)
+			if (f == "bench_put_ids") p += n
+			else if (f == "bench_reserve") v += n
+			else if (f == "bench_read") o += n
+		}
+		/PROGRAM TOTALS/ { t = $1; gsub(/,/, "", t) }
+		END {
+			printf "BENCH native_read mode=batch reads=%d ids=%d instructions=%d reserve=%d put=%d loop=%d\n", \
+				reads, ids, t, v, p, o
+		}' "$OUT/callgrind-annotate-read.txt"
+}
+msg "callgrind: sf_core_reserve(), a read's reservation and stores, a /dev/uuidv7 batch natively, $(valgrind --version)"
 {
 	cg batch "$CG_BATCH"
 	cg single "$CG_SINGLE"
+	cg_read "$CG_READ"
 	cg_uuid "$CG_UUID"
 } | tee "$OUT/core.txt"
+msg "the read path's core natively on this host, ns per ID ($BENCH_ROUNDS rounds)"
+"$OUT/core_bench" time "$BENCH_ROUNDS" "$NATIVE_S" | sed 's/^CORE /BENCH native_time /' |
+	tee -a "$OUT/core.txt"
 
 {
-	echo "BENCH meta accel=$bench_accel append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
-	cat "$OUT/guest.txt" "$OUT/core.txt"
+	echo "BENCH meta accel=$bench_accel vm_mode=parallel textpoke=$textpoke append=\"$BENCH_APPEND\" host_loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" host_load_during_guest=$guest_load host_cpus=$(nproc) guest_kernel=$kver qemu=\"$(qemu-system-x86_64 --version | sed -n 1p)\" valgrind=$(valgrind --version) gcc=\"$(gcc --version | sed -n 1p)\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"
+	cat "$OUT/placements.txt" "$OUT/guest.txt" "$OUT/core.txt"
 	grep -E '^BENCH( |-SKIP )' "$OUT/native.txt" | grep -v '^BENCH round ' || true
 } >"$OUT/raw.txt"
 

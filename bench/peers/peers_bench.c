@@ -454,33 +454,9 @@ static void mode_pin(int cpu, char **pids, int n)
 }
 
 /*
- * P6: bytes per second of reads of @size bytes of the device against the
- * same reads of /dev/zero, in alternating slices of @slice_s.
+ * P6: reads of @size bytes of the device against the same reads of
+ * /dev/zero, in alternating slices (read_rate() of bench_util.h).
  */
-static double read_rate(int fd, void *buf, size_t size, double slice_s, uint64_t *shorts)
-{
-	uint64_t t0 = now_ns(), t, bytes = 0, end = t0 + (uint64_t)(slice_s * 1e9);
-
-	do {
-		ssize_t r = read(fd, buf, size);
-
-		if (r <= 0)
-			die("read");
-		if ((size_t)r != size)
-			(*shorts)++;
-		bytes += (uint64_t)r;
-		t = now_ns();
-	} while (t < end);
-	return (double)bytes * 1e9 / (double)(t - t0);
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 #define P6_SLICES 5
 static void mode_p6(void)
 {
@@ -506,6 +482,8 @@ static void mode_p6(void)
 			for (k = 0; k < P6_SLICES; k++) {
 				z[k] = read_rate(zfd, buf, size, slice, &zs);
 				d[k] = read_rate(sfd, buf, size, slice, &ds);
+				if (z[k] < 0 || d[k] < 0)
+					die("read");
 			}
 			qsort(z, P6_SLICES, sizeof(z[0]), cmp_dbl);
 			qsort(d, P6_SLICES, sizeof(d[0]), cmp_dbl);

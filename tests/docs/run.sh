@@ -231,6 +231,29 @@ while IFS=$'\t' read -r verdict msg; do
 	esac
 done <<<"$sizes_out"
 
+# BENCHMARKS.md is the home of the benchmarks: each make target of them
+# (make bench, make bench-compare), each variable the bench scripts read
+# from the environment (BENCH_*, BASE), each file of bench/ and each
+# scripts/bench*.sh is named there.
+bdoc=BENCHMARKS.md
+btargets=$(sed -n 's/^\(bench[a-z-]*\):.*/\1/p' Makefile)
+bvars=$(grep -ohE '\$\{(BENCH_[A-Z_]+|BASE)[:}-]' scripts/bench*.sh | sed -E 's/^\$\{//; s/[:}-]$//' | sort -u)
+[ -n "$btargets" ] && [ -n "$bvars" ] || bad "could not read the bench targets and variables"
+for t in $btargets; do
+	if grep -q "make $t" "$bdoc"; then ok "make $t in $bdoc"; else bad "make $t not in $bdoc"; fi
+done
+for v in $bvars; do
+	if grep -q "$v=" "$bdoc"; then ok "variable $v in $bdoc"; else bad "variable $v of scripts/bench*.sh not in $bdoc"; fi
+done
+for f in bench/* bench/peers/* scripts/bench*.sh; do
+	[ -f "$f" ] || continue
+	if grep -qF "$f" "$bdoc" || grep -qF "${f%.c}\`" "$bdoc"; then
+		ok "file $f in $bdoc"
+	else
+		bad "file $f not in $bdoc"
+	fi
+done
+
 # The README's examples that run on the host (Python, PHP, C; the shell ones
 # run in the guest): each of their ok/FAIL lines counts here.
 rc=0
