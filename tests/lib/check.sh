@@ -88,6 +88,12 @@ join_stage() {
 # count_stage NAME RC SECS: NAME's counts from its log, into the totals.
 count_stage() {
 	local name=$1 rc=$2 secs=$3 log=$BUILD/check-stage-$1.log line p f note
+	# A guest lane's note of a kernel problem (tests/lib/vm.sh,
+	# vm_problems and vm_notes): where it was, in snowflake or outside it,
+	# on the stage's row too (from its log: a lane that prints no count,
+	# bench-smoke, says it in its last message).
+	note=$(tr -d '\r' <"$log" | grep -oE 'kernel (problem (in|outside) snowflake: [A-Za-z0-9_.]+|text patched while two CPUs ran)' |
+		sort -u | paste -sd ';' | sed 's/;/; /g') || true
 	line=$(tr -d '\r' <"$log" | grep -E "^$name: [0-9]+ passed, [0-9]+ failed" | tail -n1) || true
 	if [ -n "$line" ]; then
 		p=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
@@ -101,14 +107,10 @@ count_stage() {
 		echo "$name: $p passed, $f failed"
 	else
 		p=0 f=1
-		echo "$name: $p passed, $f failed (exit $rc)"
+		echo "$name: $p passed, $f failed (exit $rc${note:+; $note})"
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
-	# A guest lane's note of a kernel problem (tests/lib/vm.sh, vm_notes):
-	# where it was, in snowflake or outside it, on the stage's row too.
-	note=$(grep -oE 'kernel (problem (in|outside) snowflake: [^;)]*|text patched while two CPUs ran)' <<<"$line" |
-		sort -u | paste -sd ';' | sed 's/;/; /g') || true
 	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss%s' "$name" "$p" "$f" "$secs" "${note:+  ($note)}")")
 	[ "$f" -eq 0 ] || failed_stages+=("$name")
 	return 0
