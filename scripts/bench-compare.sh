@@ -96,7 +96,7 @@ if ! grep -q '^BENCH place_done' "$OUT/guest.txt" || grep -q '^BENCH-ERROR' "$OU
 	tail -n 40 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
 	die "the guest did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
 fi
-vm_problems "$log" || die "kernel problems during the benchmark"
+vm_problems "$log" || die "$(vm_problem_where "$log") during the benchmark"
 tp=0
 vm_textpoke "$log" || tp=$?
 case $tp in
