@@ -28,7 +28,7 @@ place_pads() {
 # when the module has no such function).
 place_text() {
 	local a s
-	read -r a s < <(nm -S "$1" | awk '$4 == "sf_read_iter" { print $1, $2; exit }')
+	read -r a s < <(nm -S "$1" 2>/dev/null | awk '$4 == "sf_read_iter" { print $1, $2; exit }') || true
 	if [ -n "${a:-}" ] && [ -n "${s:-}" ]; then
 		printf '0x%x-0x%x\n' $((16#$a)) $((16#$a + 16#$s))
 	else
