@@ -234,8 +234,8 @@ def placements_main(raw, out):
     hn = "HEAD %s" % meta.get("head", "?")
     L = ["`make bench-compare`: %s against %s, one guest boot (%s, %s vCPUs, QEMU %s), "
          "%s placements of the module's text %s bytes apart, %s rounds each, BASE and HEAD "
-         "alternating in every round; host load average %s while the guest ran; VM_MODE=%s, kernel text "
-         "patched while two CPUs ran: %s; %s."
+         "alternating in every round; host load average %s while the guest ran; VM_MODE=%s, patches of "
+         "kernel text with two CPUs up (vm_textpoke): %s; %s."
          % (hn, bn, meta.get("guest_kernel", "?"), meta.get("vcpus", "?"), meta.get("accel", "?"),
             meta.get("placements", "?"), meta.get("step", "?"), meta.get("rounds", "?"),
             meta.get("host_loadavg", "?"), meta.get("vm_mode", "?"), meta.get("textpoke", "?"),
@@ -637,8 +637,8 @@ def main():
     if "host_load_during_guest" in meta or "vm_mode" in meta:
         L.append("")
         L.append("Host: %s CPUs, load average %s while the guest ran (1-minute, every 10 s). Guest boot: VM_MODE=%s "
-                 "(multi-threaded TCG, the second CPU brought up by the guest before measuring); kernel text patched "
-                 "while two CPUs ran: %s."
+                 "(multi-threaded TCG, the second CPU brought up by the guest before measuring); patches of kernel "
+                 "text with two CPUs up (vm_textpoke): %s."
                  % (meta.get("host_cpus", "?"), meta.get("host_load_during_guest", "?"), meta.get("vm_mode", "?"),
                     meta.get("textpoke", "?")))
     L.append("")
