@@ -238,7 +238,7 @@ rc=0
 # folder's lane table (tests/README.md) and in this page's stage table, and
 # its folder tests/<stage>/ with a run.sh (deps and ksrc are the developer
 # tools' scripts/deps.sh and scripts/ksrc.sh, bench-smoke is scripts/bench.sh).
-stages=$(sed -nE 's/^[[:space:]]*(run_stage|want [a-z-]+ && (run_stage|bg_stage)) ([a-z-]+) .*/\3/p' tests/lib/check.sh)
+stages=$(bash tests/lib/check.sh --stages)
 for st in $stages; do
 	miss=
 	grep -q "^| $st |" tests/README.md || miss="$miss tests/README.md"
