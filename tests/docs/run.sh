@@ -231,6 +231,19 @@ while IFS=$'\t' read -r verdict msg; do
 	esac
 done <<<"$sizes_out"
 
+# The documents against the tree (tests/docs/doccheck.py: links and paths,
+# make targets and STAGES names, the agent's tables, run figures and their
+# commits, templates copied by hand, the fuzz targets), one line per finding.
+doc_out=$(python3 tests/docs/doccheck.py 2>&1) || true
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) ok "${line#ok   }" ;;
+	"FAIL "*) bad "${line#FAIL }" ;;
+	*) [ -z "$line" ] || bad "doccheck.py: $line" ;;
+	esac
+done <<<"$doc_out"
+[ -n "$doc_out" ] || bad "tests/docs/doccheck.py printed nothing"
+
 # The README's examples that run on the host (Python, PHP, C; the shell ones
 # run in the guest): each of their ok/FAIL lines counts here.
 rc=0

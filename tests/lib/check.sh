@@ -271,14 +271,22 @@ done
 echo
 echo "======== lanes ========"
 lane_figures || true
-echo
-echo "======== summary ($(($(now) - t0))s) ========"
-printf '%s\n' "${table[@]}"
-if [ "${#failed_stages[@]}" -gt 0 ]; then
-	echo "failed:"
-	failures || true
-fi
-echo "$total_pass passed, $total_fail failed"
+# The summary: the commit that ran, the stage table, what failed, the
+# totals; also kept in build/check-summary.txt, from which
+# tests/docs/fill-times.py writes tests/README.md's lane table.
+commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null) || commit=unknown
+git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit="$commit (with changes)"
+{
+	echo
+	echo "======== summary ($(($(now) - t0))s) ========"
+	echo "commit: $commit"
+	printf '%s\n' "${table[@]}"
+	if [ "${#failed_stages[@]}" -gt 0 ]; then
+		echo "failed:"
+		failures || true
+	fi
+	echo "$total_pass passed, $total_fail failed"
+} | tee "$BUILD/check-summary.txt"
 if [ "$total_fail" -ne 0 ]; then
 	exit 1
 fi
