@@ -21,7 +21,11 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             run ..."), must name that run's commit in its paragraph or table
             row ("the run of b0278b3"), or sit between the markers
             <!-- generated: ... --> and <!-- end generated --> of a
-            generator that names it (tests/docs/fill-times.sh).
+            generator that names it (tests/docs/fill-times.py); a table
+            with a `time` column must be so generated.  A document that
+            records how things were at a commit (tests/*/MIGRATION.md) says
+            so on a line <!-- record of COMMIT: ... -->: the numbers check
+            and the paths in its code spans are skipped.
   templates no documented command copies a template of packaging/ (a file
             with @VARS@) by hand: `make install-packaging` fills them.
   fuzz      every fuzz target (fuzz/*_fuzz.c) is named in the fuzz stage's
@@ -163,7 +167,7 @@ def record(text):
 
 
 def check_links():
-    n = 0
+    n, n0 = 0, bad
     for rel in MDS:
         text = read(rel)
         d = os.path.dirname(rel)
@@ -190,8 +194,8 @@ def check_links():
                 n += 1
                 if not path_exists(p):
                     fail("%s:%d: %s: no such path in the repository" % (rel, ln, p))
-    ok("links: %d relative links and repository paths of %d documents resolve" % (n, len(MDS) + len(MANS)) if not bad
-       else "links: %d checked" % n)
+    if bad == n0:
+        ok("links: %d relative links and repository paths of %d documents resolve" % (n, len(MDS) + len(MANS)))
 
 
 def make_targets(mk):
@@ -207,15 +211,15 @@ def make_targets(mk):
 
 
 def stages():
+    if "--stages" not in read("tests/lib/check.sh"):   # an old check.sh would run make check
+        return set(re.findall(r"^\s*(?:want [a-z-]+ && )?(?:run_stage|bg_stage) ([a-z-]+) ",
+                              read("tests/lib/check.sh"), re.M))
     try:
         out = subprocess.run(["bash", os.path.join(root, "tests/lib/check.sh"), "--stages"],
                              capture_output=True, text=True, timeout=30)
         names = set(out.stdout.split()) if out.returncode == 0 else set()
     except (OSError, subprocess.TimeoutExpired):
         names = set()
-    if not names:   # a check.sh without --stages: its run_stage/bg_stage lines
-        names = set(re.findall(r"^\s*(?:want [a-z-]+ && )?(?:run_stage|bg_stage) ([a-z-]+) ",
-                               read("tests/lib/check.sh"), re.M))
     return names
 
 
@@ -352,6 +356,12 @@ def check_numbers():
                 fail("%s: the generated region %r names no commit" % (rel, m.group(1)[:60]))
         blank = re.sub(r"<!-- generated: .*?<!-- end generated -->",
                        lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+        # a table of times (a `time` column) is a run's: it must be generated
+        for ln, line in enumerate(blank.split("\n"), 1):
+            if line.startswith("|") and re.search(r"\|\s*time\s*\|", line):
+                n += 1
+                fail("%s:%d: a table of times not generated from a run (tests/docs/fill-times.py writes tests/README.md's)"
+                     % (rel, ln))
         for ln, unit in prose_units(blank):
             u = re.sub(r"`[^`]*`", "", unit)
             for pat in RUN_FIGURE:

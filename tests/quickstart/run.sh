@@ -105,7 +105,7 @@ mkdir -p "$OUT"
 #   C<TAB>COMMAND<TAB>COMMENT (continuation lines joined, the trailing
 #                              "  # comment" apart)
 blocks() {
-	awk -v head="$2" '
+	awk -v head="${2:-}" '
 		function level(s) { match(s, /^#+/); return RLENGTH }
 		!sect && head == "" { sect = 1; lvl = 0 }
 		!sect { if ($0 == head) { sect = 1; lvl = level(head); title = substr(head, lvl + 2) } ; next }
