@@ -274,8 +274,11 @@ lane_figures || true
 # The summary: the commit that ran, the stage table, what failed, the
 # totals; also kept in build/check-summary.txt, from which
 # tests/docs/fill-times.py writes tests/README.md's lane table.
-commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null) || commit=unknown
-git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit="$commit (with changes)"
+if commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null); then
+	git -C "$ROOT" diff --quiet HEAD -- || commit="$commit (with changes)"
+else
+	commit=unknown
+fi
 {
 	echo
 	echo "======== summary ($(($(now) - t0))s) ========"
