@@ -17,6 +17,7 @@ tests/docs/doccheck.py requires of a run's figures.  Prints what changed.
 import os
 import re
 import sys
+import textwrap
 
 root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 readme = os.path.join(root, "tests", "README.md")
@@ -70,7 +71,7 @@ intro = ("Checks and times: the `make check` run of %s (%s s in all, %s passed, 
          "its stage table (`build/check-summary.txt`); guest lanes run under QEMU TCG. "
          "`tests/docs/fill-times.py` wrote them." % (commit, secs, tot.group(1), tot.group(2)))
 # the sentence: everything of the region above the table
-out = [intro, ""] + out[next(i for i, line in enumerate(out) if line.startswith("| lane |")):]
+out = textwrap.wrap(intro, 75, break_on_hyphens=False) + [""] + out[next(i for i, line in enumerate(out) if line.startswith("| lane |")):]
 missing = sorted(set(rows) - seen)
 if missing:
     sys.exit("fill-times: stages of the run without a row in tests/README.md: %s" % " ".join(missing))
