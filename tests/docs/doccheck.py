@@ -346,6 +346,9 @@ CITED = re.compile(r"\bruns?\b.{0,40}?%s|\bat %s" % (HASH, HASH))
 
 def check_numbers():
     n0, n = bad, 0
+    # a stage's time ("vmtest 487 s", "deps: 70 s"), a run's total ("2393 s in all")
+    pats = RUN_FIGURE + [r"\b(?:%s):?\s+\d+\s?s\b" % "|".join(sorted(map(re.escape, stages()))),
+                         r"\b\d[\d,]*\s?s in all\b"]
     for rel in MDS:
         text = read(rel)
         if record(text):
@@ -364,7 +367,7 @@ def check_numbers():
                      % (rel, ln))
         for ln, unit in prose_units(blank):
             u = re.sub(r"`[^`]*`", "", unit)
-            for pat in RUN_FIGURE:
+            for pat in pats:
                 for m in re.finditer(pat, u):
                     n += 1
                     if not CITED.search(u):
