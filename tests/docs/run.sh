@@ -254,6 +254,19 @@ for f in bench/* bench/peers/* scripts/bench*.sh; do
 	fi
 done
 
+# The documents against the tree (tests/docs/doccheck.py: links and paths,
+# make targets and STAGES names, the agent's tables, run figures and their
+# commits, templates copied by hand, the fuzz targets), one line per finding.
+doc_out=$(python3 tests/docs/doccheck.py 2>&1) || true
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) ok "${line#ok   }" ;;
+	"FAIL "*) bad "${line#FAIL }" ;;
+	*) [ -z "$line" ] || bad "doccheck.py: $line" ;;
+	esac
+done <<<"$doc_out"
+[ -n "$doc_out" ] || bad "tests/docs/doccheck.py printed nothing"
+
 # The README's examples that run on the host (Python, PHP, C; the shell ones
 # run in the guest): each of their ok/FAIL lines counts here.
 rc=0
@@ -261,7 +274,7 @@ rc=0
 # folder's lane table (tests/README.md) and in this page's stage table, and
 # its folder tests/<stage>/ with a run.sh (deps and ksrc are the developer
 # tools' scripts/deps.sh and scripts/ksrc.sh, bench-smoke is scripts/bench.sh).
-stages=$(sed -nE 's/^[[:space:]]*(run_stage|want [a-z-]+ && (run_stage|bg_stage)) ([a-z-]+) .*/\3/p' tests/lib/check.sh)
+stages=$(bash tests/lib/check.sh --stages)
 for st in $stages; do
 	miss=
 	grep -q "^| $st |" tests/README.md || miss="$miss tests/README.md"

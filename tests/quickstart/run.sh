@@ -3,11 +3,14 @@
 # The quickstart stage of `make check`: the documentation's install commands
 # run as written, in a fresh Debian 12 root, as a newcomer types them.
 #
-#   - README.md's "## Quick start" block, and every ```sh block of
-#     docs/reference.md's "## Installing from source" ("Trying the module",
-#     "With DKMS and the units"), read from those files at run time: a
-#     README edit that breaks a command breaks this check.  Each block runs
-#     in its own fresh root (they are alternatives, not steps of one path).
+#   - Every install block of every document (README.md, docs/*.md): each
+#     ```sh block with an install command in it (apt/apt-get install or
+#     build-dep, a make install target, install -..., dpkg -i), read from
+#     the files at run time: a document edit that breaks a command breaks
+#     this check, and a new install block is run without being listed here.
+#     Each block runs in its own fresh root (they are alternatives, not
+#     steps of one path), except that the install blocks of one section,
+#     one after the other, share one.
 #   - The root: mmdebstrap bookworm from the host's Debian 12 apt sources with
 #     what a new user starts from (apt, sudo, git, make, build-essential,
 #     ca-certificates, and the systemd, udev and kmod every Debian 12 host
@@ -46,7 +49,9 @@
 #
 # Environment: QUICKSTART_README, QUICKSTART_REFERENCE (other copies of
 # README.md and docs/reference.md, e.g. to show that a broken command
-# fails), QUICKSTART_BLOCKS (default "readme reference"), QUICKSTART_KVER,
+# fails), QUICKSTART_BLOCKS (the documents whose blocks run, by name:
+# readme, reference, or the name of a docs/*.md file without .md; default:
+# all), QUICKSTART_KVER,
 # QUICKSTART_SOURCES (an apt .sources/.list file; default: the host's
 # Debian 12 sources).  Prints "quickstart: N passed, M failed".
 set -euo pipefail
@@ -92,15 +97,17 @@ fi
 mkdir -p "$OUT"
 
 # ---- the documented commands -----------------------------------------------
-# blocks FILE HEADING: each ```sh block of the section that starts with the
-# line HEADING (up to the next heading of its level or above), as
+# blocks FILE [HEADING]: each ```sh block of the section that starts with the
+# line HEADING (up to the next heading of its level or above; without
+# HEADING: of the whole file), as
 #   B<TAB>TITLE<TAB>AS_ROOT   (TITLE: the nearest heading above the block;
 #                              AS_ROOT 1 when the text before it says "As root")
 #   C<TAB>COMMAND<TAB>COMMENT (continuation lines joined, the trailing
 #                              "  # comment" apart)
 blocks() {
-	awk -v head="$2" '
+	awk -v head="${2:-}" '
 		function level(s) { match(s, /^#+/); return RLENGTH }
+		!sect && head == "" { sect = 1; lvl = 0 }
 		!sect { if ($0 == head) { sect = 1; lvl = level(head); title = substr(head, lvl + 2) } ; next }
 		!inb && /^#+ / { if (level($0) <= lvl) exit; title = substr($0, level($0) + 2); asroot = 0; next }
 		!inb && $0 == "```sh" { inb = 1; printf "B\t%s\t%d\n", title, asroot; next }
@@ -119,6 +126,9 @@ blocks() {
 		}
 	' "$1"
 }
+
+# An install command: a block with one is an install block.
+INSTALL_RE='(^|[;&|[:space:]])(apt(-get)?[[:space:]]+(install|build-dep)|make[[:space:]]([^;&|#]*[[:space:]])?(install|[a-z]+-install|install-[a-z-]+)([[:space:]]|$)|install[[:space:]]+-|dpkg[[:space:]]+-i)'
 
 # A command that needs the running system (the module in the kernel, udev,
 # systemd): from the first of them on, a block runs in the guest.
@@ -271,7 +281,8 @@ run_block() {
 		fi
 	done
 	rm -f "$r/etc/apt/apt.conf.d/00quickstart-cache"
-	[ "$split" -lt "${#cmds[@]}" ] || return 0
+	# A block with nothing for the running system ends here.
+	[ "$split" -lt "${#cmds[@]}" ] || { rm -rf "$r"; return 0; }
 	guest "$name" "$label" "$r" "$split" "${#cmds[@]}" "${cmds[@]}" -- "${users[@]}"
 	rm -rf "$r"
 }
@@ -351,31 +362,46 @@ EOF
 }
 
 # ---- the blocks ----------------------------------------------------------------
-# doc_blocks NAME FILE HEADING: start each block of that section in the
-# background (the blocks are independent: one's guest runs while another
-# builds), its lines into $OUT/NAMEi.tap, its exit status into
-# $OUT/NAMEi.rc; started+=(NAMEi:PID).
+# doc_blocks NAME FILE: start each install block of FILE in the background
+# (the blocks are independent: one's guest runs while another builds), its
+# lines into $OUT/NAMEi.tap, its exit status into $OUT/NAMEi.rc;
+# started+=(NAMEi:PID).  Install blocks of one section in a row (the same
+# title, nothing but blocks without install commands between them) run in
+# one root, one after the other.
 started=()
 doc_blocks() {
-	local name=$1 file=$2 heading=$3 kind a b nb=0 ptitle='' proot=0
-	local -a pending=()
+	local name=$1 file=$2 kind a b nb=0 title='' asroot=0 ptitle='' proot=0 inst=0 line
+	local -a cur=() pending=()
 	if [ ! -r "$file" ]; then
 		notok "$name: $file is missing"
 		return 0
 	fi
+	# One block ends: an install block joins the pending one of its
+	# section, or starts the next.
+	end_of_block() {
+		[ "$inst" = 1 ] || { cur=(); return 0; }
+		if [ "${#pending[@]}" -gt 0 ] && { [ "$title" != "$ptitle" ] || [ "$asroot" != "$proot" ]; }; then
+			nb=$((nb + 1))
+			start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+			pending=()
+		fi
+		pending+=("${cur[@]}") ptitle=$title proot=$asroot cur=() inst=0
+	}
 	while IFS=$'\t' read -r kind a b; do
 		if [ "$kind" = B ]; then
-			[ "$nb" -eq 0 ] || start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
-			nb=$((nb + 1)) ptitle=$a proot=$b pending=()
+			end_of_block
+			title=$a asroot=$b
 		else
-			pending+=("$a"$'\t'"$b")
+			cur+=("$a"$'\t'"$b")
+			[[ ! $a =~ $INSTALL_RE ]] || inst=1
 		fi
-	done < <(blocks "$file" "$heading")
-	if [ "$nb" -eq 0 ]; then
-		notok "$name: no \`\`\`sh block under \"$heading\" in ${file#"$ROOT"/}"
-		return 0
+	done < <(blocks "$file")
+	end_of_block
+	if [ "${#pending[@]}" -gt 0 ]; then
+		nb=$((nb + 1))
+		start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
 	fi
-	start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+	[ "$nb" -gt 0 ] || echo "# $name: no install block in ${file#"$ROOT"/}"
 }
 start_block() {
 	echo "# started: $2"
@@ -390,9 +416,16 @@ start_block() {
 	[ "${QUICKSTART_JOBS:-0}" != 1 ] || wait "$!" || true
 }
 
-want_block() { [[ " ${QUICKSTART_BLOCKS:-readme reference} " == *" $1 "* ]]; }
-want_block readme && doc_blocks readme "$README" "## Quick start"
-want_block reference && doc_blocks reference "$REFERENCE" "## Installing from source"
+want_block() { [ -z "${QUICKSTART_BLOCKS:-}" ] || [[ " $QUICKSTART_BLOCKS " == *" $1 "* ]]; }
+want_block readme && doc_blocks readme "$README"
+for doc in "$ROOT"/docs/*.md; do
+	d=$(basename "$doc" .md)
+	[ "$d" != reference ] || doc=$REFERENCE
+	! want_block "$d" || doc_blocks "$d" "$doc"
+done
+if [ "${#started[@]}" -eq 0 ]; then
+	notok "no install block found (QUICKSTART_BLOCKS=${QUICKSTART_BLOCKS:-})"
+fi
 # Each block's lines in order, its checks counted here.
 for j in "${started[@]}"; do
 	wait "${j#*:}" 2>/dev/null || true

@@ -4,7 +4,8 @@
 # static analyzer and bugprone checks) on the library, the CLI, the agent, the
 # benchmarks and the pure generator core (which also builds natively).
 # Kernel code has its own stages (checkpatch, sparse, W=1).  Also the tests
-# of the scripts' own helpers, tests/static/lib-test.sh.
+# of the scripts' own helpers, tests/static/lib-test.sh, and of
+# check.sh's STAGES, tests/static/stages-test.sh.
 # Prints "static: N passed, N failed": one per tool and file set.
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
@@ -46,6 +47,9 @@ run "clang-tidy ${#srcs[@]} files" \
 
 # The scripts' own helpers (tests/lib/lib.sh) that the other stages rely on.
 run "lib-test (tests/lib/lib.sh)" bash tests/static/lib-test.sh
+# An unknown stage name is an error that lists the stages
+# (tests/static/stages-test.sh).
+run "stages-test (STAGES=)" bash tests/static/stages-test.sh
 # `make clean` keeps build/'s caches (tests/static/clean-test.sh).
 run "clean-test (make clean)" bash tests/static/clean-test.sh
 
