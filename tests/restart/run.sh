@@ -155,7 +155,7 @@ boot() {
 		-serial mon:stdio -kernel "$kernel" -initrd "$initrd"
 		-drive "file=$disk,format=raw,if=virtio,cache=writeback"
 		-drive "file=$witness,format=raw,if=virtio,cache=writeback"
-		-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 sfphase=$phase")
+		-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 sfphase=$phase ${VM_KARGS[*]}")
 	if [ -n "$rtc" ]; then
 		args+=(-rtc "base=$rtc")
 	fi

@@ -77,7 +77,7 @@ qemu() {
 		-device "vmgenid,guid=$guid" \
 		-drive "file=$disk,format=qcow2,if=virtio" \
 		-kernel "$kernel" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4" \
+		-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 ${VM_KARGS[*]}" \
 		"$@" </dev/null >"$log" 2>&1 &
 	qpid=$!
 }
