@@ -96,14 +96,7 @@ if ! grep -q '^BENCH place_done' "$OUT/guest.txt" || grep -q '^BENCH-ERROR' "$OU
 	tail -n 40 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
 	die "the guest did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
 fi
-vm_problems "$log" || die "$(vm_problem_where "$log") during the benchmark"
-tp=0
-vm_textpoke "$log" || tp=$?
-case $tp in
-0) textpoke=none ;;
-1) textpoke="kernel-text-patched" ;;
-*) textpoke="no-report" ;;
-esac
+bench_guest_verdict "$log"
 
 {
 	echo "BENCH meta base=$base_name head=\"$head_name\" accel=$bench_accel vm_mode=parallel textpoke=$textpoke vcpus=${VM_CPUS:-2} guest_kernel=$kver placements=$BENCH_PLACEMENTS step=$BENCH_PLACE_STEP rounds=$BENCH_ROUNDS point_s=$BENCH_SECONDS host_loadavg=$guest_load host_cpus=$(nproc) date=$(date -u +%Y-%m-%dT%H:%M:%SZ) guest_seconds=$guest_secs"

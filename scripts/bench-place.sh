@@ -97,3 +97,20 @@ load_watch_stop() {
 	wait "$load_pid" 2>/dev/null || true
 	sort -g "$load_file" | sed -n '1h; $!d; x; G; s/\n/-/; p'
 }
+
+# bench_guest_verdict LOG: the checks of a benchmark guest's console that
+# bench.sh and bench-compare.sh share.  A kernel problem ends the benchmark,
+# saying where it was (vm_problem_where); $textpoke is set from the
+# text-patch recorder's report (vm_textpoke): none, kernel-text-patched or
+# no-report.
+# shellcheck disable=SC2034 # textpoke: read by the scripts that source this
+bench_guest_verdict() {
+	local tp=0
+	vm_problems "$1" || die "$(vm_problem_where "$1") during the benchmark"
+	vm_textpoke "$1" || tp=$?
+	case $tp in
+	0) textpoke=none ;;
+	1) textpoke="kernel-text-patched" ;;
+	*) textpoke="no-report" ;;
+	esac
+}

@@ -240,14 +240,7 @@ if ! grep -q '^BENCH done' "$OUT/guest.txt" || ! grep -q '^BENCH place_done' "$O
 	tail -n 40 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
 	die "the guest benchmark did not finish (qemu exit $rc; console in ${log#"$ROOT"/})"
 fi
-vm_problems "$log" || die "$(vm_problem_where "$log") during the benchmark"
-tp=0
-vm_textpoke "$log" || tp=$?
-case $tp in
-0) textpoke=none ;;
-1) textpoke="kernel-text-patched" ;;
-*) textpoke="no-report" ;;
-esac
+bench_guest_verdict "$log"
 
 # The peers natively on this host (servers on a private port and sockets,
 # stopped after): the scale of a round trip on hardware, next to an 8-byte
