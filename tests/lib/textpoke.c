@@ -34,9 +34,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -47,7 +45,6 @@
 #define MAX_POKES	4096
 
 struct ring {
-	int fd;
 	struct perf_event_mmap_page *meta;
 	unsigned char *data;
 	size_t size;
@@ -66,6 +63,7 @@ static struct poke pokes[MAX_POKES];
 static unsigned long npokes, lost, dropped;
 static uint64_t stext, etext;	/* the kernel's own text: [_stext, _etext) */
 static long page;
+static int ncpus;	/* the CPUs this kernel may bring up: each has a ring */
 static volatile sig_atomic_t stop;
 
 static void on_term(int sig)
@@ -97,7 +95,6 @@ static int open_cpu(int cpu)
 		close(fd);
 		return -e;
 	}
-	r->fd = fd;
 	r->meta = m;
 	r->data = (unsigned char *)m + page;
 	r->size = DATA_PAGES * page;
@@ -113,7 +110,7 @@ static void ring_copy(const struct ring *r, uint64_t off, void *dst, size_t len)
 	memcpy((unsigned char *)dst + first, r->data, len - first);
 }
 
-static void symbolize(uint64_t addr, char *out, size_t n, bool *in_module);
+static void symbolize(uint64_t addr, char *out, size_t n);
 
 static void drain(int cpu)
 {
@@ -140,14 +137,13 @@ static void drain(int cpu)
 			memcpy(&old_len, rec + sizeof(h) + 8, sizeof(old_len));
 			if (npokes < MAX_POKES) {
 				struct poke *p = &pokes[npokes];
-				bool in_mod;
 
 				p->addr = addr;
 				p->len = old_len;
 				p->cpu = cpu;
 				p->core = addr >= stext && addr < etext;
 				/* Now: a module's symbols go when it is unloaded. */
-				symbolize(addr, p->sym, sizeof(p->sym), &in_mod);
+				symbolize(addr, p->sym, sizeof(p->sym));
 			} else {
 				dropped++;
 			}
@@ -169,7 +165,7 @@ static int follow_cpus(FILE *err)
 {
 	int cpu, nopen = 0;
 
-	for (cpu = 0; cpu < MAX_CPUS; cpu++) {
+	for (cpu = 0; cpu < ncpus; cpu++) {
 		char path[64];
 		int fd, ret;
 		char c = '1';
@@ -206,13 +202,12 @@ static int follow_cpus(FILE *err)
 }
 
 /* The kallsyms symbol at or below @addr, "name+0xoff [module]". */
-static void symbolize(uint64_t addr, char *out, size_t n, bool *in_module)
+static void symbolize(uint64_t addr, char *out, size_t n)
 {
 	FILE *f = fopen("/proc/kallsyms", "r");
 	char line[512], best[256] = "?", mod[128] = "";
 	uint64_t best_a = 0;
 
-	*in_module = false;
 	if (!f) {
 		snprintf(out, n, "?");
 		return;
@@ -232,7 +227,6 @@ static void symbolize(uint64_t addr, char *out, size_t n, bool *in_module)
 		}
 	}
 	fclose(f);
-	*in_module = mod[0] != '\0';
 	snprintf(out, n, "%s+0x%" PRIx64 "%s%s", best, best_a ? addr - best_a : addr,
 		 mod[0] ? " " : "", mod);
 }
@@ -273,6 +267,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	page = sysconf(_SC_PAGESIZE);
+	/* The CPUs present, online or not (maxcpus=1 leaves them offline). */
+	ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	if (ncpus < 1 || ncpus > MAX_CPUS)
+		ncpus = MAX_CPUS;
 	if (text_range()) {
 		fprintf(stderr, "sf-textpoke: no _stext/_etext in /proc/kallsyms (kptr_restrict?)\n");
 		return 1;
@@ -301,12 +299,13 @@ int main(int argc, char **argv)
 		int cpu;
 
 		/* A CPU that came online since: its event, from now on. */
-		cpus = follow_cpus(stderr);
-		for (cpu = 0; cpu < MAX_CPUS; cpu++)
+		if (cpus < ncpus)
+			cpus = follow_cpus(stderr);
+		for (cpu = 0; cpu < ncpus; cpu++)
 			drain(cpu);
 		nanosleep(&ts, NULL);
 	}
-	for (int cpu = 0; cpu < MAX_CPUS; cpu++)
+	for (int cpu = 0; cpu < ncpus; cpu++)
 		drain(cpu);
 
 	for (i = 0; i < npokes && i < MAX_POKES; i++) {
