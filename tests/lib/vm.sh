@@ -143,18 +143,20 @@ vm_boot() {
 
 # vm_problems LOG: print every kernel problem of the console with context,
 # and where the first one was (vm_problem_where), which also goes to the
-# lane's notes (vm_notes); returns 0 when there is none.
+# lane's notes (vm_notes) and to $VM_PROBLEM_WHERE for the caller's own
+# line; returns 0 when there is none.
 vm_problems() {
-	local log=$1 where
+	local log=$1
+	VM_PROBLEM_WHERE=
 	if ! log_has "$log" "$KERNEL_PROBLEMS"; then
 		return 0
 	fi
 	echo "---- kernel problems in ${log#"$ROOT"/} ----"
 	tr -d '\r' <"$log" | grep -n -E -B 4 -A 30 "$KERNEL_PROBLEMS"
 	echo "---- end of kernel problems ----"
-	where=$(vm_problem_where "$log")
-	echo "  $where (${log#"$ROOT"/})"
-	echo "$where" >>"$VM_NOTES"
+	VM_PROBLEM_WHERE=$(vm_problem_where "$log")
+	echo "  $VM_PROBLEM_WHERE (${log#"$ROOT"/})"
+	echo "$VM_PROBLEM_WHERE" >>"$VM_NOTES"
 	return 1
 }
 

@@ -264,7 +264,7 @@ sys.exit(0 if rows and len(rows) == 32 and not bad and ordered else 1)'; then
 		fail=$((fail + 1))
 	fi
 	if ! vm_problems "$log"; then
-		note="$note; $(vm_problem_where "$log")"
+		note="$note; $VM_PROBLEM_WHERE"
 		fail=$((fail + 1))
 	fi
 	# The debug kernel (scripts/debug-kernel.sh) also looks for leaks.
@@ -295,9 +295,7 @@ test_mutant() {
 	name=$(basename "$patch" .patch)
 	src=$BUILD/mutant-$name
 	echo "==== mutant $name on $kver: ${patch#"$ROOT"/} ===="
-	rm -rf "$src"
-	mkdir -p "$src"
-	cp -r "$ROOT/Kbuild" "$ROOT/driver" "$ROOT/uapi" "$src/"
+	sync_module_src "$src"
 	if ! patch -s -d "$src" -p1 <"$patch"; then
 		summary+=("mutant $name: 0 passed, 1 failed (${patch#"$ROOT"/} does not apply)")
 		total_fail=$((total_fail + 1))
