@@ -84,6 +84,49 @@ vm_textpoke_bin() {
 	) 9>"$BUILD/textpoke/lock"
 }
 
+# vm_tsc_khz: $VM_TSC_KHZ, the host's TSC rate in kHz, which is the rate of
+# a TCG guest's TSC (tests/lib/tsc-khz.c), measured once and exported to
+# the lane's other scripts.  Returns 1, with a warning, when it cannot be
+# measured: the guests then calibrate it themselves.
+vm_tsc_khz() {
+	local src=$ROOT/tests/lib/tsc-khz.c bin=$BUILD/tsc-khz/sf-tsc-khz
+	[ -z "${VM_TSC_KHZ:-}" ] || return 0
+	mkdir -p "$BUILD/tsc-khz"
+	(
+		flock 9
+		if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+			gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$bin.tmp" "$src" &&
+				mv "$bin.tmp" "$bin"
+		fi
+	) 9>"$BUILD/tsc-khz/lock"
+	if ! VM_TSC_KHZ=$("$bin"); then
+		echo "warning: the host's TSC rate could not be measured (tests/lib/tsc-khz.c): the guests calibrate their own" >&2
+		VM_TSC_KHZ=
+		return 1
+	fi
+	export VM_TSC_KHZ
+}
+
+# vm_clock_check LOG: 1, with a message, when the guest's kernel runs its TSC
+# at a rate more than 15 % from the host's (its last "Refined TSC" or
+# "Detected ... MHz" line of the boot messages, which vmtest's guests print:
+# SNOWFLAKE-BOOT-DMESG): every clock of such a guest runs wrong, and what
+# its tests measure in time means nothing.  0 when it agrees, or when the
+# console has no such line or the host's rate cannot be measured.
+vm_clock_check() {
+	local log=$1 mhz
+	vm_tsc_khz 2>/dev/null || return 0
+	mhz=$(tr -d '\r' <"$log" | sed -nE 's/.*tsc: (Refined TSC clocksource calibration:|Detected) ([0-9]+)\.[0-9]+ MHz.*/\2/p' | tail -n1)
+	[ -n "$mhz" ] || return 0
+	# ("Detected" is the CPU's rate, which the kernel keeps only within
+	# 10 % of the TSC's.)
+	if [ $((mhz * 1000 * 100)) -lt $((VM_TSC_KHZ * 85)) ] || [ $((mhz * 1000 * 100)) -gt $((VM_TSC_KHZ * 115)) ]; then
+		echo "  guest clock wrong: its TSC runs at $mhz MHz by its kernel, the host's at $((VM_TSC_KHZ / 1000)) MHz (${log#"$ROOT"/})"
+		echo "guest clock wrong: TSC $mhz MHz, host $((VM_TSC_KHZ / 1000)) MHz" >>"$VM_NOTES"
+		return 1
+	fi
+}
+
 # vm_pack DIR OUT: newc cpio, gzip.
 vm_pack() {
 	local dir=$1 out=$2
@@ -107,6 +150,10 @@ vm_accel_args() {
 		VM_ACCEL=(-accel kvm -cpu host)
 		return 0
 	fi
+	# tsc_early_khz: the TSC's rate, the host's (vm_tsc_khz), so that no
+	# guest calibrates it against the emulated PIT, which a busy host can
+	# throw 60 % off for good (tests/lib/tsc-khz.c; vm_clock_check).
+	vm_tsc_khz && VM_KARGS+=("tsc_early_khz=$VM_TSC_KHZ")
 	case $mode in
 	single)
 		# shellcheck disable=SC2054 # one qemu argument with commas
@@ -148,6 +195,10 @@ vm_boot() {
 vm_problems() {
 	local log=$1
 	VM_PROBLEM_WHERE=
+	if ! vm_clock_check "$log"; then
+		VM_PROBLEM_WHERE="guest clock wrong"
+		return 1
+	fi
 	if ! log_has "$log" "$KERNEL_PROBLEMS"; then
 		return 0
 	fi
