@@ -4,7 +4,7 @@
 list run against every store with its real server(s).
 
   contract.py --agent PATH --out DIR [--stores etcd,redis,zookeeper,mysql]
-              [--only SCENARIO,...]
+              [--only SCENARIO,...] [--mutants DIR]
 
 Each store runs in a child of its own (the four in parallel): its servers
 are started once (etcd: 3 members, redis: one redis-server with appendonly
@@ -16,6 +16,24 @@ logs, exit codes and timings, and the store's contents, never from the mere
 absence of an error.  Faults on the path to the store come from
 tests/contract/faultproxy.py (protocol-blind: hold, drop a reply after the
 request went through, trickle, inflate, cut).
+
+Every check shows its fault fired: a reply dropped names the request the
+proxy acted on (read back in the store's protocol, stores.py classify())
+and the agent's log shows the step it hit; an inflated or trickled reply
+counts its bytes; an agent that exits by itself (a crash, a signal the
+test did not send) fails the scenario wherever it happens; a history must
+hold an interval of every agent that served; the liveness figure fails on
+no data.  n/a comes only from NA_TABLE, (scenario, store) -> why: a listed
+scenario still runs and must say n/a (NA) for that reason; one that passes
+there, or one not listed that says n/a, is a FAIL.
+
+With --mutants DIR (tests/contract/mutants.sh's builds: DIR/manifest, DIR/done),
+each store, after its scenarios, runs every mutant that lists it: that
+mutant's agent on each of its scenarios, in the same servers.  A cell is
+killed when a scenario fails (or its liveness figure passes the bound),
+SURVIVED when all pass, moot when the scenario failed with the real agent
+too (nothing proven); each cell is one TAP line (killed: ok), and a patch
+that no longer applies or builds is one failure naming it.
 
 Prints TAP lines ("ok N STORE SCENARIO: ..."), the table scenario x store
 (ok, FAIL or n/a (why)), per store the liveness figure (the longest time a
@@ -62,7 +80,38 @@ class Fail(Exception):
 
 
 class NA(Exception):
-    pass
+    """The scenario cannot be set up on this store (valid only where
+    NA_TABLE lists it)."""
+
+
+# The only n/a cells: (scenario, store) -> why.  Each still runs and must
+# raise NA; passing there is a FAIL (the entry is stale: remove it).
+NA_TABLE = {
+    ("mark_invalid_minus1", "mysql"): "mark is BIGINT UNSIGNED: the server refuses -1",
+    ("mark_invalid_abc", "mysql"): "mark is BIGINT UNSIGNED: the server refuses abc",
+    ("mark_invalid_25digits", "mysql"): "mark is BIGINT UNSIGNED: the server refuses 25 digits",
+    ("mark_invalid_1000", "mysql"): "mark is BIGINT UNSIGNED: 1000 is a mark in the form "
+                                    "written, a low one like a new key space's 0 (lowered: "
+                                    "mark_lowered)",
+    ("store_restart_volatile", "etcd"): "etcd always persists",
+    ("store_restart_volatile", "zookeeper"): "ZooKeeper always persists",
+    ("store_restart_volatile", "mysql"): "InnoDB always persists",
+    ("store_not_durable", "etcd"): "etcd: no such configuration (every write is fsynced by "
+                                   "a quorum)",
+    ("store_not_durable", "zookeeper"): "ZooKeeper: no such configuration (every write is "
+                                        "logged by a quorum)",
+    # issue 31 finding g: MySQL has one (innodb_flush_log_at_trx_commit);
+    # the scenario for it comes with the lease engine (branch i31e), which
+    # removes this entry.
+    ("store_not_durable", "mysql"): "MySQL: not written yet (issue 31 g)",
+}
+
+# What the agent's log shows when the engine resolves a claim whose outcome
+# was unknown (a lost reply): the step a dropped claim reply hit.
+UNKNOWN_CLAIM = r"event=(claim_undone|zookeeper_session_dropped)"
+# What the log shows when a store call got no reply (any store).
+NO_REPLY = (r"event=(\w*_down|\w*unknown\w*|\w*reply_lost\w*|fenced|lease_lost|key_lost|claim_undone|"
+            r"zookeeper_session\w*)")
 
 
 class Agent:
@@ -70,6 +119,8 @@ class Agent:
         self.c, self.log, self.offset = c, log, offset
         self.p = S.spawn(c.run.procs, argv, log)
         self.rc = None
+        self.ended_by_test = False   # SIGTERM/SIGKILL sent, or wait_exit()
+        self.died = None             # exited by itself before the test's SIGTERM
 
     def text(self, off=0):
         with open(self.log, "rb") as f:
@@ -96,9 +147,31 @@ class Agent:
         return m.group(1) if m else None
 
     def serving(self):
-        """The last of unfenced/fenced in its log is unfenced."""
+        """Running, and the last of unfenced/fenced in its log is unfenced
+        (a dead agent serves nothing, whatever it logged last)."""
+        if not self.alive():
+            return False
         ev = re.findall(r"event=(unfenced|fenced)", self.text())
         return bool(ev) and ev[-1] == "unfenced"
+
+    def crashed(self):
+        """Why it ended by itself (nonzero exit, a signal the test did not
+        send, or exit 0 nobody asked for), or None."""
+        rc = self.p.poll() if self.died is None else self.died
+        if rc is None or (self.ended_by_test and self.died is None):
+            return None
+        tail = " | ".join(self.text().strip().splitlines()[-2:])[-200:]
+        how = "killed by signal %d" % -rc if rc < 0 else "exit %d" % rc
+        return "agent %d %s, not by the test (%s)" % (self.c.agents.index(self), how, tail)
+
+    def wait_exit(self, secs):
+        """The test expects it to end by itself: its exit status, or None."""
+        try:
+            rc = self.p.wait(timeout=secs)
+        except subprocess.TimeoutExpired:
+            return None
+        self.ended_by_test = True
+        return rc
 
     def claimed(self, off=0):
         return re.findall(r"event=claimed datacenter=(\d+) worker=(\d+)", self.text(off))
@@ -110,7 +183,10 @@ class Agent:
         """SIGTERM: (exit status or None when it had to be killed, seconds)."""
         t = time.monotonic()
         if self.p.poll() is None:
+            self.ended_by_test = True
             self.p.send_signal(signal.SIGTERM)
+        elif not self.ended_by_test:
+            self.died = self.p.returncode
         try:
             self.rc = self.p.wait(timeout=secs)
         except subprocess.TimeoutExpired:
@@ -120,6 +196,9 @@ class Agent:
         return self.rc, time.monotonic() - t
 
     def kill9(self):
+        if self.p.poll() is not None and not self.ended_by_test:
+            self.died = self.p.returncode
+        self.ended_by_test = True
         self.p.kill()
         self.p.wait()
         self.c.fault("kill", pid=self.p.pid, at=now_ns())
@@ -210,18 +289,44 @@ class Ctx:
         return r.returncode, r.stderr
 
     def with_proxy(self):
-        self.proxy = FaultProxy(self.s.upstream())
+        self.proxy = FaultProxy(self.s.upstream(), observe=self.s.observe)
         return self.proxy
 
-    def wait_proxy_drop(self, secs):
+    def arm_drop(self, kind):
+        """The next @kind request (claim, renewal) of this scenario's
+        cluster through the proxy: its reply lost after the store got it."""
+        self.proxy.arm_drop(match=self.s.matcher(kind, self.cl))
+
+    def dropped(self, kind, secs, agent=None, step=NO_REPLY):
+        """The armed drop fired within @secs on a @kind of this cluster (the
+        proxy's report, read back in the store's protocol), and then
+        @agent's log shows @step: the fault happened where it was meant.
+        Returns the key of the request."""
         t = time.monotonic() + secs
-        while time.monotonic() < t:
-            if self.proxy.dropped:
-                return True
+        while time.monotonic() < t and not self.proxy.acted:
             time.sleep(0.05)
-        return False
+        self.expect(self.proxy.acted, "the proxy never saw a %s" % kind)
+        x = self.proxy.acted[0]
+        got, key = self.s.classify(x["request"], self.cl)
+        self.fault("drop", request=got, key=key or "-", conn=x["conn"])
+        self.expect(got == kind and key, "the proxy dropped the reply to a %s (%s), not to a %s: "
+                    "%r" % (got, key, kind, x["request"][-160:]))
+        self.note("dropped the reply to the %s of %s" % (kind, key.replace(
+            "%s:%s:" % (S.PREFIX, self.cl), "")))
+        if agent is not None:
+            self.expect(agent.wait(step, 2 * TTL / 1000 + 5),
+                        "the lost %s reply: %s's log never shows %s" % (kind, "the agent", step))
+        return key
+
+    def check_agents(self):
+        """No agent ended by itself (crashed, or killed by no signal of ours)."""
+        bad = [a.crashed() for a in self.agents if a.crashed()]
+        self.expect(not bad, "; ".join(bad))
 
     def stop_agents(self, expect_zero=True):
+        """Every agent: none ended by itself; SIGTERM to each running one,
+        exit 0 (unless @expect_zero is False)."""
+        self.check_agents()
         bad = []
         for a in self.agents:
             if a.alive():
@@ -231,7 +336,10 @@ class Ctx:
         if expect_zero:
             self.expect(not bad, "agents did not exit 0 on SIGTERM: %s" % bad)
 
-    def history(self, liveness=False):
+    def history(self, liveness=False, none_served=False):
+        """The history judged (0 overlaps), and whole: an interval of every
+        agent whose log says it served; some agent served unless
+        @none_served (what the scenario checks is that nobody did)."""
         r, fig = check.judge(self.name, self.faults, self.hist, timeout=300)
         with open(os.path.join(self.dir, "lease-check.out"), "w") as f:
             f.write(r.stdout + r.stderr)
@@ -240,8 +348,17 @@ class Ctx:
         self.expect(r.returncode == 0 and rt == "0" and ts == "0",
                     "lease-check: %s overlaps, %s timestamp overlaps, %s underived" % (
                         rt, ts, fig.get("underived", "?")))
+        owners = set(re.findall(r"^interval .*? owner=(\S+)", open(self.hist).read(), re.M))
+        served = [a for a in self.agents if a.has("event=unfenced")]
+        lost = [self.agents.index(a) for a in served if a.owner() not in owners]
+        self.expect(not lost, "agents %s served but the history has no interval of theirs" % lost)
+        self.expect(none_served or served, "a history of %s intervals: nobody served" %
+                    fig.get("intervals", "?"))
+        self.expect(not none_served or not served, "agents %s served" %
+                    [self.agents.index(a) for a in served])
         self.note("%s intervals, 0 overlaps" % fig.get("intervals", "?"))
         if liveness:
+            self.expect("gap_up_ms" in fig, "lease-check gave no liveness figure")
             self.run.gaps.append((self.name, int(fig.get("gap_up_ms", fig.get("gap_ms", 0))),
                                   int(fig.get("gap_down_ms", 0)), int(fig.get("gap_ms", 0))))
 
@@ -374,7 +491,7 @@ def s_mark_missing(c):
     c.expect(a.has("event=mark_missing"), "no event=mark_missing")
     c.expect(not a.has("event=claimed"), "claimed a pair without a mark")
     c.stop_agents()
-    c.history()
+    c.history(none_served=True)
 
 
 def mark_invalid(text):
@@ -382,9 +499,11 @@ def mark_invalid(text):
         """An invalid mark: never served, logged (event=mark_invalid), kept by
         --init-store; replaced only with --init-mark-ms, then served above it."""
         c.init()
+        if c.s.mark_written_form(text):
+            raise NA("%r is a mark in the form this store's agent writes" % text)
         try:
             c.s.mark_set(c.cl, (0, 0), text)
-        except OSError as e:
+        except S.Refused as e:      # the server's type refuses the text; any other error fails
             raise NA(str(e))
         a = c.agent()
         time.sleep(3 * TTL / 1000)
@@ -444,7 +563,7 @@ def s_mark_invalid_under_holder(c):
     a.kill9()
     c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
     b = c.agent(offset=-6000)
-    b.wait("event=unfenced", 20)
+    c.expect(b.wait("event=unfenced", 20), "B never served after A's kill -9")
     time.sleep(TTL / 1000)
     c.stop_agents()
     c.history()
@@ -455,10 +574,10 @@ def s_claim_reply_lost(c):
     proxy; the connection cut): no pair stays bound to A while A serves
     another; B and A both serve, distinct pairs."""
     c.init("0-1")
-    px = c.with_proxy()
-    px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
+    c.with_proxy()
+    c.arm_drop("claim")
     a = c.agent("0-1", proxy=True)
-    c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim")
+    c.dropped("claim", 10)
     t_drop = time.monotonic()
     # A's next walk over the pool: by its end the claim whose reply was
     # lost is undone (the key gone, or A's own claim again), well before
@@ -474,6 +593,8 @@ def s_claim_reply_lost(c):
     c.expect(not stray, "after the lost reply, %s still held A's owner %.1f s after it, not "
              "claimed by A (A claimed %s): the claim was not undone" % (stray, walked, mine))
     c.note("A's next walk %.1f s after the lost reply; A's keys then: %s" % (walked, left))
+    c.expect(a.has(UNKNOWN_CLAIM), "A's log never shows the claim's unknown outcome resolved (%s)"
+             % UNKNOWN_CLAIM)
     time.sleep(0.2)
     b = c.agent("0-1")
     t = time.monotonic() + 6 * TTL / 1000 + 10
@@ -493,13 +614,16 @@ def s_renew_reply_lost(c):
     """The reply to a renewal lost (connection cut after the request went
     through): no overlap; the pair is served again within the bound."""
     c.init()
-    px = c.with_proxy()
+    c.with_proxy()
     a = c.agent(proxy=True)
     c.expect(a.wait("event=unfenced", 15), "A never served")
     b = c.agent()
     c.expect(b.wait("event=pool_full", 10), "B never saw the pair held")
-    px.arm_drop(*c.s.renew_pattern(c.cl, (0, 0)))
-    c.expect(c.wait_proxy_drop(3 * TTL / 1000), "the proxy never saw a renewal")
+    off = a.size()
+    c.arm_drop("renewal")
+    c.dropped("renewal", 3 * TTL / 1000)
+    c.expect(a.wait(NO_REPLY, 2 * TTL / 1000 + 5, off),
+             "the lost renewal reply: A's log never shows it (%s)" % NO_REPLY)
     time.sleep(3 * TTL / 1000)
     c.expect(a.serving() or b.serving(), "nobody serves the pair after the lost reply")
     c.stop_agents()
@@ -519,7 +643,9 @@ def s_trickle(c):
     px.set_mode("trickle", 300)
     t0 = time.monotonic()
     c.expect(a.wait("event=fenced", TTL / 1000 + 1, off), "A did not fence within the TTL")
-    c.note("A fenced %.1f s after the trickle began" % (time.monotonic() - t0))
+    c.note("A fenced %.1f s after the trickle began, %d bytes trickled" %
+           (time.monotonic() - t0, px.trickled))
+    c.expect(px.trickled > 0, "the proxy trickled nothing")
     time.sleep(0.5)
     rc, secs = a.term(10)
     c.expect(rc == 0 and secs < 2, "SIGTERM during the trickle: exit %s after %.1f s" % (rc, secs))
@@ -540,9 +666,16 @@ def s_oversized(c):
     a = c.agent(proxy=True)
     time.sleep(2 * TTL / 1000)
     c.expect(not a.has("event=claimed"), "claimed on a reply that never was whole")
+    c.expect(px.replaced > 0 and px.inflated > 0, "the proxy made no reply huge (%d replaced, "
+             "%d bytes sent)" % (px.replaced, px.inflated))
+    c.fault("inflate", replaced=px.replaced, bytes=px.inflated)
+    n0 = px.inflated
     px.set_mode("inflate", 128 << 20)
     px.cut()
     time.sleep(2 * TTL / 1000)
+    c.expect(px.inflated > n0, "the proxy sent no garbage after a reply")
+    c.fault("inflate", bytes=px.inflated - n0)
+    c.note("%d replies replaced, %d MiB of garbage" % (px.replaced, px.inflated >> 20))
     hwm = a.hwm_kb()
     c.expect(a.alive(), "the agent died: exit %s" % a.p.poll())
     c.expect(hwm < 65536, "the agent grew to %d MiB" % (hwm // 1024))
@@ -646,10 +779,7 @@ def s_store_not_durable(c):
         c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
         sa = ["--redis-port", str(port)]
         a = c.agent(extra=sa)
-        try:
-            rc = a.p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            rc = None
+        rc = a.wait_exit(5)
         c.expect(rc == 5, "a Redis with RDB snapshots only: exit %s, not 5" % rc)
         opt = redis_optin(c.run)
         c.expect(opt, "no option to accept such a Redis in --help")
@@ -695,7 +825,9 @@ def s_sigterm_init(c):
     c.run.procs.append(p)
     time.sleep(0.5)
     if p.poll() is not None:
-        raise NA("--init-store of 262144 pairs ended in 0.5 s")
+        # a failed --init-store is a failure, and so is one too fast to test
+        raise Fail("--init-store of 262144 pairs ended (exit %s) within 0.5 s, before the "
+                   "SIGTERM: %s" % (p.returncode, open(log).read().strip()[-200:]))
     p.send_signal(signal.SIGTERM)
     t0 = time.monotonic()
     try:
@@ -879,6 +1011,82 @@ class StoreRun:
                                    text=True).stdout
         self.store = S.STORES[a.store](self.out, self.procs)
         self.only = a.only.split(",") if a.only else None
+        self.mutants = a.mutants
+        self.mres = {}
+
+    def scenario(self, name, fn):
+        """Run one scenario: (ok|n/a|FAIL, why)."""
+        listed = NA_TABLE.get((name, self.store.name))
+        c = Ctx(self, name)
+        try:
+            fn(c)
+            c.check_agents()
+            r = ("ok", "; ".join(c.notes))
+            if listed:
+                r = ("FAIL", "passes, but NA_TABLE says n/a (%s): remove the entry" % listed)
+        except NA as e:
+            r = ("n/a", listed) if listed else ("FAIL", "n/a (%s) but not in NA_TABLE" % e)
+        except Fail as e:
+            crash = [a.crashed() for a in c.agents if a.crashed()]
+            r = ("FAIL", "; ".join([str(e)] + [x for x in crash if x not in str(e)]))
+        except Exception as e:  # a harness error is a failure, never a pass
+            r = ("FAIL", "harness error: %r" % (e,))
+        finally:
+            c.cleanup()
+        return (r[0], " ".join(r[1].split())[:300])
+
+    def run_mutants(self, base):
+        """Each mutant of the manifest that lists this store: its scenarios
+        with its agent.  {name: (killed|SURVIVED|moot, why)}."""
+        out = {}
+        t = time.monotonic() + 600
+        while not os.path.exists(os.path.join(self.mutants, "done")) and time.monotonic() < t:
+            time.sleep(0.5)
+        try:
+            lines = open(os.path.join(self.mutants, "manifest")).read().splitlines()
+        except OSError:
+            return {"-": ("SURVIVED", "no mutant manifest in %s" % self.mutants)}
+        fns = dict(SCENARIOS)
+        real_agent, real_gaps = self.agent, self.gaps
+        for ln in lines:
+            name, status, agent, stores, scen = ln.split("\t")[:5]
+            if status != "built" or self.store.name not in stores.split():
+                continue
+            self.agent = agent
+            killed, ran, moot = [], [], []
+            ts = time.monotonic()
+            for sc in scen.split():
+                if sc not in fns:
+                    killed = []
+                    moot.append("%s: no such scenario" % sc)
+                    break
+                if NA_TABLE.get((sc, self.store.name)):
+                    continue
+                if base.get(sc, ("ok",))[0] != "ok":
+                    moot.append("%s: fails with the real agent too" % sc)
+                    continue
+                self.gaps = []
+                v, why = self.scenario("mutant-%s-%s" % (name[:24], sc), fns[sc])
+                ran.append(sc)
+                over = [g for g in self.gaps if g[1] > BOUND]
+                if v == "FAIL":
+                    killed.append("%s: %s" % (sc, why[:160]))
+                elif over:
+                    killed.append("%s: liveness %d ms > bound %d ms" % (sc, over[0][1], BOUND))
+                if killed:
+                    break
+            if killed:
+                out[name] = ("killed", killed[0])
+            elif moot:
+                out[name] = ("moot", "; ".join(moot))
+            else:
+                out[name] = ("SURVIVED", "passed %s" % " ".join(ran) if ran else
+                             "no scenario ran on this store")
+            print("# %s mutant %s: %s %s (%.1f s)" % (self.store.name, name, out[name][0],
+                                                   out[name][1], time.monotonic() - ts),
+                  flush=True)
+        self.agent, self.gaps = real_agent, real_gaps
+        return out
 
     def main(self):
         res = {}
@@ -891,25 +1099,14 @@ class StoreRun:
         for name, fn in SCENARIOS:
             if self.only and name not in self.only:
                 continue
-            if name in self.store.not_applicable:
-                res[name] = ("n/a", self.store.not_applicable[name])
-                continue
-            c = Ctx(self, name)
             ts = time.monotonic()
-            try:
-                fn(c)
-                res[name] = ("ok", "; ".join(c.notes))
-            except NA as e:
-                res[name] = ("n/a", str(e))
-            except Fail as e:
-                res[name] = ("FAIL", str(e))
-            except Exception as e:  # a harness error is a failure, never a pass
-                res[name] = ("FAIL", "harness error: %r" % (e,))
-            finally:
-                res[name] = (res[name][0], " ".join(res[name][1].split())[:300])
-                c.cleanup()
+            res[name] = self.scenario(name, fn)
             print("# %s %s: %s %s (%.1f s)" % (self.store.name, name, res[name][0],
                                               res[name][1], time.monotonic() - ts), flush=True)
+        if self.mutants:
+            tm = time.monotonic()
+            self.mres = self.run_mutants(res)
+            print("# %s mutants: %.1f s" % (self.store.name, time.monotonic() - tm), flush=True)
         return res
 
     def stop(self):
@@ -924,8 +1121,46 @@ def run_store(a):
         r.stop()
     gap = max(r.gaps, key=lambda g: g[1]) if r.gaps else ("-", 0, 0, 0)
     with open(os.path.join(r.out, "result.json"), "w") as f:
-        json.dump({"results": res, "gaps": r.gaps, "worst": gap}, f)
+        json.dump({"results": res, "gaps": r.gaps, "worst": gap, "mutants": r.mres}, f)
     return 0
+
+
+def mutant_table(d, stores, figures, n):
+    """The mutants' TAP lines and table mutant x store: (n, passed, failed)."""
+    passed = failed = 0
+    try:
+        lines = [ln.split("\t") for ln in open(os.path.join(d, "manifest")).read().splitlines()]
+    except OSError:
+        print("not ok %d mutants: no manifest in %s (tests/contract/mutants.sh)" % (n + 1, d))
+        return n + 1, 0, 1
+    rows = []
+    for name, status, _agent, mstores, scen, defect in lines:
+        cells = []
+        if status != "built":
+            n += 1
+            failed += 1
+            print("not ok %d mutant %s: %s (%s)" % (n, name, status, os.path.join(d, name)))
+        for s in stores:
+            if status != "built":
+                cells.append(status)
+                continue
+            if s not in mstores.split():
+                cells.append("-")
+                continue
+            v, why = figures[s].get("mutants", {}).get(name, ("SURVIVED", "not run on %s" % s))
+            n += 1
+            if v == "killed":
+                passed += 1
+                print("ok %d mutant %s on %s: killed by %s" % (n, name, s, why))
+            else:
+                failed += 1
+                print("not ok %d mutant %s on %s: %s (%s)" % (n, name, s, v, why))
+            cells.append(v)
+        rows.append((name, cells, defect))
+    print("mutants: %-34s %s" % ("mutant", " ".join("%-12s" % s for s in stores)))
+    for name, cells, defect in rows:
+        print("mutants: %-34s %s" % (name, " ".join("%-12s" % c for c in cells)))
+    return n, passed, failed
 
 
 def main():
@@ -935,6 +1170,7 @@ def main():
     ap.add_argument("--stores", default="etcd,redis,zookeeper,mysql")
     ap.add_argument("--store", help=argparse.SUPPRESS)    # the child of one store
     ap.add_argument("--only", default="")
+    ap.add_argument("--mutants", default="", help="tests/contract/mutants.sh's output directory")
     a = ap.parse_args()
     if a.store:
         return run_store(a)
@@ -944,7 +1180,7 @@ def main():
     kids = {}
     for s in stores:
         argv = [sys.executable, os.path.abspath(__file__), "--agent", a.agent, "--out", a.out,
-                "--store", s, "--only", a.only]
+                "--store", s, "--only", a.only, "--mutants", a.mutants]
         kids[s] = subprocess.Popen(argv, stdout=open(os.path.join(a.out, s + ".log"), "w"),
                                    stderr=subprocess.STDOUT)
     for s, p in kids.items():
@@ -979,7 +1215,10 @@ def main():
                                          if why else ""))
         w = r["worst"]
         n += 1
-        if w[1] <= BOUND:
+        if not r["gaps"]:
+            failed += 1
+            print("not ok %d %s liveness: no scenario measured it" % (n, s))
+        elif w[1] <= BOUND:
             passed += 1
             print("ok %d %s liveness: longest wait %d ms <= bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
         else:
@@ -1007,6 +1246,9 @@ def main():
               "longest wait store-down included %d ms (%s); "
               "%d scenarios measured" % (s, w[1], BOUND, w[0], w[2], g[3], g[0],
                                          len(figures[s]["gaps"])))
+    if a.mutants:
+        n, p, f = mutant_table(a.mutants, stores, figures, n)
+        passed, failed = passed + p, failed + f
     print("# contract: %.0f s" % (time.monotonic() - t0))
     print("contract: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
