@@ -200,12 +200,25 @@ class Agent:
             self.died = self.p.returncode
         self.ended_by_test = True
         self.p.kill()
-        self.p.wait()
+        rc = self.p.wait()
+        self.c.expect(rc == -signal.SIGKILL or self.died is not None,
+                      "kill -9 of agent %d: it ended with %s" % (self.c.agents.index(self), rc))
         self.c.fault("kill", pid=self.p.pid, at=now_ns())
 
     def stop(self):
         os.kill(self.p.pid, signal.SIGSTOP)
         self.stopped_at = now_ns()
+        t = time.monotonic() + 2
+        while self.state() != "T" and time.monotonic() < t:
+            time.sleep(0.01)
+        self.c.expect(self.state() == "T", "SIGSTOP: agent %d is in state %r, not stopped" % (
+            self.c.agents.index(self), self.state()))
+
+    def state(self):
+        try:
+            return open("/proc/%d/stat" % self.p.pid).read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "?"
 
     def cont(self):
         os.kill(self.p.pid, signal.SIGCONT)
@@ -317,6 +330,48 @@ class Ctx:
             self.expect(agent.wait(step, 2 * TTL / 1000 + 5),
                         "the lost %s reply: %s's log never shows %s" % (kind, "the agent", step))
         return key
+
+    # ---- the store edited, each edit read back (the fault happened) and
+    # recorded in the fault log
+    def key_del(self, pair):
+        self.s.key_del(self.cl, pair)
+        got = self.s.key_get(self.cl, pair)
+        self.expect(got is None, "the key of %s still holds %r after its deletion" % (pair, got))
+        self.fault("store-edit", what="key-deleted", pair="%d:%d" % pair, at=now_ns())
+
+    def key_replace(self, pair, owner):
+        self.s.key_replace(self.cl, pair, owner)
+        got = self.s.key_get(self.cl, pair)
+        self.expect(got == owner, "the key of %s holds %r, not %r" % (pair, got, owner))
+        self.fault("store-edit", what="key-replaced", pair="%d:%d" % pair, at=now_ns())
+
+    def mark_del(self, pair):
+        self.s.mark_del(self.cl, pair)
+        got = self.s.mark_get(self.cl, pair)
+        self.expect(got is None, "the mark of %s still reads %r after its deletion" % (pair, got))
+        self.fault("store-edit", what="mark-deleted", pair="%d:%d" % pair, at=now_ns())
+
+    def mark_set(self, pair, text):
+        self.s.mark_set(self.cl, pair, text)
+        got = self.s.mark_get(self.cl, pair)
+        self.expect(got is not None and got.split(" ")[0] == text,
+                    "the mark of %s reads %r, not %r" % (pair, got, text))
+        self.fault("store-edit", what="mark-set", pair="%d:%d" % pair, at=now_ns())
+
+    def mark_set_value(self, pair, v):
+        self.s.mark_set_value(self.cl, pair, v)
+        got = self.s.mark_value(self.cl, pair)
+        self.expect(got == v, "the mark of %s reads %r, not %d" % (pair, got, v))
+        self.fault("store-edit", what="mark-lowered", pair="%d:%d" % pair, at=now_ns())
+
+    def store_down(self):
+        """The store stopped or killed: it must not answer now."""
+        self.expect(not self.s.answers(), "the %s store still answers" % self.s.name)
+
+    def cut(self):
+        n = self.proxy.cut()
+        self.expect(n > 0, "the proxy had no connection to cut")
+        self.fault("cut", connections=n, at=now_ns())
 
     def check_agents(self):
         """No agent ended by itself (crashed, or killed by no signal of ours)."""
@@ -450,7 +505,7 @@ def s_key_deleted(c):
     its next renewal; the pair is served again."""
     a, b = one_holder(c)
     off = a.size()
-    c.s.key_del(c.cl, (0, 0))
+    c.key_del((0, 0))
     t0 = time.monotonic()
     c.expect(a.wait("event=fenced", 2 * TTL / 1000 + 2, off), "A never fenced")
     c.note("A fenced %.1f s after the deletion" % (time.monotonic() - t0))
@@ -470,7 +525,7 @@ def s_key_replaced(c):
     a = c.agent()
     c.expect(a.wait("event=unfenced", 15), "A never served")
     off = a.size()
-    c.s.key_replace(c.cl, (0, 0), "intruder")
+    c.key_replace((0, 0), "intruder")
     c.expect(a.wait("event=fenced", 2 * TTL / 1000 + 2, off), "A never fenced")
     off2 = a.size()
     time.sleep(2 * TTL / 1000)
@@ -485,7 +540,7 @@ def s_mark_missing(c):
     """A free pair whose mark is missing: never claimed (no quarantine
     given), said (event=mark_missing)."""
     c.init()
-    c.s.mark_del(c.cl, (0, 0))
+    c.mark_del((0, 0))
     a = c.agent()
     time.sleep(3 * TTL / 1000)
     c.expect(a.has("event=mark_missing"), "no event=mark_missing")
@@ -502,7 +557,7 @@ def mark_invalid(text):
         if c.s.mark_written_form(text):
             raise NA("%r is a mark in the form this store's agent writes" % text)
         try:
-            c.s.mark_set(c.cl, (0, 0), text)
+            c.mark_set((0, 0), text)
         except S.Refused as e:      # the server's type refuses the text; any other error fails
             raise NA(str(e))
         a = c.agent()
@@ -540,7 +595,7 @@ def s_mark_lowered(c):
     time.sleep(TTL / 1000)
     v = c.s.mark_value(c.cl, (0, 0))
     c.expect(v is not None, "no readable mark while A serves (%r)" % c.s.mark_get(c.cl, (0, 0)))
-    c.s.mark_set_value(c.cl, (0, 0), v - 30000)
+    c.mark_set_value((0, 0), v - 30000)
     time.sleep(2 * TTL / 1000)
     a.kill9()
     b = c.agent(offset=-6000)
@@ -558,7 +613,7 @@ def s_mark_invalid_under_holder(c):
     c.init()
     a = c.agent(offset=0)
     c.expect(a.wait("event=unfenced", 15), "A never served")
-    c.s.mark_set(c.cl, (0, 0), "1000")
+    c.mark_set((0, 0), "1000")
     time.sleep(2.5 * TTL / 1000)
     a.kill9()
     c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
@@ -703,6 +758,7 @@ def s_store_restart(c):
     t0 = now_ns()
     for i in range(len(c.s.m)):
         c.s.kill(i)
+    c.store_down()
     time.sleep(1.5 * TTL / 1000)
     for i in range(len(c.s.m)):
         c.s.start_member(i)
@@ -868,6 +924,35 @@ def s_sigterm_serving(c):
     c.history(liveness=True)
 
 
+def s_long_wait(c):
+    """B waits 12 s on a full pool: its walks never more than the backoff's
+    bound, max(TTL, 1 s), apart (timed from its log's pool_full lines);
+    A's SIGTERM: B serves within the liveness bound."""
+    a, b = one_holder(c)
+    cap = max(TTL, 1000)
+    seen, last, n = [], b.text().count("event=pool_full"), 0
+    t = time.monotonic() + 12
+    while time.monotonic() < t:
+        n = b.text().count("event=pool_full")
+        if n > last:
+            seen.append(time.monotonic())
+            last = n
+        time.sleep(0.02)
+    gaps = [int((y - x) * 1000) for x, y in zip(seen, seen[1:])]
+    c.expect(len(gaps) >= 4, "B walked the full pool only %d times in 12 s" % (len(seen)))
+    c.note("B's walks %d ms apart at most (%d walks)" % (max(gaps), len(seen)))
+    c.expect(max(gaps) <= cap + 500, "B's walks of the full pool %d ms apart, above the "
+             "backoff's bound max(TTL, 1 s) = %d ms" % (max(gaps), cap))
+    rc, _ = a.term()
+    c.expect(rc == 0, "A's SIGTERM: exit %s" % rc)
+    t0 = time.monotonic()
+    c.expect(b.wait("event=unfenced", BOUND / 1000), "B did not serve within %d ms of A's "
+             "release" % BOUND)
+    c.note("B served %.1f s after A's SIGTERM" % (time.monotonic() - t0))
+    c.stop_agents()
+    c.history(liveness=True)
+
+
 def s_quarantine_per_pair(c):
     """--mark-quarantine-ms is per pair: an agent that once saw 0:0's mark
     missing (then initialised and held elsewhere) waits the whole
@@ -888,8 +973,8 @@ def s_quarantine_per_pair(c):
     time.sleep(q_ms / 1000 + 0.5)
     h1.kill9()
     off = q.size()
-    c.s.key_del(c.cl, (0, 1))
-    c.s.mark_del(c.cl, (0, 1))
+    c.key_del((0, 1))
+    c.mark_del((0, 1))
     t0 = time.monotonic()
     q.wait("event=claimed datacenter=0 worker=1", q_ms / 1000 + 10, off)
     waited = (time.monotonic() - t0) * 1000
@@ -911,6 +996,7 @@ def s_store_paused(c):
     offs = [a.size(), b.size()]
     t0 = now_ns()
     c.s.pause_all()
+    c.store_down()
     time.sleep(2 * TTL / 1000)
     c.s.cont_all()
     c.expect(c.s.wait_up(60), "the store did not answer again")
@@ -954,12 +1040,11 @@ def s_settle_readopt(c):
     # ever served: B re-adopts its own key from now on.  The key deleted:
     # B fences and claims the free pair afresh, then settles.
     off = b.size()
-    c.s.key_del(c.cl, (0, 0))
+    c.key_del((0, 0))
     c.expect(b.wait("event=claimed", 2 * TTL / 1000 + 10, off), "B never claimed the pair again")
     t_claim = time.monotonic()
     off2 = b.size()
-    px.cut()
-    c.fault("cut", target="B", during="settle")
+    c.cut()
     c.expect(b.wait("event=unfenced", settle / 1000 + 15, off2), "B never served again")
     waited = (time.monotonic() - t_claim) * 1000
     c.note("B served %d ms after its claim (settle-ms %d), its store connection cut while settling" %
@@ -994,6 +1079,7 @@ SCENARIOS = [
     ("sigterm_init", s_sigterm_init),
     ("sigterm_walk", s_sigterm_walk),
     ("sigterm_serving", s_sigterm_serving),
+    ("long_wait", s_long_wait),
     ("quarantine_per_pair", s_quarantine_per_pair),
     ("config_long_line", s_config_long_line),
 ]

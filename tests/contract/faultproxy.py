@@ -204,10 +204,12 @@ class FaultProxy:
             self.drop_match = match or has
 
     def cut(self):
+        """Close every open connection: how many."""
         with self.lock:
             conns = list(self.conns)
         for c in conns:
             c.close()
+        return len(conns)
 
     def close(self):
         try:

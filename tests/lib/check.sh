@@ -230,6 +230,7 @@ lane_figures() {
 			/^figure: [a-z]+ guest: .*(fence_latency|deadline_to_refused)_ms=/ { kk = k; k = "guest"; w = $0; sub(/^figure: [a-z]+ guest: /, "", w); say("agent " $2, w); k = kk }
 			/^contract: / && !/^contract: [0-9]+ passed, / { say("contract", substr($0, 11)) }
 			/^figures: contract / { say("contract", substr($0, 19)) }
+			/^mutants: / { say("mutants", substr($0, 10)) }
 			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 			/^==== vmclone [^ ]+ [a-z]+ ====/ { k = $3 }
