@@ -334,9 +334,13 @@ class Ctx:
     # ---- the store edited, each edit read back (the fault happened) and
     # recorded in the fault log
     def key_del(self, pair):
+        """(A waiting agent may claim the pair at once: the key read back
+        must no longer hold its holder's owner.)"""
+        old = self.s.key_get(self.cl, pair)
+        self.expect(old is not None, "no key of %s to delete" % (pair,))
         self.s.key_del(self.cl, pair)
         got = self.s.key_get(self.cl, pair)
-        self.expect(got is None, "the key of %s still holds %r after its deletion" % (pair, got))
+        self.expect(got != old, "the key of %s still holds %r after its deletion" % (pair, got))
         self.fault("store-edit", what="key-deleted", pair="%d:%d" % pair, at=now_ns())
 
     def key_replace(self, pair, owner):
@@ -351,17 +355,22 @@ class Ctx:
         self.expect(got is None, "the mark of %s still reads %r after its deletion" % (pair, got))
         self.fault("store-edit", what="mark-deleted", pair="%d:%d" % pair, at=now_ns())
 
-    def mark_set(self, pair, text):
+    def mark_set(self, pair, text, holder=False):
+        """(Under a @holder its next raise may replace @text before it is
+        read back: then the mark read differs from the one before.)"""
+        before = self.s.mark_get(self.cl, pair)
         self.s.mark_set(self.cl, pair, text)
         got = self.s.mark_get(self.cl, pair)
-        self.expect(got is not None and got.split(" ")[0] == text,
+        self.expect(got is not None and (got.split(" ")[0] == text or holder and got != before),
                     "the mark of %s reads %r, not %r" % (pair, got, text))
         self.fault("store-edit", what="mark-set", pair="%d:%d" % pair, at=now_ns())
 
-    def mark_set_value(self, pair, v):
+    def mark_set_value(self, pair, v, holder=False):
+        before = self.s.mark_value(self.cl, pair)
         self.s.mark_set_value(self.cl, pair, v)
         got = self.s.mark_value(self.cl, pair)
-        self.expect(got == v, "the mark of %s reads %r, not %d" % (pair, got, v))
+        self.expect(got == v or holder and got is not None and got != before and got > v,
+                    "the mark of %s reads %r, not %d" % (pair, got, v))
         self.fault("store-edit", what="mark-lowered", pair="%d:%d" % pair, at=now_ns())
 
     def store_down(self):
@@ -595,7 +604,7 @@ def s_mark_lowered(c):
     time.sleep(TTL / 1000)
     v = c.s.mark_value(c.cl, (0, 0))
     c.expect(v is not None, "no readable mark while A serves (%r)" % c.s.mark_get(c.cl, (0, 0)))
-    c.mark_set_value((0, 0), v - 30000)
+    c.mark_set_value((0, 0), v - 30000, holder=True)
     time.sleep(2 * TTL / 1000)
     a.kill9()
     b = c.agent(offset=-6000)
@@ -613,7 +622,7 @@ def s_mark_invalid_under_holder(c):
     c.init()
     a = c.agent(offset=0)
     c.expect(a.wait("event=unfenced", 15), "A never served")
-    c.mark_set((0, 0), "1000")
+    c.mark_set((0, 0), "1000", holder=True)
     time.sleep(2.5 * TTL / 1000)
     a.kill9()
     c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
@@ -973,9 +982,16 @@ def s_quarantine_per_pair(c):
     time.sleep(q_ms / 1000 + 0.5)
     h1.kill9()
     off = q.size()
-    c.key_del((0, 1))
-    c.mark_del((0, 1))
+    # both edits at once (Q could claim 0:1 with its old mark between
+    # them), read back after
+    old = c.s.key_get(c.cl, (0, 1))
+    c.s.key_del(c.cl, (0, 1))
+    c.s.mark_del(c.cl, (0, 1))
     t0 = time.monotonic()
+    c.fault("store-edit", what="key-and-mark-deleted", pair="0:1", at=now_ns())
+    c.expect(old is not None and c.s.key_get(c.cl, (0, 1)) != old,
+             "0:1's key not deleted (%r before)" % old)
+    c.expect(c.s.mark_get(c.cl, (0, 1)) is None, "0:1's mark not deleted")
     q.wait("event=claimed datacenter=0 worker=1", q_ms / 1000 + 10, off)
     waited = (time.monotonic() - t0) * 1000
     c.expect(q.has("event=claimed datacenter=0 worker=1", off), "Q never claimed 0:1")
