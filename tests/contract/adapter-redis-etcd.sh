@@ -22,8 +22,10 @@
 #   - etcd (one member): claim past a dead first endpoint, renew, revoke on
 #     SIGTERM, expiry after kill -9, authentication (exit 4 when refused);
 #     over TLS with a CA made here (an unknown CA is refused)
-#   - prefer = hostname, machine-id, ip: two agents of one host derive one
-#     pair: the first gets it, the second takes another
+#   - prefer = hostname, machine-id: two agents of one host derive one
+#     pair: the first gets it, the second takes another; prefer = ip in
+#     network namespaces of its own: with 10.0.0.5 the pair derived from
+#     it, with no IPv4 but loopback none (event=prefer_unavailable)
 #   - every agent's history, judged by tests/lease/check.py: no two owners
 #     ever held one pair at once
 # What Redis holds or says is input: tests/contract/adapter-redis-input.sh,
@@ -553,7 +555,7 @@ etcd_pid=
 echo "==== prefer: a pair derived from the host, only a hint ===="
 # Two agents of one host derive one pair: the first gets it, the second
 # finds it held and takes another (two hosts preferring one pair).
-for how in hostname machine-id ip; do
+for how in hostname machine-id; do
 	pf=(--cluster "pref-$how" --datacenter-ids 0-1 --worker-ids 0-7 --state-file '' --settle-ms 0
 		--prefer "$how")
 	init_space "${pf[@]}"
@@ -561,9 +563,7 @@ for how in hostname machine-id ip; do
 	"$AGENT" "${flags[@]}" "${pf[@]}" 2>>"$tmp/agent.100.log" &
 	agent_pids[100]=$!
 	wait_one 100 "event=unfenced" 10 0 || bad "prefer=$how: the first agent never served"
-	if [ "$how" = ip ] && grep -q "event=prefer_unavailable" "$tmp/agent.100.log"; then
-		ok "prefer=ip: this host has no IPv4 address but loopback: said so, no pair preferred"
-	else
+	{
 		want=$(sed -n 's/.*event=preferred datacenter=\([0-9]*\) worker=\([0-9]*\) prefer=.*/\1:\2/p' "$tmp/agent.100.log" | head -n1)
 		check "prefer=$how: the first agent claimed the pair derived from the host ($want: $(grep -o 'event=preferred.*' "$tmp/agent.100.log" | head -n1 | cut -c1-90))" \
 			bash -c '[ -n "$1" ] && [ "$1" = "$2" ]' _ "$want" "$(claimed_pair 100)"
@@ -576,7 +576,7 @@ for how in hostname machine-id ip; do
 			_ "$want" "$w2" "$tmp/agent.101.log" "$(claimed_pair 101)"
 		check "prefer=$how: the held pair's key still holds the first agent's owner" \
 			test "$(rcli get "$PREFIX:pref-$how:worker:${want%:*}:${want#*:}")" = "$(owner_of 100)"
-	fi
+	}
 	for i in 100 101; do
 		[ -n "${agent_pids[i]:-}" ] || continue
 		kill -TERM "${agent_pids[i]}"
@@ -584,6 +584,58 @@ for how in hostname machine-id ip; do
 		agent_pids[i]=
 	done
 done
+
+echo "==== prefer = ip: with an IPv4 address, and with none but loopback ===="
+# Whatever this host's addresses: each case in a network namespace of its
+# own (unshare -n: its own loopback and redis-server), with a veth pair
+# holding 10.0.0.5/24, or nothing but lo.  10.0.0.5 = 167772165, modulo the
+# pool's 16 pairs 5, counted datacenter by datacenter: 1:2.  No IPv4: said
+# (event=prefer_unavailable), no pair preferred, one served all the same.
+# prefer_ns DIR [ADDR]: the agent's log in DIR/agent.log.
+prefer_ns() {
+	mkdir -p "$1"
+	# shellcheck disable=SC2016 # the script's own variables
+	unshare -n bash -c '
+		ip link set lo up
+		if [ -n "$3" ]; then
+			ip link add sfv0 type veth peer name sfv1 && ip addr add "$3/24" dev sfv0 &&
+				ip link set sfv1 up && ip link set sfv0 up || exit 9
+		fi
+		redis-server --bind 127.0.0.1 --port 6399 --save "" --appendonly yes --appendfsync always \
+			--dir "$2" --daemonize no >"$2/redis.log" 2>&1 &
+		r=$!
+		for i in $(seq 100); do [ "$(redis-cli -p 6399 ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+		f=(--config /dev/null --redis-host 127.0.0.1 --redis-port 6399 --redis-timeout-ms 500
+			--ttl-ms 2000 --settle-ms 0 --prefix sftest --cluster pref --datacenter-ids 0-1
+			--worker-ids 0-7 --state-file "" --dry-run --log-level debug --prefer ip)
+		"$1" "${f[@]}" --init-store 2>"$2/init.log"
+		"$1" "${f[@]}" 2>"$2/agent.log" &
+		a=$!
+		for i in $(seq 100); do grep -q event=unfenced "$2/agent.log" && break; sleep 0.1; done
+		kill -TERM "$a"
+		wait "$a"
+		echo "agent exit $?" >>"$2/agent.log"
+		kill -KILL "$r"
+		wait "$r" 2>/dev/null
+		exit 0' _ "$AGENT" "$1" "${2:-}"
+}
+if prefer_ns "$tmp/prefer-v4" 10.0.0.5; then
+	l=$tmp/prefer-v4/agent.log
+	check "prefer=ip, 10.0.0.5: prefers 1:2 from it ($(grep -o 'event=preferred [^:]*' "$l" | head -n1)), claims it, serves, exits 0" \
+		bash -c 'grep -q "event=preferred datacenter=1 worker=2 prefer=ip from=10.0.0.5" "$1" &&
+			grep -q "event=claimed datacenter=1 worker=2 " "$1" && grep -q "event=unfenced" "$1" &&
+			grep -q "^agent exit 0$" "$1"' _ "$l"
+else
+	bad "prefer=ip, 10.0.0.5: the network namespace could not be made (unshare -n, veth)"
+fi
+if prefer_ns "$tmp/prefer-none"; then
+	l=$tmp/prefer-none/agent.log
+	check "prefer=ip, no IPv4 but loopback: said so ($(grep -o 'event=prefer_unavailable.*' "$l" | head -n1 | cut -c1-60)), none preferred, a pair served, exit 0" \
+		bash -c 'grep -q "event=prefer_unavailable prefer=ip" "$1" && ! grep -q "event=preferred " "$1" &&
+			grep -q "event=unfenced" "$1" && grep -q "^agent exit 0$" "$1"' _ "$l"
+else
+	bad "prefer=ip, no IPv4: the network namespace could not be made (unshare -n)"
+fi
 
 echo "==== stopping every agent ===="
 rcs=0

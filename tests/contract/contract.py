@@ -4,7 +4,7 @@
 list run against every store with its real server(s).
 
   contract.py --agent PATH --out DIR [--stores etcd,redis,zookeeper,mysql]
-              [--only SCENARIO,...]
+              [--only SCENARIO,...] [--mutants DIR]
 
 Each store runs in a child of its own (the four in parallel): its servers
 are started once (etcd: 3 members, redis: one redis-server with appendonly
@@ -16,6 +16,24 @@ logs, exit codes and timings, and the store's contents, never from the mere
 absence of an error.  Faults on the path to the store come from
 tests/contract/faultproxy.py (protocol-blind: hold, drop a reply after the
 request went through, trickle, inflate, cut).
+
+Every check shows its fault fired: a reply dropped names the request the
+proxy acted on (read back in the store's protocol, stores.py classify())
+and the agent's log shows the step it hit; an inflated or trickled reply
+counts its bytes; an agent that exits by itself (a crash, a signal the
+test did not send) fails the scenario wherever it happens; a history must
+hold an interval of every agent that served; the liveness figure fails on
+no data.  n/a comes only from NA_TABLE, (scenario, store) -> why: a listed
+scenario still runs and must say n/a (NA) for that reason; one that passes
+there, or one not listed that says n/a, is a FAIL.
+
+With --mutants DIR (tests/contract/mutants.sh's builds: DIR/manifest, DIR/done),
+each store, after its scenarios, runs every mutant that lists it: that
+mutant's agent on each of its scenarios, in the same servers.  A cell is
+killed when a scenario fails (or its liveness figure passes the bound),
+SURVIVED when all pass, moot when the scenario failed with the real agent
+too (nothing proven); each cell is one TAP line (killed: ok), and a patch
+that no longer applies or builds is one failure naming it.
 
 Prints TAP lines ("ok N STORE SCENARIO: ..."), the table scenario x store
 (ok, FAIL or n/a (why)), per store the liveness figure (the longest time a
@@ -62,7 +80,38 @@ class Fail(Exception):
 
 
 class NA(Exception):
-    pass
+    """The scenario cannot be set up on this store (valid only where
+    NA_TABLE lists it)."""
+
+
+# The only n/a cells: (scenario, store) -> why.  Each still runs and must
+# raise NA; passing there is a FAIL (the entry is stale: remove it).
+NA_TABLE = {
+    ("mark_invalid_minus1", "mysql"): "mark is BIGINT UNSIGNED: the server refuses -1",
+    ("mark_invalid_abc", "mysql"): "mark is BIGINT UNSIGNED: the server refuses abc",
+    ("mark_invalid_25digits", "mysql"): "mark is BIGINT UNSIGNED: the server refuses 25 digits",
+    ("mark_invalid_1000", "mysql"): "mark is BIGINT UNSIGNED: 1000 is a mark in the form "
+                                    "written, a low one like a new key space's 0 (lowered: "
+                                    "mark_lowered)",
+    ("store_restart_volatile", "etcd"): "etcd always persists",
+    ("store_restart_volatile", "zookeeper"): "ZooKeeper always persists",
+    ("store_restart_volatile", "mysql"): "InnoDB always persists",
+    ("store_not_durable", "etcd"): "etcd: no such configuration (every write is fsynced by "
+                                   "a quorum)",
+    ("store_not_durable", "zookeeper"): "ZooKeeper: no such configuration (every write is "
+                                        "logged by a quorum)",
+    # issue 31 finding g: MySQL has one (innodb_flush_log_at_trx_commit);
+    # the scenario for it comes with the lease engine (branch i31e), which
+    # removes this entry.
+    ("store_not_durable", "mysql"): "MySQL: not written yet (issue 31 g)",
+}
+
+# What the agent's log shows when the engine resolves a claim whose outcome
+# was unknown (a lost reply): the step a dropped claim reply hit.
+UNKNOWN_CLAIM = r"event=(claim_undone|zookeeper_session_dropped)"
+# What the log shows when a store call got no reply (any store).
+NO_REPLY = (r"event=(\w*_down|\w*unknown\w*|\w*reply_lost\w*|fenced|lease_lost|key_lost|claim_undone|"
+            r"zookeeper_session\w*)")
 
 
 class Agent:
@@ -70,6 +119,8 @@ class Agent:
         self.c, self.log, self.offset = c, log, offset
         self.p = S.spawn(c.run.procs, argv, log)
         self.rc = None
+        self.ended_by_test = False   # SIGTERM/SIGKILL sent, or wait_exit()
+        self.died = None             # exited by itself before the test's SIGTERM
 
     def text(self, off=0):
         with open(self.log, "rb") as f:
@@ -96,9 +147,31 @@ class Agent:
         return m.group(1) if m else None
 
     def serving(self):
-        """The last of unfenced/fenced in its log is unfenced."""
+        """Running, and the last of unfenced/fenced in its log is unfenced
+        (a dead agent serves nothing, whatever it logged last)."""
+        if not self.alive():
+            return False
         ev = re.findall(r"event=(unfenced|fenced)", self.text())
         return bool(ev) and ev[-1] == "unfenced"
+
+    def crashed(self):
+        """Why it ended by itself (nonzero exit, a signal the test did not
+        send, or exit 0 nobody asked for), or None."""
+        rc = self.p.poll() if self.died is None else self.died
+        if rc is None or (self.ended_by_test and self.died is None):
+            return None
+        tail = " | ".join(self.text().strip().splitlines()[-2:])[-200:]
+        how = "killed by signal %d" % -rc if rc < 0 else "exit %d" % rc
+        return "agent %d %s, not by the test (%s)" % (self.c.agents.index(self), how, tail)
+
+    def wait_exit(self, secs):
+        """The test expects it to end by itself: its exit status, or None."""
+        try:
+            rc = self.p.wait(timeout=secs)
+        except subprocess.TimeoutExpired:
+            return None
+        self.ended_by_test = True
+        return rc
 
     def claimed(self, off=0):
         return re.findall(r"event=claimed datacenter=(\d+) worker=(\d+)", self.text(off))
@@ -110,7 +183,10 @@ class Agent:
         """SIGTERM: (exit status or None when it had to be killed, seconds)."""
         t = time.monotonic()
         if self.p.poll() is None:
+            self.ended_by_test = True
             self.p.send_signal(signal.SIGTERM)
+        elif not self.ended_by_test:
+            self.died = self.p.returncode
         try:
             self.rc = self.p.wait(timeout=secs)
         except subprocess.TimeoutExpired:
@@ -120,13 +196,29 @@ class Agent:
         return self.rc, time.monotonic() - t
 
     def kill9(self):
+        if self.p.poll() is not None and not self.ended_by_test:
+            self.died = self.p.returncode
+        self.ended_by_test = True
         self.p.kill()
-        self.p.wait()
+        rc = self.p.wait()
+        self.c.expect(rc == -signal.SIGKILL or self.died is not None,
+                      "kill -9 of agent %d: it ended with %s" % (self.c.agents.index(self), rc))
         self.c.fault("kill", pid=self.p.pid, at=now_ns())
 
     def stop(self):
         os.kill(self.p.pid, signal.SIGSTOP)
         self.stopped_at = now_ns()
+        t = time.monotonic() + 2
+        while self.state() != "T" and time.monotonic() < t:
+            time.sleep(0.01)
+        self.c.expect(self.state() == "T", "SIGSTOP: agent %d is in state %r, not stopped" % (
+            self.c.agents.index(self), self.state()))
+
+    def state(self):
+        try:
+            return open("/proc/%d/stat" % self.p.pid).read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "?"
 
     def cont(self):
         os.kill(self.p.pid, signal.SIGCONT)
@@ -210,18 +302,98 @@ class Ctx:
         return r.returncode, r.stderr
 
     def with_proxy(self):
-        self.proxy = FaultProxy(self.s.upstream())
+        self.proxy = FaultProxy(self.s.upstream(), observe=self.s.observe)
         return self.proxy
 
-    def wait_proxy_drop(self, secs):
+    def arm_drop(self, kind):
+        """The next @kind request (claim, renewal) of this scenario's
+        cluster through the proxy: its reply lost after the store got it."""
+        self.proxy.arm_drop(match=self.s.matcher(kind, self.cl))
+
+    def dropped(self, kind, secs, agent=None, step=NO_REPLY):
+        """The armed drop fired within @secs on a @kind of this cluster (the
+        proxy's report, read back in the store's protocol), and then
+        @agent's log shows @step: the fault happened where it was meant.
+        Returns the key of the request."""
         t = time.monotonic() + secs
-        while time.monotonic() < t:
-            if self.proxy.dropped:
-                return True
+        while time.monotonic() < t and not self.proxy.acted:
             time.sleep(0.05)
-        return False
+        self.expect(self.proxy.acted, "the proxy never saw a %s" % kind)
+        x = self.proxy.acted[0]
+        got, key = self.s.classify(x["request"], self.cl)
+        self.fault("drop", request=got, key=key or "-", conn=x["conn"])
+        self.expect(got == kind and key, "the proxy dropped the reply to a %s (%s), not to a %s: "
+                    "%r" % (got, key, kind, x["request"][-160:]))
+        self.note("dropped the reply to the %s of %s" % (kind, key.replace(
+            "%s:%s:" % (S.PREFIX, self.cl), "")))
+        if agent is not None:
+            self.expect(agent.wait(step, 2 * TTL / 1000 + 5),
+                        "the lost %s reply: %s's log never shows %s" % (kind, "the agent", step))
+        return key
+
+    # ---- the store edited, each edit read back (the fault happened) and
+    # recorded in the fault log
+    def key_del(self, pair):
+        """(A waiting agent may claim the pair at once: the key read back
+        must no longer hold its holder's owner.)"""
+        old = self.s.key_get(self.cl, pair)
+        self.expect(old is not None, "no key of %s to delete" % (pair,))
+        self.s.key_del(self.cl, pair)
+        got = self.s.key_get(self.cl, pair)
+        self.expect(got != old, "the key of %s still holds %r after its deletion" % (pair, got))
+        self.fault("store-edit", what="key-deleted", pair="%d:%d" % pair, at=now_ns())
+
+    def key_replace(self, pair, owner):
+        self.s.key_replace(self.cl, pair, owner)
+        got = self.s.key_get(self.cl, pair)
+        self.expect(got == owner, "the key of %s holds %r, not %r" % (pair, got, owner))
+        self.fault("store-edit", what="key-replaced", pair="%d:%d" % pair, at=now_ns())
+
+    def mark_del(self, pair):
+        self.s.mark_del(self.cl, pair)
+        got = self.s.mark_get(self.cl, pair)
+        self.expect(got is None, "the mark of %s still reads %r after its deletion" % (pair, got))
+        self.fault("store-edit", what="mark-deleted", pair="%d:%d" % pair, at=now_ns())
+
+    def mark_set(self, pair, text, holder=False):
+        """(Under a @holder its next raise may replace @text before it is
+        read back: then the mark read differs from the one before.)"""
+        before = self.s.mark_get(self.cl, pair)
+        self.s.mark_set(self.cl, pair, text)
+        got = self.s.mark_get(self.cl, pair)
+        g = (got or "").split(" ")[0]
+        # (MySQL's column holds the number: 000123 reads 123)
+        same = g == text or g.isdigit() and text.isdigit() and int(g) == int(text)
+        self.expect(got is not None and (same or holder and got != before),
+                    "the mark of %s reads %r, not %r" % (pair, got, text))
+        self.fault("store-edit", what="mark-set", pair="%d:%d" % pair, at=now_ns())
+
+    def mark_set_value(self, pair, v, holder=False):
+        before = self.s.mark_value(self.cl, pair)
+        self.s.mark_set_value(self.cl, pair, v)
+        got = self.s.mark_value(self.cl, pair)
+        self.expect(got == v or holder and got is not None and got != before and got > v,
+                    "the mark of %s reads %r, not %d" % (pair, got, v))
+        self.fault("store-edit", what="mark-lowered", pair="%d:%d" % pair, at=now_ns())
+
+    def store_down(self):
+        """The store stopped or killed: it must not answer now."""
+        self.expect(not self.s.answers(), "the %s store still answers" % self.s.name)
+
+    def cut(self):
+        n = self.proxy.cut()
+        self.expect(n > 0, "the proxy had no connection to cut")
+        self.fault("cut", connections=n, at=now_ns())
+
+    def check_agents(self):
+        """No agent ended by itself (crashed, or killed by no signal of ours)."""
+        bad = [a.crashed() for a in self.agents if a.crashed()]
+        self.expect(not bad, "; ".join(bad))
 
     def stop_agents(self, expect_zero=True):
+        """Every agent: none ended by itself; SIGTERM to each running one,
+        exit 0 (unless @expect_zero is False)."""
+        self.check_agents()
         bad = []
         for a in self.agents:
             if a.alive():
@@ -231,7 +403,10 @@ class Ctx:
         if expect_zero:
             self.expect(not bad, "agents did not exit 0 on SIGTERM: %s" % bad)
 
-    def history(self, liveness=False):
+    def history(self, liveness=False, none_served=False):
+        """The history judged (0 overlaps), and whole: an interval of every
+        agent whose log says it served; some agent served unless
+        @none_served (what the scenario checks is that nobody did)."""
         r, fig = check.judge(self.name, self.faults, self.hist, timeout=300)
         with open(os.path.join(self.dir, "lease-check.out"), "w") as f:
             f.write(r.stdout + r.stderr)
@@ -240,8 +415,17 @@ class Ctx:
         self.expect(r.returncode == 0 and rt == "0" and ts == "0",
                     "lease-check: %s overlaps, %s timestamp overlaps, %s underived" % (
                         rt, ts, fig.get("underived", "?")))
+        owners = set(re.findall(r"^interval .*? owner=(\S+)", open(self.hist).read(), re.M))
+        served = [a for a in self.agents if a.has("event=unfenced")]
+        lost = [self.agents.index(a) for a in served if a.owner() not in owners]
+        self.expect(not lost, "agents %s served but the history has no interval of theirs" % lost)
+        self.expect(none_served or served, "a history of %s intervals: nobody served" %
+                    fig.get("intervals", "?"))
+        self.expect(not none_served or not served, "agents %s served" %
+                    [self.agents.index(a) for a in served])
         self.note("%s intervals, 0 overlaps" % fig.get("intervals", "?"))
         if liveness:
+            self.expect("gap_up_ms" in fig, "lease-check gave no liveness figure")
             self.run.gaps.append((self.name, int(fig.get("gap_up_ms", fig.get("gap_ms", 0))),
                                   int(fig.get("gap_down_ms", 0)), int(fig.get("gap_ms", 0))))
 
@@ -333,7 +517,7 @@ def s_key_deleted(c):
     its next renewal; the pair is served again."""
     a, b = one_holder(c)
     off = a.size()
-    c.s.key_del(c.cl, (0, 0))
+    c.key_del((0, 0))
     t0 = time.monotonic()
     c.expect(a.wait("event=fenced", 2 * TTL / 1000 + 2, off), "A never fenced")
     c.note("A fenced %.1f s after the deletion" % (time.monotonic() - t0))
@@ -353,7 +537,7 @@ def s_key_replaced(c):
     a = c.agent()
     c.expect(a.wait("event=unfenced", 15), "A never served")
     off = a.size()
-    c.s.key_replace(c.cl, (0, 0), "intruder")
+    c.key_replace((0, 0), "intruder")
     c.expect(a.wait("event=fenced", 2 * TTL / 1000 + 2, off), "A never fenced")
     off2 = a.size()
     time.sleep(2 * TTL / 1000)
@@ -368,13 +552,13 @@ def s_mark_missing(c):
     """A free pair whose mark is missing: never claimed (no quarantine
     given), said (event=mark_missing)."""
     c.init()
-    c.s.mark_del(c.cl, (0, 0))
+    c.mark_del((0, 0))
     a = c.agent()
     time.sleep(3 * TTL / 1000)
     c.expect(a.has("event=mark_missing"), "no event=mark_missing")
     c.expect(not a.has("event=claimed"), "claimed a pair without a mark")
     c.stop_agents()
-    c.history()
+    c.history(none_served=True)
 
 
 def mark_invalid(text):
@@ -382,9 +566,11 @@ def mark_invalid(text):
         """An invalid mark: never served, logged (event=mark_invalid), kept by
         --init-store; replaced only with --init-mark-ms, then served above it."""
         c.init()
+        if c.s.mark_written_form(text):
+            raise NA("%r is a mark in the form this store's agent writes" % text)
         try:
-            c.s.mark_set(c.cl, (0, 0), text)
-        except OSError as e:
+            c.mark_set((0, 0), text)
+        except S.Refused as e:      # the server's type refuses the text; any other error fails
             raise NA(str(e))
         a = c.agent()
         time.sleep(3 * TTL / 1000)
@@ -421,7 +607,7 @@ def s_mark_lowered(c):
     time.sleep(TTL / 1000)
     v = c.s.mark_value(c.cl, (0, 0))
     c.expect(v is not None, "no readable mark while A serves (%r)" % c.s.mark_get(c.cl, (0, 0)))
-    c.s.mark_set_value(c.cl, (0, 0), v - 30000)
+    c.mark_set_value((0, 0), v - 30000, holder=True)
     time.sleep(2 * TTL / 1000)
     a.kill9()
     b = c.agent(offset=-6000)
@@ -439,12 +625,12 @@ def s_mark_invalid_under_holder(c):
     c.init()
     a = c.agent(offset=0)
     c.expect(a.wait("event=unfenced", 15), "A never served")
-    c.s.mark_set(c.cl, (0, 0), "1000")
+    c.mark_set((0, 0), "1000", holder=True)
     time.sleep(2.5 * TTL / 1000)
     a.kill9()
     c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
     b = c.agent(offset=-6000)
-    b.wait("event=unfenced", 20)
+    c.expect(b.wait("event=unfenced", 20), "B never served after A's kill -9")
     time.sleep(TTL / 1000)
     c.stop_agents()
     c.history()
@@ -455,10 +641,10 @@ def s_claim_reply_lost(c):
     proxy; the connection cut): no pair stays bound to A while A serves
     another; B and A both serve, distinct pairs."""
     c.init("0-1")
-    px = c.with_proxy()
-    px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
+    c.with_proxy()
+    c.arm_drop("claim")
     a = c.agent("0-1", proxy=True)
-    c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim")
+    c.dropped("claim", 10)
     t_drop = time.monotonic()
     # A's next walk over the pool: by its end the claim whose reply was
     # lost is undone (the key gone, or A's own claim again), well before
@@ -474,6 +660,8 @@ def s_claim_reply_lost(c):
     c.expect(not stray, "after the lost reply, %s still held A's owner %.1f s after it, not "
              "claimed by A (A claimed %s): the claim was not undone" % (stray, walked, mine))
     c.note("A's next walk %.1f s after the lost reply; A's keys then: %s" % (walked, left))
+    c.expect(a.has(UNKNOWN_CLAIM), "A's log never shows the claim's unknown outcome resolved (%s)"
+             % UNKNOWN_CLAIM)
     time.sleep(0.2)
     b = c.agent("0-1")
     t = time.monotonic() + 6 * TTL / 1000 + 10
@@ -493,13 +681,16 @@ def s_renew_reply_lost(c):
     """The reply to a renewal lost (connection cut after the request went
     through): no overlap; the pair is served again within the bound."""
     c.init()
-    px = c.with_proxy()
+    c.with_proxy()
     a = c.agent(proxy=True)
     c.expect(a.wait("event=unfenced", 15), "A never served")
     b = c.agent()
     c.expect(b.wait("event=pool_full", 10), "B never saw the pair held")
-    px.arm_drop(*c.s.renew_pattern(c.cl, (0, 0)))
-    c.expect(c.wait_proxy_drop(3 * TTL / 1000), "the proxy never saw a renewal")
+    off = a.size()
+    c.arm_drop("renewal")
+    c.dropped("renewal", 3 * TTL / 1000)
+    c.expect(a.wait(NO_REPLY, 2 * TTL / 1000 + 5, off),
+             "the lost renewal reply: A's log never shows it (%s)" % NO_REPLY)
     time.sleep(3 * TTL / 1000)
     c.expect(a.serving() or b.serving(), "nobody serves the pair after the lost reply")
     c.stop_agents()
@@ -519,7 +710,9 @@ def s_trickle(c):
     px.set_mode("trickle", 300)
     t0 = time.monotonic()
     c.expect(a.wait("event=fenced", TTL / 1000 + 1, off), "A did not fence within the TTL")
-    c.note("A fenced %.1f s after the trickle began" % (time.monotonic() - t0))
+    c.note("A fenced %.1f s after the trickle began, %d bytes trickled" %
+           (time.monotonic() - t0, px.trickled))
+    c.expect(px.trickled > 0, "the proxy trickled nothing")
     time.sleep(0.5)
     rc, secs = a.term(10)
     c.expect(rc == 0 and secs < 2, "SIGTERM during the trickle: exit %s after %.1f s" % (rc, secs))
@@ -540,9 +733,16 @@ def s_oversized(c):
     a = c.agent(proxy=True)
     time.sleep(2 * TTL / 1000)
     c.expect(not a.has("event=claimed"), "claimed on a reply that never was whole")
+    c.expect(px.replaced > 0 and px.inflated > 0, "the proxy made no reply huge (%d replaced, "
+             "%d bytes sent)" % (px.replaced, px.inflated))
+    c.fault("inflate", replaced=px.replaced, bytes=px.inflated)
+    n0 = px.inflated
     px.set_mode("inflate", 128 << 20)
     px.cut()
     time.sleep(2 * TTL / 1000)
+    c.expect(px.inflated > n0, "the proxy sent no garbage after a reply")
+    c.fault("inflate", bytes=px.inflated - n0)
+    c.note("%d replies replaced, %d MiB of garbage" % (px.replaced, px.inflated >> 20))
     hwm = a.hwm_kb()
     c.expect(a.alive(), "the agent died: exit %s" % a.p.poll())
     c.expect(hwm < 65536, "the agent grew to %d MiB" % (hwm // 1024))
@@ -570,6 +770,7 @@ def s_store_restart(c):
     t0 = now_ns()
     for i in range(len(c.s.m)):
         c.s.kill(i)
+    c.store_down()
     time.sleep(1.5 * TTL / 1000)
     for i in range(len(c.s.m)):
         c.s.start_member(i)
@@ -646,10 +847,7 @@ def s_store_not_durable(c):
         c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
         sa = ["--redis-port", str(port)]
         a = c.agent(extra=sa)
-        try:
-            rc = a.p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            rc = None
+        rc = a.wait_exit(5)
         c.expect(rc == 5, "a Redis with RDB snapshots only: exit %s, not 5" % rc)
         opt = redis_optin(c.run)
         c.expect(opt, "no option to accept such a Redis in --help")
@@ -695,7 +893,9 @@ def s_sigterm_init(c):
     c.run.procs.append(p)
     time.sleep(0.5)
     if p.poll() is not None:
-        raise NA("--init-store of 262144 pairs ended in 0.5 s")
+        # a failed --init-store is a failure, and so is one too fast to test
+        raise Fail("--init-store of 262144 pairs ended (exit %s) within 0.5 s, before the "
+                   "SIGTERM: %s" % (p.returncode, open(log).read().strip()[-200:]))
     p.send_signal(signal.SIGTERM)
     t0 = time.monotonic()
     try:
@@ -736,6 +936,35 @@ def s_sigterm_serving(c):
     c.history(liveness=True)
 
 
+def s_long_wait(c):
+    """B waits 12 s on a full pool: its walks never more than the backoff's
+    bound, max(TTL, 1 s), apart (timed from its log's pool_full lines);
+    A's SIGTERM: B serves within the liveness bound."""
+    a, b = one_holder(c)
+    cap = max(TTL, 1000)
+    seen, last, n = [], b.text().count("event=pool_full"), 0
+    t = time.monotonic() + 12
+    while time.monotonic() < t:
+        n = b.text().count("event=pool_full")
+        if n > last:
+            seen.append(time.monotonic())
+            last = n
+        time.sleep(0.02)
+    gaps = [int((y - x) * 1000) for x, y in zip(seen, seen[1:])]
+    c.expect(len(gaps) >= 4, "B walked the full pool only %d times in 12 s" % (len(seen)))
+    c.note("B's walks %d ms apart at most (%d walks)" % (max(gaps), len(seen)))
+    c.expect(max(gaps) <= cap + 500, "B's walks of the full pool %d ms apart, above the "
+             "backoff's bound max(TTL, 1 s) = %d ms" % (max(gaps), cap))
+    rc, _ = a.term()
+    c.expect(rc == 0, "A's SIGTERM: exit %s" % rc)
+    t0 = time.monotonic()
+    c.expect(b.wait("event=unfenced", BOUND / 1000), "B did not serve within %d ms of A's "
+             "release" % BOUND)
+    c.note("B served %.1f s after A's SIGTERM" % (time.monotonic() - t0))
+    c.stop_agents()
+    c.history(liveness=True)
+
+
 def s_quarantine_per_pair(c):
     """--mark-quarantine-ms is per pair: an agent that once saw 0:0's mark
     missing (then initialised and held elsewhere) waits the whole
@@ -756,9 +985,16 @@ def s_quarantine_per_pair(c):
     time.sleep(q_ms / 1000 + 0.5)
     h1.kill9()
     off = q.size()
+    # both edits at once (Q could claim 0:1 with its old mark between
+    # them), read back after
+    old = c.s.key_get(c.cl, (0, 1))
     c.s.key_del(c.cl, (0, 1))
     c.s.mark_del(c.cl, (0, 1))
     t0 = time.monotonic()
+    c.fault("store-edit", what="key-and-mark-deleted", pair="0:1", at=now_ns())
+    c.expect(old is not None and c.s.key_get(c.cl, (0, 1)) != old,
+             "0:1's key not deleted (%r before)" % old)
+    c.expect(c.s.mark_get(c.cl, (0, 1)) is None, "0:1's mark not deleted")
     q.wait("event=claimed datacenter=0 worker=1", q_ms / 1000 + 10, off)
     waited = (time.monotonic() - t0) * 1000
     c.expect(q.has("event=claimed datacenter=0 worker=1", off), "Q never claimed 0:1")
@@ -779,6 +1015,7 @@ def s_store_paused(c):
     offs = [a.size(), b.size()]
     t0 = now_ns()
     c.s.pause_all()
+    c.store_down()
     time.sleep(2 * TTL / 1000)
     c.s.cont_all()
     c.expect(c.s.wait_up(60), "the store did not answer again")
@@ -822,12 +1059,11 @@ def s_settle_readopt(c):
     # ever served: B re-adopts its own key from now on.  The key deleted:
     # B fences and claims the free pair afresh, then settles.
     off = b.size()
-    c.s.key_del(c.cl, (0, 0))
+    c.key_del((0, 0))
     c.expect(b.wait("event=claimed", 2 * TTL / 1000 + 10, off), "B never claimed the pair again")
     t_claim = time.monotonic()
     off2 = b.size()
-    px.cut()
-    c.fault("cut", target="B", during="settle")
+    c.cut()
     c.expect(b.wait("event=unfenced", settle / 1000 + 15, off2), "B never served again")
     waited = (time.monotonic() - t_claim) * 1000
     c.note("B served %d ms after its claim (settle-ms %d), its store connection cut while settling" %
@@ -862,6 +1098,7 @@ SCENARIOS = [
     ("sigterm_init", s_sigterm_init),
     ("sigterm_walk", s_sigterm_walk),
     ("sigterm_serving", s_sigterm_serving),
+    ("long_wait", s_long_wait),
     ("quarantine_per_pair", s_quarantine_per_pair),
     ("config_long_line", s_config_long_line),
 ]
@@ -879,6 +1116,82 @@ class StoreRun:
                                    text=True).stdout
         self.store = S.STORES[a.store](self.out, self.procs)
         self.only = a.only.split(",") if a.only else None
+        self.mutants = a.mutants
+        self.mres = {}
+
+    def scenario(self, name, fn):
+        """Run one scenario: (ok|n/a|FAIL, why)."""
+        listed = NA_TABLE.get((name, self.store.name))
+        c = Ctx(self, name)
+        try:
+            fn(c)
+            c.check_agents()
+            r = ("ok", "; ".join(c.notes))
+            if listed:
+                r = ("FAIL", "passes, but NA_TABLE says n/a (%s): remove the entry" % listed)
+        except NA as e:
+            r = ("n/a", listed) if listed else ("FAIL", "n/a (%s) but not in NA_TABLE" % e)
+        except Fail as e:
+            crash = [a.crashed() for a in c.agents if a.crashed()]
+            r = ("FAIL", "; ".join([str(e)] + [x for x in crash if x not in str(e)]))
+        except Exception as e:  # a harness error is a failure, never a pass
+            r = ("FAIL", "harness error: %r" % (e,))
+        finally:
+            c.cleanup()
+        return (r[0], " ".join(r[1].split())[:300])
+
+    def run_mutants(self, base):
+        """Each mutant of the manifest that lists this store: its scenarios
+        with its agent.  {name: (killed|SURVIVED|moot, why)}."""
+        out = {}
+        t = time.monotonic() + 600
+        while not os.path.exists(os.path.join(self.mutants, "done")) and time.monotonic() < t:
+            time.sleep(0.5)
+        try:
+            lines = open(os.path.join(self.mutants, "manifest")).read().splitlines()
+        except OSError:
+            return {"-": ("SURVIVED", "no mutant manifest in %s" % self.mutants)}
+        fns = dict(SCENARIOS)
+        real_agent, real_gaps = self.agent, self.gaps
+        for ln in lines:
+            name, status, agent, stores, scen = ln.split("\t")[:5]
+            if status != "built" or self.store.name not in stores.split():
+                continue
+            self.agent = agent
+            killed, ran, moot = [], [], []
+            ts = time.monotonic()
+            for sc in scen.split():
+                if sc not in fns:
+                    killed = []
+                    moot.append("%s: no such scenario" % sc)
+                    break
+                if NA_TABLE.get((sc, self.store.name)):
+                    continue
+                if base.get(sc, ("ok",))[0] != "ok":
+                    moot.append("%s: fails with the real agent too" % sc)
+                    continue
+                self.gaps = []
+                v, why = self.scenario("mutant-%s-%s" % (name[:24], sc), fns[sc])
+                ran.append(sc)
+                over = [g for g in self.gaps if g[1] > BOUND]
+                if v == "FAIL":
+                    killed.append("%s: %s" % (sc, why[:160]))
+                elif over:
+                    killed.append("%s: liveness %d ms > bound %d ms" % (sc, over[0][1], BOUND))
+                if killed:
+                    break
+            if killed:
+                out[name] = ("killed", killed[0])
+            elif moot:
+                out[name] = ("moot", "; ".join(moot))
+            else:
+                out[name] = ("SURVIVED", "passed %s" % " ".join(ran) if ran else
+                             "no scenario ran on this store")
+            print("# %s mutant %s: %s %s (%.1f s)" % (self.store.name, name, out[name][0],
+                                                   out[name][1], time.monotonic() - ts),
+                  flush=True)
+        self.agent, self.gaps = real_agent, real_gaps
+        return out
 
     def main(self):
         res = {}
@@ -891,25 +1204,14 @@ class StoreRun:
         for name, fn in SCENARIOS:
             if self.only and name not in self.only:
                 continue
-            if name in self.store.not_applicable:
-                res[name] = ("n/a", self.store.not_applicable[name])
-                continue
-            c = Ctx(self, name)
             ts = time.monotonic()
-            try:
-                fn(c)
-                res[name] = ("ok", "; ".join(c.notes))
-            except NA as e:
-                res[name] = ("n/a", str(e))
-            except Fail as e:
-                res[name] = ("FAIL", str(e))
-            except Exception as e:  # a harness error is a failure, never a pass
-                res[name] = ("FAIL", "harness error: %r" % (e,))
-            finally:
-                res[name] = (res[name][0], " ".join(res[name][1].split())[:300])
-                c.cleanup()
+            res[name] = self.scenario(name, fn)
             print("# %s %s: %s %s (%.1f s)" % (self.store.name, name, res[name][0],
                                               res[name][1], time.monotonic() - ts), flush=True)
+        if self.mutants:
+            tm = time.monotonic()
+            self.mres = self.run_mutants(res)
+            print("# %s mutants: %.1f s" % (self.store.name, time.monotonic() - tm), flush=True)
         return res
 
     def stop(self):
@@ -924,8 +1226,46 @@ def run_store(a):
         r.stop()
     gap = max(r.gaps, key=lambda g: g[1]) if r.gaps else ("-", 0, 0, 0)
     with open(os.path.join(r.out, "result.json"), "w") as f:
-        json.dump({"results": res, "gaps": r.gaps, "worst": gap}, f)
+        json.dump({"results": res, "gaps": r.gaps, "worst": gap, "mutants": r.mres}, f)
     return 0
+
+
+def mutant_table(d, stores, figures, n):
+    """The mutants' TAP lines and table mutant x store: (n, passed, failed)."""
+    passed = failed = 0
+    try:
+        lines = [ln.split("\t") for ln in open(os.path.join(d, "manifest")).read().splitlines()]
+    except OSError:
+        print("not ok %d mutants: no manifest in %s (tests/contract/mutants.sh)" % (n + 1, d))
+        return n + 1, 0, 1
+    rows = []
+    for name, status, _agent, mstores, scen, defect in lines:
+        cells = []
+        if status != "built":
+            n += 1
+            failed += 1
+            print("not ok %d mutant %s: %s (%s)" % (n, name, status, os.path.join(d, name)))
+        for s in stores:
+            if status != "built":
+                cells.append(status)
+                continue
+            if s not in mstores.split():
+                cells.append("-")
+                continue
+            v, why = figures[s].get("mutants", {}).get(name, ("SURVIVED", "not run on %s" % s))
+            n += 1
+            if v == "killed":
+                passed += 1
+                print("ok %d mutant %s on %s: killed by %s" % (n, name, s, why))
+            else:
+                failed += 1
+                print("not ok %d mutant %s on %s: %s (%s)" % (n, name, s, v, why))
+            cells.append(v)
+        rows.append((name, cells, defect))
+    print("mutants: %-34s %s" % ("mutant", " ".join("%-12s" % s for s in stores)))
+    for name, cells, defect in rows:
+        print("mutants: %-34s %s" % (name, " ".join("%-12s" % c for c in cells)))
+    return n, passed, failed
 
 
 def main():
@@ -935,6 +1275,7 @@ def main():
     ap.add_argument("--stores", default="etcd,redis,zookeeper,mysql")
     ap.add_argument("--store", help=argparse.SUPPRESS)    # the child of one store
     ap.add_argument("--only", default="")
+    ap.add_argument("--mutants", default="", help="tests/contract/mutants.sh's output directory")
     a = ap.parse_args()
     if a.store:
         return run_store(a)
@@ -944,7 +1285,7 @@ def main():
     kids = {}
     for s in stores:
         argv = [sys.executable, os.path.abspath(__file__), "--agent", a.agent, "--out", a.out,
-                "--store", s, "--only", a.only]
+                "--store", s, "--only", a.only, "--mutants", a.mutants]
         kids[s] = subprocess.Popen(argv, stdout=open(os.path.join(a.out, s + ".log"), "w"),
                                    stderr=subprocess.STDOUT)
     for s, p in kids.items():
@@ -979,7 +1320,10 @@ def main():
                                          if why else ""))
         w = r["worst"]
         n += 1
-        if w[1] <= BOUND:
+        if not r["gaps"]:
+            failed += 1
+            print("not ok %d %s liveness: no scenario measured it" % (n, s))
+        elif w[1] <= BOUND:
             passed += 1
             print("ok %d %s liveness: longest wait %d ms <= bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
         else:
@@ -1007,6 +1351,9 @@ def main():
               "longest wait store-down included %d ms (%s); "
               "%d scenarios measured" % (s, w[1], BOUND, w[0], w[2], g[3], g[0],
                                          len(figures[s]["gaps"])))
+    if a.mutants:
+        n, p, f = mutant_table(a.mutants, stores, figures, n)
+        passed, failed = passed + p, failed + f
     print("# contract: %.0f s" % (time.monotonic() - t0))
     print("contract: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

@@ -24,11 +24,16 @@ applies one mode to what the store sends back (the replies):
   cut               close every open connection (new ones are accepted)
 
 It knows nothing of the protocols: a pattern is bytes the harness knows to
-be in one request (the claim, a renewal).  Control: one line per connection
-on the unix socket PATH ("mode pass", "mode trickle 300", "inflate 1000000 2433...", "drop 45564...",
-"cut", "stats"), answered with one line ("ok ...", or "err ...").  The
-class FaultProxy is the same thing in-process (tests/contract/contract.py
-uses it so).
+be in one request (the claim, a renewal); in-process, arm_drop() also takes
+a predicate (the store's own reading of a request, tests/contract/stores.py
+classify()).  Every fault it applies is REPORTED (acted: what, when, on
+which connection, the request bytes it acted on; inflated and replaced:
+how much), so that a check can prove its fault fired where it meant.
+Control: one line per connection on the unix socket PATH ("mode pass",
+"mode trickle 300", "inflate 1000000 2433...", "drop 45564...", "cut",
+"stats"), answered with one line ("ok ...", or "err ...").  The class
+FaultProxy is the same thing in-process (tests/contract/contract.py uses
+it so).
 """
 import argparse
 import os
@@ -45,6 +50,10 @@ class Conn:
         self.server = None
         self.drop = False        # the reply to the request just seen is lost
         self.closed = False
+        self.tail = b""          # the end of the request bytes before this chunk
+        with proxy.lock:
+            proxy.nconn += 1
+            self.id = proxy.nconn
 
     def close(self):
         if self.closed:
@@ -81,11 +90,19 @@ class Conn:
                 b = self.client.recv(65536)
                 if not b:
                     break
+                # A request may straddle two reads: matched with the end
+                # of the one before.
+                seen = self.tail + b
+                self.tail = seen[-4096:]
+                if self.p.observe:
+                    self.p.observe(seen)
                 with self.p.lock:
-                    pats = self.p.drop_pattern
-                    if pats and any(p in b for p in pats):
-                        self.p.drop_pattern = None
+                    m = self.p.drop_match
+                    if m and m(seen):
+                        self.p.drop_match = None
                         self.p.dropped += 1
+                        self.p.acted.append({"fault": "drop", "conn": self.id,
+                                             "at": time.monotonic(), "request": seen[-8192:]})
                         self.drop = True
                 self.server.sendall(b)
         except OSError:
@@ -116,6 +133,7 @@ class Conn:
                         if self.closed:
                             return
                         self.client.sendall(b[i:i + 1])
+                        self.p.trickled += 1
                         if self.p.mode != "trickle":
                             self.client.sendall(b[i + 1:])
                             break
@@ -123,6 +141,7 @@ class Conn:
                     continue
                 if mode == "inflate" and self.p.prefix:
                     b = self.p.prefix
+                    self.p.replaced += 1
                 self.client.sendall(b)
                 if mode == "inflate":
                     junk = b"x" * 65536
@@ -138,15 +157,20 @@ class Conn:
 
 
 class FaultProxy:
-    def __init__(self, upstream, port=0):
+    def __init__(self, upstream, port=0, observe=None):
         self.upstream = upstream
+        self.observe = observe   # called with every request's bytes
         self.lock = threading.Lock()
         self.conns = set()
         self.mode, self.arg = "pass", 0
         self.prefix = b""
-        self.drop_pattern = None
+        self.drop_match = None
         self.dropped = 0
-        self.inflated = 0
+        self.acted = []          # the report: every request a fault acted on
+        self.inflated = 0        # bytes of garbage sent after replies
+        self.replaced = 0        # replies replaced by the huge reply's header
+        self.trickled = 0        # bytes trickled
+        self.nconn = 0
         self.accepted = 0
         self.ls = socket.socket()
         self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -171,16 +195,21 @@ class FaultProxy:
         self.prefix = prefix
         self.mode, self.arg = mode, arg
 
-    def arm_drop(self, *patterns):
-        """The first request containing any of @patterns: its reply lost."""
+    def arm_drop(self, *patterns, match=None):
+        """The first request containing any of @patterns (or for which
+        @match(request bytes) is true): its reply lost; reported in acted."""
+        def has(b):
+            return any(p in b for p in patterns)
         with self.lock:
-            self.drop_pattern = patterns
+            self.drop_match = match or has
 
     def cut(self):
+        """Close every open connection: how many."""
         with self.lock:
             conns = list(self.conns)
         for c in conns:
             c.close()
+        return len(conns)
 
     def close(self):
         try:
@@ -202,8 +231,11 @@ class FaultProxy:
             self.cut()
         elif w[0] != "stats":
             return "err unknown command"
-        return "ok mode=%s accepted=%d dropped=%d inflated=%d open=%d" % (
-            self.mode, self.accepted, self.dropped, self.inflated, len(self.conns))
+        return "ok mode=%s accepted=%d dropped=%d inflated=%d replaced=%d trickled=%d open=%d%s" % (
+            self.mode, self.accepted, self.dropped, self.inflated, self.replaced, self.trickled,
+            len(self.conns), "".join(" acted=%s:conn%d:%s" % (x["fault"], x["conn"],
+                                                             x["request"][-200:].hex())
+                                     for x in self.acted))
 
 
 def main():

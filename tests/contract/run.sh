@@ -6,6 +6,14 @@
 #     Redis, ZooKeeper 3 servers, MariaDB), with the fault proxy
 #     tests/contract/faultproxy.py; its table scenario x store and each
 #     store's liveness figure
+#   - the mutants (tests/contract/mutants/*.patch: every agent defect found
+#     so far, brought back by a small patch): built by
+#     tests/contract/mutants.sh beside the stores' start, then each run by
+#     contract.py on the scenarios its patch names, on each of its stores,
+#     in the servers the scenarios used; the table mutant x store, killed
+#     or SURVIVED (a survivor, or a patch that no longer applies or builds,
+#     is a failure)
+#   - tests/contract/selftest.py: the harness's own rules, without a store
 #   - the per-store adapter tests, what only one store or the configuration
 #     has (their helpers in tests/contract/lib.sh):
 #     tests/contract/adapter-redis-etcd.sh, adapter-zookeeper.sh,
@@ -38,6 +46,21 @@ AGENT=$BUILD/userspace/snowflake-agent
 out=$BUILD/contract
 rm -rf "$out"
 mkdir -p "$out"
+# The harness's own rules first (tests/contract/selftest.py: n/a only from
+# NA_TABLE, a crashed agent fails, a history without intervals fails, the
+# proxy's report names the request), no store needed.
+while IFS= read -r line; do
+	case $line in
+	"ok "[0-9]*) ok "harness: $(cut -d' ' -f3- <<<"$line")" ;;
+	"not ok "[0-9]*) notok "harness: $(cut -d' ' -f4- <<<"$line")" ;;
+	"contract-selftest: "*) sline=$line ;;
+	*) echo "$line" ;;
+	esac
+done < <(timeout 120 python3 "$HERE/selftest.py" 2>&1)
+[ -n "${sline:-}" ] || notok "tests/contract/selftest.py gave no result"
+# The mutants build while the stores start (nice: two compilers at most).
+bash "$HERE/mutants.sh" "$out/mutants" >"$out/mutants.log" 2>&1 &
+mutants_pid=$!
 echo "# the contract of every store (tests/contract/contract.py; logs in $out)"
 # Its TAP lines counted here; the rest (the table, the figures) as it is.
 while IFS= read -r line; do
@@ -47,8 +70,9 @@ while IFS= read -r line; do
 	"contract: "[0-9]*" passed, "*) cline=$line ;;
 	*) echo "$line" ;;
 	esac
-done < <(python3 "$HERE/contract.py" --agent "$AGENT" --out "$out" 2>&1)
+done < <(python3 "$HERE/contract.py" --agent "$AGENT" --out "$out" --mutants "$out/mutants" 2>&1)
 [ -n "${cline:-}" ] || notok "tests/contract/contract.py gave no result"
+wait "$mutants_pid" || notok "tests/contract/mutants.sh failed ($out/mutants.log)"
 
 # adapter NAME SCRIPT: a per-store test (SCRIPT relative to the
 # repository); its ok/FAIL lines counted here.

@@ -9,7 +9,9 @@ A space is one (prefix, cluster): every scenario has its own cluster, so
 one set of servers serves them all.  pair = (datacenter, worker).
 """
 import base64
+import hashlib
 import json
+import re
 import os
 import pwd
 import signal
@@ -57,6 +59,11 @@ def stop_procs(procs):
             pass
 
 
+class Refused(Exception):
+    """The server refuses a value for its type (MySQL's BIGINT UNSIGNED
+    mark): the scenario cannot set that store up (contract.py NA_TABLE)."""
+
+
 def key_name(cluster, kind, pair):
     return "%s:%s:%s:%d:%d" % (PREFIX, cluster, kind, pair[0], pair[1])
 
@@ -73,8 +80,6 @@ class Store:
     # session timeout, the TTL, after it runs again); MySQL: none (an
     # expiry is a time on the server's clock).
     restart_wait = "ttl"
-    # scenarios this store cannot run: name -> why
-    not_applicable = {}
 
     def __init__(self, out, procs):
         self.out = out
@@ -120,9 +125,30 @@ class Store:
     def mark_set_value(self, cl, pair, v):
         self.mark_set(cl, pair, "%020d" % v)
 
-    # ---- the proxy's upstream, the request bytes of a claim and a renewal
+    def mark_written_form(self, text):
+        """Whether @text is a valid mark as the agent writes it here (20
+        digits in a string: never one the scenarios call invalid)."""
+        return False
+
+    # ---- the proxy's upstream; what a request is
     def upstream(self):
         raise NotImplementedError
+
+    def observe(self, req):
+        """Every request through the proxy (what a store must learn from
+        the traffic: Redis' scripts)."""
+
+    def classify(self, req, cluster):
+        """What the request bytes @req (the end of what the agent sent on
+        one connection) are, read in the store's own protocol: (kind, key)
+        with kind claim, renewal, read, release or other; key the worker
+        key it is about ("" when none of @cluster's)."""
+        raise NotImplementedError
+
+    def matcher(self, kind, cluster):
+        """A predicate for the proxy: the last request in the bytes is a
+        @kind of a key of @cluster."""
+        return lambda req: self.classify(req, cluster)[0] == kind
 
 
 class Redis(Store):
@@ -202,11 +228,57 @@ class Redis(Store):
     def upstream(self):
         return ("127.0.0.1", self.port)
 
-    def claim_pattern(self, cluster, pair):
-        return (b"EVALSHA",)       # the first script call of a new agent: its claim
+    # The agent's scripts, learnt from the SCRIPT LOADs (and EVALs) the
+    # proxy passes: a script that SETs KEYS[1] (the worker key) claims it,
+    # one that PEXPIREs it renews it, one that DELs it releases it.
+    scripts = {}
 
-    def renew_pattern(self, cluster, pair):
-        return (b"EVALSHA",)       # armed while it serves: its next renewal
+    @staticmethod
+    def _resp(req):
+        """The last complete RESP command in @req: its arguments (bytes)."""
+        for m in reversed(list(re.finditer(rb"\*(\d+)\r\n", req))):
+            i, args = m.end(), []
+            try:
+                for _ in range(int(m.group(1))):
+                    if req[i:i + 1] != b"$":
+                        raise ValueError
+                    j = req.index(b"\r\n", i)
+                    n = int(req[i + 1:j])
+                    args.append(req[j + 2:j + 2 + n])
+                    if len(req) < j + 4 + n:
+                        raise ValueError
+                    i = j + 4 + n
+            except ValueError:
+                continue
+            # only the last request, whole (not one before it, not a part)
+            return args if i == len(req) else []
+        return []
+
+    @staticmethod
+    def _script_kind(lua):
+        if b"'SET', KEYS[1]" in lua:
+            return "claim"
+        if b"'PEXPIRE', KEYS[1]" in lua:
+            return "renewal"
+        if b"'DEL', KEYS[1]" in lua:
+            return "release"
+        return "other"
+
+    def observe(self, req):
+        a = self._resp(req)
+        if len(a) >= 3 and a[0].upper() == b"SCRIPT" and a[1].upper() == b"LOAD":
+            self.scripts[hashlib.sha1(a[2]).hexdigest().encode()] = self._script_kind(a[2])
+
+    def classify(self, req, cluster):
+        a = self._resp(req)
+        if len(a) < 4 or a[0].upper() not in (b"EVALSHA", b"EVAL"):
+            return ("other", "")
+        kind = (self.scripts.get(a[1].lower(), "other") if a[0].upper() == b"EVALSHA"
+                else self._script_kind(a[1]))
+        key = a[3].decode(errors="replace")
+        if not key.startswith("%s:%s:worker:" % (PREFIX, cluster)):
+            return ("other", key)
+        return (kind, key)
 
     # the header of a reply of 300 MB (a bulk string)
     huge_reply = b"$300000000\r\n"
@@ -305,13 +377,48 @@ class Etcd(Store):
     def upstream(self):
         return ("127.0.0.1", self.cports[0])
 
-    def claim_pattern(self, cluster, pair):
-        # the claim's Txn: its failure branch counts the key (the agent of
-        # 3e9bcb1: its compare of the mark present)
-        return (b'"count_only":true}}]}', b'"result":"GREATER","target":"CREATE"')
+    def classify(self, req, cluster):
+        """The last HTTP request in @req: a Txn that puts a worker key under
+        a lease if its create revision is 0 is a claim; a keepalive, or a
+        Txn comparing a worker key's lease, a renewal; a Txn of ranges only,
+        a read; a deleterange or a revoke, a release."""
+        i = req.rfind(b"POST /v3/")
+        if i < 0:
+            return ("other", "")
+        path = req[i + 5:req.find(b" ", i + 5)].decode(errors="replace")
+        j = req.find(b"\r\n\r\n", i)
+        try:
+            body = json.loads(req[j + 4:]) if j >= 0 else None
+        except ValueError:
+            body = None
+        if path == "/v3/lease/keepalive":
+            return ("renewal", "lease %s" % (body or {}).get("ID", "?"))
+        if path in ("/v3/lease/revoke", "/v3/kv/deleterange"):
+            return ("release", "")
+        if path != "/v3/kv/txn" or not isinstance(body, dict):
+            return ("other", "")
+        pre = "%s:%s:worker:" % (PREFIX, cluster)
 
-    def renew_pattern(self, cluster, pair):
-        return (b"/v3/lease/keepalive",)
+        def key(d):
+            try:
+                return base64.b64decode(d.get("key", "")).decode(errors="replace")
+            except ValueError:
+                return ""
+        cmp = body.get("compare") or []
+        puts = [key(x["request_put"]) for x in body.get("success") or [] if "request_put" in x
+                and x["request_put"].get("lease") not in (None, "0")]
+        for c in cmp:
+            k = key(c)
+            if not k.startswith(pre):
+                continue
+            if c.get("target") == "CREATE" and str(c.get("create_revision", "0")) == "0" \
+                    and k in puts:
+                return ("claim", k)
+            if c.get("target") == "LEASE":
+                return ("renewal", k)
+        if not cmp:
+            return ("read", "")
+        return ("other", "")
 
     huge_reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                   b"Content-Length: 300000000\r\n\r\n{\"header\":\"")
@@ -436,17 +543,26 @@ class ZooKeeper(Store):
     def path(self, cl, kind, pair):
         return self.ROOT + "/" + key_name(cl, kind, pair)
 
-    def claim_pattern(self, cluster, pair):
-        # the claim's multi: a create (MultiHeader type 1, done false, err -1)
-        # of a key of the cluster (any pair with ids of as many digits as @pair's)
-        p = self.path(cluster, "worker", pair).encode()
-        return (struct.pack(">iBi", 1, 0, -1) + struct.pack(">i", len(p)) +
-                p[:p.rindex(b"worker:") + 7],)
-
-    def renew_pattern(self, cluster, pair):
-        # the proof of a renewal: exists(key) (OpCode 3)
-        p = self.path(cluster, "worker", pair).encode()
-        return (struct.pack(">i", 3) + struct.pack(">i", len(p)) + p,)
+    def classify(self, req, cluster):
+        """A multi (OpCode 14) whose first op is a create (MultiHeader type
+        1, done false, err -1) of a worker node of @cluster is a claim; an
+        exists (OpCode 3) of one, a renewal's proof; a delete (2), a
+        release."""
+        pre = (self.ROOT + "/" + "%s:%s:worker:" % (PREFIX, cluster)).encode()
+        for kind, head in (("claim", struct.pack(">i", 14) + struct.pack(">iBi", 1, 0, -1)),
+                           ("renewal", struct.pack(">i", 3)), ("release", struct.pack(">i", 2))):
+            i = req.rfind(head)
+            while i >= 0:
+                at = i + len(head)
+                n = struct.unpack(">i", req[at:at + 4])[0] if len(req) >= at + 4 else -1
+                p = req[at + 4:at + 4 + n] if 0 < n < 4096 else b""
+                # the packet (length, xid, then @head) ends the bytes: the
+                # request just sent, not one before it
+                whole = i >= 8 and struct.unpack(">i", req[i - 8:i - 4])[0] == len(req) - i + 4
+                if whole and p.startswith(pre) and len(p) == n:
+                    return (kind, p.decode(errors="replace"))
+                i = req.rfind(head, 0, i)
+        return ("other", "")
 
     # a reply whose length prefix says 256 MB
     huge_reply = struct.pack(">i", 256 << 20)
@@ -500,13 +616,6 @@ class ZooKeeper(Store):
 class MySQL(Store):
     name = "mysql"
     restart_wait = 0
-    not_applicable = {
-        "mark_invalid_minus1": "mark is BIGINT UNSIGNED: the server refuses -1",
-        "mark_invalid_abc": "mark is BIGINT UNSIGNED: the server refuses abc",
-        "mark_invalid_25digits": "mark is BIGINT UNSIGNED: the server refuses 25 digits",
-        "mark_invalid_1000": "mark is BIGINT UNSIGNED: 1000 is a mark in the form written, "
-                             "a low one like a new key space's 0 (lowered: mark_lowered)",
-    }
 
     def start(self):
         d = os.path.join(self.out, "mysql")
@@ -572,11 +681,32 @@ class MySQL(Store):
     def upstream(self):
         return ("127.0.0.1", self.port)
 
-    def claim_pattern(self, cluster, pair):
-        return (b"SET owner = '",)
-
-    def renew_pattern(self, cluster, pair):
-        return (b"SET expiry = UTC_TIMESTAMP",)
+    def classify(self, req, cluster):
+        """The last COM_QUERY (0x03) in @req: an UPDATE of @cluster's rows
+        that sets the owner is a claim; one that sets a new expiry only, a
+        renewal; one that sets the expiry to 1970, a release."""
+        # the packet (3-byte length, sequence, 0x03, the query) that ends
+        # the bytes: the request just sent
+        i = req.rfind(b"\x03")
+        while i >= 4 and int.from_bytes(req[i - 4:i - 1], "little") != len(req) - i:
+            i = req.rfind(b"\x03", 0, i)
+        if i < 4:
+            return ("other", "")
+        q = req[i + 1:].decode(errors="replace")
+        if not re.search(r"\bUPDATE\b", q):
+            return ("read", "")
+        m = re.search(r"cluster\s*=\s*'([^']*)'", q)
+        if not m or m.group(1) != cluster:
+            return ("other", "")
+        m = re.search(r"datacenter\s*=\s*(\d+)\s+AND\s+worker\s*=\s*(\d+)", q)
+        k = "%s:%s:worker:%s:%s" % ((PREFIX, cluster) + (m.groups() if m else ("?", "?")))
+        if "1970-01-01" in q:
+            return ("release", k)
+        if re.search(r"SET\s+owner\s*=\s*'[^']", q):
+            return ("claim", k)
+        if re.search(r"SET\s+expiry\s*=\s*UTC_TIMESTAMP", q):
+            return ("renewal", k)
+        return ("other", k)
 
     # a packet of the longest length (16 MB - 1: more packets follow)
     huge_reply = b"\xff\xff\xff\x01"
@@ -604,10 +734,24 @@ class MySQL(Store):
         return out.strip() or None if out is not None else None
 
     def mark_set(self, cl, pair, text):
-        r = self.sql("UPDATE snowflake.snowflake_lease SET mark = %s WHERE %s"
-                     % (text, self.where(cl, pair)))
-        if r is None:
-            raise OSError("mysql refused mark %r" % text)
+        r = subprocess.run(["mariadb", "--no-defaults", "-S", os.path.join(self.out, "mysql", "sock"),
+                            "-uroot", "-N", "-B", "-e",
+                            "SET SESSION sql_mode = 'STRICT_ALL_TABLES'; UPDATE "
+                            "snowflake.snowflake_lease SET mark = %s WHERE %s"
+                            % (text, self.where(cl, pair))],
+                           capture_output=True, text=True, timeout=5)
+        if r.returncode == 0:
+            return
+        # ER_WARN_DATA_OUT_OF_RANGE 1264, ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
+        # 1366, ER_BAD_FIELD_ERROR 1054 (abc read as a column), ER_DATA_OUT_OF_RANGE 1690
+        if re.search(r"ERROR (1264|1366|1054|1690)\b", r.stderr):
+            raise Refused("mysql refused mark %r: %s" % (text, r.stderr.strip()[:80]))
+        raise OSError("mysql: setting mark %r: %s" % (text, r.stderr.strip()[:160]))
+
+    def mark_written_form(self, text):
+        """A number within the layout's timestamps (41 bits) is a mark as
+        written here: the column holds numbers, not their text."""
+        return text.isdigit() and text == str(int(text)) and int(text) < 1 << 41
 
     def mark_set_value(self, cl, pair, v):
         self.mark_set(cl, pair, str(v))

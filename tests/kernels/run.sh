@@ -84,7 +84,13 @@ if ! "$ROOT/scripts/kroot.sh" >"$OUT/kroot.log" 2>&1; then
 	notok "scripts/kroot.sh: the other suites' kernels cannot be had"
 	finish
 fi
-mapfile -t kvers < <(suite_kvers)
+# Not in a process substitution: suite_kvers dies when a kernel cannot be
+# had, and that must fail the lane, not shrink the list.
+if ! kv=$(suite_kvers); then
+	notok "the other suites' kernels cannot all be had (suite_kvers, above)"
+	finish
+fi
+mapfile -t kvers <<<"$kv"
 for kver in "${kvers[@]}"; do
 	build_w1 "$(kroot_of "$kver")" "$kver"
 done

@@ -18,6 +18,12 @@ one host, so the agents' lines compare directly.
   mark pair=D:W space=S owner=O value=V at=T
                                         the owner raised the pair's mark to V
   fence pair=D:W space=S owner=O at=T   the device was fenced at T
+  claim pair=D:W space=S owner=O at=T ttl_ms=L settle_ms=M
+                                        the owner's claim of D:W committed at T
+                                        (it settles, then serves); from the
+                                        agent's history, or (by=log) stamped by
+                                        a harness from the agent's log, late by
+                                        its polling
   exit owner=O code=C at=T              the agent ended
   fault kind=K pid=P at=T [until=T2]    (harness) K = sigstop (the agent did
                                         not run from T to T2), kill (SIGKILL
@@ -42,6 +48,10 @@ Figures: intervals checked, faults, and the longest time a live
 (started, not stopped, not ended) agent went without a pair while some pair
 of the pool was free, and the longest time one pair was served by nobody
 while a live agent waited (how long a lost pair takes to be served again).
+A pair claimed is taken, and its claimant has a pair, from the claim until
+the claimant serves it, or at most settle + TTL after the claim, or a TTL
+after the claimant ended, or until the leases are taken away (a key
+deletion): a claimant that settles is not waiting, nor is its pair free.
 
 Prints "lease-check: ..." lines; exits 1 on an overlap or unreadable input.
 """
@@ -68,7 +78,8 @@ def parse(paths):
                     kv[k] = v
                 try:
                     for k in ("at", "from", "until", "pid", "code", "ts_from", "ts_until",
-                              "offset_ms", "clock_offset_ms", "boot_to_wall_ns", "value"):
+                              "offset_ms", "clock_offset_ms", "boot_to_wall_ns", "value",
+                              "ttl_ms", "settle_ms"):
                         if k in kv:
                             kv[k] = int(kv[k])
                 except ValueError:
@@ -248,10 +259,31 @@ def main():
         held = {}  # owner -> merged spans over all pairs
         for (pair, owner), s in spans.items():
             held.setdefault(owner, []).extend(s)
+        # The claims: settling, the pair taken and its claimant not waiting.
+        firsts = collections.defaultdict(list)  # (pair, owner) -> interval starts
+        for iv in ev["interval"]:
+            firsts[(iv["pair"], iv["owner"])].append(iv["from"])
+        cspans = collections.defaultdict(list)  # pair -> [(a, b)]
+        for c in ev["claim"]:
+            pair, owner, at = c.get("space", "") + "/" + c["pair"], c["owner"], c["at"]
+            ttl_ns = c.get("ttl_ms", 0) * 1000000
+            end = at + c.get("settle_ms", 0) * 1000000 + ttl_ns
+            later = [f for f in firsts.get((pair, owner), ()) if f >= at]
+            if later:
+                end = min(end, min(later))
+            if owner in ends:
+                end = min(end, ends[owner] + ttl_ns)
+            i = bisect.bisect_right(resets, at)
+            if i < len(resets):
+                end = min(end, resets[i])
+            if end > at:
+                cspans[pair].append((at, end))
+                held.setdefault(owner, []).append((at, end))
         held = {o: merge(s) for o, s in held.items()}
-        pair_spans = {p: merge([(a, b) for a, b, _ in by_pair[p]]) for p in by_pair}
+        pair_spans = {p: merge([(a, b) for a, b, _ in by_pair[p]] + cspans.get(p, []))
+                      for p in set(by_pair) | set(cspans)}
         space_pairs = collections.defaultdict(list)
-        for p in by_pair:
+        for p in pair_spans:
             space_pairs[p.split("/")[0]].append(p)
 
         def covered(lst, t):
@@ -330,7 +362,8 @@ def main():
           f"gap_ms={gap_ns // 1000000} vacancy_ms={vac_ns // 1000000} "
           f"gap_up_ms={up_ns // 1000000} gap_down_ms={up_down_ns // 1000000} "
           f"wait_up_ms={wait_ns // 1000000} vacancy_up_ms={vup_ns // 1000000} "
-          f"closest_ms={closest if closest is not None else '-'} underived={underived}")
+          f"closest_ms={closest if closest is not None else '-'} underived={underived} "
+          f"claims={len(ev['claim'])}")
     return 1 if overlaps or ts_overlaps or underived else 0
 
 

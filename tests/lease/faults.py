@@ -67,6 +67,7 @@ stopped by its pid, whatever happens.
 import argparse
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -104,6 +105,7 @@ class Run:
         self.down_ns = 0         # the store-down time measured
         self.poller = None
         self.store = None        # a tests/contract/stores.py Store
+        self.claims = 0          # claim lines stamped from the agents' logs
 
     # ---- bookkeeping
     def ok(self, what):
@@ -177,6 +179,47 @@ class Run:
             end = now_ns()
             self.down_ns += end - down_at
             self.fault("store-down", at=down_at, until=end, answered=end)
+
+    def watch_claims(self):
+        """Thread: every event=claimed in an agent's log becomes a claim line
+        of the fault log (tests/lease/check.py: the pair is taken while its
+        claimant settles), stamped when seen (late by at most the 20 ms
+        poll and the log's write: the pair looks free a little longer, the
+        liveness figure errs high, never low)."""
+        offs = {}
+        pat = re.compile(r"event=claimed datacenter=(\d+) worker=(\d+) .*?owner=(\S+)")
+        settle = self.settle_ms()
+        while not self.polling_done.is_set():
+            for i in range(self.a.agents):
+                log = os.path.join(self.out, "agent.%d.log" % i)
+                try:
+                    with open(log, "rb") as f:
+                        f.seek(offs.get(i, 0))
+                        data = f.read()
+                except OSError:
+                    continue
+                data = data[:data.rfind(b"\n") + 1]
+                offs[i] = offs.get(i, 0) + len(data)
+                t = now_ns()
+                for m in pat.finditer(data.decode(errors="replace")):
+                    with self.lock:
+                        self.claims += 1
+                        with open(self.faults_path, "a") as f:
+                            f.write("claim pair=%s:%s space=sffaults:%s owner=%s at=%d "
+                                    "ttl_ms=%d settle_ms=%d by=log\n" % (
+                                        m.group(1), m.group(2), self.a.store, m.group(3), t,
+                                        self.a.ttl_ms, settle))
+            self.polling_done.wait(0.02)
+
+    def settle_ms(self):
+        """The agents' settle-ms: one TTL unless --agent-arg says otherwise."""
+        settle = self.a.ttl_ms
+        for i, w in enumerate(self.a.agent_arg):
+            if w.startswith("--settle-ms="):
+                settle = int(w.split("=", 1)[1])
+            elif w == "--settle-ms" and i + 1 < len(self.a.agent_arg):
+                settle = int(self.a.agent_arg[i + 1])
+        return settle
 
     # ---- the agents
     def agent_argv(self, i):
@@ -320,6 +363,8 @@ class Run:
             return
         self.poller = threading.Thread(target=self.poll_store, daemon=True)
         self.poller.start()
+        self.claimer = threading.Thread(target=self.watch_claims, daemon=True)
+        self.claimer.start()
         self.offsets = []
         self.deleted = 0
         self.agents = [None] * a.agents
@@ -408,6 +453,7 @@ class Run:
             self.ok("all %d agents exited 0 on SIGTERM" % len(rcs))
         self.polling_done.set()
         self.poller.join(timeout=10)
+        self.claimer.join(timeout=10)
         downs = self.counts.pop("store-down", 0)
         nfaults = sum(1 for ln in open(self.faults_path)
                       if ln.startswith("fault ") and not ln.startswith("fault kind=store-down "))
@@ -432,12 +478,7 @@ class Run:
                     "timestamp (%d intervals)" % intervals)
         else:
             self.bad("lease-check: %s overlaps, %s timestamp overlaps (above)" % (rt, ts))
-        settle = a.ttl_ms
-        for i, w in enumerate(a.agent_arg):
-            if w.startswith("--settle-ms="):
-                settle = int(w.split("=", 1)[1])
-            elif w == "--settle-ms" and i + 1 < len(a.agent_arg):
-                settle = int(a.agent_arg[i + 1])
+        settle = self.settle_ms()
         bound = a.ttl_ms + settle + 1000
         up_ms, up_down_ms = int(fig.get("gap_up_ms", -1)), int(fig.get("gap_down_ms", 0))
         wait_ms = int(fig.get("wait_up_ms", -1))
@@ -448,14 +489,21 @@ class Run:
                     "%d ms); store down %d ms in %d periods (restart waits not counted)" % (
                         wait_ms, bound, vac_ms, up_ms, up_down_ms, self.down_ns // 1000000,
                         downs))
-        # A figure, not a check (yet): the history has no line for a claim,
-        # so a pair claimed by an agent still settling counts as free, and
-        # when that claimant is killed the pair waits for its key to expire
-        # and for the next claimant's settle: settle + TTL + settle since
-        # the last store fault, above the bound with no agent at fault.
-        print("liveness: %s%s" % (liveness, " (legacy agent)" if a.legacy else
-                                  ", within the bound" if 0 <= wait_ms <= bound else
-                                  ", above the bound (agent logs in %s)" % self.out), flush=True)
+        # A counted check: the claims (stamped from the agents' logs, or
+        # the agent's own history lines) keep a pair that an agent settles
+        # on from counting as free.  No claim or no figure is no data: a
+        # failure.  (The legacy agent, the negative control, is not held
+        # to it.)
+        nclaims = int(fig.get("claims", 0))
+        if a.legacy:
+            print("liveness: %s (legacy agent)" % liveness, flush=True)
+        elif nclaims == 0 or wait_ms < 0:
+            self.bad("liveness: no data (%d claims, wait figure %d)" % (nclaims, wait_ms))
+        elif wait_ms <= bound:
+            self.ok("liveness: %s, within the bound (%d claims)" % (liveness, nclaims))
+        else:
+            self.bad("liveness: %s, above the bound (%d claims; agent logs in %s)" % (
+                liveness, nclaims, self.out))
         held = set()
         for line in open(self.hist):
             if line.startswith("interval "):

@@ -86,36 +86,10 @@ join_stage() {
 	unset "bg_pid[$name]"
 }
 
-# count_stage NAME RC SECS: NAME's counts from its log, into the totals.
-count_stage() {
-	local name=$1 rc=$2 secs=$3 log=$BUILD/check-stage-$1.log line p f note
-	# A guest lane's note of a kernel problem (tests/lib/vm.sh,
-	# vm_problems and vm_notes): where it was, in snowflake or outside it,
-	# on the stage's row too (from its log: a lane that prints no count,
-	# bench-smoke, says it in its last message).
-	note=$(tr -d '\r' <"$log" | grep -oE 'kernel (problem (in|outside) snowflake: [A-Za-z0-9_.]+|text patched while two CPUs ran)' |
-		sort -u | paste -sd ';' | sed 's/;/; /g') || true
-	line=$(tr -d '\r' <"$log" | grep -E "^$name: [0-9]+ passed, [0-9]+ failed" | tail -n1) || true
-	if [ -n "$line" ]; then
-		p=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
-		f=$(sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
-		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-			echo "$name: exited $rc although it counted no failure"
-			f=1
-		fi
-	elif [ "$rc" -eq 0 ]; then
-		p=1 f=0
-		echo "$name: $p passed, $f failed"
-	else
-		p=0 f=1
-		echo "$name: $p passed, $f failed (exit $rc${note:+; $note})"
-	fi
-	total_pass=$((total_pass + p))
-	total_fail=$((total_fail + f))
-	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss%s' "$name" "$p" "$f" "$secs" "${note:+  ($note)}")")
-	[ "$f" -eq 0 ] || failed_stages+=("$name")
-	return 0
-}
+# count_stage NAME RC SECS (tests/lib/count.sh): NAME's counts from its log,
+# into the totals; UNCOUNTED_STAGES, the stages that print no count line.
+# shellcheck source=tests/lib/count.sh
+. "$(dirname "${BASH_SOURCE[0]}")/count.sh"
 
 # failures: what failed, from the logs of the stages that counted a
 # failure (their "not ok" and "FAIL" lines and the harness' own messages,
@@ -256,6 +230,7 @@ lane_figures() {
 			/^figure: [a-z]+ guest: .*(fence_latency|deadline_to_refused)_ms=/ { kk = k; k = "guest"; w = $0; sub(/^figure: [a-z]+ guest: /, "", w); say("agent " $2, w); k = kk }
 			/^contract: / && !/^contract: [0-9]+ passed, / { say("contract", substr($0, 11)) }
 			/^figures: contract / { say("contract", substr($0, 19)) }
+			/^mutants: / { say("mutants", substr($0, 10)) }
 			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 			/^==== vmclone [^ ]+ [a-z]+ ====/ { k = $3 }

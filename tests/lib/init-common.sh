@@ -35,6 +35,28 @@ vm_done() {
 	sleep 10
 }
 
+# vm_kernel_log: the kernel's own messages of level warning and above
+# (kernel facility only: not what user space wrote to /dev/kmsg), each
+# line prefixed "KMSG ", between two markers.  The guests boot quiet
+# loglevel=4 (tests/lib/vm.sh): the console shows only error and above as
+# they happen, and a WARN, refcount_t or lockdep report (level warning)
+# never reaches it; printed here at the end, it reaches the host's console
+# check (vm_problems, KERNEL_PROBLEMS) without every boot message crossing
+# the emulated serial port.  With sf_canary_report on the kernel's command
+# line, a backtrace at warning level is made first (sysrq l: a "Call
+# Trace" the console never shows), the check's own test.
+vm_kernel_log() {
+	if grep -qw sf_canary_report /proc/cmdline; then
+		echo l >/proc/sysrq-trigger
+	fi
+	echo "---- kernel log, warning and above (dmesg) ----"
+	dmesg -r | awk 'match($0, /^<[0-9]+>/) {
+		n = substr($0, 2, RLENGTH - 2) + 0
+		if (n < 8 && n % 8 <= 4) print "KMSG " substr($0, RLENGTH + 1)
+	}'
+	echo "---- end of kernel log ----"
+}
+
 # vm_cpus_online: in a guest booted with VM_MODE=parallel (one CPU online,
 # tests/lib/vm.sh), start sf-textpoke, which records every text patch of
 # the kernel from then on, then bring every offline CPU up.  Prints

@@ -22,5 +22,32 @@ check "STAGES=\"agent style\": lists the stages" grep -q '^the stages: deps ksrc
 check "STAGES=\"agent style\": no stage ran" test ! -s "$tmp/out"
 stages=$(bash tests/lib/check.sh --stages | paste -sd ' ')
 check "check.sh --stages: $stages" grep -qE '^deps ksrc .*\bdocs\b' <<<"$stages"
+
+# How a stage is counted (tests/lib/count.sh): a counting lane whose log
+# says "0 passed, 0 failed", or that ends (exit 0) with no count line, is a
+# failure; a stage of UNCOUNTED_STAGES with no count line counts as one by
+# its exit status.  counted NAME RC LOG: "PASSED FAILED" as check.sh counts.
+counted() (
+	BUILD=$tmp total_pass=0 total_fail=0 table=() failed_stages=()
+	# shellcheck source=tests/lib/count.sh
+	. tests/lib/count.sh
+	printf '%s\n' "$3" >"$BUILD/check-stage-$1.log"
+	count_stage "$1" "$2" 1 >/dev/null
+	echo "$total_pass $total_fail"
+)
+check "a lane's 3 passed, 0 failed, exit 0: 3 0" test "$(counted unit 0 'unit: 3 passed, 0 failed')" = "3 0"
+check "a lane's 0 passed, 0 failed, exit 0: a failure" test "$(counted unit 0 'unit: 0 passed, 0 failed')" = "0 1"
+check "a counting lane with no count line, exit 0: a failure" test "$(counted contract 0 'started')" = "0 1"
+check "a counting lane's count line and exit 1: a failure" test "$(counted unit 1 'unit: 2 passed, 0 failed')" = "2 1"
+check "an uncounted stage (bench-smoke), exit 0: one passed" test "$(counted bench-smoke 0 'done')" = "1 0"
+check "an uncounted stage (deps), exit 1: one failed" test "$(counted deps 1 'apt failed')" = "0 1"
+# Every stage but UNCOUNTED_STAGES prints its count line (the list kept true).
+# shellcheck source=tests/lib/count.sh
+. tests/lib/count.sh
+for st in $(bash tests/lib/check.sh --stages); do
+	uncounted "$st" && continue
+	check "stage $st prints \"$st: N passed, M failed\" (tests/$st/run.sh)" \
+		grep -qE "echo \"$st: \\\$[a-z_]+ passed, \\\$[a-z_]+ failed" "tests/$st/run.sh"
+done
 echo "stages-test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
