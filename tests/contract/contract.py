@@ -839,6 +839,170 @@ def s_settle_readopt(c):
     c.history()
 
 
+# ---------------------------------------------------------------- issue 31
+# The engine's scenarios (issue 31, findings 1, 2, 3, 4, 6, 7): each one
+# fails on b0278b3 on the stores named in its mutant
+# (tests/contract/mutants/*.patch).
+
+def s_claim_resent(c):
+    """A pool of one pair, the reply to A's claim lost after the store
+    committed it (etcd: the first of two endpoints cuts the connection
+    after forwarding the claim's Txn once): the claim is never resent and
+    taken for another's own; A serves the pair within the bound."""
+    c.init()
+    px = c.with_proxy()
+    key = key_b64 = None
+    if c.s.name == "etcd":
+        # The claim's Txn only (its failure branch counts the key), not
+        # the read before it (a read-only Txn that also counts it).
+        key = S.key_name(c.cl, "worker", (0, 0))
+        key_b64 = S.b64(key).encode()
+        px.arm_drop(b'"failure":[{"request_range":{"key":"' + key_b64 +
+                    b'","count_only":true}}]}')
+    else:
+        px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
+    argv = c.flags(proxy=True) + ["--dry-run-clock-offset-ms", "0"]
+    if c.s.name == "etcd":
+        # two endpoints: the proxy first, then a member directly
+        i = argv.index("--etcd-endpoints")
+        argv[i + 1] += ",http://127.0.0.1:%d" % c.s.cports[1]
+    a = Agent(c, argv, os.path.join(c.dir, "agent.0.log"), 0)
+    c.agents.append(a)
+    c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim (its fault never fired)")
+    t0 = time.monotonic()
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5),
+             "A never served the one pair after its claim's reply was lost (%d pool_full)"
+             % len(re.findall("event=pool_full", a.text())))
+    c.note("A served %.1f s after the lost reply" % (time.monotonic() - t0))
+    c.expect(c.s.key_get(c.cl, (0, 0)) == a.owner(), "the key does not hold A's owner")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def s_owner_not_ascii(c):
+    """--owner with a label that is not printable ASCII ("zürich"): refused
+    where it is configured (exit 2, naming owner), nothing claimed; an
+    ASCII label serves, and the key holds LABEL:RANDOM."""
+    c.init()
+    a = c.agent(extra=["--owner", "z\u00fcrich"])
+    try:
+        rc = a.p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        rc = None
+    c.expect(rc == 2, "--owner z\u00fcrich: exit %s, not 2 (%s)" % (
+        rc, "serving" if a.serving() else a.text()[-160:].strip()))
+    c.expect(re.search(r"owner", a.text()), "the refusal does not name the owner")
+    c.expect(not a.has("event=claimed"), "claimed with an owner that is not ASCII")
+    b = c.agent(extra=["--owner", "zurich"])
+    c.expect(b.wait("event=unfenced", 15), "--owner zurich never served")
+    k = c.s.key_get(c.cl, (0, 0)) or ""
+    c.expect(k == b.owner() and k.startswith("zurich:"), "the key holds %r" % k)
+    c.stop_agents()
+    c.history()
+
+
+def s_mark_lowered_step(c):
+    """The mark set to 0 under a serving holder that raises it only every
+    5 s (--mark-step-ms 10000), 3 s of renewals, kill -9: the holder said
+    so (event=mark_lowered) and raised it again, so the next holder, its
+    clock 5 s behind, stamps nothing the first could have stamped."""
+    step = ["--mark-step-ms", "10000"]
+    c.init()
+    a = c.agent(extra=step, offset=0)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    time.sleep(0.5)
+    v = c.s.mark_value(c.cl, (0, 0))
+    c.expect(v is not None and v > 0, "no mark above 0 while A serves (%r)" %
+             c.s.mark_get(c.cl, (0, 0)))
+    off = a.size()
+    c.s.mark_set_value(c.cl, (0, 0), 0)
+    c.expect(c.s.mark_value(c.cl, (0, 0)) == 0 or a.has("event=mark_lowered", off),
+             "the mark was not lowered (the fault never fired)")
+    c.fault("mark-lowered", at=now_ns(), was=v)
+    time.sleep(3)
+    c.expect(a.has("event=mark_lowered", off), "A never said its mark was lowered")
+    c.note("the mark %s -> 0 -> %r" % (v, c.s.mark_value(c.cl, (0, 0))))
+    a.kill9()
+    b = c.agent(offset=-5000)
+    c.expect(b.wait("event=unfenced", 20), "B never served")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def s_pair_refused(c):
+    """One pair of the pool refused by the store's ACL (Redis: a user whose
+    key patterns leave out 0:9; ZooKeeper: 0:1's mark made by another
+    digest user), the others held: the agent never stops over it and
+    claims a pair once one is freed."""
+    if c.s.name == "redis":
+        d = os.path.join(c.dir, "acl")
+        os.makedirs(d, exist_ok=True)
+        port = S.free_port()
+        srv = c.s.spawn(c.s.argv(port, d), os.path.join(d, "redis.log"))
+        try:
+            c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
+            sa = ["--redis-port", str(port)]
+            c.init("0-9", extra=sa)
+            kp = "%s:%s:" % (S.PREFIX, c.cl)
+            r = c.s.cmd("ACL", "SETUSER", "default", "resetkeys", "~%sworker:0:[0-8]" % kp,
+                        "~%smark:*" % kp, "~%smarkrun:*" % kp, port=port)
+            c.expect(r == "OK", "ACL SETUSER: %r" % (r,))
+            for w in range(1, 9):
+                c.s.cmd("SET", kp + "worker:0:%d" % w, "other:1", "PX", "600000", port=port)
+            c.s.cmd("SET", kp + "worker:0:0", "other:1", "PX", "3000", port=port)
+            a = c.agent("0-9", extra=sa)
+            c.expect(a.wait("NOPERM", 10), "the store never refused 0:9 (the fault never fired)")
+            c.expect(a.wait("event=unfenced", 15), "A never served 0:0 once it was free")
+            c.expect(a.alive(), "A died")
+            c.expect(a.claimed()[-1] == ("0", "0"), "A claimed %s" % (a.claimed()[-1],))
+            c.stop_agents()
+        finally:
+            srv.kill()
+            srv.wait()
+        c.history()
+        return
+    if c.s.name != "zookeeper":
+        raise NA("%s: no per-key ACL" % c.s.name)
+    bob = ["--zookeeper-user", "bob", "--zookeeper-password", "bob-secret"]
+    alice = ["--zookeeper-user", "alice", "--zookeeper-password", "alice-secret"]
+    c.init("1", extra=bob)
+    c.init("0", extra=alice)
+    h = c.agent("0", extra=alice)
+    c.expect(h.wait("event=unfenced", 15), "H never served 0:0")
+    a = c.agent("0-1", extra=alice)
+    c.expect(a.wait("event=zookeeper_node_refused|ZNOAUTH|not authenticated", 10),
+             "the store never refused 0:1 (the fault never fired)")
+    time.sleep(1)
+    c.expect(a.alive(), "A exited %s over one pair's ACL" % a.p.poll())
+    h.term()
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5), "A never served 0:0 once H stopped")
+    c.stop_agents()
+    c.history()
+
+
+def s_sigterm_claim_lost(c):
+    """SIGTERM just after the reply to A's claim was lost (the store
+    committed it): A exits 0 and the pair is not left holding A's owner
+    (given back, not left for a TTL)."""
+    c.init()
+    px = c.with_proxy()
+    px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
+    a = c.agent(proxy=True)
+    c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim (its fault never fired)")
+    rc, secs = a.term(8)
+    c.expect(rc == 0, "exit %s after SIGTERM" % rc)
+    k = c.s.key_get(c.cl, (0, 0))
+    c.expect(k != a.owner(), "the key still holds A's owner %.1f s after its claim's lost "
+             "reply and its exit" % secs)
+    c.note("A exited %.2f s after SIGTERM; the key: %r" % (secs, k))
+    c.stop_agents()
+    c.history()
+
+
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -864,6 +1028,11 @@ SCENARIOS = [
     ("sigterm_serving", s_sigterm_serving),
     ("quarantine_per_pair", s_quarantine_per_pair),
     ("config_long_line", s_config_long_line),
+    ("claim_resent", s_claim_resent),
+    ("owner_not_ascii", s_owner_not_ascii),
+    ("mark_lowered_step", s_mark_lowered_step),
+    ("pair_refused", s_pair_refused),
+    ("sigterm_claim_lost", s_sigterm_claim_lost),
 ]
 
 

@@ -69,8 +69,12 @@ static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 #define SIG_WAKE	(SIGRTMIN + 2)	/* ag_store_lost() wakes the main loop */
 
 static volatile sig_atomic_t stop_signal;
-/* The agent is stopping (fenced, releasing): ag_stop_pending() is false. */
-static bool stopping;
+/*
+ * The agent is stopping (fenced, releasing): ag_stop_pending() is false,
+ * until a second stop signal comes (stop_again): then the release is
+ * given up too (it expires by itself).
+ */
+static bool stopping, stop_again;
 /* The mark quarantine's table (missing_mark()): fixed size, ~96 KiB. */
 static struct ag_quarantine quarantine;
 static enum ag_level log_level = AG_INFO;
@@ -225,7 +229,10 @@ static void on_signal(int sig)
  * The stop signals are blocked but inside sleep_until(); work that runs
  * long between two sleeps (the claim walk, --init-store, a store call
  * that waits for its reply) asks here, between steps: a pending stop
- * signal is taken (sigtimedwait, no wait) and stop_signal set.
+ * signal is taken (sigtimedwait, no wait) and stop_signal set.  While the
+ * agent stops (fenced, giving its lease back) the stop runs to its end,
+ * unless another stop signal comes: an operator who asks twice is not
+ * kept waiting on a store that does not answer.
  */
 bool ag_stop_pending(void)
 {
@@ -234,17 +241,24 @@ bool ag_stop_pending(void)
 	size_t i;
 	int sig;
 
-	if (stopping)
-		return false;	/* the stop itself (the release) runs to its end */
-	if (stop_signal)
+	if (stop_signal && !stopping)
+		return true;
+	if (stop_again)
 		return true;
 	sigemptyset(&set);
 	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
 		sigaddset(&set, stop_signals[i]);
 	sig = sigtimedwait(&set, NULL, &zero);
+	if (sig > 0 && stopping) {
+		/* A second stop signal while stopping: the release is given up. */
+		logm(AG_WARN, "event=stop_again signal=%d: the release is given up; the lease expires by itself",
+		     sig);
+		stop_again = true;
+		return true;
+	}
 	if (sig > 0)
 		stop_signal = sig;
-	return stop_signal != 0;
+	return stop_signal != 0 && !stopping;
 }
 
 static void on_watchdog(int sig)
@@ -898,6 +912,35 @@ static uint64_t missing_mark(struct agent *a, uint32_t dc, uint32_t w, bool inva
 	return ts;
 }
 
+/*
+ * G6, once for every store: a claim whose outcome is unknown (TRY_UNKNOWN:
+ * no reply, or one that cannot be read) may have bound the pair's key to
+ * this run's owner, a lease the loop does not know it holds.  Before any
+ * other store step (a claim walk, a re-adoption, the stop) the pair is
+ * given back where its key still holds this run's owner (give_back():
+ * delete-if-owner); until that has an answer no other step is taken, and
+ * nothing is resent.  It was never served (the claim never returned), so
+ * its next holder's settle is all the wait it needs.  0 done (or nothing
+ * to do), -1 not yet (the store did not answer: asked again next time).
+ */
+static int resolve_unknown(struct agent *a)
+{
+	char key[512];
+	int v;
+
+	if (!a->unknown)
+		return 0;
+	v = a->st->give_back(a, a->unknown_dc, a->unknown_w);
+	if (v < 0)
+		return -1;
+	key_of(a, a->unknown_dc, a->unknown_w, key, sizeof(key));
+	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u key=%s: a claim whose reply was lost %s",
+	     a->unknown_dc, a->unknown_w, key,
+	     v == 1 ? "had committed: given back" : "had not committed");
+	a->unknown = false;
+	return 0;
+}
+
 /* One claim of (@dc, @w), with a missing or invalid mark handled; TRY_*. */
 static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 {
@@ -913,9 +956,23 @@ static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 		if (!init)
 			break;
 	}
+	if (ret == TRY_UNKNOWN) {
+		/* Maybe committed: given back now, or before the next step. */
+		a->unknown = true;
+		a->unknown_dc = dc;
+		a->unknown_w = w;
+		(void)resolve_unknown(a);
+		return TRY_ERROR;
+	}
 	if (ret == TRY_NO_MARK || ret == TRY_BAD_MARK) {
 		*no_mark = true;
 		return TRY_NO_MARK;
+	}
+	if (ret == TRY_REFUSED) {
+		/* Not committed, this pair only (an ACL): the walk moves on. */
+		logm(AG_WARN, "event=claim_refused datacenter=%u worker=%u: the store refused this pair's claim (see above); trying the other pairs",
+		     dc, w);
+		return TRY_HELD;
 	}
 	if (ret == TRY_HELD)	/* a holder: the next sighting of a missing mark starts afresh */
 		ag_quarantine_clear(a->quarantine, pair_index(a, dc, w));
@@ -941,6 +998,8 @@ static int acquire(struct agent *a)
 	int64_t wait, sent, walk_from;
 	int ret;
 
+	if (resolve_unknown(a))
+		return TRY_ERROR;
 	if (a->ever_held) {
 		ret = a->st->readopt(a, a->dc, a->w, &sent, &mark);
 		if (ret == TRY_TAKEN) {
@@ -1188,7 +1247,7 @@ fail:
 static int renew(struct agent *a, bool for_serve)
 {
 	const struct ag_conf *c = a->c;
-	uint64_t next = 0, raise = 0;
+	uint64_t next = 0, raise = 0, held = AG_MARK_UNREAD, want;
 	int64_t sent, until;
 	int ret;
 
@@ -1204,9 +1263,31 @@ static int renew(struct agent *a, bool for_serve)
 			raise = next + c->mark_step_ms;
 	}
 	/* Nothing may run past the fence time. */
-	ret = a->st->renew(a, a->fence_at, &sent, raise);
+	ret = a->st->renew(a, a->fence_at, &sent, raise, &held);
 	if (ret <= 0)
 		return ret;
+	/*
+	 * The store holds a mark below what it accepted from this holder
+	 * (lost by a crash, a failover to a lagging replica, a restore, an
+	 * operator): the next holder would read it and set its floor inside
+	 * this holder's window.  Raised again at once, in the same proof,
+	 * before anything is served further; when that does not succeed the
+	 * device is fenced (the lease dropped, the pair re-adopted only with
+	 * the mark raised: readopt()).  Only a mark the store has now
+	 * accepted again is the ceiling.
+	 */
+	want = raise > a->mark_ms ? raise : a->mark_ms;
+	if (held != AG_MARK_UNREAD && held < want) {
+		logm(AG_WARN, "event=mark_lowered datacenter=%u worker=%u key=%s store_mark_ms=%llu mark_ms=%llu: the store lost the mark this holder raised; raising it again before serving further",
+		     a->dc, a->w, a->key, (unsigned long long)held, (unsigned long long)want);
+		ret = a->st->renew(a, a->fence_at, &sent, want, &held);
+		if (ret != 1 || (held != AG_MARK_UNREAD && held < want)) {
+			(void)fence_now(a, "mark-lowered");
+			a->serving = false;
+			return ret == 0 ? 0 : -1;
+		}
+		raise = want;
+	}
 	until = sent + (int64_t)(c->ttl_ms - c->margin_ms) * NS_PER_MS;
 	a->m_renewals++;
 	a->m_renew_ms_sum += (boot_ns() - sent) / NS_PER_MS;
@@ -1438,6 +1519,10 @@ static int run(struct agent *a)
 		a->st->release(a);
 		a->held = false;
 	}
+	/* A claim whose outcome is unknown: given back too, not left for a TTL. */
+	if (a->unknown && !stop_again && resolve_unknown(a))
+		logm(AG_WARN, "event=release_failed datacenter=%u worker=%u: a claim whose reply was lost could not be given back; it expires by itself",
+		     a->unknown_dc, a->unknown_w);
 	metrics_write(a);
 	return a->fatal ? a->fatal : AG_EXIT_OK;
 }
@@ -1565,6 +1650,11 @@ static int make_owner(struct agent *a)
 			strcpy(host, "unknown");
 		host[sizeof(host) - 1] = '\0';
 		label = host;
+		/* The owner's one definition (validate.h), as for --owner. */
+		if (!ag_owner_ok(host, strlen(host), sizeof(host) - 1)) {
+			logm(AG_ERR, "event=owner_invalid: the host name is not printable ASCII, which every store keeps the owner as; give --owner LABEL");
+			return AG_EXIT_USAGE;
+		}
 	}
 	snprintf(a->owner, sizeof(a->owner), "%s:%s", label, hex);
 	return 0;

@@ -15,6 +15,10 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "validate.h"
+
+/* The longest --owner label (the owner is LABEL:32 hex digits, at most AG_OWNER_MAX). */
+#define AG_LABEL_MAX	200
 
 const char ag_usage[] =
 "Usage: snowflake-agent [OPTIONS]\n"
@@ -471,8 +475,10 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		}
 		goto bad;
 	case O_OWNER:
-		if (!*v || strlen(v) > 200)
-			goto bad;
+		/* The owner's one definition (validate.h): what every store reads back. */
+		if (!ag_owner_ok(v, strlen(v), AG_LABEL_MAX))
+			return fail(err, errlen, "%s: bad value for owner: 1 to %d bytes of printable ASCII (the stores keep and compare the owner as ASCII text)",
+				    where, AG_LABEL_MAX);
 		set_str(&c->owner, v);
 		return 0;
 	case O_NON_DURABLE:

@@ -80,8 +80,8 @@
  * is invalid, never claimed (the UPDATE does not match it), replaced only
  * by a holder's raise, a passed quarantine or --init-store --init-mark-ms
  * (store_parse.c parses every row strictly).  A claim whose reply is lost
- * (it may have committed) is given back before the next step
- * (resolve_orphan()).
+ * (it may have committed) is TRY_UNKNOWN: the engine gives it back before
+ * its next step (give_back(), agent.c resolve_unknown()).
  *
  * Every call ends by its deadline: the non-blocking API of Connector/C,
  * each wait a poll(2) bounded by the fence time (or mysql-timeout-ms), the
@@ -150,8 +150,6 @@ struct mstore {
 	char pfx[2 * NAME_MAX_LEN + 1];	/* prefix and cluster, escaped */
 	char cl[2 * NAME_MAX_LEN + 1];
 	char own[2 * 320 + 1];		/* the owner, escaped */
-	bool orphan;			/* a claim of (orphan_dc, orphan_w) may have committed */
-	uint32_t orphan_dc, orphan_w;
 };
 
 /* What a batch gave. */
@@ -612,31 +610,24 @@ static int row_of(const struct agent *a, const struct reply *r, uint32_t dc, uin
 }
 
 /*
- * A claim whose outcome is unknown (no reply: it may have committed) left
- * the row of (s->orphan_dc, s->orphan_w) perhaps holding this run's
- * owner.  Before any other step (a claim, a re-adoption, a renewal) the
- * lease is given back, only where it holds this run's owner: a row this
- * run does not know it holds is never renewed, never re-adopted with an
- * old floor.  0 done (or nothing to do), -1 not yet (try again).
+ * give_back(): pair (@dc, @w)'s lease ended where it holds this run's
+ * owner (G6, agent.c).  1 given back, 0 not ours, -1 no answer.
  */
-static int resolve_orphan(struct agent *a, int64_t end)
+static int m_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
 	struct mstore *s = M(a);
+	int64_t end = end_of(a, 0);
 	char where[600], sql[1024];
 	struct reply r;
 
-	if (!s->orphan)
-		return 0;
-	pair_where(a, s->orphan_dc, s->orphan_w, where, sizeof(where));
+	if (!mysql_ready(a, end))
+		return -1;
+	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
 		 "UPDATE `%s` SET owner = '', expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
 		 a->c->mysql_table, where, s->own) || exec(a, end, sql, &r))
 		return -1;
-	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u: a claim whose reply was lost %s",
-	     s->orphan_dc, s->orphan_w,
-	     r.affected[0] > 0 ? "had committed: given back" : "had not committed");
-	s->orphan = false;
-	return 0;
+	return r.affected[0] > 0;
 }
 
 static int m_init(struct agent *a)
@@ -717,8 +708,6 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	snprintf(valid, sizeof(valid), " AND mark <= %llu", (unsigned long long)a->mark_max_ms);
 	if (!mysql_ready(a, end))
 		return s->no_schema && !a->fatal ? TRY_NO_MARK : TRY_ERROR;
-	if (resolve_orphan(a, end))
-		return TRY_ERROR;
 	if (init_mark && insert_row(a, end, dc, w, init_mark) < 0)
 		return TRY_ERROR;
 	pair_where(a, dc, w, where, sizeof(where));
@@ -769,10 +758,7 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	}
 	return TRY_TAKEN;
 unknown:
-	s->orphan = true;
-	s->orphan_dc = dc;
-	s->orphan_w = w;
-	return TRY_ERROR;
+	return TRY_UNKNOWN;
 }
 
 /*
@@ -791,8 +777,6 @@ static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, ui
 
 	if (!mysql_ready(a, end))
 		return s->no_schema && !a->fatal ? 0 : -1;
-	if (resolve_orphan(a, end))
-		return -1;
 	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
 		 "START TRANSACTION; "
@@ -857,11 +841,14 @@ static int m_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	return ret ? TRY_TAKEN : TRY_HELD;
 }
 
-static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
+		   uint64_t *mark)
 {
-	uint64_t mark;
+	int ret = renew_batch(a, end_of(a, deadline), a->dc, a->w, raise_to, false, sent, mark);
 
-	return renew_batch(a, end_of(a, deadline), a->dc, a->w, raise_to, false, sent, &mark);
+	if (ret != 1)
+		*mark = AG_MARK_UNREAD;
+	return ret;
 }
 
 static void m_release(struct agent *a)
@@ -957,6 +944,7 @@ const struct store_ops ag_mysql_ops = {
 	.readopt = m_readopt,
 	.renew = m_renew,
 	.release = m_release,
+	.give_back = m_give_back,
 	.init_mark = m_init_mark,
 };
 #endif /* AG_NO_MYSQL */
