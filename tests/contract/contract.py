@@ -846,8 +846,8 @@ def s_settle_readopt(c):
 
 def s_claim_resent(c):
     """A pool of one pair, the reply to A's claim lost after the store
-    committed it (etcd: the first of two endpoints cuts the connection
-    after forwarding the claim's Txn once): the claim is never resent and
+    committed it (etcd: two endpoints, the one the claim's Txn went to
+    cuts the connection after forwarding it once): the claim is never resent and
     taken for another's own; A serves the pair within the bound."""
     c.init()
     px = c.with_proxy()
@@ -863,9 +863,10 @@ def s_claim_resent(c):
         px.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
     argv = c.flags(proxy=True) + ["--dry-run-clock-offset-ms", "0"]
     if c.s.name == "etcd":
-        # two endpoints: the proxy first, then a member directly
+        # two endpoints, both the proxy (the agent starts at a random one):
+        # a resend goes to the other, through the proxy, whose drop fires once
         i = argv.index("--etcd-endpoints")
-        argv[i + 1] += ",http://127.0.0.1:%d" % c.s.cports[1]
+        argv[i + 1] += ",http://localhost:%d" % px.port
     a = Agent(c, argv, os.path.join(c.dir, "agent.0.log"), 0)
     c.agents.append(a)
     c.expect(c.wait_proxy_drop(10), "the proxy never saw the claim (its fault never fired)")
