@@ -635,7 +635,10 @@ def s_store_restart_volatile(c):
 
 def s_store_not_durable(c):
     """A Redis with the default snapshots (it can bring a mark back lower):
-    refused, exit 5, nothing claimed; with the operator's opt-in: it runs."""
+    refused, exit 5, nothing claimed; with the operator's opt-in: it runs.
+    MySQL: s_store_not_durable_mysql."""
+    if c.s.name == "mysql":
+        return s_store_not_durable_mysql(c)
     if c.s.name != "redis":
         raise NA("%s: no such configuration" % c.s.name)
     d = os.path.join(c.dir, "rdb")
@@ -922,7 +925,6 @@ def s_mark_lowered_step(c):
              "the mark was not lowered (the fault never fired)")
     c.fault("mark-lowered", at=now_ns(), was=v)
     time.sleep(3)
-    c.expect(a.has("event=mark_lowered", off), "A never said its mark was lowered")
     c.note("the mark %s -> 0 -> %r" % (v, c.s.mark_value(c.cl, (0, 0))))
     a.kill9()
     b = c.agent(offset=-5000)
@@ -930,6 +932,7 @@ def s_mark_lowered_step(c):
     time.sleep(TTL / 1000)
     c.stop_agents()
     c.history()
+    c.expect(a.has("event=mark_lowered", off), "A never said its mark was lowered")
 
 
 def s_pair_refused(c):
@@ -1004,6 +1007,117 @@ def s_sigterm_claim_lost(c):
 
 
 
+def s_store_not_durable_mysql(c):
+    """MySQL (issue 31 g): innodb_flush_log_at_trx_commit set to 2 under a
+    serving holder: it sees it within a TTL or so and stops (exit 5,
+    event=mysql_unsafe); a new agent is refused (exit 5); with
+    --mysql-allow-non-durable it serves."""
+    c.init()
+    was = (c.s.sql("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") or "").strip()
+    c.expect(was == "1", "the server's innodb_flush_log_at_trx_commit is %r, not 1" % was)
+    a = c.agent()
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    try:
+        c.expect(c.s.sql("SET GLOBAL innodb_flush_log_at_trx_commit = 2") is not None,
+                 "SET GLOBAL innodb_flush_log_at_trx_commit = 2 failed (the fault never fired)")
+        c.fault("not-durable", at=now_ns())
+        try:
+            rc = a.p.wait(timeout=3 * TTL / 1000 + 5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        c.expect(rc == 5, "the holder, its server no longer durable: exit %s, not 5" % rc)
+        c.expect(a.has("event=mysql_unsafe"), "the holder never said event=mysql_unsafe")
+        b = c.agent()
+        try:
+            rc = b.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        c.expect(rc == 5, "a new agent on a server that is not durable: exit %s, not 5" % rc)
+        d = c.agent(extra=["--mysql-allow-non-durable"])
+        c.expect(d.wait("event=unfenced", 15), "with --mysql-allow-non-durable: never served")
+        c.stop_agents()
+    finally:
+        c.s.sql("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
+    c.history()
+
+
+def s_mysql_primary_key(c):
+    """A lease table without the primary key (prefix, cluster, datacenter,
+    worker): --init-store and the agent refuse it (exit 5, naming the
+    primary key), and no pair ever gets a second row."""
+    if c.s.name != "mysql":
+        raise NA("%s: no table" % c.s.name)
+    t = "ct_nopk"
+    c.expect(c.s.sql("DROP TABLE IF EXISTS snowflake.%s; CREATE TABLE snowflake.%s (prefix "
+                     "VARBINARY(64) NOT NULL, cluster VARBINARY(64) NOT NULL, datacenter INT "
+                     "UNSIGNED NOT NULL, worker INT UNSIGNED NOT NULL, owner VARBINARY(255) NOT "
+                     "NULL DEFAULT '', expiry DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00', "
+                     "mark BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB" % (t, t)) is not None,
+             "creating the table without a primary key failed (the fault never fired)")
+    tbl = ["--mysql-table", t]
+    bad = []
+    for i in range(2):
+        rc, err = c.init(extra=tbl, expect_ok=False)
+        if rc != 5 or "primary key" not in err:
+            bad.append("--init-store %d: exit %d" % (i + 1, rc))
+    a = c.agent(extra=tbl)
+    try:
+        rc = a.p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        rc = None
+    if rc != 5 or not a.has("primary key"):
+        bad.append("the agent: exit %s%s" % (rc, ", serving" if a.serving() else ""))
+    n = (c.s.sql("SELECT COUNT(*) FROM snowflake.%s GROUP BY prefix, cluster, datacenter, worker "
+                 "ORDER BY 1 DESC LIMIT 1" % t) or "0").strip() or "0"
+    if int(n) > 1:
+        bad.append("a pair has %s rows" % n)
+    c.s.sql("DROP TABLE IF EXISTS snowflake.%s" % t)
+    c.expect(not bad, "; ".join(bad))
+    c.stop_agents()
+
+
+def s_redis_replica_added(c):
+    """A replica attached to the Redis under a serving holder (a failover
+    to it could bring a mark back lower): the holder sees it within a TTL
+    or so and stops (exit 5, event=redis_unsafe)."""
+    if c.s.name != "redis":
+        raise NA("%s: no such configuration" % c.s.name)
+    d = os.path.join(c.dir, "primary")
+    os.makedirs(os.path.join(d, "replica"), exist_ok=True)
+    port, rport = S.free_port(), S.free_port()
+    srv = c.s.spawn(c.s.argv(port, d), os.path.join(d, "redis.log"))
+    rep = None
+    try:
+        c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
+        sa = ["--redis-port", str(port)]
+        c.init(extra=sa)
+        a = c.agent(extra=sa)
+        c.expect(a.wait("event=unfenced", 15), "A never served")
+        rep = c.s.spawn(c.s.argv(rport, os.path.join(d, "replica")) +
+                        ["--replicaof", "127.0.0.1", str(port)],
+                        os.path.join(d, "replica", "redis.log"))
+        t = time.monotonic() + 15
+        while time.monotonic() < t and "connected_slaves:1" not in str(
+                c.s.cmd("INFO", "replication", port=port)):
+            time.sleep(0.1)
+        c.expect("connected_slaves:1" in str(c.s.cmd("INFO", "replication", port=port)),
+                 "the replica never connected (the fault never fired)")
+        c.fault("replica-added", at=now_ns())
+        try:
+            rc = a.p.wait(timeout=3 * TTL / 1000 + 5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        c.expect(rc == 5, "the holder, a replica added: exit %s, not 5" % rc)
+        c.expect(a.has("event=redis_unsafe"), "the holder never said event=redis_unsafe")
+        c.stop_agents()
+    finally:
+        for p in (rep, srv):
+            if p:
+                p.kill()
+                p.wait()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1034,6 +1148,8 @@ SCENARIOS = [
     ("mark_lowered_step", s_mark_lowered_step),
     ("pair_refused", s_pair_refused),
     ("sigterm_claim_lost", s_sigterm_claim_lost),
+    ("mysql_primary_key", s_mysql_primary_key),
+    ("redis_replica_added", s_redis_replica_added),
 ]
 
 

@@ -1307,6 +1307,17 @@ static int renew(struct agent *a, bool for_serve)
 	a->fence_at = until;
 	a->next_renew = sent + (int64_t)c->renew_ms * NS_PER_MS;
 	logm(AG_DEBUG, "event=renewed key=%s mark_ms=%llu", a->key, (unsigned long long)a->mark_ms);
+	/*
+	 * G5 while holding: a store that became able to lose the mark (a
+	 * replica added, fsync turned off) is seen within a TTL, not only at
+	 * the next connection.  a->fatal ends the loop: fence, release, exit.
+	 */
+	if (a->st->recheck && boot_ns() >= a->next_recheck) {
+		if (!a->st->recheck(a, a->fence_at))
+			a->next_recheck = boot_ns() + (int64_t)c->ttl_ms * NS_PER_MS;
+		if (a->fatal)
+			(void)fence_now(a, "store-unusable");
+	}
 	return 1;
 }
 

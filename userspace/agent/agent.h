@@ -181,6 +181,16 @@ struct store_ops {
 	 * ours (nothing done), -1 no answer (the engine asks again).
 	 */
 	int (*give_back)(struct agent *a, uint32_t dc, uint32_t w);
+	/*
+	 * G5 while holding (NULL: the store is durable by construction,
+	 * etcd's and ZooKeeper's quorum logs): is the store still as durable
+	 * as it was found at the connection (Redis: AOF fsynced at every
+	 * write, no replica; MySQL: innodb_flush_log_at_trx_commit = 1, no
+	 * replica)?  The engine asks every ttl while it holds a pair, by
+	 * @deadline.  0 yes, -1 could not tell (asked again), or a->fatal set
+	 * (the agent fences, gives the lease back and exits 5).
+	 */
+	int (*recheck)(struct agent *a, int64_t deadline);
 	/* Give the lease back (after the fence), bounded by the store's timeout. */
 	void (*release)(struct agent *a);
 	/*
@@ -268,6 +278,7 @@ struct agent {
 	/* A claim whose outcome is unknown (TRY_UNKNOWN): given back before the next step. */
 	bool unknown;
 	uint32_t unknown_dc, unknown_w;
+	int64_t next_recheck;		/* store_ops.recheck while holding, at this time */
 	/* Per pair: when its mark was first seen missing or invalid (agent.c). */
 	struct ag_quarantine *quarantine;
 	bool missing_logged;		/* event=mark_missing said at warn since the last claim */

@@ -948,6 +948,12 @@ static int64_t r_claim_wait(struct agent *a)
 	return (need_s - up_s) * 1000 * NS_PER_MS;
 }
 
+/* G5 while holding (agent.h): durability() again (a replica added, fsync turned off). */
+static int r_recheck(struct agent *a, int64_t deadline)
+{
+	return durability(a, deadline) ? 0 : -1;
+}
+
 const struct store_ops ag_redis_ops = {
 	.name = "redis",
 	.init = r_init,
@@ -959,5 +965,6 @@ const struct store_ops ag_redis_ops = {
 	.renew = r_renew,
 	.release = r_release,
 	.give_back = r_give_back,
+	.recheck = r_recheck,
 	.init_mark = r_init_mark,
 };
