@@ -728,6 +728,43 @@ static void state_save(struct agent *a)
 /* Name resolution with a deadline                                   */
 /* ---------------------------------------------------------------- */
 
+/*
+ * Lookups that outlived their caller's time: getaddrinfo_a's thread owns
+ * each until it ends (gai_cancel() cannot stop a running one), so they
+ * are kept here and freed once done, at the next lookup; at most
+ * GAI_LEFT_MAX at once (a resolver that never answers): then no new one
+ * is started, and memory stays bounded.
+ */
+#define GAI_LEFT_MAX	8
+static struct gaicb *gai_left[GAI_LEFT_MAX];
+
+static void gai_free(struct gaicb *req)
+{
+	if (req->ar_result)
+		freeaddrinfo(req->ar_result);
+	free((char *)req->ar_name);
+	free((void *)req->ar_request);
+	free(req);
+}
+
+/* Free the lookups left running that have ended; how many still run. */
+static int gai_reap(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < GAI_LEFT_MAX; i++) {
+		if (!gai_left[i])
+			continue;
+		if (gai_error(gai_left[i]) == EAI_INPROGRESS) {
+			n++;
+			continue;
+		}
+		gai_free(gai_left[i]);
+		gai_left[i] = NULL;
+	}
+	return n;
+}
+
 int resolve_bounded(const char *host, int64_t timeout_ms, char *out, size_t len,
 		    char *err, size_t errlen)
 {
@@ -741,6 +778,11 @@ int resolve_bounded(const char *host, int64_t timeout_ms, char *out, size_t len,
 	if (inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1) {
 		snprintf(out, len, "%s", host);
 		return 0;
+	}
+	if (gai_reap() >= GAI_LEFT_MAX) {
+		snprintf(err, errlen, "resolving %s: %d earlier lookups still run", host,
+			 GAI_LEFT_MAX);
+		return -ETIMEDOUT;
 	}
 	/* getaddrinfo_a(3): a thread resolves, we wait at most timeout_ms. */
 	req = calloc(1, sizeof(*req));
@@ -772,11 +814,16 @@ int resolve_bounded(const char *host, int64_t timeout_ms, char *out, size_t len,
 	}
 	r = gai_error(req);
 	if (r == EAI_INPROGRESS) {
-		/* Still running: it owns req until it ends (leaked if never cancelled). */
+		/* Still running: it owns req until it ends; freed then (gai_reap()). */
 		if (gai_cancel(req) == EAI_CANCELED) {
-			free((char *)req->ar_name);
-			free(hints);
-			free(req);
+			gai_free(req);
+		} else {
+			int i;
+
+			for (i = 0; i < GAI_LEFT_MAX && gai_left[i]; i++)
+				;
+			if (i < GAI_LEFT_MAX)	/* always: gai_reap() made room */
+				gai_left[i] = req;
 		}
 		snprintf(err, errlen, "resolving %s took longer than %lld ms", host,
 			 (long long)timeout_ms);

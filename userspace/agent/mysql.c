@@ -475,9 +475,10 @@ static int __attribute__((format(printf, 3, 4), warn_unused_result)) sqlf(char *
 /*
  * G5: does the server keep what it committed, on itself and across a
  * failover?  innodb_flush_log_at_trx_commit = 1 (0 and 2 lose the last
- * second of commits in a crash), and no replica connected (an
- * asynchronous replica promoted has lost what it had not received:
- * Slaves_connected, a status any user may read).  Such a server can
+ * second of commits in a crash), and no asynchronous replica connected
+ * (one promoted has lost what it had not received: Slaves_connected
+ * while Rpl_semi_sync_master_status is not ON, statuses any user may
+ * read).  Such a server can
  * bring a pair's mark back lower than it acknowledged: refused (exit 5,
  * event=mysql_unsafe) unless mysql-allow-non-durable.  At every
  * connection and, while holding, every TTL (m_recheck()).
@@ -488,7 +489,8 @@ static int mysql_durable(struct agent *a, int64_t end)
 	struct reply r;
 	char msg[700];
 
-	if (exec(a, end, "SELECT @@innodb_flush_log_at_trx_commit, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'SLAVES_CONNECTED')",
+	/* Replicas count only while semi-synchronous replication is off. */
+	if (exec(a, end, "SELECT @@innodb_flush_log_at_trx_commit, (SELECT IF(COALESCE(MAX(IF(VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS', VARIABLE_VALUE, NULL)), 'OFF') = 'ON', '0', COALESCE(MAX(IF(VARIABLE_NAME = 'SLAVES_CONNECTED', VARIABLE_VALUE, NULL)), '0')) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('SLAVES_CONNECTED', 'RPL_SEMI_SYNC_MASTER_STATUS'))",
 		 &r))
 		return -1;
 	if (!r.row || r.col_null[0]) {
@@ -497,7 +499,7 @@ static int mysql_durable(struct agent *a, int64_t end)
 	}
 	if (!strcmp(r.col[0], "1") && (r.col_null[1] || !strcmp(r.col[1], "0")))
 		return 0;
-	snprintf(msg, sizeof(msg), "innodb_flush_log_at_trx_commit=%.8s slaves_connected=%.20s: this server can bring a pair's timestamp mark back lower than it acknowledged (a crash loses the last commits; a failover to an asynchronous replica loses what it had not received), and the next holder would stamp timestamps the last one stamped; set innodb_flush_log_at_trx_commit = 1 on a server without asynchronous replicas, or accept it with mysql-allow-non-durable = yes (docs/deployment-mysql.md)",
+	snprintf(msg, sizeof(msg), "innodb_flush_log_at_trx_commit=%.8s async_replicas=%.20s: this server can bring a pair's timestamp mark back lower than it acknowledged (a crash loses the last commits; a failover to an asynchronous replica loses what it had not received), and the next holder would stamp timestamps the last one stamped; set innodb_flush_log_at_trx_commit = 1 on a server without asynchronous replicas, or accept it with mysql-allow-non-durable = yes (docs/deployment-mysql.md)",
 		 r.col[0], r.col_null[1] ? "?" : r.col[1]);
 	if (!a->c->mysql_allow_non_durable) {
 		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
