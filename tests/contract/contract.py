@@ -1146,6 +1146,47 @@ def s_redis_replica_added(c):
     c.history()
 
 
+def s_oversized_spin(c):
+    """Every reply replaced by the header of a huge reply (the store's own
+    framing), then every reply followed by 128 MiB of junk (read as the
+    next reply's length), 3 s each: the agent claims nothing on the first,
+    stays alive and under 64 MiB, and does not spin (under a tenth of a core: a
+    client library that refused the reply and keeps polling the unread
+    socket takes a whole one); replies normal: it serves.  ZooKeeper: the
+    reply bound (zk_bound.c)."""
+    c.init()
+    px = c.with_proxy()
+    px.set_mode("inflate", 128 << 20, c.s.huge_reply)
+    a = c.agent(proxy=True)
+    time.sleep(1.0)
+
+    def cpu():
+        with open("/proc/%d/stat" % a.p.pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return int(v[11]) + int(v[12])
+
+    def share(secs):
+        t0, c0 = time.monotonic(), cpu()
+        time.sleep(secs)
+        return (cpu() - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
+    s1 = share(3.0)
+    c.expect(not a.has("event=claimed"), "claimed on a reply that never was whole")
+    px.set_mode("inflate", 128 << 20)
+    px.cut()
+    time.sleep(0.5)
+    s2 = share(3.0)
+    c.note("%.0f%% and %.0f%% of a core on oversized replies" % (100 * s1, 100 * s2))
+    c.expect(a.alive(), "the agent died: exit %s" % a.p.poll())
+    c.expect(a.hwm_kb() < 65536, "the agent grew to %d MiB" % (a.hwm_kb() // 1024))
+    c.expect(max(s1, s2) < 0.1, "the agent spun at %.0f%% / %.0f%% of a core on oversized "
+             "replies" % (100 * s1, 100 * s2))
+    px.set_mode("pass")
+    px.cut()
+    c.expect(a.wait("event=unfenced", 20), "never served after the replies were normal again")
+    c.stop_agents()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1178,6 +1219,7 @@ SCENARIOS = [
     ("sigterm_claim_lost", s_sigterm_claim_lost),
     ("mysql_primary_key", s_mysql_primary_key),
     ("redis_replica_added", s_redis_replica_added),
+    ("oversized_spin", s_oversized_spin),
 ]
 
 

@@ -96,7 +96,6 @@ static int z_init(struct agent *a)
 
 const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init };
 #else
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -111,38 +110,16 @@ const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init 
 #include <zookeeper/zookeeper.h>
 
 #include "store_parse.h"
+#include "zk_bound.h"
 
 #define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner */
 
 /*
  * The library reads every reply into a buffer of the size its length
- * prefix says (calloc(1, len), up to 2 GiB, no limit of its own): junk
- * after a reply ("xxxx": 2 GB) or a forged prefix would grow the agent
- * by whatever the peer sends.  Its callocs above ZK_REPLY_ALLOC_MAX (16
- * times jute.maxbuffer's default, the largest reply an ensemble sends)
- * fail instead: the library then reads nothing more of that reply and
- * drops the connection when its receive timeout comes.  Only the
- * library's: the caller is asked only on that rare path (dladdr()).  The
- * memory is glibc's own (__libc_calloc), so free() and realloc() hold.
+ * prefix says, with no limit of its own: the agent hands it the servers'
+ * replies through a relay that cuts a connection at a prefix above
+ * ZKB_REPLY_MAX (zk_bound.c), in the static agent as in the shared one.
  */
-#define ZK_REPLY_ALLOC_MAX	(16u << 20)
-
-extern void *__libc_calloc(size_t n, size_t size);	/* NOLINT(bugprone-reserved-identifier) */
-
-__attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
-{
-	size_t bytes;
-	Dl_info info;
-
-	if (!__builtin_mul_overflow(n, size, &bytes) && bytes <= ZK_REPLY_ALLOC_MAX)
-		return __libc_calloc(n, size);
-	if (dladdr(__builtin_return_address(0), &info) && info.dli_fname &&
-	    strstr(info.dli_fname, "libzookeeper")) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return __libc_calloc(n, size);
-}
 
 /*
  * Guards what the library's threads write (the session's state, the
@@ -152,6 +129,7 @@ static pthread_mutex_t zk_mu = PTHREAD_MUTEX_INITIALIZER;
 
 struct zstore {
 	zhandle_t *zh;
+	struct zkb *relay;		/* the reply bound, the handle's (zk_bound.c) */
 	int evfd;			/* a completion or a state change: wakes the waiter */
 	const struct ACL_vector *acl;	/* of the nodes we create */
 
@@ -451,6 +429,8 @@ static void zk_close(struct zstore *z)
 		return;
 	zookeeper_close(z->zh);
 	z->zh = NULL;
+	zkb_stop(z->relay);
+	z->relay = NULL;
 	pthread_mutex_lock(&zk_mu);
 	z->state = 0;
 	z->session = 0;
@@ -672,19 +652,26 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 	if (z->zh && handle_stuck(a))
 		zk_close(z);
 	if (!z->zh) {
-		char hosts[2048];
+		char hosts[2048], relayed[2048], err[256];
 		sigset_t all, old;
 
 		if (resolve_hosts(a, dl, hosts, sizeof(hosts)))
 			return false;
+		z->relay = zkb_start(hosts, relayed, sizeof(relayed), err, sizeof(err));
+		if (!z->relay) {
+			zk_down(a, err);
+			return false;
+		}
 		/* The library's threads inherit a mask that blocks every signal. */
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &old);
 		errno = 0;
-		z->zh = zookeeper_init2(hosts, on_event, (int)a->c->ttl_ms, NULL, z,
+		z->zh = zookeeper_init2(relayed, on_event, (int)a->c->ttl_ms, NULL, z,
 					ZOO_NO_LOG_CLIENTENV, on_log);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (!z->zh) {
+			zkb_stop(z->relay);
+			z->relay = NULL;
 			if (errno == EINVAL) {
 				logm(AG_ERR, "zookeeper-hosts %s: not a valid host:port list (with an optional /chroot at its end)",
 				     a->c->zk_hosts);
