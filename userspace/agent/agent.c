@@ -359,35 +359,73 @@ static void __attribute__((format(printf, 2, 3))) hist(struct agent *a, const ch
 /* ---------------------------------------------------------------- */
 
 /*
- * Fence now: the watchdog off, the ioctl, then (only then) the history
- * and the log.  0 or -errno.
+ * The device behind one interface, two implementations: the module
+ * (/dev/snowflake through libsnowflake) and, with --dry-run, a simulator
+ * that follows the kernel's rules on a simulated clock.  fence_now() and
+ * program_pair() call only these: the dry-run path is the same code.
  */
-static int fence_now(struct agent *a, const char *why)
-{
-	bool was = a->fenced;
-	int ret = 0;
-	int64_t at;
+struct dev_ops {
+	const char *tag;	/* in the log lines: "" or " dry_run=1" */
+	/* The fence on (@on) or off.  0 or -errno. */
+	int (*fence)(struct agent *a, bool on);
+	/* The lowest timestamp (Unix ms) it would stamp now.  0 or -errno. */
+	int (*next_ts)(struct agent *a, uint64_t *ts);
+	/*
+	 * The pair (a->dc, a->w), the deadline @until and the window
+	 * [a->floor_ms, a->mark_ms], in one step, at boottime @from;
+	 * *@ts_from its clock then, *@ts_until the last timestamp it can
+	 * stamp by @until (at most the ceiling).  0 or -errno (-ESTALE: a VM
+	 * fork since this identity was made).
+	 */
+	int (*set_lease)(struct agent *a, int64_t from, int64_t until, uint64_t *ts_from,
+			 uint64_t *ts_until);
+};
 
-	wd_arm(0);
-	if (a->sf)
-		ret = snowflake_set_fence(a->sf, 1);
-	at = boot_ns();
-	if (ret) {
-		logm(AG_ERR, "event=fence_failed error=\"%s\"", snowflake_strerror(ret));
+static int mod_fence(struct agent *a, bool on)
+{
+	return snowflake_set_fence(a->sf, on);
+}
+
+static int mod_next_ts(struct agent *a, uint64_t *ts)
+{
+	struct snowflake_stats st;
+	int ret = snowflake_get_stats(a->sf, &st);
+
+	if (ret)
 		return ret;
-	}
-	a->fenced = true;
-	wd_fired = 0;
-	if (!was)
-		a->m_fences++;
-	if (a->ever_held)
-		hist(a, "fence pair=%u:%u space=%s:%s owner=%s at=%lld", a->dc, a->w,
-		     a->c->prefix, a->c->cluster, a->owner, (long long)at);
-	if (!was)
-		logm(AG_WARN, "event=fenced%s datacenter=%u worker=%u reason=%s",
-		     a->sf ? "" : " dry_run=1", a->dc, a->w, why);
+	*ts = st.clock_ms;
+	if (*ts < st.floor_ms)
+		*ts = st.floor_ms;
+	if (*ts < st.last_timestamp_ms)
+		*ts = st.last_timestamp_ms;
 	return 0;
 }
+
+/*
+ * SNOWFLAKE_IDS_DEADLINE | SNOWFLAKE_IDS_WINDOW in one ioctl, with the VM
+ * forks of this identity (snowflake_set_lease_window()).
+ */
+static int mod_set_lease(struct agent *a, int64_t from, int64_t until, uint64_t *ts_from,
+			 uint64_t *ts_until)
+{
+	struct snowflake_stats st;
+	int ret = snowflake_get_stats(a->sf, &st);
+
+	(void)from;
+	if (ret)
+		return ret;
+	*ts_from = st.clock_ms;
+	*ts_until = a->mark_ms;
+	return snowflake_set_lease_window(a->sf, a->dc, a->w, (uint64_t)until, a->vm_forks,
+					  a->floor_ms, a->mark_ms);
+}
+
+static const struct dev_ops module_dev = {
+	.tag = "",
+	.fence = mod_fence,
+	.next_ts = mod_next_ts,
+	.set_lease = mod_set_lease,
+};
 
 /*
  * The dry-run device follows the kernel's rules on a simulated clock: the
@@ -402,30 +440,83 @@ static uint64_t sim_clock_ms(const struct agent *a, int64_t t)
 	return (raw > 0 ? (uint64_t)raw : 0) + a->sim_jump_ms;
 }
 
+static int sim_fence(struct agent *a, bool on)
+{
+	(void)a;
+	(void)on;
+	return 0;
+}
+
+static int sim_next_ts(struct agent *a, uint64_t *ts)
+{
+	*ts = sim_clock_ms(a, boot_ns());
+	if (*ts < a->sim_floor_ms)
+		*ts = a->sim_floor_ms;
+	return 0;
+}
+
+/* The kernel's floor: the clock jumps forward to it, never back. */
+static int sim_set_lease(struct agent *a, int64_t from, int64_t until, uint64_t *ts_from,
+			 uint64_t *ts_until)
+{
+	uint64_t now = sim_clock_ms(a, from);
+
+	*ts_from = now;
+	if (a->floor_ms > now)
+		a->sim_jump_ms += a->floor_ms - now;
+	if (a->floor_ms > a->sim_floor_ms)
+		a->sim_floor_ms = a->floor_ms;
+	a->sim_ceiling_ms = a->mark_ms;
+	*ts_until = a->mark_ms;
+	if (sim_clock_ms(a, until) < *ts_until)
+		*ts_until = sim_clock_ms(a, until);
+	return 0;
+}
+
+static const struct dev_ops sim_dev = {
+	.tag = " dry_run=1",
+	.fence = sim_fence,
+	.next_ts = sim_next_ts,
+	.set_lease = sim_set_lease,
+};
+
+/*
+ * Fence now: the watchdog off, the ioctl, then (only then) the history
+ * and the log.  0 or -errno.
+ */
+static int fence_now(struct agent *a, const char *why)
+{
+	bool was = a->fenced;
+	int ret;
+	int64_t at;
+
+	wd_arm(0);
+	ret = a->dev->fence(a, true);
+	at = boot_ns();
+	if (ret) {
+		logm(AG_ERR, "event=fence_failed error=\"%s\"", snowflake_strerror(ret));
+		return ret;
+	}
+	a->fenced = true;
+	wd_fired = 0;
+	if (!was)
+		a->m_fences++;
+	if (a->ever_held)
+		hist(a, "fence pair=%u:%u space=%s:%s owner=%s at=%lld", a->dc, a->w,
+		     a->c->prefix, a->c->cluster, a->owner, (long long)at);
+	if (!was)
+		logm(AG_WARN, "event=fenced%s datacenter=%u worker=%u reason=%s",
+		     a->dev->tag, a->dc, a->w, why);
+	return 0;
+}
+
 /*
  * The lowest timestamp (Unix ms) the device would stamp now: its clock,
  * raised to its floor and its last timestamp.  0 or -errno.
  */
 static int dev_next_ts(struct agent *a, uint64_t *ts)
 {
-	struct snowflake_stats st;
-	int ret;
-
-	if (!a->sf) {
-		*ts = sim_clock_ms(a, boot_ns());
-		if (*ts < a->sim_floor_ms)
-			*ts = a->sim_floor_ms;
-		return 0;
-	}
-	ret = snowflake_get_stats(a->sf, &st);
-	if (ret)
-		return ret;
-	*ts = st.clock_ms;
-	if (*ts < st.floor_ms)
-		*ts = st.floor_ms;
-	if (*ts < st.last_timestamp_ms)
-		*ts = st.last_timestamp_ms;
-	return 0;
+	return a->dev->next_ts(a, ts);
 }
 
 /*
@@ -455,7 +546,7 @@ static int dev_next_ts(struct agent *a, uint64_t *ts)
  */
 static int program_pair(struct agent *a, bool assign, int64_t until)
 {
-	uint64_t ts_from = 0, ts_until = a->mark_ms;
+	uint64_t ts_from = 0, ts_until = 0;
 	bool lift, was_fenced;
 	sigset_t old;
 	int64_t from;
@@ -480,36 +571,15 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 		ret = -ERANGE;	/* no mark above the floor yet: a bug */
 		goto out;
 	}
-	if (a->sf) {
-		struct snowflake_stats st;
-
-		ret = snowflake_get_stats(a->sf, &st);
-		if (ret)
-			goto out;
-		ts_from = st.clock_ms;
-		ret = snowflake_set_lease_window(a->sf, a->dc, a->w, (uint64_t)until, a->vm_forks,
-						 a->floor_ms, a->mark_ms);
-		if (ret)
-			goto out;
-	} else {
-		uint64_t now = sim_clock_ms(a, from);
-
-		ts_from = now;
-		/* The kernel's floor: the clock jumps forward to it, never back. */
-		if (a->floor_ms > now)
-			a->sim_jump_ms += a->floor_ms - now;
-		if (a->floor_ms > a->sim_floor_ms)
-			a->sim_floor_ms = a->floor_ms;
-		a->sim_ceiling_ms = a->mark_ms;
-		if (sim_clock_ms(a, until) < ts_until)
-			ts_until = sim_clock_ms(a, until);
-	}
+	ret = a->dev->set_lease(a, from, until, &ts_from, &ts_until);
+	if (ret)
+		goto out;
 	if (ts_from < a->floor_ms)
 		ts_from = a->floor_ms;
 	wd_arm(until);
 	lift = a->fenced;
-	if (lift && a->sf)
-		ret = snowflake_set_fence(a->sf, 0);
+	if (lift)
+		ret = a->dev->fence(a, false);
 	if (ret) {
 		wd_arm(0);
 		goto out;
@@ -522,8 +592,7 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 	 */
 	if (store_lost_seen()) {
 		wd_arm(0);
-		if (a->sf)
-			(void)snowflake_set_fence(a->sf, 1);
+		(void)a->dev->fence(a, true);
 		a->fenced = true;
 		ret = -ENOLINK;
 	}
@@ -552,7 +621,7 @@ out:
 	     (unsigned long long)ts_from, (unsigned long long)ts_until);
 	if (was_fenced)
 		logm(AG_INFO, "event=unfenced%s datacenter=%u worker=%u reason=lease-held floor_ms=%llu ceiling_ms=%llu",
-		     a->sf ? "" : " dry_run=1", a->dc, a->w, (unsigned long long)a->floor_ms,
+		     a->dev->tag, a->dc, a->w, (unsigned long long)a->floor_ms,
 		     (unsigned long long)a->mark_ms);
 	return 0;
 }
@@ -1868,9 +1937,11 @@ int main(int argc, char **argv)
 	a.sim_anchor_ms = wall_ms() - boot_ns() / NS_PER_MS + conf.dry_run_clock_offset_ms;
 	if (!ret) {
 		if (conf.dry_run) {
+			a.dev = &sim_dev;
 			ret = setup_pool(&a, conf.dry_run_bits[0], conf.dry_run_bits[1]);
 			a.fenced = true;
 		} else {
+			a.dev = &module_dev;
 			ret = setup_device(&a);
 		}
 	}

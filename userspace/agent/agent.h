@@ -23,6 +23,7 @@
 #define NS_PER_MS	1000000LL
 
 struct agent;
+struct dev_ops;
 
 /*
  * What a claim, a re-adoption or a renewal gives.  TRY_BAD_MARK: the
@@ -240,6 +241,7 @@ struct agent {
 	int fatal;			/* an exit code that ends the agent */
 
 	struct snowflake *sf;		/* NULL in dry-run */
+	const struct dev_ops *dev;	/* the module's, or the dry-run simulator (agent.c) */
 	bool fenced;
 	int hist_fd;			/* -1: no history */
 
