@@ -540,6 +540,9 @@ static bool check_table(struct agent *a, int64_t end)
 		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
 		return false;
 	}
+	if (sqlf(sql, sizeof(sql), "SELECT prefix, cluster, datacenter, worker, owner, expiry, mark FROM `%s` LIMIT 0",
+		 a->c->mysql_table) || exec(a, end, sql, &r))
+		return false;
 	/*
 	 * The primary key is the pair: without it a second --init-store adds
 	 * a second row per pair, and one UPDATE claims two rows (G1).
@@ -557,9 +560,6 @@ static bool check_table(struct agent *a, int64_t end)
 		return false;
 	}
 	if (mysql_durable(a, end))
-		return false;
-	if (sqlf(sql, sizeof(sql), "SELECT prefix, cluster, datacenter, worker, owner, expiry, mark FROM `%s` LIMIT 0",
-		 a->c->mysql_table) || exec(a, end, sql, &r))
 		return false;
 	if (s->no_schema)
 		logm(AG_INFO, "event=mysql_schema_found database=%s table=%s",

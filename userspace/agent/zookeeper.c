@@ -772,6 +772,7 @@ static bool root_ready(struct agent *a, int64_t deadline)
 {
 	struct zstore *z = Z(a);
 	char path[512], *s;
+	struct zcall *c;
 	int rc;
 
 	if (z->root_ok)
@@ -801,6 +802,22 @@ static bool root_ready(struct agent *a, int64_t deadline)
 		if (last)
 			break;
 		*s = '/';
+	}
+	/*
+	 * The root must be readable by this client: one that refuses it
+	 * (made by another digest user: a wrong or missing password) is
+	 * fatal (exit 4), while a pair whose nodes refuse it is that pair's
+	 * matter (z_claim(): TRY_REFUSED).
+	 */
+	c = call_new(z);
+	if (!c)
+		return false;
+	call_started(c, zoo_aget(z->zh, a->c->zk_root, 0, cb_data, c));
+	rc = call_wait(z, c, dl_of(a, deadline));
+	call_put(c);
+	if (rc != ZOK) {
+		zk_error(a, rc, "reading zookeeper-root");
+		return false;
 	}
 	z->root_ok = true;
 	return true;
