@@ -1646,10 +1646,20 @@ static int run(struct agent *a)
 		a->st->release(a);
 		a->held = false;
 	}
-	/* A claim whose outcome is unknown: given back too, not left for a TTL. */
-	if (a->unknown && !stop_again && resolve_unknown(a))
-		logm(AG_WARN, "event=release_failed datacenter=%u worker=%u: a claim whose reply was lost could not be given back; it expires by itself",
-		     a->unknown_dc, a->unknown_w);
+	/*
+	 * A claim whose outcome is unknown: given back too, not left for a
+	 * TTL; asked again (a store reconnecting) for up to half a TTL, or
+	 * until a second stop signal.
+	 */
+	if (a->unknown) {
+		int64_t end = boot_ns() + (int64_t)c->ttl_ms / 2 * NS_PER_MS;
+
+		while (resolve_unknown(a) && !stop_again && boot_ns() < end)
+			(void)poll(NULL, 0, 50);
+		if (a->unknown)
+			logm(AG_WARN, "event=release_failed datacenter=%u worker=%u: a claim whose reply was lost could not be given back; it expires by itself",
+			     a->unknown_dc, a->unknown_w);
+	}
 	metrics_write(a);
 	return a->fatal ? a->fatal : AG_EXIT_OK;
 }
