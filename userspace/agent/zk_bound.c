@@ -76,7 +76,8 @@ int zkb_frame_ok(const unsigned char hdr[4], uint32_t *len)
 
 static void set_timeouts(int fd)
 {
-	struct timeval tv = { .tv_sec = RELAY_IO_MS / 1000, .tv_usec = RELAY_IO_MS % 1000 * 1000 };
+	struct timeval tv = { .tv_sec = RELAY_IO_MS / 1000,
+			      .tv_usec = (suseconds_t)RELAY_IO_MS % 1000 * 1000 };
 
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
@@ -320,11 +321,14 @@ struct zkb *zkb_start(const char *hosts, char *out, size_t len, char *err, size_
 		if (add_server(b, tok, err, errlen))
 			goto fail;
 	for (i = 0; i < b->n; i++) {
-		struct sockaddr_in sa;
+		struct sockaddr_in sa = { 0 };
 		socklen_t sl = sizeof(sa);
 		int w;
 
-		getsockname(b->lfd[i], (struct sockaddr *)&sa, &sl);
+		if (getsockname(b->lfd[i], (struct sockaddr *)&sa, &sl)) {
+			snprintf(err, errlen, "getsockname: %s", strerror(errno));
+			goto fail;
+		}
 		w = snprintf(out + o, len - o, "%s127.0.0.1:%u", i ? "," : "", ntohs(sa.sin_port));
 		if (w < 0 || (size_t)w >= len - o)
 			goto toolong;

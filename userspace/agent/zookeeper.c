@@ -1211,12 +1211,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			 * session.  Unknown: the engine gives it back before its
 			 * next step (give_back(), G6).
 			 */
-			if (a->fatal)
-				ret = TRY_ERROR;
-			else if (c->abandoned || rc_lost(rc))
-				ret = TRY_UNKNOWN;
-			else
-				ret = TRY_ERROR;
+			ret = !a->fatal && (c->abandoned || rc_lost(rc)) ? TRY_UNKNOWN : TRY_ERROR;
 		}
 		call_put(c);
 		call_put(k);
