@@ -836,7 +836,10 @@ def s_store_restart_volatile(c):
 
 def s_store_not_durable(c):
     """A Redis with the default snapshots (it can bring a mark back lower):
-    refused, exit 5, nothing claimed; with the operator's opt-in: it runs."""
+    refused, exit 5, nothing claimed; with the operator's opt-in: it runs.
+    MySQL: s_store_not_durable_mysql."""
+    if c.s.name == "mysql":
+        return s_store_not_durable_mysql(c)
     if c.s.name != "redis":
         raise NA("%s: no such configuration" % c.s.name)
     d = os.path.join(c.dir, "rdb")
@@ -1075,6 +1078,351 @@ def s_settle_readopt(c):
     c.history()
 
 
+# ---------------------------------------------------------------- issue 31
+# The engine's scenarios (issue 31, findings 1-7 and g): each one fails on
+# b0278b3 on the stores named in its mutant (tests/contract/mutants/i31-*).
+
+# Their n/a cells (a store without the configuration), merged into the
+# harness's fixed table where it has one.
+NA_I31 = {
+    ("pair_refused", "etcd"): "etcd: no per-key ACL (its RBAC is per user and cluster-wide)",
+    ("pair_refused", "mysql"): "MySQL: no per-row privilege",
+    ("mysql_primary_key", "etcd"): "etcd: no table",
+    ("mysql_primary_key", "redis"): "Redis: no table",
+    ("mysql_primary_key", "zookeeper"): "ZooKeeper: no table",
+    ("redis_replica_added", "etcd"): "etcd: no such configuration (a quorum fsyncs every write)",
+    ("redis_replica_added", "zookeeper"): "ZooKeeper: no such configuration (a quorum logs "
+                                          "every write)",
+    ("redis_replica_added", "mysql"): "MySQL: store_not_durable (a replica connected)",
+}
+if "NA_TABLE" in globals():
+    NA_TABLE.update(NA_I31)                               # noqa: F821
+    NA_TABLE.pop(("store_not_durable", "mysql"), None)   # noqa: F821
+
+
+def na31(c, name):
+    raise NA(NA_I31[(name, c.s.name)])
+
+
+def exit_of(a, secs):
+    """@a's exit status within @secs (None: still running); the test
+    expects it to end by itself."""
+    if hasattr(a, "wait_exit"):
+        return a.wait_exit(secs)
+    try:
+        return a.p.wait(timeout=secs)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def arm_claim_drop(c):
+    """The reply to the next claim of this cluster lost (through the proxy)."""
+    if hasattr(c, "dropped"):
+        c.arm_drop("claim")
+    elif c.s.name == "etcd":
+        # the claim's Txn only (its failure branch counts the key), not the
+        # read-only Txn before it, which counts it too
+        k = S.b64(S.key_name(c.cl, "worker", (0, 0))).encode()
+        c.proxy.arm_drop(b'"failure":[{"request_range":{"key":"' + k + b'","count_only":true}}]}')
+    else:
+        c.proxy.arm_drop(*c.s.claim_pattern(c.cl, (0, 0)))
+
+
+def claim_dropped(c, secs):
+    """The armed drop fired on a claim within @secs (else Fail)."""
+    if hasattr(c, "dropped"):
+        c.dropped("claim", secs)
+    else:
+        c.expect(c.wait_proxy_drop(secs), "the proxy never saw the claim (its fault never fired)")
+
+def s_claim_resent(c):
+    """A pool of one pair, the reply to A's claim lost after the store
+    committed it (etcd: two endpoints, the one the claim's Txn went to
+    cuts the connection after forwarding it once): the claim is never resent and
+    taken for another's own; A serves the pair within the bound."""
+    c.init()
+    px = c.with_proxy()
+    arm_claim_drop(c)
+    argv = c.flags(proxy=True) + ["--dry-run-clock-offset-ms", "0"]
+    if c.s.name == "etcd":
+        # two endpoints, both the proxy (the agent starts at a random one):
+        # a resend goes to the other, through the proxy, whose drop fires once
+        i = argv.index("--etcd-endpoints")
+        argv[i + 1] += ",http://localhost:%d" % px.port
+    a = Agent(c, argv, os.path.join(c.dir, "agent.0.log"), 0)
+    c.agents.append(a)
+    claim_dropped(c, 10)
+    t0 = time.monotonic()
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5),
+             "A never served the one pair after its claim's reply was lost (%d pool_full)"
+             % len(re.findall("event=pool_full", a.text())))
+    c.note("A served %.1f s after the lost reply" % (time.monotonic() - t0))
+    c.expect(c.s.key_get(c.cl, (0, 0)) == a.owner(), "the key does not hold A's owner")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def s_owner_not_ascii(c):
+    """--owner with a label that is not printable ASCII ("zürich"): refused
+    where it is configured (exit 2, naming owner), nothing claimed; an
+    ASCII label serves, and the key holds LABEL:RANDOM."""
+    c.init()
+    a = c.agent(extra=["--owner", "z\u00fcrich"])
+    rc = exit_of(a, 10)
+    c.expect(rc == 2, "--owner z\u00fcrich: exit %s, not 2 (%s)" % (
+        rc, "serving" if a.serving() else a.text()[-160:].strip()))
+    c.expect(re.search(r"owner", a.text()), "the refusal does not name the owner")
+    c.expect(not a.has("event=claimed"), "claimed with an owner that is not ASCII")
+    b = c.agent(extra=["--owner", "zurich"])
+    c.expect(b.wait("event=unfenced", 15), "--owner zurich never served")
+    k = c.s.key_get(c.cl, (0, 0)) or ""
+    c.expect(k == b.owner() and k.startswith("zurich:"), "the key holds %r" % k)
+    c.stop_agents()
+    c.history()
+
+
+def s_mark_lowered_step(c):
+    """The mark set to 0 under a serving holder that raises it only every
+    5 s (--mark-step-ms 10000), 3 s of renewals, kill -9: the holder said
+    so (event=mark_lowered) and raised it again, so the next holder, its
+    clock 5 s behind, stamps nothing the first could have stamped."""
+    step = ["--mark-step-ms", "10000"]
+    c.init()
+    a = c.agent(extra=step, offset=0)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    time.sleep(0.5)
+    v = c.s.mark_value(c.cl, (0, 0))
+    c.expect(v is not None and v > 0, "no mark above 0 while A serves (%r)" %
+             c.s.mark_get(c.cl, (0, 0)))
+    off = a.size()
+    c.s.mark_set_value(c.cl, (0, 0), 0)
+    c.expect(c.s.mark_value(c.cl, (0, 0)) == 0 or a.has("event=mark_lowered", off),
+             "the mark was not lowered (the fault never fired)")
+    c.fault("mark-lowered", at=now_ns(), was=v)
+    time.sleep(3)
+    c.note("the mark %s -> 0 -> %r" % (v, c.s.mark_value(c.cl, (0, 0))))
+    a.kill9()
+    b = c.agent(offset=-5000)
+    c.expect(b.wait("event=unfenced", 20), "B never served")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+    c.expect(a.has("event=mark_lowered", off), "A never said its mark was lowered")
+
+
+def s_pair_refused(c):
+    """One pair of the pool refused by the store's ACL (Redis: a user whose
+    key patterns leave out 0:9; ZooKeeper: 0:1's mark made by another
+    digest user), the others held: the agent never stops over it and
+    claims a pair once one is freed."""
+    if c.s.name == "redis":
+        d = os.path.join(c.dir, "acl")
+        os.makedirs(d, exist_ok=True)
+        port = S.free_port()
+        srv = c.s.spawn(c.s.argv(port, d), os.path.join(d, "redis.log"))
+        try:
+            c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
+            sa = ["--redis-port", str(port)]
+            c.init("0-9", extra=sa)
+            kp = "%s:%s:" % (S.PREFIX, c.cl)
+            r = c.s.cmd("ACL", "SETUSER", "default", "resetkeys", "~%sworker:0:[0-8]" % kp,
+                        "~%smark:*" % kp, "~%smarkrun:*" % kp, port=port)
+            c.expect(r == "OK", "ACL SETUSER: %r" % (r,))
+            for w in range(1, 9):
+                c.s.cmd("SET", kp + "worker:0:%d" % w, "other:1", "PX", "600000", port=port)
+            c.s.cmd("SET", kp + "worker:0:0", "other:1", "PX", "3000", port=port)
+            a = c.agent("0-9", extra=sa)
+            c.expect(a.wait("NOPERM", 10), "the store never refused 0:9 (the fault never fired)")
+            c.expect(a.wait("event=unfenced", 15), "A never served 0:0 once it was free")
+            c.expect(a.alive(), "A died")
+            c.expect(a.claimed()[-1] == ("0", "0"), "A claimed %s" % (a.claimed()[-1],))
+            c.stop_agents()
+        finally:
+            srv.kill()
+            srv.wait()
+        c.history()
+        return
+    if c.s.name != "zookeeper":
+        na31(c, "pair_refused")
+    bob = ["--zookeeper-user", "bob", "--zookeeper-password", "bob-secret"]
+    alice = ["--zookeeper-user", "alice", "--zookeeper-password", "alice-secret"]
+    c.init("1", extra=bob)
+    c.init("0", extra=alice)
+    h = c.agent("0", extra=alice)
+    c.expect(h.wait("event=unfenced", 15), "H never served 0:0")
+    a = c.agent("0-1", extra=alice)
+    c.expect(a.wait("event=zookeeper_node_refused|ZNOAUTH|not authenticated", 10),
+             "the store never refused 0:1 (the fault never fired)")
+    time.sleep(1)
+    c.expect(a.alive(), "A exited %s over one pair's ACL" % a.p.poll())
+    h.term()
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5), "A never served 0:0 once H stopped")
+    c.stop_agents()
+    c.history()
+
+
+def s_sigterm_claim_lost(c):
+    """SIGTERM just after the reply to A's claim was lost (the store
+    committed it): A exits 0 and the pair is not left holding A's owner
+    (given back, not left for a TTL)."""
+    c.init()
+    c.with_proxy()
+    arm_claim_drop(c)
+    a = c.agent(proxy=True)
+    claim_dropped(c, 10)
+    rc, secs = a.term(8)
+    c.expect(rc == 0, "exit %s after SIGTERM" % rc)
+    k = c.s.key_get(c.cl, (0, 0))
+    c.expect(k != a.owner(), "the key still holds A's owner %.1f s after its claim's lost "
+             "reply and its exit" % secs)
+    c.note("A exited %.2f s after SIGTERM; the key: %r" % (secs, k))
+    c.stop_agents()
+    c.history()
+
+
+
+
+def s_store_not_durable_mysql(c):
+    """MySQL (issue 31 g): innodb_flush_log_at_trx_commit set to 2 under a
+    serving holder: it sees it within a TTL or so and stops (exit 5,
+    event=mysql_unsafe); a new agent is refused (exit 5); with
+    --mysql-allow-non-durable it serves."""
+    c.init()
+    was = (c.s.sql("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") or "").strip()
+    c.expect(was == "1", "the server's innodb_flush_log_at_trx_commit is %r, not 1" % was)
+    a = c.agent()
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    try:
+        c.expect(c.s.sql("SET GLOBAL innodb_flush_log_at_trx_commit = 2") is not None,
+                 "SET GLOBAL innodb_flush_log_at_trx_commit = 2 failed (the fault never fired)")
+        c.fault("not-durable", at=now_ns())
+        rc = exit_of(a, 3 * TTL / 1000 + 5)
+        c.expect(rc == 5, "the holder, its server no longer durable: exit %s, not 5" % rc)
+        c.expect(a.has("event=mysql_unsafe"), "the holder never said event=mysql_unsafe")
+        b = c.agent()
+        rc = exit_of(b, 10)
+        c.expect(rc == 5, "a new agent on a server that is not durable: exit %s, not 5" % rc)
+        d = c.agent(extra=["--mysql-allow-non-durable"])
+        c.expect(d.wait("event=unfenced", 15), "with --mysql-allow-non-durable: never served")
+        c.stop_agents()
+    finally:
+        c.s.sql("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
+    c.history()
+
+
+def s_mysql_primary_key(c):
+    """A lease table without the primary key (prefix, cluster, datacenter,
+    worker): --init-store and the agent refuse it (exit 5, naming the
+    primary key), and no pair ever gets a second row."""
+    if c.s.name != "mysql":
+        na31(c, "mysql_primary_key")
+    t = "ct_nopk"
+    c.expect(c.s.sql("DROP TABLE IF EXISTS snowflake.%s; CREATE TABLE snowflake.%s (prefix "
+                     "VARBINARY(64) NOT NULL, cluster VARBINARY(64) NOT NULL, datacenter INT "
+                     "UNSIGNED NOT NULL, worker INT UNSIGNED NOT NULL, owner VARBINARY(255) NOT "
+                     "NULL DEFAULT '', expiry DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00', "
+                     "mark BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB" % (t, t)) is not None,
+             "creating the table without a primary key failed (the fault never fired)")
+    tbl = ["--mysql-table", t]
+    bad = []
+    for i in range(2):
+        rc, err = c.init(extra=tbl, expect_ok=False)
+        if rc != 5 or "primary key" not in err:
+            bad.append("--init-store %d: exit %d" % (i + 1, rc))
+    a = c.agent(extra=tbl)
+    rc = exit_of(a, 10)
+    if rc != 5 or not a.has("primary key"):
+        bad.append("the agent: exit %s%s" % (rc, ", serving" if a.serving() else ""))
+    n = (c.s.sql("SELECT COUNT(*) FROM snowflake.%s GROUP BY prefix, cluster, datacenter, worker "
+                 "ORDER BY 1 DESC LIMIT 1" % t) or "0").strip() or "0"
+    if int(n) > 1:
+        bad.append("a pair has %s rows" % n)
+    c.s.sql("DROP TABLE IF EXISTS snowflake.%s" % t)
+    c.expect(not bad, "; ".join(bad))
+    c.stop_agents()
+
+
+def s_redis_replica_added(c):
+    """A replica attached to the Redis under a serving holder (a failover
+    to it could bring a mark back lower): the holder sees it within a TTL
+    or so and stops (exit 5, event=redis_unsafe)."""
+    if c.s.name != "redis":
+        na31(c, "redis_replica_added")
+    d = os.path.join(c.dir, "primary")
+    os.makedirs(os.path.join(d, "replica"), exist_ok=True)
+    port, rport = S.free_port(), S.free_port()
+    srv = c.s.spawn(c.s.argv(port, d), os.path.join(d, "redis.log"))
+    rep = None
+    try:
+        c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
+        sa = ["--redis-port", str(port)]
+        c.init(extra=sa)
+        a = c.agent(extra=sa)
+        c.expect(a.wait("event=unfenced", 15), "A never served")
+        rep = c.s.spawn(c.s.argv(rport, os.path.join(d, "replica")) +
+                        ["--replicaof", "127.0.0.1", str(port)],
+                        os.path.join(d, "replica", "redis.log"))
+        t = time.monotonic() + 15
+        while time.monotonic() < t and "connected_slaves:1" not in str(
+                c.s.cmd("INFO", "replication", port=port)):
+            time.sleep(0.1)
+        c.expect("connected_slaves:1" in str(c.s.cmd("INFO", "replication", port=port)),
+                 "the replica never connected (the fault never fired)")
+        c.fault("replica-added", at=now_ns())
+        rc = exit_of(a, 3 * TTL / 1000 + 5)
+        c.expect(rc == 5, "the holder, a replica added: exit %s, not 5" % rc)
+        c.expect(a.has("event=redis_unsafe"), "the holder never said event=redis_unsafe")
+        c.stop_agents()
+    finally:
+        for p in (rep, srv):
+            if p:
+                p.kill()
+                p.wait()
+    c.history()
+
+
+def s_oversized_spin(c):
+    """Every reply replaced by the header of a huge reply (the store's own
+    framing), then every reply followed by 128 MiB of junk (read as the
+    next reply's length), 3 s each: the agent claims nothing on the first,
+    stays alive and under 64 MiB, and does not spin (under a tenth of a core: a
+    client library that refused the reply and keeps polling the unread
+    socket takes a whole one); replies normal: it serves.  ZooKeeper: the
+    reply bound (zk_bound.c)."""
+    c.init()
+    px = c.with_proxy()
+    px.set_mode("inflate", 128 << 20, c.s.huge_reply)
+    a = c.agent(proxy=True)
+    time.sleep(1.0)
+
+    def cpu():
+        with open("/proc/%d/stat" % a.p.pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return int(v[11]) + int(v[12])
+
+    def share(secs):
+        t0, c0 = time.monotonic(), cpu()
+        time.sleep(secs)
+        return (cpu() - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
+    s1 = share(3.0)
+    c.expect(not a.has("event=claimed"), "claimed on a reply that never was whole")
+    px.set_mode("inflate", 128 << 20)
+    px.cut()
+    time.sleep(0.5)
+    s2 = share(3.0)
+    c.note("%.0f%% and %.0f%% of a core on oversized replies" % (100 * s1, 100 * s2))
+    c.expect(a.alive(), "the agent died: exit %s" % a.p.poll())
+    c.expect(a.hwm_kb() < 65536, "the agent grew to %d MiB" % (a.hwm_kb() // 1024))
+    c.expect(max(s1, s2) < 0.1, "the agent spun at %.0f%% / %.0f%% of a core on oversized "
+             "replies" % (100 * s1, 100 * s2))
+    px.set_mode("pass")
+    px.cut()
+    c.expect(a.wait("event=unfenced", 20), "never served after the replies were normal again")
+    c.stop_agents()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1101,6 +1449,14 @@ SCENARIOS = [
     ("long_wait", s_long_wait),
     ("quarantine_per_pair", s_quarantine_per_pair),
     ("config_long_line", s_config_long_line),
+    ("claim_resent", s_claim_resent),
+    ("owner_not_ascii", s_owner_not_ascii),
+    ("mark_lowered_step", s_mark_lowered_step),
+    ("pair_refused", s_pair_refused),
+    ("sigterm_claim_lost", s_sigterm_claim_lost),
+    ("mysql_primary_key", s_mysql_primary_key),
+    ("redis_replica_added", s_redis_replica_added),
+    ("oversized_spin", s_oversized_spin),
 ]
 
 

@@ -69,8 +69,12 @@ static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 #define SIG_WAKE	(SIGRTMIN + 2)	/* ag_store_lost() wakes the main loop */
 
 static volatile sig_atomic_t stop_signal;
-/* The agent is stopping (fenced, releasing): ag_stop_pending() is false. */
-static bool stopping;
+/*
+ * The agent is stopping (fenced, releasing): ag_stop_pending() is false,
+ * until a second stop signal comes (stop_again): then the release is
+ * given up too (it expires by itself).
+ */
+static bool stopping, stop_again;
 /* The mark quarantine's table (missing_mark()): fixed size, ~96 KiB. */
 static struct ag_quarantine quarantine;
 static enum ag_level log_level = AG_INFO;
@@ -225,7 +229,10 @@ static void on_signal(int sig)
  * The stop signals are blocked but inside sleep_until(); work that runs
  * long between two sleeps (the claim walk, --init-store, a store call
  * that waits for its reply) asks here, between steps: a pending stop
- * signal is taken (sigtimedwait, no wait) and stop_signal set.
+ * signal is taken (sigtimedwait, no wait) and stop_signal set.  While the
+ * agent stops (fenced, giving its lease back) the stop runs to its end,
+ * unless another stop signal comes: an operator who asks twice is not
+ * kept waiting on a store that does not answer.
  */
 bool ag_stop_pending(void)
 {
@@ -234,17 +241,24 @@ bool ag_stop_pending(void)
 	size_t i;
 	int sig;
 
-	if (stopping)
-		return false;	/* the stop itself (the release) runs to its end */
-	if (stop_signal)
+	if (stop_signal && !stopping)
+		return true;
+	if (stop_again)
 		return true;
 	sigemptyset(&set);
 	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
 		sigaddset(&set, stop_signals[i]);
 	sig = sigtimedwait(&set, NULL, &zero);
+	if (sig > 0 && stopping) {
+		/* A second stop signal while stopping: the release is given up. */
+		logm(AG_WARN, "event=stop_again signal=%d: the release is given up; the lease expires by itself",
+		     sig);
+		stop_again = true;
+		return true;
+	}
 	if (sig > 0)
 		stop_signal = sig;
-	return stop_signal != 0;
+	return stop_signal != 0 && !stopping;
 }
 
 static void on_watchdog(int sig)
@@ -345,35 +359,73 @@ static void __attribute__((format(printf, 2, 3))) hist(struct agent *a, const ch
 /* ---------------------------------------------------------------- */
 
 /*
- * Fence now: the watchdog off, the ioctl, then (only then) the history
- * and the log.  0 or -errno.
+ * The device behind one interface, two implementations: the module
+ * (/dev/snowflake through libsnowflake) and, with --dry-run, a simulator
+ * that follows the kernel's rules on a simulated clock.  fence_now() and
+ * program_pair() call only these: the dry-run path is the same code.
  */
-static int fence_now(struct agent *a, const char *why)
-{
-	bool was = a->fenced;
-	int ret = 0;
-	int64_t at;
+struct dev_ops {
+	const char *tag;	/* in the log lines: "" or " dry_run=1" */
+	/* The fence on (@on) or off.  0 or -errno. */
+	int (*fence)(struct agent *a, bool on);
+	/* The lowest timestamp (Unix ms) it would stamp now.  0 or -errno. */
+	int (*next_ts)(struct agent *a, uint64_t *ts);
+	/*
+	 * The pair (a->dc, a->w), the deadline @until and the window
+	 * [a->floor_ms, a->mark_ms], in one step, at boottime @from;
+	 * *@ts_from its clock then, *@ts_until the last timestamp it can
+	 * stamp by @until (at most the ceiling).  0 or -errno (-ESTALE: a VM
+	 * fork since this identity was made).
+	 */
+	int (*set_lease)(struct agent *a, int64_t from, int64_t until, uint64_t *ts_from,
+			 uint64_t *ts_until);
+};
 
-	wd_arm(0);
-	if (a->sf)
-		ret = snowflake_set_fence(a->sf, 1);
-	at = boot_ns();
-	if (ret) {
-		logm(AG_ERR, "event=fence_failed error=\"%s\"", snowflake_strerror(ret));
+static int mod_fence(struct agent *a, bool on)
+{
+	return snowflake_set_fence(a->sf, on);
+}
+
+static int mod_next_ts(struct agent *a, uint64_t *ts)
+{
+	struct snowflake_stats st;
+	int ret = snowflake_get_stats(a->sf, &st);
+
+	if (ret)
 		return ret;
-	}
-	a->fenced = true;
-	wd_fired = 0;
-	if (!was)
-		a->m_fences++;
-	if (a->ever_held)
-		hist(a, "fence pair=%u:%u space=%s:%s owner=%s at=%lld", a->dc, a->w,
-		     a->c->prefix, a->c->cluster, a->owner, (long long)at);
-	if (!was)
-		logm(AG_WARN, "event=fenced%s datacenter=%u worker=%u reason=%s",
-		     a->sf ? "" : " dry_run=1", a->dc, a->w, why);
+	*ts = st.clock_ms;
+	if (*ts < st.floor_ms)
+		*ts = st.floor_ms;
+	if (*ts < st.last_timestamp_ms)
+		*ts = st.last_timestamp_ms;
 	return 0;
 }
+
+/*
+ * SNOWFLAKE_IDS_DEADLINE | SNOWFLAKE_IDS_WINDOW in one ioctl, with the VM
+ * forks of this identity (snowflake_set_lease_window()).
+ */
+static int mod_set_lease(struct agent *a, int64_t from, int64_t until, uint64_t *ts_from,
+			 uint64_t *ts_until)
+{
+	struct snowflake_stats st;
+	int ret = snowflake_get_stats(a->sf, &st);
+
+	(void)from;
+	if (ret)
+		return ret;
+	*ts_from = st.clock_ms;
+	*ts_until = a->mark_ms;
+	return snowflake_set_lease_window(a->sf, a->dc, a->w, (uint64_t)until, a->vm_forks,
+					  a->floor_ms, a->mark_ms);
+}
+
+static const struct dev_ops module_dev = {
+	.tag = "",
+	.fence = mod_fence,
+	.next_ts = mod_next_ts,
+	.set_lease = mod_set_lease,
+};
 
 /*
  * The dry-run device follows the kernel's rules on a simulated clock: the
@@ -388,30 +440,83 @@ static uint64_t sim_clock_ms(const struct agent *a, int64_t t)
 	return (raw > 0 ? (uint64_t)raw : 0) + a->sim_jump_ms;
 }
 
+static int sim_fence(struct agent *a, bool on)
+{
+	(void)a;
+	(void)on;
+	return 0;
+}
+
+static int sim_next_ts(struct agent *a, uint64_t *ts)
+{
+	*ts = sim_clock_ms(a, boot_ns());
+	if (*ts < a->sim_floor_ms)
+		*ts = a->sim_floor_ms;
+	return 0;
+}
+
+/* The kernel's floor: the clock jumps forward to it, never back. */
+static int sim_set_lease(struct agent *a, int64_t from, int64_t until, uint64_t *ts_from,
+			 uint64_t *ts_until)
+{
+	uint64_t now = sim_clock_ms(a, from);
+
+	*ts_from = now;
+	if (a->floor_ms > now)
+		a->sim_jump_ms += a->floor_ms - now;
+	if (a->floor_ms > a->sim_floor_ms)
+		a->sim_floor_ms = a->floor_ms;
+	a->sim_ceiling_ms = a->mark_ms;
+	*ts_until = a->mark_ms;
+	if (sim_clock_ms(a, until) < *ts_until)
+		*ts_until = sim_clock_ms(a, until);
+	return 0;
+}
+
+static const struct dev_ops sim_dev = {
+	.tag = " dry_run=1",
+	.fence = sim_fence,
+	.next_ts = sim_next_ts,
+	.set_lease = sim_set_lease,
+};
+
+/*
+ * Fence now: the watchdog off, the ioctl, then (only then) the history
+ * and the log.  0 or -errno.
+ */
+static int fence_now(struct agent *a, const char *why)
+{
+	bool was = a->fenced;
+	int ret;
+	int64_t at;
+
+	wd_arm(0);
+	ret = a->dev->fence(a, true);
+	at = boot_ns();
+	if (ret) {
+		logm(AG_ERR, "event=fence_failed error=\"%s\"", snowflake_strerror(ret));
+		return ret;
+	}
+	a->fenced = true;
+	wd_fired = 0;
+	if (!was)
+		a->m_fences++;
+	if (a->ever_held)
+		hist(a, "fence pair=%u:%u space=%s:%s owner=%s at=%lld", a->dc, a->w,
+		     a->c->prefix, a->c->cluster, a->owner, (long long)at);
+	if (!was)
+		logm(AG_WARN, "event=fenced%s datacenter=%u worker=%u reason=%s",
+		     a->dev->tag, a->dc, a->w, why);
+	return 0;
+}
+
 /*
  * The lowest timestamp (Unix ms) the device would stamp now: its clock,
  * raised to its floor and its last timestamp.  0 or -errno.
  */
 static int dev_next_ts(struct agent *a, uint64_t *ts)
 {
-	struct snowflake_stats st;
-	int ret;
-
-	if (!a->sf) {
-		*ts = sim_clock_ms(a, boot_ns());
-		if (*ts < a->sim_floor_ms)
-			*ts = a->sim_floor_ms;
-		return 0;
-	}
-	ret = snowflake_get_stats(a->sf, &st);
-	if (ret)
-		return ret;
-	*ts = st.clock_ms;
-	if (*ts < st.floor_ms)
-		*ts = st.floor_ms;
-	if (*ts < st.last_timestamp_ms)
-		*ts = st.last_timestamp_ms;
-	return 0;
+	return a->dev->next_ts(a, ts);
 }
 
 /*
@@ -441,7 +546,7 @@ static int dev_next_ts(struct agent *a, uint64_t *ts)
  */
 static int program_pair(struct agent *a, bool assign, int64_t until)
 {
-	uint64_t ts_from = 0, ts_until = a->mark_ms;
+	uint64_t ts_from = 0, ts_until = 0;
 	bool lift, was_fenced;
 	sigset_t old;
 	int64_t from;
@@ -466,36 +571,15 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 		ret = -ERANGE;	/* no mark above the floor yet: a bug */
 		goto out;
 	}
-	if (a->sf) {
-		struct snowflake_stats st;
-
-		ret = snowflake_get_stats(a->sf, &st);
-		if (ret)
-			goto out;
-		ts_from = st.clock_ms;
-		ret = snowflake_set_lease_window(a->sf, a->dc, a->w, (uint64_t)until, a->vm_forks,
-						 a->floor_ms, a->mark_ms);
-		if (ret)
-			goto out;
-	} else {
-		uint64_t now = sim_clock_ms(a, from);
-
-		ts_from = now;
-		/* The kernel's floor: the clock jumps forward to it, never back. */
-		if (a->floor_ms > now)
-			a->sim_jump_ms += a->floor_ms - now;
-		if (a->floor_ms > a->sim_floor_ms)
-			a->sim_floor_ms = a->floor_ms;
-		a->sim_ceiling_ms = a->mark_ms;
-		if (sim_clock_ms(a, until) < ts_until)
-			ts_until = sim_clock_ms(a, until);
-	}
+	ret = a->dev->set_lease(a, from, until, &ts_from, &ts_until);
+	if (ret)
+		goto out;
 	if (ts_from < a->floor_ms)
 		ts_from = a->floor_ms;
 	wd_arm(until);
 	lift = a->fenced;
-	if (lift && a->sf)
-		ret = snowflake_set_fence(a->sf, 0);
+	if (lift)
+		ret = a->dev->fence(a, false);
 	if (ret) {
 		wd_arm(0);
 		goto out;
@@ -508,8 +592,7 @@ static int program_pair(struct agent *a, bool assign, int64_t until)
 	 */
 	if (store_lost_seen()) {
 		wd_arm(0);
-		if (a->sf)
-			(void)snowflake_set_fence(a->sf, 1);
+		(void)a->dev->fence(a, true);
 		a->fenced = true;
 		ret = -ENOLINK;
 	}
@@ -538,7 +621,7 @@ out:
 	     (unsigned long long)ts_from, (unsigned long long)ts_until);
 	if (was_fenced)
 		logm(AG_INFO, "event=unfenced%s datacenter=%u worker=%u reason=lease-held floor_ms=%llu ceiling_ms=%llu",
-		     a->sf ? "" : " dry_run=1", a->dc, a->w, (unsigned long long)a->floor_ms,
+		     a->dev->tag, a->dc, a->w, (unsigned long long)a->floor_ms,
 		     (unsigned long long)a->mark_ms);
 	return 0;
 }
@@ -714,6 +797,43 @@ static void state_save(struct agent *a)
 /* Name resolution with a deadline                                   */
 /* ---------------------------------------------------------------- */
 
+/*
+ * Lookups that outlived their caller's time: getaddrinfo_a's thread owns
+ * each until it ends (gai_cancel() cannot stop a running one), so they
+ * are kept here and freed once done, at the next lookup; at most
+ * GAI_LEFT_MAX at once (a resolver that never answers): then no new one
+ * is started, and memory stays bounded.
+ */
+#define GAI_LEFT_MAX	8
+static struct gaicb *gai_left[GAI_LEFT_MAX];
+
+static void gai_free(struct gaicb *req)
+{
+	if (req->ar_result)
+		freeaddrinfo(req->ar_result);
+	free((char *)req->ar_name);
+	free((void *)req->ar_request);
+	free(req);
+}
+
+/* Free the lookups left running that have ended; how many still run. */
+static int gai_reap(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < GAI_LEFT_MAX; i++) {
+		if (!gai_left[i])
+			continue;
+		if (gai_error(gai_left[i]) == EAI_INPROGRESS) {
+			n++;
+			continue;
+		}
+		gai_free(gai_left[i]);
+		gai_left[i] = NULL;
+	}
+	return n;
+}
+
 int resolve_bounded(const char *host, int64_t timeout_ms, char *out, size_t len,
 		    char *err, size_t errlen)
 {
@@ -727,6 +847,11 @@ int resolve_bounded(const char *host, int64_t timeout_ms, char *out, size_t len,
 	if (inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1) {
 		snprintf(out, len, "%s", host);
 		return 0;
+	}
+	if (gai_reap() >= GAI_LEFT_MAX) {
+		snprintf(err, errlen, "resolving %s: %d earlier lookups still run", host,
+			 GAI_LEFT_MAX);
+		return -ETIMEDOUT;
 	}
 	/* getaddrinfo_a(3): a thread resolves, we wait at most timeout_ms. */
 	req = calloc(1, sizeof(*req));
@@ -758,11 +883,16 @@ int resolve_bounded(const char *host, int64_t timeout_ms, char *out, size_t len,
 	}
 	r = gai_error(req);
 	if (r == EAI_INPROGRESS) {
-		/* Still running: it owns req until it ends (leaked if never cancelled). */
+		/* Still running: it owns req until it ends; freed then (gai_reap()). */
 		if (gai_cancel(req) == EAI_CANCELED) {
-			free((char *)req->ar_name);
-			free(hints);
-			free(req);
+			gai_free(req);
+		} else {
+			int i;
+
+			for (i = 0; i < GAI_LEFT_MAX && gai_left[i]; i++)
+				;
+			if (i < GAI_LEFT_MAX)	/* always: gai_reap() made room */
+				gai_left[i] = req;
 		}
 		snprintf(err, errlen, "resolving %s took longer than %lld ms", host,
 			 (long long)timeout_ms);
@@ -898,6 +1028,35 @@ static uint64_t missing_mark(struct agent *a, uint32_t dc, uint32_t w, bool inva
 	return ts;
 }
 
+/*
+ * G6, once for every store: a claim whose outcome is unknown (TRY_UNKNOWN:
+ * no reply, or one that cannot be read) may have bound the pair's key to
+ * this run's owner, a lease the loop does not know it holds.  Before any
+ * other store step (a claim walk, a re-adoption, the stop) the pair is
+ * given back where its key still holds this run's owner (give_back():
+ * delete-if-owner); until that has an answer no other step is taken, and
+ * nothing is resent.  It was never served (the claim never returned), so
+ * its next holder's settle is all the wait it needs.  0 done (or nothing
+ * to do), -1 not yet (the store did not answer: asked again next time).
+ */
+static int resolve_unknown(struct agent *a)
+{
+	char key[512];
+	int v;
+
+	if (!a->unknown)
+		return 0;
+	v = a->st->give_back(a, a->unknown_dc, a->unknown_w);
+	if (v < 0)
+		return -1;
+	key_of(a, a->unknown_dc, a->unknown_w, key, sizeof(key));
+	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u key=%s: a claim whose reply was lost %s",
+	     a->unknown_dc, a->unknown_w, key,
+	     v == 1 ? "had committed: given back" : "had not committed");
+	a->unknown = false;
+	return 0;
+}
+
 /* One claim of (@dc, @w), with a missing or invalid mark handled; TRY_*. */
 static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 {
@@ -913,9 +1072,23 @@ static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 		if (!init)
 			break;
 	}
+	if (ret == TRY_UNKNOWN) {
+		/* Maybe committed: given back now, or before the next step. */
+		a->unknown = true;
+		a->unknown_dc = dc;
+		a->unknown_w = w;
+		(void)resolve_unknown(a);
+		return TRY_ERROR;
+	}
 	if (ret == TRY_NO_MARK || ret == TRY_BAD_MARK) {
 		*no_mark = true;
 		return TRY_NO_MARK;
+	}
+	if (ret == TRY_REFUSED) {
+		/* Not committed, this pair only (an ACL): the walk moves on. */
+		logm(AG_WARN, "event=claim_refused datacenter=%u worker=%u: the store refused this pair's claim (see above); trying the other pairs",
+		     dc, w);
+		return TRY_HELD;
 	}
 	if (ret == TRY_HELD)	/* a holder: the next sighting of a missing mark starts afresh */
 		ag_quarantine_clear(a->quarantine, pair_index(a, dc, w));
@@ -941,6 +1114,8 @@ static int acquire(struct agent *a)
 	int64_t wait, sent, walk_from;
 	int ret;
 
+	if (resolve_unknown(a))
+		return TRY_ERROR;
 	if (a->ever_held) {
 		ret = a->st->readopt(a, a->dc, a->w, &sent, &mark);
 		if (ret == TRY_TAKEN) {
@@ -1188,7 +1363,7 @@ fail:
 static int renew(struct agent *a, bool for_serve)
 {
 	const struct ag_conf *c = a->c;
-	uint64_t next = 0, raise = 0;
+	uint64_t next = 0, raise = 0, held = AG_MARK_UNREAD, want;
 	int64_t sent, until;
 	int ret;
 
@@ -1204,9 +1379,31 @@ static int renew(struct agent *a, bool for_serve)
 			raise = next + c->mark_step_ms;
 	}
 	/* Nothing may run past the fence time. */
-	ret = a->st->renew(a, a->fence_at, &sent, raise);
+	ret = a->st->renew(a, a->fence_at, &sent, raise, &held);
 	if (ret <= 0)
 		return ret;
+	/*
+	 * The store holds a mark below what it accepted from this holder
+	 * (lost by a crash, a failover to a lagging replica, a restore, an
+	 * operator): the next holder would read it and set its floor inside
+	 * this holder's window.  Raised again at once, in the same proof,
+	 * before anything is served further; when that does not succeed the
+	 * device is fenced (the lease dropped, the pair re-adopted only with
+	 * the mark raised: readopt()).  Only a mark the store has now
+	 * accepted again is the ceiling.
+	 */
+	want = raise > a->mark_ms ? raise : a->mark_ms;
+	if (held != AG_MARK_UNREAD && held < want) {
+		logm(AG_WARN, "event=mark_lowered datacenter=%u worker=%u key=%s store_mark_ms=%llu mark_ms=%llu: the store lost the mark this holder raised; raising it again before serving further",
+		     a->dc, a->w, a->key, (unsigned long long)held, (unsigned long long)want);
+		ret = a->st->renew(a, a->fence_at, &sent, want, &held);
+		if (ret != 1 || (held != AG_MARK_UNREAD && held < want)) {
+			(void)fence_now(a, "mark-lowered");
+			a->serving = false;
+			return ret == 0 ? 0 : -1;
+		}
+		raise = want;
+	}
 	until = sent + (int64_t)(c->ttl_ms - c->margin_ms) * NS_PER_MS;
 	a->m_renewals++;
 	a->m_renew_ms_sum += (boot_ns() - sent) / NS_PER_MS;
@@ -1226,6 +1423,17 @@ static int renew(struct agent *a, bool for_serve)
 	a->fence_at = until;
 	a->next_renew = sent + (int64_t)c->renew_ms * NS_PER_MS;
 	logm(AG_DEBUG, "event=renewed key=%s mark_ms=%llu", a->key, (unsigned long long)a->mark_ms);
+	/*
+	 * G5 while holding: a store that became able to lose the mark (a
+	 * replica added, fsync turned off) is seen within a TTL, not only at
+	 * the next connection.  a->fatal ends the loop: fence, release, exit.
+	 */
+	if (a->st->recheck && boot_ns() >= a->next_recheck) {
+		if (!a->st->recheck(a, a->fence_at))
+			a->next_recheck = boot_ns() + (int64_t)c->ttl_ms * NS_PER_MS;
+		if (a->fatal)
+			(void)fence_now(a, "store-unusable");
+	}
 	return 1;
 }
 
@@ -1438,6 +1646,20 @@ static int run(struct agent *a)
 		a->st->release(a);
 		a->held = false;
 	}
+	/*
+	 * A claim whose outcome is unknown: given back too, not left for a
+	 * TTL; asked again (a store reconnecting) for up to half a TTL, or
+	 * until a second stop signal.
+	 */
+	if (a->unknown) {
+		int64_t end = boot_ns() + (int64_t)c->ttl_ms / 2 * NS_PER_MS;
+
+		while (resolve_unknown(a) && !stop_again && boot_ns() < end)
+			(void)poll(NULL, 0, 50);
+		if (a->unknown)
+			logm(AG_WARN, "event=release_failed datacenter=%u worker=%u: a claim whose reply was lost could not be given back; it expires by itself",
+			     a->unknown_dc, a->unknown_w);
+	}
 	metrics_write(a);
 	return a->fatal ? a->fatal : AG_EXIT_OK;
 }
@@ -1565,6 +1787,11 @@ static int make_owner(struct agent *a)
 			strcpy(host, "unknown");
 		host[sizeof(host) - 1] = '\0';
 		label = host;
+		/* The owner's one definition (validate.h), as for --owner. */
+		if (!ag_owner_ok(host, strlen(host), sizeof(host) - 1)) {
+			logm(AG_ERR, "event=owner_invalid: the host name is not printable ASCII, which every store keeps the owner as; give --owner LABEL");
+			return AG_EXIT_USAGE;
+		}
 	}
 	snprintf(a->owner, sizeof(a->owner), "%s:%s", label, hex);
 	return 0;
@@ -1720,9 +1947,11 @@ int main(int argc, char **argv)
 	a.sim_anchor_ms = wall_ms() - boot_ns() / NS_PER_MS + conf.dry_run_clock_offset_ms;
 	if (!ret) {
 		if (conf.dry_run) {
+			a.dev = &sim_dev;
 			ret = setup_pool(&a, conf.dry_run_bits[0], conf.dry_run_bits[1]);
 			a.fenced = true;
 		} else {
+			a.dev = &module_dev;
 			ret = setup_device(&a);
 		}
 	}

@@ -23,13 +23,23 @@
 #define NS_PER_MS	1000000LL
 
 struct agent;
+struct dev_ops;
 
 /*
  * What a claim, a re-adoption or a renewal gives.  TRY_BAD_MARK: the
  * pair's mark is present but invalid (see "Values read from the store"
- * below); nothing was written.
+ * below); nothing was written.  TRY_ERROR: not committed (nothing was
+ * sent, or the store refused: an error reply, a failed compare).
+ * TRY_UNKNOWN (a claim only): the request may have committed (no reply,
+ * a reply that cannot be read); the engine (agent.c) resolves it with
+ * give_back() before its next step, and nothing is resent by a backend.
+ * TRY_REFUSED (a claim only): the store refused this one pair (an ACL
+ * that does not allow its key: Redis NOPERM, ZooKeeper ZNOAUTH on its
+ * node, etcd permission denied): not committed; the walk moves on to the
+ * next pair, and the agent never stops over one pair's refusal.
  */
-enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1, TRY_NO_MARK = 2, TRY_BAD_MARK = 3 };
+enum { TRY_TAKEN = 1, TRY_HELD = 0, TRY_ERROR = -1, TRY_NO_MARK = 2, TRY_BAD_MARK = 3,
+       TRY_UNKNOWN = 4, TRY_REFUSED = 5 };
 
 /* What init_mark() gives (besides -1: failed). */
 enum {
@@ -66,22 +76,30 @@ enum {
  *    holder, its expiry and its release.  claim() returns it, read
  *    atomically with the claim; renew() raises it (never lowers it) to
  *    @raise_to atomically with G3's proof, so a holder that has lost the
- *    pair can never raise it.  Only the holder raises it.
+ *    pair can never raise it.  Only the holder raises it.  renew() also
+ *    returns the mark as the store holds it after the step (*@mark, 0
+ *    when it was not read): one below what this holder raised it to (the
+ *    store lost it: a crash, a failover to a lagging replica, a restore,
+ *    an operator) makes the engine raise it again at once, before it
+ *    serves further (event=mark_lowered), or stop serving.
  * G5 Durability.  What the store acknowledged (a claim, a renewal, a mark)
  *    is not lost later, or, where it can be (a Redis without persistence
  *    that restarts), the backend delays claims until every lease the store
  *    forgot has ended (claim_wait()); a lost mark reads as missing
  *    (TRY_NO_MARK), never as a lower value.
- * G6 A claim whose outcome is unknown is undone.  A claim that returns
- *    TRY_ERROR after its request may have gone out (no reply, a reply
- *    that cannot be read) may have committed: a key of this run's that
- *    the loop does not know it holds.  Before the backend's next claim,
- *    claim_wait() or readopt() it ends that key, only where it is still
- *    this run's (etcd: the claim's lease revoked; Redis, MySQL: given
- *    back where it holds our owner; ZooKeeper: the session closed), or
- *    takes no such step until it can.  So such a key is never renewed nor
- *    re-adopted with an old floor, and its pair is free again at once,
- *    not a TTL later (contract scenario claim_reply_lost).
+ * G6 A claim whose outcome is unknown is undone, by the engine.  A claim
+ *    whose request may have gone out without a readable answer (no
+ *    reply, a reply that cannot be read) returns TRY_UNKNOWN, never
+ *    TRY_ERROR, and is never resent by the backend (a resend of a claim
+ *    that committed finds our own key and reads it as another's).  A
+ *    refusal (an error reply: the request did not run) is TRY_ERROR.
+ *    Before its next store step (a claim walk, a re-adoption, the stop)
+ *    agent.c gives the pair back with give_back(), which deletes the key
+ *    only where it still holds this run's owner, and takes no other step
+ *    until that has an answer (resolve_unknown()).  So such a key is
+ *    never renewed nor re-adopted with an old floor, and its pair is free
+ *    again at once, not a TTL later (contract scenarios claim_reply_lost,
+ *    claim_resent, sigterm_claim_lost).
  *
  * Values read from the store are input (validate.h).  A mark is valid only
  * in the exact form the backend writes it (MARK_FMT: AG_MARK_FIXED20;
@@ -155,7 +173,25 @@ struct store_ops {
 	 * @raise_to (safe: the holder's own timestamps are all below it).
 	 * 1 renewed (and raised), 0 lost, -1 failed.
 	 */
-	int (*renew)(struct agent *a, int64_t deadline, int64_t *sent_ns, uint64_t raise_to);
+	int (*renew)(struct agent *a, int64_t deadline, int64_t *sent_ns, uint64_t raise_to,
+		     uint64_t *mark);
+	/*
+	 * Delete-if-owner: end pair (@dc, @w)'s key only where it holds
+	 * this run's owner (a claim whose outcome is unknown: G6), bounded
+	 * by the store's timeout.  1 it was ours and is gone, 0 it was not
+	 * ours (nothing done), -1 no answer (the engine asks again).
+	 */
+	int (*give_back)(struct agent *a, uint32_t dc, uint32_t w);
+	/*
+	 * G5 while holding (NULL: the store is durable by construction,
+	 * etcd's and ZooKeeper's quorum logs): is the store still as durable
+	 * as it was found at the connection (Redis: AOF fsynced at every
+	 * write, no replica; MySQL: innodb_flush_log_at_trx_commit = 1, no
+	 * replica)?  The engine asks every ttl while it holds a pair, by
+	 * @deadline.  0 yes, -1 could not tell (asked again), or a->fatal set
+	 * (the agent fences, gives the lease back and exits 5).
+	 */
+	int (*recheck)(struct agent *a, int64_t deadline);
 	/* Give the lease back (after the fence), bounded by the store's timeout. */
 	void (*release)(struct agent *a);
 	/*
@@ -166,6 +202,9 @@ struct store_ops {
 	int (*init_mark)(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 			 bool replace_invalid);
 };
+
+/* renew()'s *@mark when the step did not read the mark. */
+#define AG_MARK_UNREAD	UINT64_MAX
 
 /* The mark's text in the stores: 20 decimal digits, so that byte order is number order. */
 #define MARK_FMT	"%020llu"
@@ -202,6 +241,7 @@ struct agent {
 	int fatal;			/* an exit code that ends the agent */
 
 	struct snowflake *sf;		/* NULL in dry-run */
+	const struct dev_ops *dev;	/* the module's, or the dry-run simulator (agent.c) */
 	bool fenced;
 	int hist_fd;			/* -1: no history */
 
@@ -237,6 +277,10 @@ struct agent {
 	uint64_t mark_ms;		/* the pair's mark as the store last accepted it */
 	/* The last Unix ms the device's layout can stamp: a mark above it is invalid. */
 	uint64_t mark_max_ms;
+	/* A claim whose outcome is unknown (TRY_UNKNOWN): given back before the next step. */
+	bool unknown;
+	uint32_t unknown_dc, unknown_w;
+	int64_t next_recheck;		/* store_ops.recheck while holding, at this time */
 	/* Per pair: when its mark was first seen missing or invalid (agent.c). */
 	struct ag_quarantine *quarantine;
 	bool missing_logged;		/* event=mark_missing said at warn since the last claim */

@@ -15,6 +15,10 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "validate.h"
+
+/* The longest --owner label (the owner is LABEL:32 hex digits, at most AG_OWNER_MAX). */
+#define AG_LABEL_MAX	200
 
 const char ag_usage[] =
 "Usage: snowflake-agent [OPTIONS]\n"
@@ -72,6 +76,10 @@ const char ag_usage[] =
 "                            appendonly yes + appendfsync always, or with\n"
 "                            replicas): marks written before its last restart\n"
 "                            are treated as missing (default no: refused, exit 5)\n"
+"  --mysql-allow-non-durable[=yes|no]\n"
+"                            use a MySQL that can lose acknowledged commits\n"
+"                            (innodb_flush_log_at_trx_commit other than 1, or\n"
+"                            replicas connected) (default no: refused, exit 5)\n"
 "  --redis-min-uptime-ms MS  claim only from a Redis that has been up this\n"
 "                            long (default: ttl; 0: off, for a Redis that\n"
 "                            persists every write)\n"
@@ -127,7 +135,7 @@ enum {
 	O_MYSQL_HOST, O_MYSQL_PORT, O_MYSQL_USER, O_MYSQL_PW, O_MYSQL_DB, O_MYSQL_TABLE,
 	O_MYSQL_TIMEOUT,
 	O_ZK_HOSTS, O_ZK_ROOT, O_ZK_USER, O_ZK_PW, O_ZK_TIMEOUT,
-	O_PREFER, O_NON_DURABLE,
+	O_PREFER, O_NON_DURABLE, O_MYSQL_NON_DURABLE,
 };
 
 static const struct option opts[] = {
@@ -168,6 +176,7 @@ static const struct option opts[] = {
 	{ "margin-ms", required_argument, NULL, O_MARGIN },
 	{ "redis-min-uptime-ms", required_argument, NULL, O_UPTIME },
 	{ "redis-allow-non-durable", optional_argument, NULL, O_NON_DURABLE },
+	{ "mysql-allow-non-durable", optional_argument, NULL, O_MYSQL_NON_DURABLE },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "state-file", required_argument, NULL, O_STATE },
 	{ "prefer", required_argument, NULL, O_PREFER },
@@ -471,12 +480,18 @@ static int apply(struct ag_conf *c, int key, const char *name, const char *v,
 		}
 		goto bad;
 	case O_OWNER:
-		if (!*v || strlen(v) > 200)
-			goto bad;
+		/* The owner's one definition (validate.h): what every store reads back. */
+		if (!ag_owner_ok(v, strlen(v), AG_LABEL_MAX))
+			return fail(err, errlen, "%s: bad value for owner: 1 to %d bytes of printable ASCII (the stores keep and compare the owner as ASCII text)",
+				    where, AG_LABEL_MAX);
 		set_str(&c->owner, v);
 		return 0;
 	case O_NON_DURABLE:
 		if (parse_flag(v, &c->redis_allow_non_durable))
+			goto bad;
+		return 0;
+	case O_MYSQL_NON_DURABLE:
+		if (parse_flag(v, &c->mysql_allow_non_durable))
 			goto bad;
 		return 0;
 	case O_DRY:
@@ -835,6 +850,7 @@ void ag_conf_print(const struct ag_conf *c, FILE *f)
 	fprintf(f, "owner = %s\n", c->owner ? c->owner : "(the host name)");
 	fprintf(f, "history = %s\n", c->history);
 	fprintf(f, "redis-allow-non-durable = %s\n", c->redis_allow_non_durable ? "yes" : "no");
+	fprintf(f, "mysql-allow-non-durable = %s\n", c->mysql_allow_non_durable ? "yes" : "no");
 	fprintf(f, "dry-run = %d\n", c->dry_run);
 	fprintf(f, "dry-run-bits = %u/%u\n", c->dry_run_bits[0], c->dry_run_bits[1]);
 	fprintf(f, "dry-run-clock-offset-ms = %lld\n", c->dry_run_clock_offset_ms);

@@ -42,6 +42,7 @@ struct ag_conf {
 	char *redis_password;		/* NULL: no AUTH */
 	int redis_db;
 	unsigned int redis_timeout_ms;	/* connect and every command */
+	bool mysql_allow_non_durable;	/* accept a MySQL that may lose commits (flush, replicas) */
 	bool redis_allow_non_durable;	/* accept a Redis that may lose writes (marks after a restart: missing) */
 
 	char *etcd_endpoints;		/* comma-separated URLs */

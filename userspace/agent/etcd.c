@@ -14,9 +14,13 @@
  *       Then(Put(key, owner, lease), Range(mark))
  *
  * (see e_claim(): a missing or invalid mark is written only with
- * init_mark, over the very text read).  A claim whose outcome is unknown
- * revokes (or forgets) its lease: no key stays bound to a lease the agent
- * keeps (forget_claim()).
+ * init_mark, over the very text read).  The claim's Txn goes to one
+ * endpoint only, never resent to the next: a claim that committed on one
+ * member and lost its reply would, resent, find our own key and read it
+ * as another's.  Its outcome unknown, it is TRY_UNKNOWN, and the engine
+ * gives the key back before its next step (give_back(): a Txn that
+ * deletes the key only while it holds our owner; agent.c
+ * resolve_unknown()).
  *
  * kept with LeaseKeepAlive and revoked (LeaseRevoke, which deletes the
  * key, not the mark) on stop.  A keep-alive proves only that the lease
@@ -82,6 +86,7 @@ struct estore {
 	bool down;			/* logged already */
 	char *body;			/* the response */
 	size_t len;
+	bool once;			/* the next post() tries one endpoint only (a claim) */
 };
 
 static struct estore *E(const struct agent *a)
@@ -186,7 +191,8 @@ static struct json_object *post(struct agent *a, int64_t deadline, const char *p
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	if (e->auth[0])
 		hdrs = curl_slist_append(hdrs, e->auth);
-	for (tries = 0; tries < e->n_eps; tries++) {
+	/* A write whose outcome matters (a claim) is never resent: one endpoint. */
+	for (tries = 0; tries < (e->once ? 1 : e->n_eps); tries++) {
 		const char *ep = e->eps[e->cur];
 		int64_t t = ms_left(deadline, a->c->etcd_timeout_ms);
 		CURLcode rc;
@@ -202,6 +208,12 @@ static struct json_object *post(struct agent *a, int64_t deadline, const char *p
 		curl_easy_setopt(e->h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)t);
 		curl_easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS, (long)t);
+		/*
+		 * A claim on a connection of its own: libcurl resends a request
+		 * by itself when a reused connection closes before any reply
+		 * (a claim that committed, its reply lost), never on a fresh one.
+		 */
+		curl_easy_setopt(e->h, CURLOPT_FRESH_CONNECT, e->once ? 1L : 0L);
 		rc = curl_easy_perform(e->h);
 		if (rc != CURLE_OK) {
 			etcd_down(a, ep, curl_easy_strerror(rc));
@@ -699,19 +711,23 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			     k64, cmp, put_mark, k64, v64, e->lease, m64, k64) < 0)
 			return TRY_ERROR;
 		*sent = e->lease_sent;
+		e->once = true;
 		j = call(a, 0, "/v3/kv/txn", body, &code);
+		e->once = false;
 		free(body);
 		if (!j) {
 			if (code == 5)	/* the lease expired meanwhile: nothing was written */
 				e->lease[0] = '\0';
-			else if (!a->fatal)
-				forget_claim(a, key, "no reply to the claim");
-			return TRY_ERROR;
+			/* An error etcd answered (not 14, unavailable): nothing was written. */
+			if (code == 5 || a->fatal || (code >= 0 && code != 14 && code != 4))
+				return TRY_ERROR;
+			return TRY_UNKNOWN;	/* no reply: maybe committed (G6, the engine) */
 		}
 		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
-			forget_claim(a, key, "a bad reply to the claim (\"succeeded\" not a boolean)");
+			ag_reply_invalid(a, "etcd claim's \"succeeded\"", json_object_to_json_string(j),
+					 strlen(json_object_to_json_string(j)));
 			json_object_put(j);
-			return TRY_ERROR;
+			return TRY_UNKNOWN;
 		}
 		if (!ok) {
 			/* The key was taken, or the mark changed, since the read: again. */
@@ -720,16 +736,15 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		}
 		/* Our Put is the Txn's only write to the key: its create revision is the Txn's. */
 		json_object_object_get_ex(j, "header", &hdr);
-		ret = TRY_ERROR;
+		/* Committed, but a reply this agent cannot use: given back by the engine. */
+		ret = TRY_UNKNOWN;
 		if (mread_of(a, range_kv(txn_range(j, put_mark[0] ? 2 : 1)), &back) ||
 		    back.v != AG_VAL_OK) {
 			snprintf(text, sizeof(text), "%s", back.text);
 			ag_reply_invalid(a, "etcd mark read back at a claim", text, strlen(text));
-			forget_claim(a, key, "the mark read back at the claim is not valid");
 		} else if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) != AG_VAL_OK || !rev) {
 			ag_reply_invalid(a, "etcd claim's revision", json_object_to_json_string(j),
 					 strlen(json_object_to_json_string(j)));
-			forget_claim(a, key, "a bad reply to the claim (no revision)");
 		} else {
 			if (mr.v == AG_VAL_INVALID)
 				ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
@@ -875,18 +890,51 @@ static int e_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	return ret ? TRY_TAKEN : TRY_HELD;
 }
 
-static int e_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+static int e_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
+		   uint64_t *mark)
 {
-	uint64_t mark;
 	int ret;
 
+	*mark = AG_MARK_UNREAD;
 	if (!E(a)->lease[0])
 		return 0;
 	ret = keepalive(a, deadline, sent);
 	if (ret <= 0)
 		return ret;
 	/* The lease lives; is the key still the one our claim made? */
-	return prove(a, deadline, raise_to, &mark);
+	ret = prove(a, deadline, raise_to, mark);
+	if (ret != 1)
+		*mark = AG_MARK_UNREAD;
+	return ret;
+}
+
+/*
+ * give_back(): delete pair (@dc, @w)'s key only while it holds our owner
+ * (G6, agent.c), in one Txn (safe to send to another endpoint: a second
+ * delete finds nothing).  1 deleted, 0 not ours, -1 no answer.
+ */
+static int e_give_back(struct agent *a, uint32_t dc, uint32_t w)
+{
+	struct json_object *j;
+	char key[512], k64[700], v64[440], *body;
+	int code, ret;
+	bool ok;
+
+	key_of(a, dc, w, key, sizeof(key));
+	b64(key, k64, sizeof(k64));
+	b64(a->owner, v64, sizeof(v64));
+	if (asprintf(&body,
+		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"VALUE\",\"value\":\"%s\"}],"
+		     "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
+		     k64, v64, k64) < 0)
+		return -1;
+	j = call(a, 0, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j)
+		return -1;
+	ret = ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID ? -1 : ok;
+	json_object_put(j);
+	return ret;
 }
 
 static void e_release(struct agent *a)
@@ -907,6 +955,7 @@ const struct store_ops ag_etcd_ops = {
 	.readopt = e_readopt,
 	.renew = e_renew,
 	.release = e_release,
+	.give_back = e_give_back,
 	.init_mark = e_init_mark,
 };
 #endif /* AG_NO_ETCD */

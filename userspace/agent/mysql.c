@@ -80,8 +80,8 @@
  * is invalid, never claimed (the UPDATE does not match it), replaced only
  * by a holder's raise, a passed quarantine or --init-store --init-mark-ms
  * (store_parse.c parses every row strictly).  A claim whose reply is lost
- * (it may have committed) is given back before the next step
- * (resolve_orphan()).
+ * (it may have committed) is TRY_UNKNOWN: the engine gives it back before
+ * its next step (give_back(), agent.c resolve_unknown()).
  *
  * Every call ends by its deadline: the non-blocking API of Connector/C,
  * each wait a poll(2) bounded by the fence time (or mysql-timeout-ms), the
@@ -146,12 +146,9 @@ struct mstore {
 	bool down;			/* logged already */
 	bool no_schema;			/* the database or the table is missing (logged) */
 	bool schema_ok;			/* the table was checked on this connection */
-	bool said_durable;
 	char pfx[2 * NAME_MAX_LEN + 1];	/* prefix and cluster, escaped */
 	char cl[2 * NAME_MAX_LEN + 1];
 	char own[2 * 320 + 1];		/* the owner, escaped */
-	bool orphan;			/* a claim of (orphan_dc, orphan_w) may have committed */
-	uint32_t orphan_dc, orphan_w;
 };
 
 /* What a batch gave. */
@@ -391,6 +388,18 @@ static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply 
 		NB_LOOP(m, st, end, mysql_store_result_cont(&res, m, st));
 		if (st < 0)
 			continue;
+		if (res && mysql_num_rows(res) > 1) {
+			/*
+			 * One pair, one row (the primary key; every SELECT of a
+			 * pair has LIMIT 2, so what is buffered is bounded):
+			 * more is a reply this agent cannot read.
+			 */
+			mysql_free_result(res);
+			r->err = -1;
+			snprintf(r->msg, sizeof(r->msg), "more than one row for one pair");
+			mysql_drop(a, r->msg);
+			return;
+		}
 		if (res) {
 			MYSQL_ROW row = mysql_fetch_row(res);
 			unsigned int i, nf = mysql_num_fields(res);
@@ -464,9 +473,48 @@ static int __attribute__((format(printf, 3, 4), warn_unused_result)) sqlf(char *
 }
 
 /*
+ * G5: does the server keep what it committed, on itself and across a
+ * failover?  innodb_flush_log_at_trx_commit = 1 (0 and 2 lose the last
+ * second of commits in a crash), and no asynchronous replica connected
+ * (one promoted has lost what it had not received: Slaves_connected
+ * while Rpl_semi_sync_master_status is not ON, statuses any user may
+ * read).  Such a server can
+ * bring a pair's mark back lower than it acknowledged: refused (exit 5,
+ * event=mysql_unsafe) unless mysql-allow-non-durable.  At every
+ * connection and, while holding, every TTL (m_recheck()).
+ * 0 durable (or accepted), -1 refused (a->fatal) or failed.
+ */
+static int mysql_durable(struct agent *a, int64_t end)
+{
+	struct reply r;
+	char msg[700];
+
+	/* Replicas count only while semi-synchronous replication is off. */
+	if (exec(a, end, "SELECT @@innodb_flush_log_at_trx_commit, (SELECT IF(COALESCE(MAX(IF(VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS', VARIABLE_VALUE, NULL)), 'OFF') = 'ON', '0', COALESCE(MAX(IF(VARIABLE_NAME = 'SLAVES_CONNECTED', VARIABLE_VALUE, NULL)), '0')) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('SLAVES_CONNECTED', 'RPL_SEMI_SYNC_MASTER_STATUS'))",
+		 &r))
+		return -1;
+	if (!r.row || r.col_null[0]) {
+		ag_reply_invalid(a, "innodb_flush_log_at_trx_commit", "", 0);
+		return -1;
+	}
+	if (!strcmp(r.col[0], "1") && (r.col_null[1] || !strcmp(r.col[1], "0")))
+		return 0;
+	snprintf(msg, sizeof(msg), "innodb_flush_log_at_trx_commit=%.8s async_replicas=%.20s: this server can bring a pair's timestamp mark back lower than it acknowledged (a crash loses the last commits; a failover to an asynchronous replica loses what it had not received), and the next holder would stamp timestamps the last one stamped; set innodb_flush_log_at_trx_commit = 1 on a server without asynchronous replicas, or accept it with mysql-allow-non-durable = yes (docs/deployment-mysql.md)",
+		 r.col[0], r.col_null[1] ? "?" : r.col[1]);
+	if (!a->c->mysql_allow_non_durable) {
+		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
+		return -1;
+	}
+	logm(AG_DEBUG, "event=mysql_not_durable host=%s port=%d %s (mysql-allow-non-durable)",
+	     a->c->mysql_host, a->c->mysql_port, msg);
+	return 0;
+}
+
+/*
  * The checks of a connection, once per connection and while the schema
- * is missing: the table exists and is InnoDB, it has the agent's columns;
- * the server keeps what it commits (a warning once).  true when usable.
+ * is missing: the table exists and is InnoDB, its primary key is the
+ * pair, it has the agent's columns; the server keeps what it commits
+ * (mysql_durable()).  true when usable.
  */
 static bool check_table(struct agent *a, int64_t end)
 {
@@ -477,7 +525,7 @@ static bool check_table(struct agent *a, int64_t end)
 	if (s->schema_ok)
 		return true;
 	if (sqlf(sql, sizeof(sql),
-		 "SELECT ENGINE, @@innodb_flush_log_at_trx_commit FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '%s'",
+		 "SELECT ENGINE, 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '%s'",
 		 a->c->mysql_table) || exec(a, end, sql, &r))
 		return false;
 	if (!r.row) {
@@ -492,12 +540,26 @@ static bool check_table(struct agent *a, int64_t end)
 		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
 		return false;
 	}
-	if (!s->said_durable && strcmp(r.col[1], "1") != 0)
-		logm(AG_WARN, "event=mysql_not_durable host=%s port=%d innodb_flush_log_at_trx_commit=%s: a crash of the server can lose the last commits, the pairs' timestamp marks among them; set it to 1 (docs/deployment-mysql.md)",
-		     a->c->mysql_host, a->c->mysql_port, r.col[1]);
-	s->said_durable = true;
 	if (sqlf(sql, sizeof(sql), "SELECT prefix, cluster, datacenter, worker, owner, expiry, mark FROM `%s` LIMIT 0",
 		 a->c->mysql_table) || exec(a, end, sql, &r))
+		return false;
+	/*
+	 * The primary key is the pair: without it a second --init-store adds
+	 * a second row per pair, and one UPDATE claims two rows (G1).
+	 */
+	if (sqlf(sql, sizeof(sql),
+		 "SELECT GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX SEPARATOR ','), COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '%s' AND INDEX_NAME = 'PRIMARY'",
+		 a->c->mysql_table) || exec(a, end, sql, &r))
+		return false;
+	if (!r.row || r.col_null[0] || strcmp(r.col[0], "prefix,cluster,datacenter,worker") != 0) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg), "the table's primary key is (%.80s), not (prefix, cluster, datacenter, worker): a pair could have two rows, and one claim take both; recreate it as docs/snowflake-mysql.sql says",
+			 r.row && !r.col_null[0] ? r.col[0] : "none");
+		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
+		return false;
+	}
+	if (mysql_durable(a, end))
 		return false;
 	if (s->no_schema)
 		logm(AG_INFO, "event=mysql_schema_found database=%s table=%s",
@@ -612,31 +674,24 @@ static int row_of(const struct agent *a, const struct reply *r, uint32_t dc, uin
 }
 
 /*
- * A claim whose outcome is unknown (no reply: it may have committed) left
- * the row of (s->orphan_dc, s->orphan_w) perhaps holding this run's
- * owner.  Before any other step (a claim, a re-adoption, a renewal) the
- * lease is given back, only where it holds this run's owner: a row this
- * run does not know it holds is never renewed, never re-adopted with an
- * old floor.  0 done (or nothing to do), -1 not yet (try again).
+ * give_back(): pair (@dc, @w)'s lease ended where it holds this run's
+ * owner (G6, agent.c).  1 given back, 0 not ours, -1 no answer.
  */
-static int resolve_orphan(struct agent *a, int64_t end)
+static int m_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
 	struct mstore *s = M(a);
+	int64_t end = end_of(a, 0);
 	char where[600], sql[1024];
 	struct reply r;
 
-	if (!s->orphan)
-		return 0;
-	pair_where(a, s->orphan_dc, s->orphan_w, where, sizeof(where));
+	if (!mysql_ready(a, end))
+		return -1;
+	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
 		 "UPDATE `%s` SET owner = '', expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
 		 a->c->mysql_table, where, s->own) || exec(a, end, sql, &r))
 		return -1;
-	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u: a claim whose reply was lost %s",
-	     s->orphan_dc, s->orphan_w,
-	     r.affected[0] > 0 ? "had committed: given back" : "had not committed");
-	s->orphan = false;
-	return 0;
+	return r.affected[0] > 0;
 }
 
 static int m_init(struct agent *a)
@@ -717,8 +772,6 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	snprintf(valid, sizeof(valid), " AND mark <= %llu", (unsigned long long)a->mark_max_ms);
 	if (!mysql_ready(a, end))
 		return s->no_schema && !a->fatal ? TRY_NO_MARK : TRY_ERROR;
-	if (resolve_orphan(a, end))
-		return TRY_ERROR;
 	if (init_mark && insert_row(a, end, dc, w, init_mark) < 0)
 		return TRY_ERROR;
 	pair_where(a, dc, w, where, sizeof(where));
@@ -732,7 +785,7 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	if (sqlf(sql, sizeof(sql),
 		 "START TRANSACTION; "
 		 "UPDATE `%s` SET owner = '%s', expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND%s WHERE %s AND expiry < UTC_TIMESTAMP(6)%s; "
-		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
+		 "SELECT owner, mark FROM `%s` WHERE %s LIMIT 2 FOR UPDATE; "
 		 "COMMIT",
 		 c->mysql_table, s->own, c->ttl_ms * 1000ULL, init_mark ? mcond : "", where,
 		 init_mark ? "" : valid, c->mysql_table, where))
@@ -769,10 +822,7 @@ static int m_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	}
 	return TRY_TAKEN;
 unknown:
-	s->orphan = true;
-	s->orphan_dc = dc;
-	s->orphan_w = w;
-	return TRY_ERROR;
+	return TRY_UNKNOWN;
 }
 
 /*
@@ -791,13 +841,11 @@ static int renew_batch(struct agent *a, int64_t end, uint32_t dc, uint32_t w, ui
 
 	if (!mysql_ready(a, end))
 		return s->no_schema && !a->fatal ? 0 : -1;
-	if (resolve_orphan(a, end))
-		return -1;
 	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
 		 "START TRANSACTION; "
 		 "UPDATE `%s` SET expiry = UTC_TIMESTAMP(6) + INTERVAL %llu MICROSECOND, mark = IF(mark <= %llu, GREATEST(mark, %llu), IF(%llu > 0, %llu, mark)) WHERE %s AND owner = '%s'; "
-		 "SELECT owner, mark FROM `%s` WHERE %s FOR UPDATE; "
+		 "SELECT owner, mark FROM `%s` WHERE %s LIMIT 2 FOR UPDATE; "
 		 "COMMIT",
 		 c->mysql_table, c->ttl_ms * 1000ULL, (unsigned long long)a->mark_max_ms,
 		 (unsigned long long)raise, (unsigned long long)raise, (unsigned long long)raise,
@@ -857,11 +905,14 @@ static int m_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	return ret ? TRY_TAKEN : TRY_HELD;
 }
 
-static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
+		   uint64_t *mark)
 {
-	uint64_t mark;
+	int ret = renew_batch(a, end_of(a, deadline), a->dc, a->w, raise_to, false, sent, mark);
 
-	return renew_batch(a, end_of(a, deadline), a->dc, a->w, raise_to, false, sent, &mark);
+	if (ret != 1)
+		*mark = AG_MARK_UNREAD;
+	return ret;
 }
 
 static void m_release(struct agent *a)
@@ -926,7 +977,7 @@ static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 		return ret < 0 ? -1 : INIT_CREATED;
 	/* Present: valid (left alone, never lowered), or invalid. */
 	pair_where(a, dc, w, where, sizeof(where));
-	if (sqlf(sql, sizeof(sql), "SELECT owner, mark FROM `%s` WHERE %s", a->c->mysql_table, where) ||
+	if (sqlf(sql, sizeof(sql), "SELECT owner, mark FROM `%s` WHERE %s LIMIT 2", a->c->mysql_table, where) ||
 	    exec(a, end, sql, &r) || !r.row)
 		return -1;
 	if (!row_of(a, &r, dc, w, &cur, &ours, NULL))
@@ -947,6 +998,16 @@ static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 	return INIT_REPLACED;
 }
 
+/* G5 while holding (agent.h): mysql_durable() again. */
+static int m_recheck(struct agent *a, int64_t deadline)
+{
+	int64_t end = end_of(a, deadline);
+
+	if (!mysql_ready(a, end))
+		return -1;
+	return mysql_durable(a, end);
+}
+
 const struct store_ops ag_mysql_ops = {
 	.name = "mysql",
 	.init = m_init,
@@ -957,6 +1018,8 @@ const struct store_ops ag_mysql_ops = {
 	.readopt = m_readopt,
 	.renew = m_renew,
 	.release = m_release,
+	.give_back = m_give_back,
+	.recheck = m_recheck,
 	.init_mark = m_init_mark,
 };
 #endif /* AG_NO_MYSQL */

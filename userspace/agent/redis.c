@@ -13,9 +13,13 @@
  *   renew:   if GET key == owner: PEXPIRE key ttl, and raise the mark to
  *            at least the value given (never lower it; an invalid one is
  *            replaced); else lost (G3, G4)
- *   release: if GET key == owner: DEL key (the mark stays); also a
- *            claim whose reply was lost, before the next step (G6,
- *            undo_orphan())
+ *   release: if GET key == owner: DEL key (the mark stays); also
+ *            give_back(), the engine's undo of a claim whose reply was
+ *            lost (G6: agent.c resolve_unknown())
+ *
+ * A claim answers committed (the script's reply), not committed (an
+ * error reply: NOPERM of an ACL, MISCONF, BUSY: the script never ran) or
+ * unknown (no reply, a reply that cannot be read: TRY_UNKNOWN).
  *
  * The scripts check a mark's form themselves (20 digits, at most the
  * layout's last timestamp, given as ARGV): "1000", "-1" or a hash is
@@ -145,8 +149,6 @@ struct rstore {
 	char claim_sha[41], renew_sha[41], release_sha[41], init_sha[41];
 	char run_id[41];		/* INFO server's run_id at the connection */
 	char max[24];			/* a->mark_max_ms as MARK_FMT */
-	bool orphan;			/* a claim of (orphan_dc, orphan_w) may have committed */
-	uint32_t orphan_dc, orphan_w;
 };
 
 static struct rstore *R(const struct agent *a)
@@ -601,10 +603,11 @@ static bool redis_connect(struct agent *a, int64_t deadline)
  * with ARGV: the layout's last timestamp, the run_id (when the stale check
  * is on), then @argc arguments; EVAL again when the script cache was
  * flushed.  The reply (the caller frees it), or NULL on a connection
- * error or timeout.
+ * error or timeout (*@refused false: the outcome is unknown) or an error
+ * reply (*@refused true: the script never ran).
  */
 static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, const char *lua,
-			 uint32_t dc, uint32_t w, int argc, const char **args)
+			 uint32_t dc, uint32_t w, int argc, const char **args, bool *refused)
 {
 	struct rstore *rs = R(a);
 	char key[512], mark[512], run[512];
@@ -613,6 +616,7 @@ static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, con
 	redisReply *r;
 	int i;
 
+	*refused = false;
 	key_of(a, dc, w, key, sizeof(key));
 	mark_key_of(a, dc, w, mark, sizeof(mark));
 	snprintf(run, sizeof(run), "%s:%s:markrun:%u:%u", a->c->prefix, a->c->cluster, dc, w);
@@ -626,8 +630,10 @@ static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, con
 		r = cmd(a, deadline, 8 + i, argv);
 	}
 	if (r && r->type == REDIS_REPLY_ERROR) {
-		logm(AG_WARN, "%s: %s", argv[0], r->str);
+		logm(AG_WARN, "event=redis_refused host=%s port=%d command=%s error=\"%.200s\": not run",
+		     a->c->redis_host, a->c->redis_port, argv[0], r->str);
 		freeReplyObject(r);
+		*refused = true;
 		return NULL;
 	}
 	return r;
@@ -672,13 +678,14 @@ static int renew_script(struct agent *a, int64_t deadline, uint32_t dc, uint32_t
 	redisReply *r;
 	long long code = 0;
 	int ret = -1;
+	bool refused;
 
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
 	if (raise)
 		snprintf(rs, sizeof(rs), MARK_FMT, (unsigned long long)raise);
 	else
 		rs[0] = '\0';
-	r = eval3(a, deadline, R(a)->renew_sha, renew_lua, dc, w, 3, args);
+	r = eval3(a, deadline, R(a)->renew_sha, renew_lua, dc, w, 3, args, &refused);
 	if (!r)
 		return -1;
 	switch (script_reply(a, r, dc, w, &code, mark, "left")) {
@@ -753,34 +760,13 @@ static int release_key(struct agent *a, const char *key)
 	return v;
 }
 
-/*
- * G6: a claim whose outcome is unknown (no reply: the connection cut or
- * the deadline passed after the script may have run; an odd reply) may
- * have set the key of (orphan_dc, orphan_w) to this run's owner, a lease
- * this run does not know it holds and would leave to expire: a pair
- * nobody serves for a whole TTL.  Before the next claim walk, claim or
- * re-adoption it is given back, only where it holds this run's owner (the
- * release script): it was never served (the claim never returned), so its
- * next holder's settle is all the wait it needs.  0 done (or nothing to
- * do), -1 not yet (Redis failed: the caller tries again).
- */
-static int undo_orphan(struct agent *a)
+/* give_back(): the release script on pair (@dc, @w)'s key (G6, agent.c). */
+static int r_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
-	struct rstore *rs = R(a);
 	char key[512];
-	int v;
 
-	if (!rs->orphan)
-		return 0;
-	key_of(a, rs->orphan_dc, rs->orphan_w, key, sizeof(key));
-	v = release_key(a, key);
-	if (v < 0)
-		return -1;
-	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u key=%s: a claim whose reply was lost %s",
-	     rs->orphan_dc, rs->orphan_w, key,
-	     v == 1 ? "had committed: given back" : "had not committed");
-	rs->orphan = false;
-	return 0;
+	key_of(a, dc, w, key, sizeof(key));
+	return release_key(a, key);
 }
 
 /* The claim script (see the top of this file). */
@@ -792,8 +778,9 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	redisReply *r;
 	long long code = 0;
 	int ret = TRY_ERROR;
+	bool refused;
 
-	if (!redis_connect(a, 0) || undo_orphan(a))
+	if (!redis_connect(a, 0))
 		return TRY_ERROR;
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
 	if (init_mark)
@@ -801,13 +788,10 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	else
 		init[0] = '\0';
 	*sent = boot_ns();
-	/* Until a reply says otherwise, the script may have set the key (G6). */
-	R(a)->orphan = true;
-	R(a)->orphan_dc = dc;
-	R(a)->orphan_w = w;
-	r = eval3(a, 0, R(a)->claim_sha, claim_lua, dc, w, 3, args);
+	r = eval3(a, 0, R(a)->claim_sha, claim_lua, dc, w, 3, args, &refused);
+	/* An error reply: the script never ran (not committed); no reply: unknown (G6). */
 	if (!r)
-		return TRY_ERROR;
+		return refused ? TRY_REFUSED : TRY_UNKNOWN;
 	switch (script_reply(a, r, dc, w, &code, mark, "not-served")) {
 	case AG_RS_INT:
 		if (code == -1)
@@ -829,11 +813,11 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	case AG_RS_ODD:
 		break;
 	}
-	/* An odd reply says nothing of the key: undone before the next step. */
-	if (ret != TRY_ERROR)
-		R(a)->orphan = false;
-	else
+	/* An odd reply says nothing of the key: unknown, undone by the engine. */
+	if (ret == TRY_ERROR) {
 		odd_reply(a, "claim script reply", r);
+		ret = TRY_UNKNOWN;
+	}
 	freeReplyObject(r);
 	return ret;
 }
@@ -847,7 +831,7 @@ static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 {
 	int ret;
 
-	if (!redis_connect(a, 0) || undo_orphan(a))
+	if (!redis_connect(a, 0))
 		return TRY_ERROR;
 	*sent = boot_ns();
 	ret = renew_script(a, 0, dc, w, a->mark_ms, mark);
@@ -858,21 +842,26 @@ static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	return ret == 1 ? TRY_TAKEN : TRY_HELD;
 }
 
-static int r_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+static int r_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
+		   uint64_t *mark)
 {
-	uint64_t mark;
 	int ret;
 
+	*mark = AG_MARK_UNREAD;
 	if (!redis_connect(a, deadline))
 		return -1;
 	*sent = boot_ns();
-	ret = renew_script(a, deadline, a->dc, a->w, raise_to, &mark);
+	ret = renew_script(a, deadline, a->dc, a->w, raise_to, mark);
 	/*
-	 * Ours, but the mark is gone or invalid and nothing to raise: it is
-	 * made at the next raise.
+	 * Ours, but the mark is gone or invalid and nothing to raise: 0, a
+	 * mark below every one this holder raised (the engine raises it).
 	 */
-	if (ret == TRY_NO_MARK || ret == TRY_BAD_MARK)
+	if (ret == TRY_NO_MARK || ret == TRY_BAD_MARK) {
+		*mark = 0;
 		return 1;
+	}
+	if (ret != 1)
+		*mark = AG_MARK_UNREAD;
 	return ret;
 }
 
@@ -897,11 +886,12 @@ static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 	size_t len = 0;
 	redisReply *r;
 	int ret;
+	bool refused;
 
 	if (!redis_connect(a, 0))
 		return -1;
 	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)mark);
-	r = eval3(a, 0, R(a)->init_sha, init_lua, dc, w, 2, args);
+	r = eval3(a, 0, R(a)->init_sha, init_lua, dc, w, 2, args, &refused);
 	if (!r)
 		return -1;
 	ret = ag_redis_init_reply(r, &text, &len);
@@ -927,7 +917,7 @@ static int64_t r_claim_wait(struct agent *a)
 	uint64_t v;
 	redisReply *r;
 
-	if (!redis_connect(a, 0) || undo_orphan(a))
+	if (!redis_connect(a, 0))
 		return -1;
 	/* Before every claim walk: still durable, still the same server life. */
 	if (!durability(a, 0))
@@ -958,6 +948,12 @@ static int64_t r_claim_wait(struct agent *a)
 	return (need_s - up_s) * 1000 * NS_PER_MS;
 }
 
+/* G5 while holding (agent.h): durability() again (a replica added, fsync turned off). */
+static int r_recheck(struct agent *a, int64_t deadline)
+{
+	return durability(a, deadline) ? 0 : -1;
+}
+
 const struct store_ops ag_redis_ops = {
 	.name = "redis",
 	.init = r_init,
@@ -968,5 +964,7 @@ const struct store_ops ag_redis_ops = {
 	.readopt = r_readopt,
 	.renew = r_renew,
 	.release = r_release,
+	.give_back = r_give_back,
+	.recheck = r_recheck,
 	.init_mark = r_init_mark,
 };

@@ -8,17 +8,10 @@
 
 #include "store_parse.h"
 
-/* 1 to AG_OWNER_MAX bytes, each printable ASCII (what the agent writes). */
+/* 1 to AG_OWNER_MAX bytes, each printable ASCII (what the agent writes): validate.h. */
 static bool owner_ok(const char *s, size_t len)
 {
-	size_t i;
-
-	if (!s || !len || len > AG_OWNER_MAX)
-		return false;
-	for (i = 0; i < len; i++)
-		if (s[i] < 0x20 || s[i] >= 0x7f)
-			return false;
-	return true;
+	return ag_owner_ok(s, len, AG_OWNER_MAX);
 }
 
 int ag_zk_mark_data(const char *data, size_t len, uint64_t max_ms, uint64_t *mark,

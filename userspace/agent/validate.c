@@ -171,3 +171,15 @@ void ag_quarantine_clear(struct ag_quarantine *q, uint64_t pair)
 			q->e[s].since = 0;
 	}
 }
+
+bool ag_owner_ok(const char *s, size_t len, size_t max)
+{
+	size_t i;
+
+	if (!s || !len || len > max)
+		return false;
+	for (i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] >= 0x7f)
+			return false;
+	return true;
+}

@@ -40,6 +40,15 @@ int ag_mark_parse(const char *s, size_t len, enum ag_mark_form form, uint64_t ma
 		  uint64_t *out);
 
 /*
+ * The owner's one definition: 1 to @max bytes at @s, each printable ASCII
+ * (0x20-0x7e).  What the agent writes into a store (LABEL:RANDOM) and what
+ * it accepts reading back: --owner (and a host name used as the label)
+ * is checked with it where it is configured, the stores' parsers
+ * (store_parse.c) with it where it is read.  true when valid.
+ */
+bool ag_owner_ok(const char *s, size_t len, size_t max);
+
+/*
  * An unsigned decimal as a store renders a number (lease ids, revisions,
  * versions, row counts, session ids): 1 to 20 digits, no sign, no leading
  * zero unless "0", no space, within [0, @max].  0 or -1.

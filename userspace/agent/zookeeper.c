@@ -96,7 +96,6 @@ static int z_init(struct agent *a)
 
 const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init };
 #else
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -111,38 +110,16 @@ const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init 
 #include <zookeeper/zookeeper.h>
 
 #include "store_parse.h"
+#include "zk_bound.h"
 
 #define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner */
 
 /*
  * The library reads every reply into a buffer of the size its length
- * prefix says (calloc(1, len), up to 2 GiB, no limit of its own): junk
- * after a reply ("xxxx": 2 GB) or a forged prefix would grow the agent
- * by whatever the peer sends.  Its callocs above ZK_REPLY_ALLOC_MAX (16
- * times jute.maxbuffer's default, the largest reply an ensemble sends)
- * fail instead: the library then reads nothing more of that reply and
- * drops the connection when its receive timeout comes.  Only the
- * library's: the caller is asked only on that rare path (dladdr()).  The
- * memory is glibc's own (__libc_calloc), so free() and realloc() hold.
+ * prefix says, with no limit of its own: the agent hands it the servers'
+ * replies through a relay that cuts a connection at a prefix above
+ * ZKB_REPLY_MAX (zk_bound.c), in the static agent as in the shared one.
  */
-#define ZK_REPLY_ALLOC_MAX	(16u << 20)
-
-extern void *__libc_calloc(size_t n, size_t size);	/* NOLINT(bugprone-reserved-identifier) */
-
-__attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
-{
-	size_t bytes;
-	Dl_info info;
-
-	if (!__builtin_mul_overflow(n, size, &bytes) && bytes <= ZK_REPLY_ALLOC_MAX)
-		return __libc_calloc(n, size);
-	if (dladdr(__builtin_return_address(0), &info) && info.dli_fname &&
-	    strstr(info.dli_fname, "libzookeeper")) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return __libc_calloc(n, size);
-}
 
 /*
  * Guards what the library's threads write (the session's state, the
@@ -152,6 +129,7 @@ static pthread_mutex_t zk_mu = PTHREAD_MUTEX_INITIALIZER;
 
 struct zstore {
 	zhandle_t *zh;
+	struct zkb *relay;		/* the reply bound, the handle's (zk_bound.c) */
 	int evfd;			/* a completion or a state change: wakes the waiter */
 	const struct ACL_vector *acl;	/* of the nodes we create */
 
@@ -451,6 +429,8 @@ static void zk_close(struct zstore *z)
 		return;
 	zookeeper_close(z->zh);
 	z->zh = NULL;
+	zkb_stop(z->relay);
+	z->relay = NULL;
 	pthread_mutex_lock(&zk_mu);
 	z->state = 0;
 	z->session = 0;
@@ -672,19 +652,26 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 	if (z->zh && handle_stuck(a))
 		zk_close(z);
 	if (!z->zh) {
-		char hosts[2048];
+		char hosts[2048], relayed[2048], err[256];
 		sigset_t all, old;
 
 		if (resolve_hosts(a, dl, hosts, sizeof(hosts)))
 			return false;
+		z->relay = zkb_start(hosts, relayed, sizeof(relayed), err, sizeof(err));
+		if (!z->relay) {
+			zk_down(a, err);
+			return false;
+		}
 		/* The library's threads inherit a mask that blocks every signal. */
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &old);
 		errno = 0;
-		z->zh = zookeeper_init2(hosts, on_event, (int)a->c->ttl_ms, NULL, z,
+		z->zh = zookeeper_init2(relayed, on_event, (int)a->c->ttl_ms, NULL, z,
 					ZOO_NO_LOG_CLIENTENV, on_log);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (!z->zh) {
+			zkb_stop(z->relay);
+			z->relay = NULL;
 			if (errno == EINVAL) {
 				logm(AG_ERR, "zookeeper-hosts %s: not a valid host:port list (with an optional /chroot at its end)",
 				     a->c->zk_hosts);
@@ -785,6 +772,7 @@ static bool root_ready(struct agent *a, int64_t deadline)
 {
 	struct zstore *z = Z(a);
 	char path[512], *s;
+	struct zcall *c;
 	int rc;
 
 	if (z->root_ok)
@@ -814,6 +802,22 @@ static bool root_ready(struct agent *a, int64_t deadline)
 		if (last)
 			break;
 		*s = '/';
+	}
+	/*
+	 * The root must be readable by this client: one that refuses it
+	 * (made by another digest user: a wrong or missing password) is
+	 * fatal (exit 4), while a pair whose nodes refuse it is that pair's
+	 * matter (z_claim(): TRY_REFUSED).
+	 */
+	c = call_new(z);
+	if (!c)
+		return false;
+	call_started(c, zoo_aget(z->zh, a->c->zk_root, 0, cb_data, c));
+	rc = call_wait(z, c, dl_of(a, deadline));
+	call_put(c);
+	if (rc != ZOK) {
+		zk_error(a, rc, "reading zookeeper-root");
+		return false;
 	}
 	z->root_ok = true;
 	return true;
@@ -1112,6 +1116,12 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		bool bad;
 
 		rc = prove(a, 0, dc, w, sent, &k, &m);
+		if (rc == ZNOAUTH) {
+			/* This pair's nodes' ACL refuses us: this pair only (the root was ours). */
+			logm(AG_WARN, "event=zookeeper_node_refused datacenter=%u worker=%u: %s on the pair's nodes",
+			     dc, w, zerror(rc));
+			return TRY_REFUSED;
+		}
 		if (rc != ZOK) {
 			zk_error(a, rc, "claim");
 			return TRY_ERROR;
@@ -1189,20 +1199,19 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			ret = TRY_HELD;
 		} else if (!c->abandoned && (c->res[1].err == ZBADVERSION || c->res[1].err == ZNONODE)) {
 			ret = -2;	/* the mark moved between the read and the create: again */
+		} else if (!c->abandoned && rc == ZNOAUTH) {
+			logm(AG_WARN, "event=zookeeper_node_refused datacenter=%u worker=%u: %s on the pair's nodes",
+			     dc, w, zerror(rc));
+			ret = TRY_REFUSED;
 		} else {
 			zk_error(a, rc, "claim (multi)");
 			/*
-			 * The outcome is unknown (no answer: the connection lost,
-			 * the deadline): the multi may have created the key, as
-			 * an ephemeral of this session, which later claims and
-			 * renewals would keep alive.  The session is closed before
-			 * the next claim: the ensemble deletes every ephemeral of
-			 * it (or expires it, when the close does not get through).
+			 * No answer (the connection lost, the deadline): the multi
+			 * may have created the key, as an ephemeral of this
+			 * session.  Unknown: the engine gives it back before its
+			 * next step (give_back(), G6).
 			 */
-			if (c->abandoned || rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
-			    rc == ZSESSIONMOVED || rc == ZCLOSING)
-				zk_drop_session(a, "the claim's outcome is unknown");
-			ret = TRY_ERROR;
+			ret = !a->fatal && (c->abandoned || rc_lost(rc)) ? TRY_UNKNOWN : TRY_ERROR;
 		}
 		call_put(c);
 		call_put(k);
@@ -1258,19 +1267,22 @@ static int raise_mark(struct agent *a, int64_t deadline, uint64_t raise, bool cr
  * Prove the key is ours and, with @raise, raise the mark (see the top of
  * this file).  1 ours (raised), 0 not ours any more, -1 failed.
  */
-static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise)
+static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise,
+		     uint64_t *held)
 {
 	struct zstore *z = Z(a);
-	struct zcall *k, *m;
+	struct zcall *k, *m = NULL;
 	int64_t session = session_of(z), again;
 	int rc, step, tries;
 	bool create = false;
 
+	*held = AG_MARK_UNREAD;
 	if (!z->zh || !z->mine || z->drop)
 		return 0;
 	if (!timeout_ok(a))
 		return -1;
-	rc = prove(a, deadline, a->dc, a->w, sent, &k, NULL);
+	/* Without a raise the mark is read with the proof: the engine checks it (G4). */
+	rc = prove(a, deadline, a->dc, a->w, sent, &k, raise ? NULL : &m);
 	if (rc != ZOK) {
 		zk_error(a, rc, "renewal");
 		/* An expired session (the handle too): the ensemble has deleted the key. */
@@ -1282,12 +1294,24 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 		     k->rc != ZOK ? "the key is gone (deleted, or its session expired)" :
 				    "the key is another session's now");
 		call_put(k);
+		if (m)
+			call_put(m);
 		z->mine = false;
 		set_holding(z, false);
 		return 0;
 	}
 	z->key_version = k->stat.version;
 	call_put(k);
+	if (m) {
+		char owner[AG_OWNER_MAX + 1];
+		uint64_t cur;
+
+		/* Missing or invalid: 0, below every mark this holder raised. */
+		*held = 0;
+		if (m->rc == ZOK && !mark_parse(a, m, a->dc, a->w, &cur, owner, sizeof(owner), NULL))
+			*held = cur;
+		call_put(m);
+	}
 	for (tries = 0; raise && tries < 3; tries++) {
 		rc = raise_mark(a, deadline, raise, create, &step);
 		if (rc == ZOK)
@@ -1326,6 +1350,18 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 				create = false;
 				continue;
 			}
+			if (!mark_is_ours(a, m, &cur) && cur < raise) {
+				/*
+				 * Written by someone else, lower: the mark was
+				 * lowered under us (a restore, an operator).
+				 * Replaced by the raise at the version read, in
+				 * the multi that checks our key.
+				 */
+				z->mark_version = m->stat.version;
+				call_put(m);
+				create = false;
+				continue;
+			}
 			if (!mark_is_ours(a, m, &cur)) {
 				logm(AG_WARN, "event=mark_taken key=%s: another holder raised the pair's mark since this run's claim: the pair is not ours",
 				     a->key);
@@ -1341,6 +1377,8 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 	}
 	if (raise && tries == 3)
 		return -1;
+	if (raise)
+		*held = raise;	/* written at our version, or ours and as high */
 	set_holding(z, true);
 	return 1;
 }
@@ -1410,9 +1448,62 @@ static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	return TRY_TAKEN;
 }
 
-static int z_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to)
+static int z_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
+		   uint64_t *mark)
 {
-	return renew_key(a, deadline, sent, raise_to);
+	int ret = renew_key(a, deadline, sent, raise_to, mark);
+
+	if (ret != 1)
+		*mark = AG_MARK_UNREAD;
+	return ret;
+}
+
+/*
+ * give_back(): pair (@dc, @w)'s key deleted where it is an ephemeral of
+ * this session (G6, agent.c), at the version read.  1 deleted, 0 not ours
+ * (absent, another session's: a session of ours that ended took its
+ * ephemerals with it), -1 no answer.
+ */
+static int z_give_back(struct agent *a, uint32_t dc, uint32_t w)
+{
+	struct zstore *z = Z(a);
+	char kpath[600];
+	struct zcall *k, *c;
+	int64_t sent, session;
+	int rc;
+
+	if (!zk_ready(a, 0))
+		return -1;
+	session = session_of(z);
+	rc = prove(a, 0, dc, w, &sent, &k, NULL);
+	if (rc != ZOK) {
+		zk_error(a, rc, "giving back a claim");
+		return -1;
+	}
+	if (k->rc != ZOK || !session || k->stat.ephemeralOwner != session) {
+		call_put(k);
+		return 0;
+	}
+	path_of(a, false, dc, w, kpath, sizeof(kpath));
+	c = call_new(z);
+	if (!c) {
+		call_put(k);
+		return -1;
+	}
+	call_started(c, zoo_adelete(z->zh, kpath, k->stat.version, cb_void, c));
+	rc = call_wait(z, c, dl_of(a, 0));
+	call_put(c);
+	call_put(k);
+	if (z->mine && z->mine_dc == dc && z->mine_w == w && (rc == ZOK || rc == ZNONODE)) {
+		z->mine = false;
+		set_holding(z, false);
+	}
+	if (rc == ZOK)
+		return 1;
+	if (rc == ZNONODE || rc == ZBADVERSION)
+		return 0;
+	zk_error(a, rc, "giving back a claim");
+	return -1;
 }
 
 /*
@@ -1471,6 +1562,7 @@ const struct store_ops ag_zookeeper_ops = {
 	.readopt = z_readopt,
 	.renew = z_renew,
 	.release = z_release,
+	.give_back = z_give_back,
 	.init_mark = z_init_mark,
 };
 #endif /* AG_NO_ZOOKEEPER */

@@ -245,6 +245,31 @@ TEST(config_long_line_message)
 	ag_conf_free(&c);
 }
 
+/*
+ * The owner's one definition (issue 31 finding 2): printable ASCII, 1 to
+ * the limit; --owner is checked with it where it is configured.
+ */
+TEST(owner_is_printable_ascii)
+{
+	char arg0[] = "snowflake-agent", arg1[] = "--owner", arg2[] = "z\xc3\xbcrich",
+	     arg3[] = "zurich", err[1024], *bad[] = { arg0, arg1, arg2, NULL },
+	     *good[] = { arg0, arg1, arg3, NULL };
+	struct ag_conf c;
+
+	ASSERT_TRUE(ag_owner_ok("host-1:0f", 9, 200));
+	ASSERT_TRUE(ag_owner_ok("a b", 3, 200));
+	ASSERT_FALSE(ag_owner_ok("z\xc3\xbcrich", 7, 200));
+	ASSERT_FALSE(ag_owner_ok("tab\there", 8, 200));
+	ASSERT_FALSE(ag_owner_ok("", 0, 200));
+	ASSERT_FALSE(ag_owner_ok("abc", 3, 2));
+	ASSERT_EQ(AG_EXIT_USAGE, ag_conf_load(&c, 3, bad, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "printable ASCII")) TH_LOG("%s", err);
+	ag_conf_free(&c);
+	ASSERT_EQ(0, ag_conf_load(&c, 3, good, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_STREQ("zurich", c.owner);
+	ag_conf_free(&c);
+}
+
 /* The Redis scripts' replies: only what the agent wrote is a mark. */
 TEST(redis_script_reply)
 {
