@@ -1278,7 +1278,7 @@ def s_sigterm_claim_lost(c):
              "reply and its exit" % secs)
     c.note("A exited %.2f s after SIGTERM; the key: %r" % (secs, k))
     c.stop_agents()
-    c.history()
+    c.history(none_served=True)
 
 
 

@@ -209,11 +209,14 @@ static struct json_object *post(struct agent *a, int64_t deadline, const char *p
 		curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)t);
 		curl_easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS, (long)t);
 		/*
-		 * A claim on a connection of its own: libcurl resends a request
-		 * by itself when a reused connection closes before any reply
-		 * (a claim that committed, its reply lost), never on a fresh one.
+		 * Every request on a connection of its own: libcurl resends a
+		 * request by itself when a reused connection closes before any
+		 * reply (a claim that committed, a renewal, their replies lost),
+		 * never on a fresh one.  What is resent is the engine's choice,
+		 * and a lost reply is logged (etcd_down) where it happened.
 		 */
-		curl_easy_setopt(e->h, CURLOPT_FRESH_CONNECT, e->once ? 1L : 0L);
+		curl_easy_setopt(e->h, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(e->h, CURLOPT_FORBID_REUSE, 1L);
 		rc = curl_easy_perform(e->h);
 		if (rc != CURLE_OK) {
 			etcd_down(a, ep, curl_easy_strerror(rc));
