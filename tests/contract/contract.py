@@ -310,22 +310,37 @@ class Ctx:
         cluster through the proxy: its reply lost after the store got it."""
         self.proxy.arm_drop(match=self.s.matcher(kind, self.cl))
 
-    def dropped(self, kind, secs, agent=None, step=NO_REPLY):
-        """The armed drop fired within @secs on a @kind of this cluster (the
-        proxy's report, read back in the store's protocol), and then
-        @agent's log shows @step: the fault happened where it was meant.
-        Returns the key of the request."""
+    def arm_hold(self, kind):
+        """The next @kind request (a release) of this scenario's cluster
+        through the proxy goes through, and from then on every reply is
+        held: the store stops answering at that very request."""
+        self.proxy.arm_hold(match=self.s.matcher(kind, self.cl))
+
+    def fired(self, kind, secs, fault="drop"):
+        """The armed @fault (drop, hold) fired within @secs on a @kind of
+        this cluster: the proxy's report, read back in the store's
+        protocol.  Returns the key of the request."""
         t = time.monotonic() + secs
         while time.monotonic() < t and not self.proxy.acted:
             time.sleep(0.05)
         self.expect(self.proxy.acted, "the proxy never saw a %s" % kind)
         x = self.proxy.acted[0]
         got, key = self.s.classify(x["request"], self.cl)
-        self.fault("drop", request=got, key=key or "-", conn=x["conn"])
-        self.expect(got == kind and key, "the proxy dropped the reply to a %s (%s), not to a %s: "
-                    "%r" % (got, key, kind, x["request"][-160:]))
-        self.note("dropped the reply to the %s of %s" % (kind, key.replace(
+        self.fault(fault, request=got, key=key or "-", conn=x["conn"])
+        verb = {"drop": "dropped", "hold": "held"}[fault]
+        self.expect(x["fault"] == fault and got == kind and key,
+                    "the proxy %s the reply to a %s (%s), not to a %s: %r" % (
+                        verb, got, key, kind, x["request"][-160:]))
+        self.note("%s the reply to the %s of %s" % (verb, kind, key.replace(
             "%s:%s:" % (S.PREFIX, self.cl), "")))
+        return key
+
+    def dropped(self, kind, secs, agent=None, step=NO_REPLY):
+        """The armed drop fired within @secs on a @kind of this cluster (the
+        proxy's report, read back in the store's protocol), and then
+        @agent's log shows @step: the fault happened where it was meant.
+        Returns the key of the request."""
+        key = self.fired(kind, secs)
         if agent is not None:
             self.expect(agent.wait(step, 2 * TTL / 1000 + 5),
                         "the lost %s reply: %s's log never shows %s" % (kind, "the agent", step))
@@ -1423,6 +1438,44 @@ def s_oversized_spin(c):
     c.history()
 
 
+def s_sigterm_release_slow(c):
+    """A serving holder's SIGTERM, its release held by a store that stops
+    answering at it (its reply held by the proxy; TTL 9 s, the store's
+    timeout 6 s: the release alone would wait 6 s), then a second SIGTERM:
+    the agent gives the release up (event=stop_again) and exits 0 within
+    2.5 s of it, long before the release's own time (ZooKeeper: the
+    session's close, zookeeper_close(), waits up to the library's fixed
+    1.5 s for its reply)."""
+    slow = 6000
+    extra = ["--ttl-ms", "9000", "--renew-ms", "1000",
+             "--%s-timeout-ms" % c.s.name, str(slow)]
+    c.init(extra=extra)
+    c.with_proxy()
+    a = c.agent(extra=extra, proxy=True)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    off = a.size()
+    c.arm_hold("release")
+    t0 = time.monotonic()
+    a.ended_by_test = True
+    a.p.send_signal(signal.SIGTERM)
+    c.expect(a.wait("event=stopping", 3, off), "A never began to stop after its SIGTERM")
+    c.fired("release", 3, fault="hold")
+    time.sleep(0.3)
+    c.expect(a.alive(), "A ended before the second SIGTERM, its release unanswered (%s)" %
+             a.text(off)[-160:].strip())
+    rc, secs = a.term(4)
+    total = time.monotonic() - t0
+    c.expect(rc == 0 and secs < 2.5, "the second SIGTERM during the held release: exit %s "
+             "after %.1f s (%.1f s after the first; the release's own time %.1f s)" % (
+                 rc, secs, total, slow / 1000))
+    c.expect(a.has("event=stop_again", off), "A's log never shows event=stop_again")
+    c.expect(not a.has("event=released", off), "A's release completed: the store answered it")
+    c.note("exit 0 %.2f s after the second SIGTERM, %.1f s after the first (release held, "
+           "its own time %.1f s)" % (secs, total, slow / 1000))
+    c.stop_agents()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1457,6 +1510,7 @@ SCENARIOS = [
     ("mysql_primary_key", s_mysql_primary_key),
     ("redis_replica_added", s_redis_replica_added),
     ("oversized_spin", s_oversized_spin),
+    ("sigterm_release_slow", s_sigterm_release_slow),
 ]
 
 
