@@ -612,6 +612,18 @@ def mark_invalid(text):
     return s
 
 
+def next_holder(c, a, offset):
+    """@a (the holder) killed with kill -9; the next holder, its clock
+    @offset ms off, serves, for a TTL; the history judged.  Returns it."""
+    a.kill9()
+    b = c.agent(offset=offset)
+    c.expect(b.wait("event=unfenced", 20), "B never served after A's kill -9")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+    return b
+
+
 def s_mark_lowered(c):
     """The mark lowered 30 s under a serving holder: by the time the holder
     is killed (two renewals later) the next holder, its clock 6 s behind,
@@ -624,12 +636,7 @@ def s_mark_lowered(c):
     c.expect(v is not None, "no readable mark while A serves (%r)" % c.s.mark_get(c.cl, (0, 0)))
     c.mark_set_value((0, 0), v - 30000, holder=True)
     time.sleep(2 * TTL / 1000)
-    a.kill9()
-    b = c.agent(offset=-6000)
-    c.expect(b.wait("event=unfenced", 20), "B never served")
-    time.sleep(TTL / 1000)
-    c.stop_agents()
-    c.history()
+    next_holder(c, a, -6000)
 
 
 def s_mark_invalid_under_holder(c):
@@ -642,13 +649,8 @@ def s_mark_invalid_under_holder(c):
     c.expect(a.wait("event=unfenced", 15), "A never served")
     c.mark_set((0, 0), "1000", holder=True)
     time.sleep(2.5 * TTL / 1000)
-    a.kill9()
     c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
-    b = c.agent(offset=-6000)
-    c.expect(b.wait("event=unfenced", 20), "B never served after A's kill -9")
-    time.sleep(TTL / 1000)
-    c.stop_agents()
-    c.history()
+    next_holder(c, a, -6000)
 
 
 def s_claim_reply_lost(c):
@@ -1217,12 +1219,7 @@ def s_mark_lowered_step(c):
     c.fault("mark-lowered", at=now_ns(), was=v)
     time.sleep(3)
     c.note("the mark %s -> 0 -> %r" % (v, c.s.mark_value(c.cl, (0, 0))))
-    a.kill9()
-    b = c.agent(offset=-5000)
-    c.expect(b.wait("event=unfenced", 20), "B never served")
-    time.sleep(TTL / 1000)
-    c.stop_agents()
-    c.history()
+    next_holder(c, a, -5000)
     c.expect(a.has("event=mark_lowered", off), "A never said its mark was lowered")
 
 
