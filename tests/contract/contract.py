@@ -55,6 +55,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import stores as S  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
+from dnsstub import DnsStub  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "lease"))
 import check  # noqa: E402  (tests/lease/check.py)
 
@@ -263,8 +264,9 @@ class Ctx:
     def note(self, what):
         self.notes.append(what)
 
-    def flags(self, workers="0", extra=(), proxy=False):
-        up = ("127.0.0.1", self.proxy.port) if proxy else None
+    def flags(self, workers="0", extra=(), proxy=False, up=None):
+        """(@up: the store's (host, port), when not the proxy's or its own.)"""
+        up = ("127.0.0.1", self.proxy.port) if proxy else up
         sa = self.s.agent_args(up)
         base = [] if "--config" in sa else ["--config", "/dev/null"]
         return [self.run.agent] + base + sa + [
@@ -1111,6 +1113,8 @@ NA_I31 = {
     ("redis_replica_added", "zookeeper"): "ZooKeeper: no such configuration (a quorum logs "
                                           "every write)",
     ("redis_replica_added", "mysql"): "MySQL: store_not_durable (a replica connected)",
+    ("name_lookup_hangs", "etcd"): "etcd: libcurl resolves the endpoints' names itself "
+                                   "(the agent's resolve_bounded() is not on its path)",
 }
 if "NA_TABLE" in globals():
     NA_TABLE.update(NA_I31)                               # noqa: F821
@@ -1473,6 +1477,48 @@ def s_sigterm_release_slow(c):
     c.history()
 
 
+def s_name_lookup_hangs(c):
+    """The store's address a name whose lookup never ends (the agent's own
+    resolver a DNS server of the test that keeps every query; each lookup
+    times out after the store's timeout): no more than 8 lookups are left
+    running at once (the 9th is refused, A's log says "8 earlier lookups
+    still run"), where each one used to be left, its request leaked; the
+    resolver answering, the lookups left end, are freed (their slots are
+    free again) and A serves."""
+    if c.s.name == "etcd":
+        na31(c, "name_lookup_hangs")
+    name = "store.%s.contract.test" % c.cl
+    c.init()
+    # (the stores run at once: each its own address)
+    dns = DnsStub(name, tag=1 + list(S.STORES).index(c.s.name) * 100)
+    try:
+        argv = c.flags(up=(name, c.s.upstream()[1])) + ["--dry-run-clock-offset-ms", "0"]
+        a = Agent(c, dns.run_argv(c.dir, argv), os.path.join(c.dir, "agent.0.log"), 0)
+        c.agents.append(a)
+        c.expect(a.wait("event=start", 10), "A never started: %s" % a.text()[-200:].strip())
+        t = time.monotonic() + 25
+        while time.monotonic() < t and dns.lookups() <= 8 and \
+                not a.has("earlier lookups still run"):
+            time.sleep(0.1)
+        time.sleep(2)
+        n = dns.lookups()
+        c.fault("dns-hang", lookups=n, at=now_ns())
+        c.expect(n > 0, "the DNS server never saw a lookup of %s (the fault never fired)" % name)
+        c.expect(n <= 8, "%d lookups of %s left running at once, the resolver not answering "
+                 "(at most 8)" % (n, name))
+        c.expect(a.has("8 earlier lookups still run"), "%d lookups, and A's log never shows the "
+                 "9th refused (8 earlier lookups still run)" % n)
+        c.expect(not a.has("event=claimed"), "A claimed with no store address")
+        dns.answer()
+        c.note("%d lookups left running, the 9th refused; then answered" % n)
+        c.expect(a.wait("event=unfenced", 15), "A never served once the resolver answered "
+                 "(%d queries answered)" % dns.answered)
+        c.stop_agents()
+        c.history()
+    finally:
+        dns.close()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1508,6 +1554,7 @@ SCENARIOS = [
     ("redis_replica_added", s_redis_replica_added),
     ("oversized_spin", s_oversized_spin),
     ("sigterm_release_slow", s_sigterm_release_slow),
+    ("name_lookup_hangs", s_name_lookup_hangs),
 ]
 
 

@@ -72,7 +72,8 @@ static volatile sig_atomic_t stop_signal;
 /*
  * The agent is stopping (fenced, releasing): ag_stop_pending() is false,
  * until a second stop signal comes (stop_again): then the release is
- * given up too (it expires by itself).
+ * given up too (it expires by itself).  Contract scenario
+ * sigterm_release_slow (mutant i31-10).
  */
 static bool stopping, stop_again;
 /* The mark quarantine's table (missing_mark()): fixed size, ~96 KiB. */
@@ -802,7 +803,8 @@ static void state_save(struct agent *a)
  * each until it ends (gai_cancel() cannot stop a running one), so they
  * are kept here and freed once done, at the next lookup; at most
  * GAI_LEFT_MAX at once (a resolver that never answers): then no new one
- * is started, and memory stays bounded.
+ * is started, and memory stays bounded.  Contract scenario
+ * name_lookup_hangs (mutant i31-11).
  */
 #define GAI_LEFT_MAX	8
 static struct gaicb *gai_left[GAI_LEFT_MAX];
