@@ -1684,6 +1684,12 @@ def run_store(a):
     return 0
 
 
+def tap(n, good, what):
+    """TAP line @n, ok when @good: (passed, failed) to add to the counts."""
+    print("%s %d %s" % ("ok" if good else "not ok", n, what))
+    return (1, 0) if good else (0, 1)
+
+
 def mutant_table(d, stores, figures, n):
     """The mutants' TAP lines and table mutant x store: (n, passed, failed)."""
     passed = failed = 0
@@ -1697,8 +1703,7 @@ def mutant_table(d, stores, figures, n):
         cells = []
         if status != "built":
             n += 1
-            failed += 1
-            print("not ok %d mutant %s: %s (%s)" % (n, name, status, os.path.join(d, name)))
+            failed += tap(n, False, "mutant %s: %s (%s)" % (name, status, os.path.join(d, name)))[1]
         for s in stores:
             if status != "built":
                 cells.append(status)
@@ -1708,12 +1713,9 @@ def mutant_table(d, stores, figures, n):
                 continue
             v, why = figures[s].get("mutants", {}).get(name, ("SURVIVED", "not run on %s" % s))
             n += 1
-            if v == "killed":
-                passed += 1
-                print("ok %d mutant %s on %s: killed by %s" % (n, name, s, why))
-            else:
-                failed += 1
-                print("not ok %d mutant %s on %s: %s (%s)" % (n, name, s, v, why))
+            p, f = tap(n, v == "killed", "mutant %s on %s: %s" % (
+                name, s, "killed by %s" % why if v == "killed" else "%s (%s)" % (v, why)))
+            passed, failed = passed + p, failed + f
             cells.append(v)
         rows.append((name, cells, defect))
     print("mutants: %-34s %s" % ("mutant", " ".join("%-12s" % s for s in stores)))
@@ -1765,24 +1767,16 @@ def main():
                 continue
             v, why = r["results"][nm]
             n += 1
-            if v == "FAIL":
-                failed += 1
-                print("not ok %d %s %s: %s" % (n, s, nm, why))
-            else:
-                passed += 1
-                print("ok %d %s %s%s" % (n, s, nm, (" # n/a: " if v == "n/a" else ": ") + why
-                                         if why else ""))
+            p, f = tap(n, v != "FAIL", "%s %s%s" % (s, nm, (" # n/a: " if v == "n/a" else ": ") +
+                                                   why if why else ""))
+            passed, failed = passed + p, failed + f
         w = r["worst"]
         n += 1
-        if not r["gaps"]:
-            failed += 1
-            print("not ok %d %s liveness: no scenario measured it" % (n, s))
-        elif w[1] <= BOUND:
-            passed += 1
-            print("ok %d %s liveness: longest wait %d ms <= bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
-        else:
-            failed += 1
-            print("not ok %d %s liveness: longest wait %d ms > bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
+        good = bool(r["gaps"]) and w[1] <= BOUND
+        p, f = tap(n, good, "%s liveness: " % s + (
+            "longest wait %d ms %s bound %d ms (%s)" % (w[1], "<=" if good else ">", BOUND, w[0])
+            if r["gaps"] else "no scenario measured it"))
+        passed, failed = passed + p, failed + f
     names = [nm for nm, _ in SCENARIOS if any(nm in table[s] for s in stores)]
     print("contract table (TTL %d ms, settle %d ms):" % (TTL, SETTLE))
     print("contract: %-26s %s" % ("scenario", " ".join("%-12s" % s for s in stores)))
