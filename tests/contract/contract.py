@@ -55,6 +55,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import stores as S  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
+from dnsstub import DnsStub  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "lease"))
 import check  # noqa: E402  (tests/lease/check.py)
 
@@ -263,8 +264,9 @@ class Ctx:
     def note(self, what):
         self.notes.append(what)
 
-    def flags(self, workers="0", extra=(), proxy=False):
-        up = ("127.0.0.1", self.proxy.port) if proxy else None
+    def flags(self, workers="0", extra=(), proxy=False, up=None):
+        """(@up: the store's (host, port), when not the proxy's or its own.)"""
+        up = ("127.0.0.1", self.proxy.port) if proxy else up
         sa = self.s.agent_args(up)
         base = [] if "--config" in sa else ["--config", "/dev/null"]
         return [self.run.agent] + base + sa + [
@@ -310,22 +312,37 @@ class Ctx:
         cluster through the proxy: its reply lost after the store got it."""
         self.proxy.arm_drop(match=self.s.matcher(kind, self.cl))
 
-    def dropped(self, kind, secs, agent=None, step=NO_REPLY):
-        """The armed drop fired within @secs on a @kind of this cluster (the
-        proxy's report, read back in the store's protocol), and then
-        @agent's log shows @step: the fault happened where it was meant.
-        Returns the key of the request."""
+    def arm_hold(self, kind):
+        """The next @kind request (a release) of this scenario's cluster
+        through the proxy goes through, and from then on every reply is
+        held: the store stops answering at that very request."""
+        self.proxy.arm_hold(match=self.s.matcher(kind, self.cl))
+
+    def fired(self, kind, secs, fault="drop"):
+        """The armed @fault (drop, hold) fired within @secs on a @kind of
+        this cluster: the proxy's report, read back in the store's
+        protocol.  Returns the key of the request."""
         t = time.monotonic() + secs
         while time.monotonic() < t and not self.proxy.acted:
             time.sleep(0.05)
         self.expect(self.proxy.acted, "the proxy never saw a %s" % kind)
         x = self.proxy.acted[0]
         got, key = self.s.classify(x["request"], self.cl)
-        self.fault("drop", request=got, key=key or "-", conn=x["conn"])
-        self.expect(got == kind and key, "the proxy dropped the reply to a %s (%s), not to a %s: "
-                    "%r" % (got, key, kind, x["request"][-160:]))
-        self.note("dropped the reply to the %s of %s" % (kind, key.replace(
+        self.fault(fault, request=got, key=key or "-", conn=x["conn"])
+        verb = {"drop": "dropped", "hold": "held"}[fault]
+        self.expect(x["fault"] == fault and got == kind and key,
+                    "the proxy %s the reply to a %s (%s), not to a %s: %r" % (
+                        verb, got, key, kind, x["request"][-160:]))
+        self.note("%s the reply to the %s of %s" % (verb, kind, key.replace(
             "%s:%s:" % (S.PREFIX, self.cl), "")))
+        return key
+
+    def dropped(self, kind, secs, agent=None, step=NO_REPLY):
+        """The armed drop fired within @secs on a @kind of this cluster (the
+        proxy's report, read back in the store's protocol), and then
+        @agent's log shows @step: the fault happened where it was meant.
+        Returns the key of the request."""
+        key = self.fired(kind, secs)
         if agent is not None:
             self.expect(agent.wait(step, 2 * TTL / 1000 + 5),
                         "the lost %s reply: %s's log never shows %s" % (kind, "the agent", step))
@@ -597,6 +614,18 @@ def mark_invalid(text):
     return s
 
 
+def next_holder(c, a, offset):
+    """@a (the holder) killed with kill -9; the next holder, its clock
+    @offset ms off, serves, for a TTL; the history judged.  Returns it."""
+    a.kill9()
+    b = c.agent(offset=offset)
+    c.expect(b.wait("event=unfenced", 20), "B never served after A's kill -9")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+    return b
+
+
 def s_mark_lowered(c):
     """The mark lowered 30 s under a serving holder: by the time the holder
     is killed (two renewals later) the next holder, its clock 6 s behind,
@@ -609,12 +638,7 @@ def s_mark_lowered(c):
     c.expect(v is not None, "no readable mark while A serves (%r)" % c.s.mark_get(c.cl, (0, 0)))
     c.mark_set_value((0, 0), v - 30000, holder=True)
     time.sleep(2 * TTL / 1000)
-    a.kill9()
-    b = c.agent(offset=-6000)
-    c.expect(b.wait("event=unfenced", 20), "B never served")
-    time.sleep(TTL / 1000)
-    c.stop_agents()
-    c.history()
+    next_holder(c, a, -6000)
 
 
 def s_mark_invalid_under_holder(c):
@@ -627,13 +651,8 @@ def s_mark_invalid_under_holder(c):
     c.expect(a.wait("event=unfenced", 15), "A never served")
     c.mark_set((0, 0), "1000", holder=True)
     time.sleep(2.5 * TTL / 1000)
-    a.kill9()
     c.note("the mark %r when A was killed" % c.s.mark_get(c.cl, (0, 0)))
-    b = c.agent(offset=-6000)
-    c.expect(b.wait("event=unfenced", 20), "B never served after A's kill -9")
-    time.sleep(TTL / 1000)
-    c.stop_agents()
-    c.history()
+    next_holder(c, a, -6000)
 
 
 def s_claim_reply_lost(c):
@@ -1094,6 +1113,8 @@ NA_I31 = {
     ("redis_replica_added", "zookeeper"): "ZooKeeper: no such configuration (a quorum logs "
                                           "every write)",
     ("redis_replica_added", "mysql"): "MySQL: store_not_durable (a replica connected)",
+    ("name_lookup_hangs", "etcd"): "etcd: libcurl resolves the endpoints' names itself "
+                                   "(the agent's resolve_bounded() is not on its path)",
 }
 if "NA_TABLE" in globals():
     NA_TABLE.update(NA_I31)                               # noqa: F821
@@ -1202,12 +1223,7 @@ def s_mark_lowered_step(c):
     c.fault("mark-lowered", at=now_ns(), was=v)
     time.sleep(3)
     c.note("the mark %s -> 0 -> %r" % (v, c.s.mark_value(c.cl, (0, 0))))
-    a.kill9()
-    b = c.agent(offset=-5000)
-    c.expect(b.wait("event=unfenced", 20), "B never served")
-    time.sleep(TTL / 1000)
-    c.stop_agents()
-    c.history()
+    next_holder(c, a, -5000)
     c.expect(a.has("event=mark_lowered", off), "A never said its mark was lowered")
 
 
@@ -1423,6 +1439,86 @@ def s_oversized_spin(c):
     c.history()
 
 
+def s_sigterm_release_slow(c):
+    """A serving holder's SIGTERM, its release held by a store that stops
+    answering at it (its reply held by the proxy; TTL 9 s, the store's
+    timeout 6 s: the release alone would wait 6 s), then a second SIGTERM:
+    the agent gives the release up (event=stop_again) and exits 0 within
+    2.5 s of it, long before the release's own time (ZooKeeper: the
+    session's close, zookeeper_close(), waits up to the library's fixed
+    1.5 s for its reply)."""
+    slow = 6000
+    extra = ["--ttl-ms", "9000", "--renew-ms", "1000",
+             "--%s-timeout-ms" % c.s.name, str(slow)]
+    c.init(extra=extra)
+    c.with_proxy()
+    a = c.agent(extra=extra, proxy=True)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    off = a.size()
+    c.arm_hold("release")
+    t0 = time.monotonic()
+    a.ended_by_test = True
+    a.p.send_signal(signal.SIGTERM)
+    c.expect(a.wait("event=stopping", 3, off), "A never began to stop after its SIGTERM")
+    c.fired("release", 3, fault="hold")
+    time.sleep(0.3)
+    c.expect(a.alive(), "A ended before the second SIGTERM, its release unanswered (%s)" %
+             a.text(off)[-160:].strip())
+    rc, secs = a.term(4)
+    total = time.monotonic() - t0
+    c.expect(rc == 0 and secs < 2.5, "the second SIGTERM during the held release: exit %s "
+             "after %.1f s (%.1f s after the first; the release's own time %.1f s)" % (
+                 rc, secs, total, slow / 1000))
+    c.expect(a.has("event=stop_again", off), "A's log never shows event=stop_again")
+    c.expect(not a.has("event=released", off), "A's release completed: the store answered it")
+    c.note("exit 0 %.2f s after the second SIGTERM, %.1f s after the first (release held, "
+           "its own time %.1f s)" % (secs, total, slow / 1000))
+    c.stop_agents()
+    c.history()
+
+
+def s_name_lookup_hangs(c):
+    """The store's address a name whose lookup never ends (the agent's own
+    resolver a DNS server of the test that keeps every query; each lookup
+    times out after the store's timeout): no more than 8 lookups are left
+    running at once (the 9th is refused, A's log says "8 earlier lookups
+    still run"), where each one used to be left, its request leaked; the
+    resolver answering, the lookups left end, are freed (their slots are
+    free again) and A serves."""
+    if c.s.name == "etcd":
+        na31(c, "name_lookup_hangs")
+    name = "store.%s.contract.test" % c.cl
+    c.init()
+    # (the stores run at once: each its own address)
+    dns = DnsStub(name, tag=1 + list(S.STORES).index(c.s.name) * 100)
+    try:
+        argv = c.flags(up=(name, c.s.upstream()[1])) + ["--dry-run-clock-offset-ms", "0"]
+        a = Agent(c, dns.run_argv(c.dir, argv), os.path.join(c.dir, "agent.0.log"), 0)
+        c.agents.append(a)
+        c.expect(a.wait("event=start", 10), "A never started: %s" % a.text()[-200:].strip())
+        t = time.monotonic() + 25
+        while time.monotonic() < t and dns.lookups() <= 8 and \
+                not a.has("earlier lookups still run"):
+            time.sleep(0.1)
+        time.sleep(2)
+        n = dns.lookups()
+        c.fault("dns-hang", lookups=n, at=now_ns())
+        c.expect(n > 0, "the DNS server never saw a lookup of %s (the fault never fired)" % name)
+        c.expect(n <= 8, "%d lookups of %s left running at once, the resolver not answering "
+                 "(at most 8)" % (n, name))
+        c.expect(a.has("8 earlier lookups still run"), "%d lookups, and A's log never shows the "
+                 "9th refused (8 earlier lookups still run)" % n)
+        c.expect(not a.has("event=claimed"), "A claimed with no store address")
+        dns.answer()
+        c.note("%d lookups left running, the 9th refused; then answered" % n)
+        c.expect(a.wait("event=unfenced", 15), "A never served once the resolver answered "
+                 "(%d queries answered)" % dns.answered)
+        c.stop_agents()
+        c.history()
+    finally:
+        dns.close()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1457,6 +1553,8 @@ SCENARIOS = [
     ("mysql_primary_key", s_mysql_primary_key),
     ("redis_replica_added", s_redis_replica_added),
     ("oversized_spin", s_oversized_spin),
+    ("sigterm_release_slow", s_sigterm_release_slow),
+    ("name_lookup_hangs", s_name_lookup_hangs),
 ]
 
 
@@ -1586,6 +1684,12 @@ def run_store(a):
     return 0
 
 
+def tap(n, good, what):
+    """TAP line @n, ok when @good: (passed, failed) to add to the counts."""
+    print("%s %d %s" % ("ok" if good else "not ok", n, what))
+    return (1, 0) if good else (0, 1)
+
+
 def mutant_table(d, stores, figures, n):
     """The mutants' TAP lines and table mutant x store: (n, passed, failed)."""
     passed = failed = 0
@@ -1599,8 +1703,7 @@ def mutant_table(d, stores, figures, n):
         cells = []
         if status != "built":
             n += 1
-            failed += 1
-            print("not ok %d mutant %s: %s (%s)" % (n, name, status, os.path.join(d, name)))
+            failed += tap(n, False, "mutant %s: %s (%s)" % (name, status, os.path.join(d, name)))[1]
         for s in stores:
             if status != "built":
                 cells.append(status)
@@ -1610,12 +1713,9 @@ def mutant_table(d, stores, figures, n):
                 continue
             v, why = figures[s].get("mutants", {}).get(name, ("SURVIVED", "not run on %s" % s))
             n += 1
-            if v == "killed":
-                passed += 1
-                print("ok %d mutant %s on %s: killed by %s" % (n, name, s, why))
-            else:
-                failed += 1
-                print("not ok %d mutant %s on %s: %s (%s)" % (n, name, s, v, why))
+            p, f = tap(n, v == "killed", "mutant %s on %s: %s" % (
+                name, s, "killed by %s" % why if v == "killed" else "%s (%s)" % (v, why)))
+            passed, failed = passed + p, failed + f
             cells.append(v)
         rows.append((name, cells, defect))
     print("mutants: %-34s %s" % ("mutant", " ".join("%-12s" % s for s in stores)))
@@ -1667,28 +1767,20 @@ def main():
                 continue
             v, why = r["results"][nm]
             n += 1
-            if v == "FAIL":
-                failed += 1
-                print("not ok %d %s %s: %s" % (n, s, nm, why))
-            else:
-                passed += 1
-                print("ok %d %s %s%s" % (n, s, nm, (" # n/a: " if v == "n/a" else ": ") + why
-                                         if why else ""))
+            p, f = tap(n, v != "FAIL", "%s %s%s" % (s, nm, (" # n/a: " if v == "n/a" else ": ") +
+                                                   why if why else ""))
+            passed, failed = passed + p, failed + f
         w = r["worst"]
         if a.only and not r["gaps"]:
             # --only: a subset that may hold no liveness scenario (the
             # static agent's run: oversized, oversized_spin).
             continue
         n += 1
-        if not r["gaps"]:
-            failed += 1
-            print("not ok %d %s liveness: no scenario measured it" % (n, s))
-        elif w[1] <= BOUND:
-            passed += 1
-            print("ok %d %s liveness: longest wait %d ms <= bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
-        else:
-            failed += 1
-            print("not ok %d %s liveness: longest wait %d ms > bound %d ms (%s)" % (n, s, w[1], BOUND, w[0]))
+        good = bool(r["gaps"]) and w[1] <= BOUND
+        p, f = tap(n, good, "%s liveness: " % s + (
+            "longest wait %d ms %s bound %d ms (%s)" % (w[1], "<=" if good else ">", BOUND, w[0])
+            if r["gaps"] else "no scenario measured it"))
+        passed, failed = passed + p, failed + f
     names = [nm for nm, _ in SCENARIOS if any(nm in table[s] for s in stores)]
     print("contract table (TTL %d ms, settle %d ms):" % (TTL, SETTLE))
     print("contract: %-26s %s" % ("scenario", " ".join("%-12s" % s for s in stores)))

@@ -17,6 +17,11 @@ applies one mode to what the store sends back (the replies):
                     64 KiB writes (the reply made huge); with HEXPREFIX,
                     the reply chunk is replaced by those bytes and the
                     garbage (the harness's own header of a huge reply)
+  hold-at HEXPATTERN[,HEXPATTERN...]
+                    once: the first request containing the bytes HEXPATTERN
+                    is forwarded, and from then on the mode is hold (its
+                    reply and every later one kept: a store that stops
+                    answering at that very request)
   drop HEXPATTERN[,HEXPATTERN...]
                     once: the first request containing the bytes HEXPATTERN
                     is forwarded, its reply read and thrown away, and that
@@ -98,6 +103,13 @@ class Conn:
                     self.p.observe(seen)
                 with self.p.lock:
                     m = self.p.drop_match
+                    h = self.p.hold_match
+                    if h and h(seen):
+                        # before the request goes on: its reply is held
+                        self.p.hold_match = None
+                        self.p.mode = "hold"
+                        self.p.acted.append({"fault": "hold", "conn": self.id,
+                                             "at": time.monotonic(), "request": seen[-8192:]})
                     if m and m(seen):
                         self.p.drop_match = None
                         self.p.dropped += 1
@@ -165,6 +177,7 @@ class FaultProxy:
         self.mode, self.arg = "pass", 0
         self.prefix = b""
         self.drop_match = None
+        self.hold_match = None
         self.dropped = 0
         self.acted = []          # the report: every request a fault acted on
         self.inflated = 0        # bytes of garbage sent after replies
@@ -203,6 +216,15 @@ class FaultProxy:
         with self.lock:
             self.drop_match = match or has
 
+    def arm_hold(self, *patterns, match=None):
+        """The first request containing any of @patterns (or for which
+        @match(request bytes) is true) goes through, and from then on the
+        mode is hold; reported in acted."""
+        def has(b):
+            return any(p in b for p in patterns)
+        with self.lock:
+            self.hold_match = match or has
+
     def cut(self):
         """Close every open connection: how many."""
         with self.lock:
@@ -227,6 +249,8 @@ class FaultProxy:
                           bytes.fromhex(w[3]) if len(w) > 3 else b"")
         elif w[0] == "drop" and len(w) == 2:
             self.arm_drop(*(bytes.fromhex(x) for x in w[1].split(",")))
+        elif w[0] == "hold-at" and len(w) == 2:
+            self.arm_hold(*(bytes.fromhex(x) for x in w[1].split(",")))
         elif w[0] == "cut":
             self.cut()
         elif w[0] != "stats":

@@ -13,7 +13,9 @@ StoreRun.scenario() the lane uses, on a store that starts no server.
   - a history with no interval fails unless nobody was to serve; an agent
     that served without an interval in the history fails;
   - the proxy's report names the request it acted on: a drop armed for a
-    claim is not taken by another request's bytes.
+    claim is not taken by another request's bytes; a hold armed for a
+    request lets the replies before it through and holds its own (etcd:
+    a lease revoke is a release, named by its lease).
 
 Prints TAP lines and "contract-selftest: N passed, M failed".
 """
@@ -62,6 +64,49 @@ def fake_agent(d, body):
         f.write("#!/bin/sh\n" + body + "\n")
     os.chmod(p, 0o755)
     return p
+
+
+def hold_at(check):
+    """The proxy's hold-at, in front of a line echo server of its own."""
+    import socket
+    import threading
+    import time
+    from faultproxy import FaultProxy
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+
+    def echo():
+        c, _ = ls.accept()
+        for line in c.makefile("rb"):
+            c.sendall(line)
+    threading.Thread(target=echo, daemon=True).start()
+    px = FaultProxy(ls.getsockname())
+    px.arm_hold(match=lambda b: b.endswith(b"RELEASE\n"))
+    cs = socket.create_connection(("127.0.0.1", px.port), timeout=2)
+    f = cs.makefile("rb")
+    cs.sendall(b"RENEW\n")
+    check("hold-at: a reply before the request goes through", f.readline() == b"RENEW\n")
+    cs.settimeout(0.5)
+    cs.sendall(b"RELEASE\n")
+    try:
+        got = cs.recv(100)
+    except socket.timeout:
+        got = None
+    check("hold-at: the request's own reply is held (got %r)" % (got,), got is None)
+    check("hold-at: the report names the request (%s)" % [
+        (x["fault"], x["request"]) for x in px.acted],
+        len(px.acted) == 1 and px.acted[0]["fault"] == "hold" and
+        px.acted[0]["request"].endswith(b"RELEASE\n"))
+    px.set_mode("pass")
+    cs.settimeout(2)
+    t = time.monotonic()
+    got = cs.recv(100)
+    check("hold-at: the mode pass again, the held reply comes (%r, %.1f s)" % (
+        got, time.monotonic() - t), got == b"RELEASE\n")
+    cs.close()
+    px.close()
+    ls.close()
 
 
 def main():
@@ -159,6 +204,12 @@ def main():
           st.classify(claim, cl) == ("claim", S.key_name(cl, "worker", (0, 0))))
     check("etcd: b0278b3's drop pattern also matched the read (why finding a was possible)",
           b'"count_only":true}}]}' in read)
+    body = '{"ID":"7"}'
+    revoke = ("POST /v3/lease/revoke HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" %
+              (len(body), body)).encode()
+    check("etcd: a lease revoke is a release of its lease (%s)" % (st.classify(revoke, cl),),
+          st.classify(revoke, cl) == ("release", "lease 7"))
+    hold_at(check)
     run.stop()
     print("contract-selftest: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

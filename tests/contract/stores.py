@@ -393,7 +393,9 @@ class Etcd(Store):
             body = None
         if path == "/v3/lease/keepalive":
             return ("renewal", "lease %s" % (body or {}).get("ID", "?"))
-        if path in ("/v3/lease/revoke", "/v3/kv/deleterange"):
+        if path == "/v3/lease/revoke":
+            return ("release", "lease %s" % (body or {}).get("ID", "?"))
+        if path == "/v3/kv/deleterange":
             return ("release", "")
         if path != "/v3/kv/txn" or not isinstance(body, dict):
             return ("other", "")
