@@ -11,9 +11,8 @@
 # table).  Measures, never asserts; under TCG (one emulated CPU) absolute
 # rates are not native: the ratios are what count.
 #
-# Needs the deb stage's packages (build/deb/*.deb; built here by
-# tests/deb/run.sh's dpkg-buildpackage when missing is not done: run
-# STAGES=deb first).  Environment: BENCH_SMOKE=1 (ROWS 2000: proves it runs),
+# The snowflake packages: the deb stage's (build/deb), else `make deb`'s,
+# made when missing (tests/db/lib.sh, db_root).  Environment: BENCH_SMOKE=1 (ROWS 2000: proves it runs),
 # P9_ROWS (default 1000000), P9_ROUNDS (default 1), VM_TIMEOUT (1800).
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh

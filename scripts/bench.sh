@@ -380,4 +380,8 @@ msg "results: ${OUT#"$ROOT"/}/results.json, table.md, bench.svg (raw lines: raw.
 echo
 cat "$OUT/table.md"
 echo
+# P9 (issue 32): the keys a database makes, in its own guest (PostgreSQL 15
+# and MariaDB from the packages, scripts/bench-db.sh; BENCH_SMOKE passes on).
+"$ROOT/scripts/bench-db.sh"
+echo
 msg "done in $(($(now) - start_all))s (guest ${guest_secs}s)"

@@ -104,7 +104,11 @@ static void sf_drop(int uuid)
 		d->h = NULL;
 }
 
-/* @msg: what went wrong with -@err and what to do (MYSQL_ERRMSG_SIZE). */
+/*
+ * @msg: what went wrong with -@err and what to do.  MariaDB prints at most
+ * 80 characters of it (ER_CANT_INITIALIZE_UDF: "%-.80s"): the cause and
+ * the remedy come first and fit.
+ */
 static void sf_message(char *msg, int uuid, const char *op, int err)
 {
 	const char *path = uuid ? SNOWFLAKE_UUID_DEFAULT_PATH : SNOWFLAKE_DEFAULT_PATH;
@@ -116,25 +120,23 @@ static void sf_message(char *msg, int uuid, const char *op, int err)
 	case ENODEV:
 	case ENXIO:
 		snprintf(msg, MYSQL_ERRMSG_SIZE,
-			 "snowflake: %s: no such device (%s): load the module (modprobe snowflake; Debian: snowflake-dkms)",
-			 path, op);
+			 "snowflake: no %s: load the module (modprobe snowflake)", path);
 		break;
 	case EACCES:
 	case EPERM:
 		snprintf(msg, MYSQL_ERRMSG_SIZE,
-			 "snowflake: %s: permission denied for the server's user %s (%s): usermod -aG snowflake %s, then restart the server",
-			 path, user, op, user);
+			 "snowflake: %s denied: usermod -aG snowflake %s; restart the server",
+			 path, user);
 		break;
 	case ENOTCONN:
 		snprintf(msg, MYSQL_ERRMSG_SIZE,
-			 "snowflake: %s refuses IDs: no lease (%s): the device is strict or fenced and the agent holds no worker id (systemctl status snowflake-agent)",
-			 path, op);
+			 "snowflake: no lease (strict device): is snowflake-agent holding one?");
 		break;
 	case ENOTTY:
-		snprintf(msg, MYSQL_ERRMSG_SIZE, "snowflake: %s is not a snowflake device (%s)", path, op);
+		snprintf(msg, MYSQL_ERRMSG_SIZE, "snowflake: %s is not a snowflake device", path);
 		break;
 	default:
-		snprintf(msg, MYSQL_ERRMSG_SIZE, "snowflake: %s: %s failed: %s", path, op,
+		snprintf(msg, MYSQL_ERRMSG_SIZE, "snowflake: %s %s: %s", path, op,
 			 snowflake_strerror(err));
 	}
 }

@@ -45,16 +45,20 @@ PG_MODULE_MAGIC;
 static char *sf_device_path;
 static char *sf_uuid_device_path;
 
-/* One open device of a kind: its handle, and the process that opened it. */
+/*
+ * One open device of a kind: its handle, the process that opened it and
+ * the path it was opened at (a changed setting opens the new path).
+ */
 struct sf_dev {
 	struct snowflake *h;
 	pid_t pid;
+	char opened[MAXPGPATH];
 	const char *what;	/* "snowflake", "uuidv7" */
 	char **path;
 };
 
-static struct sf_dev sf_ids = { NULL, 0, "snowflake", &sf_device_path };
-static struct sf_dev sf_uuids = { NULL, 0, "uuidv7", &sf_uuid_device_path };
+static struct sf_dev sf_ids = { NULL, 0, "", "snowflake", &sf_device_path };
+static struct sf_dev sf_uuids = { NULL, 0, "", "uuidv7", &sf_uuid_device_path };
 
 void _PG_init(void);
 
@@ -135,13 +139,16 @@ sf_raise(struct sf_dev *d, const char *op, int err)
 	pg_unreachable();
 }
 
-/* The handle of @d, opened once per backend (again after a fork or failure). */
+/*
+ * The handle of @d, opened once per backend (again after a fork, a failure
+ * or a change of its setting).
+ */
 static struct snowflake *
 sf_get(struct sf_dev *d)
 {
 	int err;
 
-	if (d->h && d->pid == getpid())
+	if (d->h && d->pid == getpid() && strcmp(d->opened, *d->path) == 0)
 		return d->h;
 	sf_forget(d);
 	if (d == &sf_ids)
@@ -153,6 +160,7 @@ sf_get(struct sf_dev *d)
 		sf_raise(d, "open", -err);
 	}
 	d->pid = getpid();
+	strlcpy(d->opened, *d->path, sizeof(d->opened));
 	return d->h;
 }
 

@@ -5,7 +5,8 @@
 # 1 on the real module.  Source it after tests/lib/lib.sh, tests/deb/lib.sh
 # and tests/lib/vm.sh, with OUT set (the work directory).
 #
-# Two cached roots, both made from the deb lane's (tests/deb/root.sh):
+# Two cached roots (tests/db/root.sh), made from the deb lane's
+# (tests/deb/root.sh):
 #   - the servers' root (build/db/base-KEY.tar.zst): + postgresql-15,
 #     mariadb-server; what the guest boots;
 #   - the build root (build/db/build-KEY.tar.zst): the servers' root + the
@@ -58,35 +59,51 @@ db_no_start() {
 	fi
 }
 
+# db_debs VERSION: debs=(libsnowflake1 libsnowflake-dev snowflake-tools
+# snowflake-dkms), from build/deb or else build/debs, all four or none.
+db_debs() {
+	local d p f
+	for d in "$BUILD/deb" "$BUILD/debs"; do
+		debs=()
+		for p in libsnowflake1 libsnowflake-dev snowflake-tools snowflake-dkms; do
+			f=$(find "$d" -maxdepth 1 -name "${p}_${1}_*.deb" 2>/dev/null | sed -n 1p)
+			[ -z "$f" ] || debs+=("$f")
+		done
+		[ "${#debs[@]}" -ne 4 ] || return 0
+	done
+	debs=()
+}
+
 # db_root KVER R: R, the guest's root: the servers' root with the deb
 # stage's packages (DKMS builds the module for KVER) and
 # postgresql-15-snowflake and mariadb-plugin-snowflake, built in the build
 # root from clients/ and copied to $OUT; the servers' users in the group
 # snowflake.  ok/notok lines; returns 1 when the root is not usable.
 db_root() {
-	local kver=$1 r=$2 version debs=() p f rootout debroot base bld start c built=()
+	local kver=$1 r=$2 version debs=() p f rootout base bld start c built=()
 	version=$(cat "$ROOT/VERSION")
-	for p in libsnowflake1 libsnowflake-dev snowflake-tools snowflake-dkms; do
-		f=$(find "$BUILD/deb" -maxdepth 1 -name "${p}_${version}_*.deb" | sed -n 1p)
-		[ -z "$f" ] || debs+=("$f")
-	done
+	# The deb stage's packages (build/deb), else `make deb`'s (build/debs),
+	# made now when neither has them (`make bench` from a fresh clone).
+	db_debs "$version"
 	if [ "${#debs[@]}" -ne 4 ]; then
-		notok "the deb stage's packages are missing in ${BUILD#"$ROOT"/}/deb (STAGES=\"deb db\" makes them)"
-		return 1
+		echo "# no packages of $version in build/deb or build/debs: make deb"
+		make -C "$ROOT" deb >"$OUT/make-deb.log" 2>&1 || tail -n 20 "$OUT/make-deb.log" | indent
+		db_debs "$version"
 	fi
-	rootout=$(DEB_KERNELS="$kver" "$ROOT/tests/deb/root.sh" 2>&1) || true
-	debroot=$(sed -n 's/^tarball=//p' <<<"$rootout" | tail -n1)
-	if [ -z "$debroot" ] || [ ! -s "$debroot" ]; then
-		indent <<<"$rootout"
-		notok "no Debian 12 root (tests/deb/root.sh)"
+	if [ "${#debs[@]}" -ne 4 ]; then
+		notok "no snowflake packages of $version (the deb stage's or make deb's)"
 		return 1
 	fi
 	start=$(now)
-	base=$(db_tarball base "$debroot" "${DB_RUN_PKGS[@]}") &&
-		bld=$(db_tarball build "$base" "${DB_BUILD_PKGS[@]}") || {
-		notok "the roots with PostgreSQL 15 and MariaDB (tests/db/lib.sh)"
+	rootout=$("$ROOT/tests/db/root.sh" "$kver" 2>&1) || true
+	base=$(sed -n 's/^base=//p' <<<"$rootout")
+	bld=$(sed -n 's/^build=//p' <<<"$rootout")
+	if [ -z "$base" ] || [ -z "$bld" ]; then
+		indent <<<"$rootout"
+		notok "the roots with PostgreSQL 15 and MariaDB (tests/db/root.sh)"
 		return 1
-	}
+	fi
+	grep '^# made' <<<"$rootout" || true
 	ok "roots with ${DB_RUN_PKGS[*]}, and for the build ${DB_BUILD_PKGS[*]} ($(($(now) - start)) s)"
 
 	# The packages, built where their Build-Depends are.
@@ -141,7 +158,7 @@ db_root() {
 	cp "${debs[@]}" "${built[@]}" "$r/root/debs/"
 	db_no_start "$r" 1
 	start=$(now)
-	if R=$r apt_in "${debs[@]/#"$BUILD/deb"/\/root\/debs}" "${built[@]/#"$OUT"/\/root\/debs}" \
+	if R=$r apt_in "${debs[@]/#*\//\/root\/debs\/}" "${built[@]/#*\//\/root\/debs\/}" \
 		>"$OUT/install.log" 2>&1; then
 		ok "apt-get install ./libsnowflake1 ./snowflake-tools ./snowflake-dkms ./postgresql-15-snowflake ./mariadb-plugin-snowflake (and libsnowflake-dev) ($(($(now) - start)) s)"
 	else
