@@ -7,10 +7,14 @@
 # of the key's index; then where the time of snowflake.nextval() goes (the
 # calls alone, without the INSERT).  Prints "BENCH p9 ..." lines on the
 # console, then "BENCH done", and powers off.  Measures, never asserts.
+#
+# Usage: p9-guest.sh [ROWS ROUNDS]: with arguments (the db stage's guest,
+# tests/db/guest.sh: its smoke run, a few rows) it prints the lines and
+# returns; without, ROWS and ROUNDS come from /usr/local/share/sf-db/.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export LC_ALL=C.UTF-8
-ROWS=$(cat /usr/local/share/sf-db/rows)
-ROUNDS=$(cat /usr/local/share/sf-db/rounds 2>/dev/null || echo 1)
+ROWS=${1:-$(cat /usr/local/share/sf-db/rows)}
+ROUNDS=${2:-$(cat /usr/local/share/sf-db/rounds 2>/dev/null || echo 1)}
 
 pg() { runuser -u postgres -- psql -X -q -A -t -v ON_ERROR_STOP=1 -d p9 "$@"; }
 my() { mariadb -N -B p9 "$@"; }
@@ -24,10 +28,13 @@ until_ok() {
 	done
 }
 
+# The root is the initramfs, a tmpfs: room for the tables and the WAL,
+# which is kept small (every key pays the same checkpoints).
+mount -o remount,size=2600M /
 until_ok 120 systemctl is-active postgresql@15-main.service
 until_ok 120 systemctl is-active mariadb.service
 snowflake config --datacenter 0 --worker 1 >/dev/null
-runuser -u postgres -- psql -X -q -c 'CREATE DATABASE p9'
+runuser -u postgres -- psql -X -q -c "ALTER SYSTEM SET max_wal_size = '256MB'" -c 'SELECT pg_reload_conf()' -c 'CREATE DATABASE p9'
 # Instagram's function (2011, "Sharding & IDs at Instagram"), as copied:
 # nextval % 1024 and clock_timestamp(), shard 5.
 pg -c "CREATE EXTENSION snowflake; CREATE SEQUENCE insta_seq;
@@ -58,6 +65,7 @@ pg_one() {
 		if err=$(pg -c "INSERT INTO t_$name (n) SELECT generate_series(1, $ROWS)" 2>&1); then
 			t1=$(ms)
 			echo "BENCH p9 db=postgresql key=$name round=$r rows=$ROWS ms=$((t1 - t0)) index_bytes=$(pg -c "SELECT pg_relation_size('t_${name}_pkey')") table_bytes=$(pg -c "SELECT pg_relation_size('t_$name')")"
+			pg -c "DROP TABLE t_$name"
 		else
 			echo "BENCH p9 db=postgresql key=$name round=$r rows=$ROWS failed=\"$(echo "$err" | head -n1)\""
 		fi
@@ -95,6 +103,7 @@ my_one() {
 			t1=$(ms)
 			my -e "ANALYZE TABLE t_$name" >/dev/null
 			echo "BENCH p9 db=mariadb key=$name round=$r rows=$ROWS ms=$((t1 - t0)) index_bytes=$(my -e "SELECT data_length FROM information_schema.tables WHERE table_schema = 'p9' AND table_name = 't_$name'")"
+			my -e "DROP TABLE t_$name"
 		else
 			echo "BENCH p9 db=mariadb key=$name round=$r rows=$ROWS failed=\"$(echo "$err" | head -n1)\""
 		fi
@@ -103,5 +112,6 @@ my_one() {
 my_one snowflake_next 'BIGINT NOT NULL' 'DEFAULT snowflake_next()'
 my_one auto_increment BIGINT AUTO_INCREMENT
 my_one uuid UUID 'NOT NULL DEFAULT UUID()'
+my_one snowflake_uuidv7 UUID 'NOT NULL DEFAULT snowflake_uuidv7()'
 echo "BENCH done"
-systemctl poweroff
+[ $# -gt 0 ] || systemctl poweroff

@@ -48,6 +48,7 @@ def main(path):
         "gen_random_uuid": "`gen_random_uuid()`", "instagram": "Instagram's PL/pgSQL function",
         "snowflake_uuidv7": "`snowflake.uuidv7()`", "snowflake_next": "`snowflake_next()`",
         "auto_increment": "`AUTO_INCREMENT`", "uuid": "`UUID()` (type UUID)",
+        "snowflake_uuidv7_my": "`snowflake_uuidv7()` (type UUID)",
     }
     med = {}
     for (db, key), rs in runs.items():
@@ -57,14 +58,15 @@ def main(path):
     for (db, key), rs in runs.items():
         ok = [r for r in rs if "ms" in r]
         if not ok:
-            print(f"| {db} | {label.get(key, key)} | failed: {rs[0].get('failed', '?')} | | | |")
+            print(f"| {db} | {label.get(key if db == 'postgresql' or key != 'snowflake_uuidv7' else key + '_my', key)} | failed: {rs[0].get('failed', '?')} | | | |")
             continue
         ms = med[(db, key)]
         b = med.get((db, base[db]))
         ratio = f"{ms / b:.2f}x" if b else "n/a"
         idx = int(ok[-1].get("index_bytes") or 0)
         rate = rows / (ms / 1000) if ms else 0
-        print(f"| {db} | {label.get(key, key)} | {rate:,.0f} | {ms / 1000:.2f} s | {ratio} | {idx / 2**20:.1f} MiB |")
+        lab = label.get(key if db == "postgresql" or key != "snowflake_uuidv7" else key + "_my", key)
+        print(f"| {db} | {lab} | {rate:,.0f} | {ms / 1000:.2f} s | {ratio} | {idx / 2**20:.1f} MiB |")
     if calls:
         print()
         c = {k: statistics.median(int(x[k]) for x in calls) for k in calls[0] if k.endswith("_ms")}

@@ -190,6 +190,8 @@ db_boot() {
 	cp -a "$ROOT/clients/postgresql" "$ov/usr/local/share/sf-db/postgresql"
 	# The documents whose SQL examples run there.
 	cp "$ROOT/README.md" "$ROOT/docs/databases.md" "$ov/usr/local/share/sf-db/"
+	# P9's program (scripts/bench-db.sh), which the db stage runs once.
+	install -m 0755 "$ROOT/bench/db/p9-guest.sh" "$ov/usr/local/share/sf-db/p9-guest.sh"
 	deb_guest_initramfs "$r" "$ov" "$img"
 	echo "# initramfs: $(($(stat -c %s "$img") >> 20)) MiB"
 	vm_boot_systemd "$kver" "$img" "$log" "$timeout" || return 1
