@@ -19,14 +19,10 @@ ROUNDS=${2:-$(cat /usr/local/share/sf-db/rounds 2>/dev/null || echo 1)}
 pg() { runuser -u postgres -- psql -X -q -A -t -v ON_ERROR_STOP=1 -d p9 "$@"; }
 my() { mariadb -N -B p9 "$@"; }
 ms() { echo $(($(date +%s%N) / 1000000)); }
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
+# until_ok (the systemd guests' helpers, tests/deb/guest-lib.sh).
+TAG=SFP9 T_OUT=/tmp/sfp9.out
+# shellcheck source=tests/deb/guest-lib.sh
+. /usr/local/lib/sf-guest-lib.sh
 
 # The root is the initramfs, a tmpfs: room for the tables and the WAL,
 # which is kept small (every key pays the same checkpoints).
