@@ -17,7 +17,9 @@
 DB_RUN_PKGS=(postgresql-15 mariadb-server procps)
 DB_BUILD_PKGS=(postgresql-server-dev-all postgresql-server-dev-15 libmariadb-dev debhelper
 	build-essential pkgconf)
-DEB_ARCHIVES=$BUILD/deb/archives
+# apt's downloads, apart from the deb stage's (build/deb/archives): this
+# stage and its roots' prefetch run beside it, and apt locks its archives.
+DEB_ARCHIVES=$BUILD/db/archives
 
 # db_tarball NAME FROM PKG...: FROM with PKG installed with apt, cached as
 # $BUILD/db/NAME-KEY.tar.zst (KEY: FROM's name and the packages); its path
