@@ -37,6 +37,9 @@ def main(path):
     if not runs:
         sys.exit("p9-report: no BENCH p9 lines in " + path)
     rows = int(meta.get("rows", 0))
+    m = re.search(r"Distrib ([0-9.]+)-MariaDB", meta.get("mariadb", ""))
+    if m:
+        meta["mariadb"] = "MariaDB " + m.group(1)
     print(f"P9: {rows:,} rows a key, {meta.get('rounds', 1)} round(s), kernel {meta.get('kernel', '?')}, "
           f"PostgreSQL {meta.get('postgresql', '?')}, {meta.get('mariadb', '?')}, one emulated CPU (TCG)")
     print()
@@ -74,12 +77,12 @@ def main(path):
         parts = []
         for k in ("snowflake_ms", "sequence_ms", "instagram_ms", "gen_random_uuid_ms"):
             if k in c and rows:
-                parts.append(f"{k[:-3]} {(c[k] - none) / rows * 1e6:.2f} us")
+                parts.append(f"{k[:-3]} {(c[k] - none) / rows * 1e3:.2f} us")
         print("The calls alone (SELECT count(f()) FROM generate_series, less the series): "
               + ", ".join(parts) + " a call.")
     if device and rows:
         print(f"The device alone, in reads of up to 4096 IDs (snowflake next -n {rows}, "
-              f"with the CLI's formatting): {int(device['batch_ms']) / rows * 1e6:.2f} us an ID.")
+              f"with the CLI's formatting): {int(device['batch_ms']) / rows * 1e3:.2f} us an ID.")
     pg_s, pg_b, pg_i = (med.get(("postgresql", k)) for k in ("snowflake", "bigserial", "instagram"))
     if pg_s and pg_b:
         verdict = "met" if pg_s <= 1.2 * pg_b and (not pg_i or pg_s < pg_i) else "not met"
