@@ -34,6 +34,9 @@ PKGS=(
 	libmaven-jar-plugin-java libmaven-install-plugin-java junit5
 	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2 openssl
 	mariadb-server libmariadb-dev zookeeperd libzookeeper-mt-dev zookeeper-bin
+	# The database functions (clients/postgresql, clients/mariadb): PGXS and
+	# pg_buildext, MariaDB's UDF headers.
+	postgresql-15 postgresql-server-dev-15 postgresql-server-dev-all libmariadbd-dev
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -14,6 +14,8 @@
 #     the deb stage waits for it),
 #   - the quickstart stage (from after ksrc, joined before the contract,
 #     whose liveness figures want quiet CPUs: its log is printed then),
+#   - the db stage (from after deb, joined before the contract: its guest
+#     keeps one CPU busy beside the host stages),
 #   - the lease stage (from after the contract, beside agent-guest and
 #     handoff, joined after them),
 #   - the vmclone stage (beside vmtest, joined after it).
@@ -155,6 +157,11 @@ fi
 if want deb; then
 	nice -n 10 tests/deb/root.sh >"$BUILD/deb-root-prefetch.log" 2>&1 &
 fi
+# The db stage's roots (tests/db/root.sh: that root with PostgreSQL and
+# MariaDB; it waits for the one above), the same way.
+if want db; then
+	nice -n 10 tests/db/root.sh >"$BUILD/db-root-prefetch.log" 2>&1 &
+fi
 export SNOWFLAKE_SKIP_DEPS=1
 # The quickstart lane mostly waits on the Debian mirror (apt in fresh
 # roots) and on its guests: it runs in the background from here and is
@@ -169,6 +176,10 @@ want fuzz && run_stage fuzz tests/fuzz/run.sh
 want userspace && run_stage userspace tests/userspace/run.sh
 want packaging && run_stage packaging tests/packaging/run.sh
 want deb && run_stage deb tests/deb/run.sh
+# The database functions on the deb stage's packages (tests/db/run.sh): one
+# guest (one busy CPU) and apt in chroots, beside the host stages up to the
+# contract, joined before it.
+want db && bg_stage db tests/db/run.sh
 # snowflake-dkms installed with apt into a fresh Debian sid root: DKMS
 # builds the module for 7.2 (tests/dkms-sid/run.sh, the deb stage's .deb).
 want dkms-sid && run_stage dkms-sid tests/dkms-sid/run.sh
@@ -176,6 +187,7 @@ want static && run_stage static tests/static/run.sh
 want docs && run_stage docs tests/docs/run.sh
 want clients && run_stage clients tests/clients/run.sh
 join_stage quickstart
+join_stage db
 want contract && run_stage contract tests/contract/run.sh
 # The lease lane (host-only: stores and agents on 127.0.0.1, mostly waiting
 # on timers, 74 % of the CPUs idle when it ran alone) runs beside the two

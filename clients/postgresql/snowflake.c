@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * snowflake: PostgreSQL functions on /dev/snowflake and /dev/uuidv7
+ * (libsnowflake).  CREATE EXTENSION snowflake; the SQL side is
+ * sql/snowflake--1.0.sql, the documentation docs/databases.md.
+ *
+ * Order: snowflake.nextval() reads one ID per call from the device, so two
+ * calls anywhere on the host (this backend, another backend, another
+ * program) are ordered by the kernel: a later call returns a larger ID.
+ * There is no cache in the backend: nothing here can hand out an ID twice
+ * or out of order, and a failed read raises an error, which aborts the
+ * statement (nothing half-inserted).
+ *
+ * The device is opened once per backend and kept.  A backend is forked from
+ * the postmaster: a descriptor opened in another process (the postmaster,
+ * when the library is preloaded) is not used but reopened (pid check), and
+ * after any failed read the descriptor is closed and opened again by the
+ * next call (the module may have been reloaded).
+ *
+ * Decoding asks the device for its layout (SNOWFLAKE_IOC_GET_CONFIG: epoch,
+ * time unit, the four widths) on every call: nothing is assumed, and a
+ * layout changed by the administrator is seen at once.
+ */
+#include "postgres.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <snowflake.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "access/htup_details.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+PG_MODULE_MAGIC;
+
+/* Unix ms of PostgreSQL's epoch, 2000-01-01. */
+#define PG_EPOCH_UNIX_MS INT64CONST(946684800000)
+
+static char *sf_device_path;
+static char *sf_uuid_device_path;
+
+/*
+ * One open device of a kind: its handle, the process that opened it and
+ * the path it was opened at (a changed setting opens the new path).
+ */
+struct sf_dev {
+	struct snowflake *h;
+	pid_t pid;
+	char opened[MAXPGPATH];
+	const char *what;	/* "snowflake", "uuidv7" */
+	char **path;
+};
+
+static struct sf_dev sf_ids = { NULL, 0, "", "snowflake", &sf_device_path };
+static struct sf_dev sf_uuids = { NULL, 0, "", "uuidv7", &sf_uuid_device_path };
+
+void _PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomStringVariable("snowflake.device",
+				   "The snowflake device snowflake.nextval() and the decoding functions read.",
+				   NULL, &sf_device_path, SNOWFLAKE_DEFAULT_PATH,
+				   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("snowflake.uuid_device",
+				   "The UUIDv7 device snowflake.uuidv7() reads.",
+				   NULL, &sf_uuid_device_path, SNOWFLAKE_UUID_DEFAULT_PATH,
+				   PGC_SUSET, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("snowflake");
+}
+
+static void
+sf_forget(struct sf_dev *d)
+{
+	if (d->h && d->pid == getpid())
+		snowflake_close(d->h);
+	/* A descriptor of another process: not ours to close (CLOEXEC only). */
+	d->h = NULL;
+	d->pid = 0;
+}
+
+/*
+ * The error for -@err from @op on @d, with what to do about it.  Never
+ * returns.
+ */
+static void pg_attribute_noreturn()
+sf_raise(struct sf_dev *d, const char *op, int err)
+{
+	const char *path = *d->path;
+	struct passwd *pw = getpwuid(geteuid());
+	const char *user = pw ? pw->pw_name : "postgres";
+
+	sf_forget(d);
+	switch (err) {
+	case ENOENT:
+	case ENODEV:
+	case ENXIO:
+		ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_FILE),
+			 errmsg("snowflake: %s: no such device (%s)", path, op),
+			 errdetail("The snowflake kernel module is not loaded, or its device node is missing."),
+			 errhint("Load the module: modprobe snowflake (Debian: install snowflake-dkms; snowflake-floor.service loads it at boot).")));
+		break;
+	case EACCES:
+	case EPERM:
+		ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("snowflake: %s: permission denied for the server's user \"%s\" (%s)", path, user, op),
+			 errdetail("The device is readable by the group snowflake."),
+			 errhint("Add the server's user to that group and restart the server: usermod -aG snowflake %s && systemctl restart postgresql", user)));
+		break;
+	case ENOTCONN:
+		ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowflake: %s refuses IDs: no lease (%s)", path, op),
+			 errdetail("The device is strict (or fenced) and holds no worker id lease: the agent is not holding a pair, its lease expired, or the VM was cloned."),
+			 errhint("Check the agent: systemctl status snowflake-agent; snowflake stats shows the device's state.")));
+		break;
+	case ENOTTY:
+		ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("snowflake: %s is not a %s device (%s)", path, d->what, op),
+			 errhint("Point snowflake.%s at the %s device.",
+				 d == &sf_ids ? "device" : "uuid_device",
+				 d == &sf_ids ? SNOWFLAKE_DEFAULT_PATH : SNOWFLAKE_UUID_DEFAULT_PATH)));
+		break;
+	default:
+		ereport(ERROR,
+			(errcode(ERRCODE_IO_ERROR),
+			 errmsg("snowflake: %s: %s failed: %s", path, op, snowflake_strerror(-err))));
+	}
+	pg_unreachable();
+}
+
+/*
+ * The handle of @d, opened once per backend (again after a fork, a failure
+ * or a change of its setting).
+ */
+static struct snowflake *
+sf_get(struct sf_dev *d)
+{
+	int err;
+
+	if (d->h && d->pid == getpid() && strcmp(d->opened, *d->path) == 0)
+		return d->h;
+	sf_forget(d);
+	if (d == &sf_ids)
+		err = snowflake_open(&d->h, *d->path, 0);
+	else
+		err = snowflake_uuid_open(&d->h, *d->path, 0);
+	if (err) {
+		d->h = NULL;
+		sf_raise(d, "open", -err);
+	}
+	d->pid = getpid();
+	strlcpy(d->opened, *d->path, sizeof(d->opened));
+	return d->h;
+}
+
+PG_FUNCTION_INFO_V1(sf_nextval);
+Datum
+sf_nextval(PG_FUNCTION_ARGS)
+{
+	uint64_t id;
+	int err;
+
+	/* One read: the kernel's order across the host (see the top). */
+	err = snowflake_next(sf_get(&sf_ids), &id);
+	if (err)
+		sf_raise(&sf_ids, "read", -err);
+	PG_RETURN_INT64((int64) id);
+}
+
+PG_FUNCTION_INFO_V1(sf_uuidv7);
+Datum
+sf_uuidv7(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t *u = palloc(sizeof(*u));
+	int err;
+
+	StaticAssertStmt(sizeof(u->data) == SNOWFLAKE_UUID_SIZE, "uuid size");
+	err = snowflake_uuid_next(sf_get(&sf_uuids), u->data);
+	if (err)
+		sf_raise(&sf_uuids, "read", -err);
+	PG_RETURN_UUID_P(u);
+}
+
+/* The device's layout (the device's own, never assumed). */
+static void
+sf_layout(struct snowflake_config *cfg)
+{
+	int err = snowflake_get_config(sf_get(&sf_ids), cfg);
+
+	if (err)
+		sf_raise(&sf_ids, "SNOWFLAKE_IOC_GET_CONFIG", -err);
+}
+
+static void
+sf_decode(int64 id, struct snowflake_config *cfg, struct snowflake_parts *p)
+{
+	sf_layout(cfg);
+	if (snowflake_decode(cfg, (uint64_t) id, p))
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snowflake: " INT64_FORMAT " is not an ID of this device's layout", id),
+			 errdetail("Layout: %u/%u/%u/%u bits, epoch %llu ms, unit %u ms: bits above those are set.",
+				   cfg->timestamp_bits, cfg->datacenter_bits, cfg->worker_bits,
+				   cfg->sequence_bits, (unsigned long long) cfg->epoch_ms, cfg->time_unit_ms)));
+}
+
+static TimestampTz
+sf_unix_ms_to_tstz(uint64_t unix_ms)
+{
+	int64 ms = (int64) unix_ms - PG_EPOCH_UNIX_MS;
+
+	if (unix_ms > (uint64_t) PG_INT64_MAX / 2 || ms > PG_INT64_MAX / 1000)
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake: the ID's time is out of timestamptz's range")));
+	return (TimestampTz) (ms * 1000);
+}
+
+PG_FUNCTION_INFO_V1(sf_timestamp);
+Datum
+sf_timestamp(PG_FUNCTION_ARGS)
+{
+	struct snowflake_config cfg;
+	struct snowflake_parts p;
+
+	sf_decode(PG_GETARG_INT64(0), &cfg, &p);
+	PG_RETURN_TIMESTAMPTZ(sf_unix_ms_to_tstz(p.unix_ms));
+}
+
+PG_FUNCTION_INFO_V1(sf_decode_record);
+Datum
+sf_decode_record(PG_FUNCTION_ARGS)
+{
+	struct snowflake_config cfg;
+	struct snowflake_parts p;
+	TupleDesc td;
+	Datum v[4];
+	bool nulls[4] = { false, false, false, false };
+
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "snowflake.decode: a record type was expected");
+	sf_decode(PG_GETARG_INT64(0), &cfg, &p);
+	v[0] = TimestampTzGetDatum(sf_unix_ms_to_tstz(p.unix_ms));
+	v[1] = Int64GetDatum((int64) p.datacenter);
+	v[2] = Int64GetDatum((int64) p.worker);
+	v[3] = Int64GetDatum((int64) p.sequence);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), v, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(sf_layout_record);
+Datum
+sf_layout_record(PG_FUNCTION_ARGS)
+{
+	struct snowflake_config cfg;
+	TupleDesc td;
+	Datum v[8];
+	bool nulls[8] = { false };
+
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "snowflake.layout: a record type was expected");
+	sf_layout(&cfg);
+	v[0] = TimestampTzGetDatum(sf_unix_ms_to_tstz(cfg.epoch_ms));
+	v[1] = Int32GetDatum((int32) cfg.time_unit_ms);
+	v[2] = Int32GetDatum(cfg.timestamp_bits);
+	v[3] = Int32GetDatum(cfg.datacenter_bits);
+	v[4] = Int32GetDatum(cfg.worker_bits);
+	v[5] = Int32GetDatum(cfg.sequence_bits);
+	v[6] = Int64GetDatum((int64) cfg.datacenter_id);
+	v[7] = Int64GetDatum((int64) cfg.worker_id);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), v, nulls)));
+}
+
+/*
+ * The smallest ID whose time is at or after @ts: the first tick that starts
+ * at or after it, datacenter, worker and sequence 0.  So
+ * id >= from_timestamp(a) AND id < from_timestamp(b) is every ID of [a, b).
+ */
+PG_FUNCTION_INFO_V1(sf_from_timestamp);
+Datum
+sf_from_timestamp(PG_FUNCTION_ARGS)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	struct snowflake_config cfg;
+	struct snowflake_parts p = { 0 };
+	int64 epoch_us, unit_us;
+	uint64_t id;
+	int err;
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake.from_timestamp: infinite time has no ID")));
+	sf_layout(&cfg);
+	epoch_us = ((int64) cfg.epoch_ms - PG_EPOCH_UNIX_MS) * 1000;
+	unit_us = (int64) cfg.time_unit_ms * 1000;
+	if (ts <= epoch_us) {
+		p.timestamp = 0;
+	} else {
+		/* ceil((ts - epoch) / unit): the first tick starting at or after ts */
+		p.timestamp = (uint64_t) ((ts - epoch_us) / unit_us) +
+			((ts - epoch_us) % unit_us != 0);
+	}
+	err = snowflake_compose(&cfg, &p, &id);
+	if (err)
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake.from_timestamp: the time is past the device's %u timestamp bits",
+				cfg.timestamp_bits)));
+	PG_RETURN_INT64((int64) id);
+}

@@ -1,0 +1,109 @@
+-- pg_regress for CREATE EXTENSION snowflake (make installcheck), against a
+-- server on a host with the module loaded and a worker id assigned.
+-- Nothing here depends on the time or the ids: only on what must hold.
+
+-- err(q): q's error, as its SQLSTATE, message and hint (unaligned output
+-- below, so that a long message does not widen a table).
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE st text; msg text; hint text;
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
+  RETURN st || ': ' || msg || coalesce(' / ' || nullif(hint, ''), '');
+END $$;
+\pset format unaligned
+
+-- nextval: increasing within a statement and across statements.
+CREATE TEMP TABLE ids AS
+  SELECT g, snowflake.nextval() AS id FROM generate_series(1, 10000) g;
+SELECT count(DISTINCT id) = 10000 AS distinct_ids,
+       bool_and(id > 0) AS positive
+  FROM ids;
+SELECT count(*) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY g) AS prev FROM ids) s
+ WHERE id <= prev;
+SELECT snowflake.nextval() > max(id) AS later_is_larger FROM ids;
+
+-- As a column default.
+CREATE TEMP TABLE t (id bigint PRIMARY KEY DEFAULT snowflake.nextval(), v int);
+INSERT INTO t (v) SELECT generate_series(1, 1000);
+SELECT count(*) AS rows, count(DISTINCT id) AS ids FROM t;
+SELECT count(*) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY v) AS prev FROM t) s WHERE id <= prev;
+
+-- The layout is the device's: its widths add up to at most 63 bits.
+SELECT timestamp_bits + datacenter_bits + worker_bits + sequence_bits <= 63 AS fits,
+       time_unit_ms >= 1 AS unit
+  FROM snowflake.layout();
+
+-- Decoding by that layout: this host's ids, a time near now.
+SELECT d.datacenter = l.datacenter_id AS datacenter,
+       d.worker = l.worker_id AS worker,
+       d.sequence >= 0 AS sequence,
+       abs(extract(epoch FROM d.time - now())) < 3600 AS time_is_now,
+       d.time = snowflake.timestamp(i.id) AS same_time
+  FROM (SELECT snowflake.nextval() AS id) i,
+       LATERAL snowflake.decode(i.id) d, snowflake.layout() l;
+
+-- The smallest ID of a time: at or below every ID of that time, above
+-- every ID before it; its fields are 0.
+SELECT snowflake.from_timestamp(snowflake.timestamp(id)) <= id AS at_or_below,
+       snowflake.from_timestamp(snowflake.timestamp(id) + interval '1 ms' *
+         (SELECT time_unit_ms FROM snowflake.layout())) > id AS next_tick_above,
+       (snowflake.decode(snowflake.from_timestamp(snowflake.timestamp(id)))).sequence = 0 AS seq0,
+       snowflake.timestamp(snowflake.from_timestamp(snowflake.timestamp(id))) =
+         snowflake.timestamp(id) AS same_tick
+  FROM (SELECT snowflake.nextval() AS id) i;
+-- A range scan by time finds the rows of that time.
+SELECT count(*) = 1000 AS all_rows_in_range FROM t
+ WHERE id >= snowflake.from_timestamp(now() - interval '1 hour')
+   AND id < snowflake.from_timestamp(clock_timestamp() + interval '1 hour');
+SELECT snowflake.from_timestamp('1970-01-01 00:00:00+00') AS before_epoch;
+SELECT pg_temp.err($$SELECT snowflake.from_timestamp('infinity')$$) AS infinity;
+
+-- Bad input: an ID with bits above the layout's.
+SELECT pg_temp.err('SELECT snowflake.decode(-1)') AS decode_minus_one;
+
+-- UUIDv7: version 7, the RFC variant, increasing.
+CREATE TEMP TABLE u AS SELECT g, snowflake.uuidv7() AS u FROM generate_series(1, 1000) g;
+SELECT count(DISTINCT u) AS distinct_uuids,
+       bool_and(substr(u::text, 15, 1) = '7') AS version7,
+       bool_and(substr(u::text, 20, 1) IN ('8', '9', 'a', 'b')) AS rfc_variant
+  FROM u;
+SELECT count(*) AS out_of_order
+  FROM (SELECT u, lag(u) OVER (ORDER BY g) AS prev FROM u) s WHERE u <= prev;
+
+-- No device (module not loaded).
+SET snowflake.device = '/dev/snowflake-not-there';
+SELECT pg_temp.err('SELECT snowflake.nextval()');
+-- A foreign device: refused before anything is read.
+SET snowflake.device = '/dev/null';
+SELECT pg_temp.err('SELECT snowflake.nextval()');
+SET snowflake.device = '/dev/urandom';
+SELECT pg_temp.err('SELECT snowflake.layout()');
+SET snowflake.uuid_device = '/dev/snowflake';
+SELECT pg_temp.err('SELECT snowflake.uuidv7()');
+RESET snowflake.uuid_device;
+-- A regular file is not the device either.
+SET snowflake.device = '/etc/hostname';
+SELECT pg_temp.err('SELECT snowflake.nextval()');
+-- An error mid-statement aborts the statement: nothing half-inserted.  The
+-- fifth row points the setting at another file: its ID's read fails.
+RESET snowflake.device;
+CREATE TEMP TABLE half (id bigint, v int);
+SELECT pg_temp.err($$INSERT INTO half (v, id)
+  SELECT g, snowflake.nextval() FROM (SELECT g, CASE WHEN g = 5 THEN
+    set_config('snowflake.device', '/dev/null', true) END AS x
+    FROM generate_series(1, 10) g OFFSET 0) s$$) AS mid_statement;
+SELECT count(*) AS rows_after_the_error FROM half;
+-- The device again after a failure: reopened.
+RESET snowflake.device;
+SELECT snowflake.nextval() > 0 AS reopened;
+-- Only a superuser points the functions at another device.
+CREATE ROLE sf_regress_user;
+SET ROLE sf_regress_user;
+SET snowflake.device = '/dev/null';
+RESET ROLE;
+DROP ROLE sf_regress_user;

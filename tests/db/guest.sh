@@ -1,0 +1,290 @@
+#!/bin/bash
+# In the Debian 12 root of tests/db/run.sh (PostgreSQL 15, MariaDB 10.11,
+# the snowflake packages and postgresql-15-snowflake,
+# mariadb-plugin-snowflake installed with apt), booted with systemd as PID 1:
+# the database functions on the real module.  Every result is a console line
+# "SFDB ok|notok WHAT" (details "SFDB # ..."), then "SFDB done" and a
+# poweroff.
+#
+# The module is loaded by snowflake-floor.service with strict=1
+# (/etc/modprobe.d/sfdb-test.conf): it refuses IDs until a worker id is
+# assigned, which the first checks use (ENOTCONN); then
+# `snowflake config --worker 1` assigns one, as an agent would.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_PAGER='' SYSTEMD_COLORS=0 LC_ALL=C.UTF-8
+
+TAG=SFDB T_OUT=/tmp/sfdb.out
+# say, t, info, until_ok
+# shellcheck source=tests/deb/guest-lib.sh
+. /usr/local/lib/sf-guest-lib.sh
+SHARE=/usr/local/share/sf-db
+ROWS=$(cat $SHARE/rows)
+
+# psql as postgres, quiet, unaligned, stop at the first error.
+pg() { runuser -u postgres -- psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
+# my: the MariaDB client as root (unix socket authentication).
+my() { mariadb -N -B "$@"; }
+# pg_state SQL: the SQLSTATE, message and hint of SQL's error (psql's
+# verbose form), or "no error".
+pg_err() {
+	local out
+	if out=$(runuser -u postgres -- psql -X -q -A -t -v VERBOSITY=verbose -v ON_ERROR_STOP=1 \
+		-d "${DB:-postgres}" -c "$1" 2>&1); then
+		echo "no error: $out"
+	else
+		echo "$out"
+	fi
+}
+# expect_err WHAT SQLSTATE WORD SQL: SQL fails with SQLSTATE, and its
+# message or hint names WORD.
+expect_err() {
+	local what=$1 state=$2 word=$3 out
+	out=$(pg_err "$4")
+	sed "s/^/$TAG #     /" <<<"$out"
+	if grep -q "^ERROR:  $state: " <<<"$out" && grep -qF -- "$word" <<<"$out"; then
+		say "ok $what: SQLSTATE $state"
+	else
+		say "notok $what: SQLSTATE $state naming '$word' expected"
+	fi
+}
+# my_expect_err WHAT WORD SQL: the MariaDB statement fails, naming WORD.
+my_expect_err() {
+	local what=$1 word=$2 out
+	out=$(my -e "$3" 2>&1) && out="no error: $out"
+	sed "s/^/$TAG #     /" <<<"$out"
+	if [[ $out != "no error"* ]] && grep -qF -- "$word" <<<"$out"; then
+		say "ok $what"
+	else
+		say "notok $what: an error naming '$word' expected"
+	fi
+}
+# up: seconds since boot (the wall clock steps here; this does not).
+up() { cut -d. -f1 /proc/uptime; }
+# eq WHAT GOT WANT
+eq() {
+	if [ "$2" = "$3" ]; then say "ok $1: $2"; else say "notok $1: $2, $3 expected"; fi
+}
+
+# The root is the initramfs (a tmpfs of half the RAM, most of it the
+# root's files): room for the servers' data and WAL.
+mount -o remount,size=2600M / 2>/dev/null || mount -o remount,size=2600M /
+info df -m /
+say "# kernel $(uname -r), $(runuser -u postgres -- psql -X -A -t -c 'SHOW server_version' 2>&1), $(mariadb --version 2>&1 | head -n1)"
+t "postgresql.service is active" until_ok 120 systemctl is-active postgresql@15-main.service
+t "mariadb.service is active" until_ok 120 systemctl is-active mariadb.service
+t "the device is there, strict, refusing (no worker id yet)" \
+	sh -c 'test -c /dev/snowflake && grep -q . /sys/class/misc/snowflake/strict'
+info id postgres
+info id mysql
+info ls -l /dev/snowflake /dev/uuidv7
+
+# ---- PostgreSQL: CREATE EXTENSION, the errors -----------------------------------
+t "CREATE EXTENSION snowflake (as installed by postgresql-15-snowflake)" \
+	pg -c 'CREATE EXTENSION snowflake'
+expect_err "a strict device without a lease: the error says the agent holds none" \
+	55000 "snowflake-agent" 'SELECT snowflake.nextval()'
+pg -c 'CREATE TABLE half (id bigint DEFAULT snowflake.nextval(), v int)'
+expect_err "an INSERT with the default on a refusing device fails whole" \
+	55000 "no lease" 'INSERT INTO half (v) SELECT generate_series(1, 100)'
+eq "rows left by the failed INSERT" "$(pg -c 'SELECT count(*) FROM half' 2>&1)" 0
+# MariaDB, before the worker id too.
+t "mariadb < /usr/share/snowflake/mariadb/snowflake.sql (CREATE FUNCTION ... SONAME)" \
+	sh -c 'mariadb < /usr/share/snowflake/mariadb/snowflake.sql'
+my_expect_err "MariaDB: snowflake_next() on a refusing device names the agent" \
+	"snowflake-agent" 'SELECT snowflake_next()'
+
+# The worker id, as the agent would assign it.
+t "snowflake config --datacenter 0 --worker 1" snowflake config --datacenter 0 --worker 1
+t "an ID is served now" snowflake next
+
+# Permission: the server's user not allowed (a node of the device that only
+# root may open): the error names the group and the user.
+minor=$(cut -d: -f2 /sys/class/misc/snowflake/dev)
+mknod -m 0600 /run/sf-noperm c 10 "$minor"
+expect_err "a device the server's user may not open: the hint says usermod -aG snowflake postgres" \
+	42501 "usermod -aG snowflake postgres" \
+	"SET snowflake.device = '/run/sf-noperm'; SELECT snowflake.nextval()"
+expect_err "no device (the module not loaded): the hint says modprobe" \
+	58P01 "modprobe snowflake" "SET snowflake.device = '/dev/snowflake-none'; SELECT snowflake.nextval()"
+expect_err "a foreign device (/dev/null)" 42809 "not a snowflake device" \
+	"SET snowflake.device = '/dev/null'; SELECT snowflake.nextval()"
+
+# ---- pg_regress ------------------------------------------------------------------
+rm -rf /tmp/pgsrc && cp -a $SHARE/postgresql /tmp/pgsrc && chown -R postgres: /tmp/pgsrc
+if runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config \
+	>/tmp/sfdb.regress 2>&1; then
+	say "ok pg_regress (make installcheck): $(grep -E 'tests passed|All [0-9]+ tests' /tmp/sfdb.regress | head -n1)"
+else
+	say "notok pg_regress (make installcheck)"
+	sed "s/^/$TAG #   /" /tmp/sfdb.regress | tail -n 20
+	[ -f /tmp/pgsrc/regression.diffs ] && head -n 80 /tmp/pgsrc/regression.diffs | sed "s/^/$TAG #   /"
+	[ -f /tmp/pgsrc/results/snowflake.out ] && sed "s/^/$TAG OUT /" /tmp/pgsrc/results/snowflake.out
+fi
+
+# ---- 1,000,000 rows, the wall clock stepped back one hour mid-statement ---------
+pg -c 'CREATE TABLE big (n int, id bigint DEFAULT snowflake.nextval())'
+start=$(up)
+runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 \
+	-c "INSERT INTO big (n) SELECT generate_series(1, $ROWS)" >/tmp/sfdb.big 2>&1 &
+ins=$!
+# Mid-statement: the rows are going in (the table's file grows), then step.
+until_ok 300 sh -c "[ \$(runuser -u postgres -- psql -X -A -t -c \"SELECT pg_relation_size('big')\") -gt 8000000 ]"
+running_before=0
+kill -0 "$ins" 2>/dev/null && running_before=1
+before=$(date +%s)
+date -s "@$((before - 3600))" >/dev/null
+running_after=0
+kill -0 "$ins" 2>/dev/null && running_after=1
+say "# the wall clock stepped from $(date -u -d "@$before" +%T) back to $(date -u +%T), $(($(up) - start)) s into the INSERT"
+rc=0
+wait "$ins" || rc=$?
+secs=$(($(up) - start))
+say "# after it, the wall clock says $(date -u +%T) and the last ID's time is $(pg -c "SELECT to_char(snowflake.timestamp(max(id)) AT TIME ZONE 'UTC', 'HH24:MI:SS') FROM big")"
+date -s "@$(($(date +%s) + 3600))" >/dev/null
+eq "the INSERT was running before and after the step" "$running_before$running_after" 11
+sed "s/^/$TAG #   /" /tmp/sfdb.big
+eq "INSERT INTO big (n) SELECT generate_series(1, $ROWS) with the step: exit status" "$rc" 0
+say "# figure: $ROWS rows in $secs s under TCG"
+eq "rows, distinct IDs" "$(pg -c 'SELECT count(*), count(DISTINCT id) FROM big')" "$ROWS|$ROWS"
+eq "IDs out of insert order (an ID not above the one before it)" \
+	"$(pg -c 'SELECT count(*) FROM (SELECT id, lag(id) OVER (ORDER BY n) AS p FROM big) s WHERE id <= p')" 0
+pg -c 'DROP TABLE big'
+
+# ---- 8 concurrent sessions --------------------------------------------------------
+pg -c 'CREATE TABLE conc (s int, n int, id bigint DEFAULT snowflake.nextval())'
+pids=()
+for s in 1 2 3 4 5 6 7 8; do
+	runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 \
+		-c "INSERT INTO conc (s, n) SELECT $s, g FROM generate_series(1, 20000) g" >/tmp/sfdb.c$s 2>&1 &
+	pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+eq "8 sessions inserting 20,000 rows each at once: failed sessions" "$bad" 0
+eq "rows, distinct IDs" "$(pg -c 'SELECT count(*), count(DISTINCT id) FROM conc')" "160000|160000"
+eq "IDs out of order within a session" \
+	"$(pg -c 'SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY s ORDER BY n) AS p FROM conc) x WHERE id <= p')" 0
+eq "sessions whose IDs interleave with another's (they ran at once)" \
+	"$(pg -c 'SELECT count(*) > 0 FROM (SELECT s, lag(s) OVER (ORDER BY id) AS p FROM conc) x WHERE s <> p')" t
+
+# ---- the merge of two game servers' databases ------------------------------------
+# Two servers: two databases, each written while the device had its own
+# worker id (1, then 2), as two hosts of one cluster would.  The first is
+# dumped (pg_dump) and loaded beside the second's tables; then each row is
+# merged in: a key that is already there is a conflict.
+merge_db() {
+	local db=$1 w=$2
+	snowflake config --worker "$w" >/dev/null
+	pg -c "CREATE DATABASE $db" &&
+		pg -d "$db" -c 'CREATE EXTENSION snowflake;
+		CREATE TABLE players (id bigint PRIMARY KEY DEFAULT snowflake.nextval(), name text);
+		CREATE TABLE players_serial (id bigserial PRIMARY KEY, name text);
+		INSERT INTO players (name) SELECT '"'$db-'"' || g FROM generate_series(1, 100000) g;
+		INSERT INTO players_serial (name) SELECT '"'$db-'"' || g FROM generate_series(1, 100000) g;'
+}
+t "server 1 (worker 1): 100,000 players with each key" merge_db game1 1
+t "server 2 (worker 2): 100,000 players with each key" merge_db game2 2
+eq "server 1's and 2's snowflake IDs carry their worker ids" \
+	"$(pg -d game1 -c 'SELECT DISTINCT (snowflake.decode(id)).worker FROM players')/$(pg -d game2 -c 'SELECT DISTINCT (snowflake.decode(id)).worker FROM players')" "1/2"
+t "pg_dump of server 1, loaded into server 2 (schema server1)" sh -c \
+	"runuser -u postgres -- pg_dump -d game1 -t players -t players_serial -x -O >/tmp/game1.sql &&
+	 sed -i 's/\\bpublic\\./server1./g; /CREATE EXTENSION/d' /tmp/game1.sql &&
+	 runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d game2 -c 'CREATE SCHEMA server1' -f /tmp/game1.sql"
+conf() { # TABLE: server 1's rows whose key server 2 has already
+	pg -d game2 -c "WITH ins AS (INSERT INTO $1 SELECT * FROM server1.$1 ON CONFLICT (id) DO NOTHING RETURNING 1)
+		SELECT 100000 - count(*) FROM ins"
+}
+eq "merge: key conflicts with snowflake.nextval()" "$(conf players)" 0
+c=$(conf players_serial)
+if [ "$c" -gt 0 ] 2>/dev/null; then say "ok merge: key conflicts with bigserial: $c (of 100000)"; else say "notok merge: bigserial showed no conflict ($c)"; fi
+eq "server 2 after the merge: players" "$(pg -d game2 -c 'SELECT count(*) FROM players')" 200000
+
+# ---- MariaDB ---------------------------------------------------------------------
+eq "MariaDB: snowflake_next() is an ID of worker 2" \
+	"$(my -e 'SELECT snowflake_worker(snowflake_next())' 2>&1)" 2
+t "MariaDB: a table with DEFAULT snowflake_next(), 100,000 rows (INSERT ... SELECT seq)" my -e "
+	CREATE DATABASE sf; USE sf;
+	CREATE TABLE t (id BIGINT NOT NULL PRIMARY KEY DEFAULT snowflake_next(), n INT);
+	INSERT INTO t (n) SELECT seq FROM seq_1_to_100000;"
+eq "MariaDB: rows, distinct IDs" "$(my -e 'SELECT count(*), count(DISTINCT id) FROM sf.t')" "$(printf '100000\t100000')"
+eq "MariaDB: IDs out of insert order" \
+	"$(my -e 'SELECT count(*) FROM (SELECT id, lag(id) OVER (ORDER BY n) AS p FROM sf.t) x WHERE id <= p')" 0
+eq "MariaDB: the decoded time is now (seconds off)" \
+	"$(my -e 'SELECT abs(snowflake_unix_ms(snowflake_next()) DIV 1000 - unix_timestamp()) < 5')" 1
+eq "MariaDB: snowflake_uuidv7() is a version 7 UUID" \
+	"$(my -e 'SELECT substr(snowflake_uuidv7(), 15, 1)')" 7
+eq "MariaDB: a number that is not an ID of the layout decodes to NULL" \
+	"$(my -e 'SELECT snowflake_worker(-1) IS NULL')" 1
+my_expect_err "MariaDB: snowflake_next(1): a wrong argument count is refused" "takes 0 arguments" 'SELECT snowflake_next(1)'
+# AUTO_INCREMENT's merge: two servers' tables (two databases), both from 1.
+t "MariaDB: two servers' players with AUTO_INCREMENT and with snowflake_next()" my -e "
+	CREATE DATABASE s1; CREATE DATABASE s2;
+	CREATE TABLE s1.ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, n INT);
+	CREATE TABLE s2.ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, n INT);
+	CREATE TABLE s1.sf (id BIGINT NOT NULL PRIMARY KEY DEFAULT snowflake_next(), n INT);
+	CREATE TABLE s2.sf (id BIGINT NOT NULL PRIMARY KEY DEFAULT snowflake_next(), n INT);
+	USE s1;
+	INSERT INTO s1.ai (n) SELECT seq FROM seq_1_to_10000; INSERT INTO s2.ai (n) SELECT seq FROM seq_1_to_10000;
+	INSERT INTO s1.sf (n) SELECT seq FROM seq_1_to_10000; INSERT INTO s2.sf (n) SELECT seq FROM seq_1_to_10000;"
+t "MariaDB: mariadb-dump of server 1 loaded into server 2 (database s1copy)" sh -c \
+	"mariadb-dump s1 >/tmp/s1.sql && mariadb -e 'CREATE DATABASE s1copy' && mariadb s1copy </tmp/s1.sql"
+eq "MariaDB: server 1's rows in the dump" "$(my -e 'SELECT count(*) FROM s1copy.sf; SELECT count(*) FROM s1copy.ai' | paste -sd/)" 10000/10000
+# my_conflicts TABLE: server 1's rows whose key server 2 has already.
+my_conflicts() { my -e "INSERT IGNORE INTO s2.$1 SELECT * FROM s1copy.$1; SELECT 10000 - row_count()"; }
+eq "MariaDB merge: key conflicts with snowflake_next()" "$(my_conflicts sf)" 0
+eq "MariaDB merge: key conflicts with AUTO_INCREMENT" "$(my_conflicts ai)" 10000
+# A new connection on a new server thread opens the device itself (no
+# cached thread, which keeps its open descriptor: thread_cache_size 0).
+# Permission: the device closed to the server's user (mode 0600, no ACL).
+my -e 'SET GLOBAL thread_cache_size = 0'
+getfacl -p /dev/snowflake >/tmp/sfdb.acl 2>/dev/null
+mode=$(stat -c %a /dev/snowflake)
+chmod 0600 /dev/snowflake
+setfacl -b /dev/snowflake 2>/dev/null
+my_expect_err "MariaDB: the server's user may not open the device: says usermod -aG snowflake mysql" \
+	"usermod -aG snowflake mysql" 'SELECT snowflake_next()'
+expect_err "PostgreSQL: a new session, the device closed to postgres" 42501 "usermod -aG snowflake postgres" \
+	'SELECT snowflake.nextval()'
+chmod "$mode" /dev/snowflake
+setfacl --restore=/tmp/sfdb.acl 2>/dev/null
+t "MariaDB: served again once the device is open to it" my -e 'SELECT snowflake_next()'
+
+# ---- the documents' SQL examples ---------------------------------------------------
+# Every ```sql block of README.md and docs/databases.md, as written, in a
+# database of its own; its first line names its server (-- PostgreSQL,
+# -- MariaDB).
+n=0
+for doc in README.md databases.md; do
+	awk -v doc="$doc" '
+		$0 == "```sql" { inb = 1; n++; f = sprintf("/tmp/sfdb-doc-%s-%d.sql", doc, n); next }
+		inb && $0 == "```" { inb = 0; close(f); next }
+		inb { print > f }
+	' "$SHARE/$doc"
+done
+for f in /tmp/sfdb-doc-*.sql; do
+	[ -e "$f" ] || continue
+	n=$((n + 1))
+	name=${f#/tmp/sfdb-doc-}
+	case $(head -n 1 "$f") in
+	"-- PostgreSQL")
+		t "$name (PostgreSQL), as written" sh -c "runuser -u postgres -- createdb doc$n &&
+			runuser -u postgres -- psql -X -v ON_ERROR_STOP=1 -d doc$n -f $f" ;;
+	"-- MariaDB")
+		t "$name (MariaDB), as written" sh -c "mariadb -e 'CREATE DATABASE doc$n' && mariadb doc$n <$f" ;;
+	*) say "notok $name: its first line names no server (-- PostgreSQL, -- MariaDB)" ;;
+	esac
+	info cat "$T_OUT"
+done
+if [ "$n" -gt 0 ]; then say "ok the documents' SQL examples: $n blocks"; else say "notok no SQL example found in the documents"; fi
+
+# ---- P9's program once (make bench's, scripts/bench-db.sh), a few rows ---------
+# Its figures mean nothing here; the host turns its lines into P9's table.
+if /usr/local/share/sf-db/p9-guest.sh 2000 1 >/tmp/sfdb.p9 2>&1 && grep -q '^BENCH done' /tmp/sfdb.p9; then
+	say "ok P9's program ran once (2,000 rows a key)"
+else
+	say "notok P9's program (bench/db/p9-guest.sh)"
+fi
+sed "s/^/$TAG P9 /" /tmp/sfdb.p9
+
+say "done"
+systemctl poweroff

@@ -1,0 +1,63 @@
+#!/bin/bash
+# The db stage of `make check` (issue 32): the database functions as a user
+# installs them, on the real module, in a guest.
+#
+#   1. The guest's root (tests/db/lib.sh, db_root): the deb lane's Debian
+#      12 root with PostgreSQL 15 and MariaDB 10.11 (cached), the deb
+#      stage's packages installed with apt (DKMS builds snowflake.ko), and
+#      postgresql-15-snowflake and mariadb-plugin-snowflake, built from
+#      clients/postgresql and clients/mariadb with dpkg-buildpackage
+#      (pg_buildext) in a root with their Build-Depends, checked by
+#      lintian, installed with apt; the servers' users in the group
+#      snowflake.
+#   2. That root booted with systemd as PID 1 (vm_boot_systemd):
+#      tests/db/guest.sh runs there: CREATE EXTENSION and CREATE FUNCTION
+#      on the installed packages, the errors and their SQLSTATEs, pg_regress
+#      (make installcheck), the 1,000,000-row INSERT ... SELECT with the
+#      wall clock stepped back one hour mid-statement, 8 concurrent
+#      sessions, the merge of two servers' databases (snowflake against
+#      bigserial and AUTO_INCREMENT), the MariaDB functions.
+#
+# Needs the deb stage's packages (build/deb/*.deb: tests/deb/run.sh; this
+# stage runs after it).  Environment: DB_KERNEL (default: the first of
+# all_kvers), DB_ROWS (default 1000000), DB_TIMEOUT (the guest's, default
+# 900 s).  Prints "db: N passed, M failed".
+set -euo pipefail
+# shellcheck source=tests/lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+# shellcheck source=tests/deb/lib.sh
+. "$ROOT/tests/deb/lib.sh"
+# shellcheck source=tests/lib/vm.sh
+. "$ROOT/tests/lib/vm.sh"
+OUT=$BUILD/db
+# shellcheck source=tests/db/lib.sh
+. "$ROOT/tests/db/lib.sh"
+
+R=$OUT/root
+t0=$(now)
+finish() {
+	echo "db: $pass passed, $fail failed ($(($(now) - t0)) s)$(vm_notes)"
+	[ "$fail" -eq 0 ]
+	exit
+}
+if [ "$(id -u)" -ne 0 ]; then
+	notok "the db stage needs root (chroot, mounts)"
+	finish
+fi
+mkdir -p "$OUT"
+KVER=${DB_KERNEL:-$(all_kvers | sed -n 1p)}
+
+db_root "$KVER" "$R" || finish
+db_boot "$KVER" "$R" "$ROOT/tests/db/guest.sh" sfdb \
+	"snowflake: the database functions (tests/db/run.sh)" "${DB_TIMEOUT:-900}" \
+	"$OUT/console.log" rows="${DB_ROWS:-1000000}" || finish
+deb_guest_results SFDB db "$OUT/console.log" "$OUT"
+# P9's report on the guest's one run of its program (BENCHMARKS.md; the
+# figures of a 2,000-row run mean nothing).
+tr -d '\r' <"$OUT/console.log" | sed -n 's/^SFDB P9 //p' >"$OUT/p9.txt"
+check "P9's report (bench/db/p9-report.py) on that run: every key measured" \
+	sh -c "python3 '$ROOT/bench/db/p9-report.py' '$OUT/p9.txt' >'$OUT/p9.md' && ! grep -q failed '$OUT/p9.md' &&
+		[ \$(grep -c '^| [pm]' '$OUT/p9.md') -eq 9 ]"
+indent <"$OUT/p9.md"
+rm -rf "$R"
+finish
