@@ -34,6 +34,8 @@ PKGS=(
 	libmaven-jar-plugin-java libmaven-install-plugin-java junit5
 	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client iproute2 openssl
 	mariadb-server libmariadb-dev zookeeperd libzookeeper-mt-dev zookeeper-bin
+	# The upgrade lane (tests/upgrade/): abidiff, piuparts, autopkgtest.
+	abigail-tools piuparts autopkgtest
 )
 
 export DEBIAN_FRONTEND=noninteractive
