@@ -2,8 +2,7 @@
 # tests/deb/autopkgtest.sh ROOT ARCHIVES: the packages' autopkgtest smoke
 # tests (debian/tests/control) in the deb lane's Debian 12 root, where the
 # packages are installed, as autopkgtest runs them: each test's Depends
-# installed with apt (those it installs are marked automatic, so that the
-# lane's purge and autoremove take them away again), the test run as root
+# installed with apt (and purged again at the end), the test run as root
 # from a copy of debian/tests with AUTOPKGTEST_TMP set; it passes when it
 # exits 0 and, unless allow-stderr, writes nothing to stderr.  The tests
 # that need the machine (isolation-machine: the module) run in the upgrade
@@ -14,6 +13,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 # shellcheck source=tests/deb/lib.sh
 . "$ROOT/tests/deb/lib.sh"
+# shellcheck disable=SC2034 # DEB_ARCHIVES: read by inroot (tests/deb/lib.sh)
 R=$1 DEB_ARCHIVES=$2
 t0=$(now)
 if ! plan=$(python3 "$ROOT/tests/deb/autopkgtest.py" "$ROOT/debian/tests/control" 2>&1); then
@@ -24,6 +24,7 @@ rm -rf "$R/tmp/autopkgtest"
 mkdir -p "$R/tmp/autopkgtest"
 cp -a "$ROOT/debian/tests/." "$R/tmp/autopkgtest/"
 installed() { inroot dpkg-query -W -f '${Package}\n' | sort; }
+added=
 while IFS=$'\t' read -r name restr deps; do
 	[ -n "$name" ] || continue
 	pkgs=()
@@ -38,8 +39,7 @@ while IFS=$'\t' read -r name restr deps; do
 		continue
 	fi
 	new=$(comm -13 <(echo "$before") <(installed))
-	# shellcheck disable=SC2086 # one package a word
-	[ -z "$new" ] || inroot apt-mark auto $new >/dev/null
+	added="$added $new"
 	start=$(now)
 	rc=0
 	inroot sh -c "cd /tmp/autopkgtest && AUTOPKGTEST_TMP=\$(mktemp -d) ./$name" \
@@ -54,6 +54,13 @@ while IFS=$'\t' read -r name restr deps; do
 		ok "autopkgtest $name (${restr:-no restrictions}; $(($(now) - start)) s)"
 	fi
 done <<<"$plan"
-rm -rf "$R/tmp/autopkgtest"
+# What the tests' Depends brought goes again: the lane's purge finds the
+# root as the packages left it.
+# shellcheck disable=SC2086 # one package a word
+if [ -n "${added// /}" ] && ! inroot "${APT[@]}" purge $added >"$R/tmp/autopkgtest.purge.log" 2>&1; then
+	tail -n 10 "$R/tmp/autopkgtest.purge.log" | indent
+	notok "apt-get purge of what the tests' Depends installed:$added"
+fi
+rm -rf "$R/tmp/autopkgtest" "$R/tmp/autopkgtest.purge.log"
 echo "deb-autopkgtest: $pass passed, $fail failed ($(($(now) - t0)) s)"
 [ "$fail" -eq 0 ]

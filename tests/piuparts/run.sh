@@ -76,7 +76,7 @@ repo() {
 deb() { find "$BUILD/deb" -maxdepth 1 -name "${1}_${VERSION}_*.deb" | head -n1; }
 declare -A with=([snowflake-dkms]="" [libsnowflake1]="" [libsnowflake-dev]="libsnowflake1"
 	[snowflake-tools]="" [snowflake-agent]="snowflake-tools")
-declare -A pid=() started=()
+declare -A pid=()
 # Left by systemd, not by us: snowflake-dkms depends on systemd (for
 # sysusers), whose own tmpfiles.d makes these at its installation; piuparts
 # purges it with our package and finds them unowned.
@@ -91,7 +91,6 @@ for p in snowflake-dkms libsnowflake1 libsnowflake-dev snowflake-tools snowflake
 	mkdir -p "$OUT/run-$p"
 	rm -f "$OUT/$p.log"
 	repo "$p"
-	started[$p]=$(now)
 	# Two at a time: each mostly waits on the mirror and dpkg.
 	while [ "$(jobs -rp | wc -l)" -ge "${PIUPARTS_JOBS:-2}" ]; do sleep 1; done
 	piuparts -b "$base" -d bookworm -m "$mirror" --tmpdir "$OUT/run-$p" \
