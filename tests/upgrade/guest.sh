@@ -196,7 +196,8 @@ B)
 	say "# floord's restore:"
 	floor_log | grep -E 'event=|restor' | head -n 5 | sed "s/^/$TAG #   /"
 	t "floord of $NEW restored the floor $OLD's floord saved, no warning" \
-		sh -c "floor_log_w=\$(journalctl --no-pager -q -o cat -p warning -u snowflake-floor.service); test -z \"\$floor_log_w\""
+		sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service | grep -q 'restored floor_ms' &&
+			w=\$(journalctl --no-pager -q -o cat -p warning -u snowflake-floor.service); test -z \"\$w\""
 	t "redis-server with the append-only file of the last boot" redis_start
 	t "$NEW's agent starts from $OLD's state file; the strict device serves" agent_start
 	t "the agent re-adopted the pair of before the reboot ($(cat /var/lib/snowflake/sfup-pair))" \
@@ -256,10 +257,11 @@ B)
 		unlisted=$(for c in $failed; do grep -q "^$name $c " /etc/sfup-expected-fail || echo "$c"; done)
 		listed=$(for c in $failed; do grep -q "^$name $c " /etc/sfup-expected-fail && echo "$c"; done)
 		[ -z "$listed" ] || say "# $name: failed as listed in tests/upgrade/expected-fail: $listed"
-		t "$OLD's $name passes against $NEW's module${listed:+ (but for the listed $(echo $listed))}" \
+		t "$OLD's $name passes against $NEW's module${listed:+ (but for the listed ${listed//$'\n'/ })}" \
 			sh -c "[ $rc = 0 ] || { [ -n '$failed' ] && [ -z '$unlisted' ]; }"
-		[ -z "$unlisted" ] && [ "$rc" = 0 -o -n "$failed" ] ||
-			grep -E '^(not ok|# .*(FAIL|Expected))' "/tmp/sfup-$name.log" | head -n 10 | sed "s/^/$TAG #   /"
+		if [ -n "$unlisted" ] || { [ "$rc" != 0 ] && [ -z "$failed" ]; }; then
+			grep -E '^(not ok|# .*(FAIL|Expected|stderr))' "/tmp/sfup-$name.log" | head -n 16 | sed "s/^/$TAG #   /"
+		fi
 		rmmod snowflake 2>/dev/null
 	done
 
@@ -279,6 +281,19 @@ B)
 	readers_start
 	apt_under_load /root/debs-old "downgrade $NEW -> $OLD"
 	installed_now "$OLD" "$NEW"
+	# On a host with kernel headers DKMS builds $OLD's module in this
+	# postinst, and $OLD's postinst then restarts the floor unit, whose
+	# modprobe (a no-op, the module is loaded) finds it.  Here DKMS skipped
+	# the build (no headers), so the restart failed in modprobe: the module
+	# DKMS built for $OLD on the host goes where DKMS puts it, and the floor
+	# unit is restarted as that postinst did.
+	for k in /usr/local/old/snowflake.ko*; do
+		install -D -m 0644 "$k" "/lib/modules/$(uname -r)/updates/dkms/${k##*/}"
+	done
+	depmod -a
+	systemctl reset-failed snowflake-floor.service
+	T0=$(ms)
+	systemctl restart snowflake-floor.service
 	# $OLD's postinst restarts the floor unit; $OLD's floord reads version 1
 	# floor files only and refuses $NEW's (version 2, its instance_id
 	# line) as corrupt: it says why, and neither uses nor overwrites it.
@@ -312,8 +327,9 @@ B)
 C)
 	t "after the reboot the module of $OLD is loaded" test "$(modver)/$(pkgver snowflake-tools)" = "$OLD/$OLD"
 	floor_log | grep -E 'event=|restor' | head -n 5 | sed "s/^/$TAG #   /"
-	t "floord of $OLD restored the floor $NEW's floord saved, no warning" \
-		sh -c "w=\$(journalctl --no-pager -q -o cat -p warning -u snowflake-floor.service); test -z \"\$w\""
+	t "floord of $OLD restored the floor saved before the reboot (by $OLD's, after the recovery), no warning" \
+		sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service | grep -q 'restored floor_ms' &&
+			w=\$(journalctl --no-pager -q -o cat -p warning -u snowflake-floor.service); test -z \"\$w\""
 	t "redis-server with the append-only file of the last boot" redis_start
 	t "$OLD's agent starts from $NEW's state file; the strict device serves" agent_start
 	t "the agent re-adopted its pair ($(cat /var/lib/snowflake/sfup-pair))" \

@@ -121,6 +121,11 @@ in_old=()
 for f in "${old_debs[@]}"; do in_old+=("/root/debs-old/${f##*/}"); done
 root_apt "$OLDV's packages installed into a copy of the root, DKMS built its module" \
 	install-old apt_in "${in_old[@]}"
+# The module DKMS built for it: the guest, which has no kernel headers,
+# gets it at the downgrade (tests/upgrade/guest.sh).
+rm -rf "$OUT/ko-old"
+mkdir -p "$OUT/ko-old"
+find "$R/lib/modules/$K/updates" -name 'snowflake.ko*' -exec cp {} "$OUT/ko-old/" \;
 # The guest has no network: the new dependencies of today's packages
 # (downloaded here, as apt would there) go beside them.
 in_new=()
@@ -160,6 +165,7 @@ overlay() {
 	for d in $(cat "$OUT/old-selftests"); do
 		cp "$OLDD/selftests/$d" "$ov/usr/local/old/selftests/"
 	done
+	cp "$OUT"/ko-old/snowflake.ko* "$ov/usr/local/old/"
 	# A program built against the previous release's library (abi.sh).
 	[ ! -x "$OUT/abi/old-client" ] || install -m 0755 "$OUT/abi/old-client" "$ov/usr/local/old/old-client"
 	# DKMS's sources stay (the initramfs leaves /usr/src out: the kernel
@@ -196,6 +202,7 @@ boot() {
 	deb_guest_initramfs "$R" "$ov" "$img"
 	echo "# phase $phase: initramfs $(($(stat -c %s "$img") >> 20)) MiB"
 	rm -f "$OUT/serial-$phase.txt"
+	# shellcheck disable=SC2034 # read by vm_boot_systemd (tests/lib/vm.sh)
 	VM_SYSTEMD_ARGS=(-serial "file:$OUT/serial-$phase.txt")
 	vm_boot_systemd "$K" "$img" "$log" "$TIMEOUT" || return 1
 	rm -f "$img"
