@@ -292,14 +292,14 @@ B)
 	done
 	depmod -a
 	systemctl reset-failed snowflake-floor.service
-	T0=$(ms)
+	TR=$(ms)
 	systemctl restart snowflake-floor.service
 	# $OLD's postinst restarts the floor unit; $OLD's floord reads version 1
 	# floor files only and refuses $NEW's (version 2, its instance_id
 	# line) as corrupt: it says why, and neither uses nor overwrites it.
-	info sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service --since @$((T0 / 1000)) | grep -v '^snowflake-floor.service:' | head -n 8"
+	info sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service --since @$((TR / 1000)) | grep -v '^snowflake-floor.service:' | head -n 8"
 	t "$OLD's floord refuses $NEW's floor file and says why (unknown key \"instance_id\")" \
-		sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service --since @$((T0 / 1000)) | grep -q 'unknown key \"instance_id\"'"
+		sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service --since @$((TR / 1000)) | grep -q 'unknown key \"instance_id\"'"
 	t "the refused file is still $NEW's, its floor not below $floor_before (nothing lost)" \
 		sh -c "grep -q '^snowflake-floor 2' /var/lib/snowflake/floor &&
 			test \$(sed -n 's/^floor_ms //p' /var/lib/snowflake/floor) -ge $floor_before"
