@@ -134,7 +134,8 @@ installed_now() {
 
 say "# phase $PHASE: $(systemctl --version | head -n 1); kernel $(uname -r)"
 say "# packages $(pkgver snowflake-tools), module in memory $(modver), on disk $(filever)"
-t "the floor unit is active" systemctl is-active snowflake-floor.service
+# (Restart=on-failure: 1.3.0's unit may fail its first restore, below.)
+t "the floor unit is active" until_ok 60 systemctl is-active snowflake-floor.service
 max_before=$(cat /var/lib/sfup-prev-max 2>/dev/null || echo 0)
 [ "$PHASE" = A ] || t "the highest ID read before the reboot came with the state ($max_before)" \
 	test "$max_before" -gt 0
@@ -327,9 +328,15 @@ B)
 C)
 	t "after the reboot the module of $OLD is loaded" test "$(modver)/$(pkgver snowflake-tools)" = "$OLD/$OLD"
 	floor_log | grep -E 'event=|restor' | head -n 5 | sed "s/^/$TAG #   /"
-	t "floord of $OLD restored the floor saved before the reboot (by $OLD's, after the recovery), no warning" \
-		sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service | grep -q 'restored floor_ms' &&
-			w=\$(journalctl --no-pager -q -o cat -p warning -u snowflake-floor.service); test -z \"\$w\""
+	# $OLD's floor unit has no wait for udev's rule (issue 24, item 3,
+	# fixed in $NEW): at boot its restore may run while the node is still
+	# the module's 0444 root and fail with EPERM; Restart=on-failure runs
+	# it again.  Said, not failed: it is $OLD's, and a downgrade brings it
+	# back.
+	journalctl --no-pager -q -o cat -u snowflake-floor.service | grep -q 'not permitted' &&
+		say "# $OLD's floor unit hit issue 24's boot race (restore before udev's rule: EPERM), then was restarted"
+	t "floord of $OLD restored the floor saved before the reboot (by $OLD's, after the recovery)" \
+		until_ok 60 sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service | grep -q 'restored floor_ms'"
 	t "redis-server with the append-only file of the last boot" redis_start
 	t "$OLD's agent starts from $NEW's state file; the strict device serves" agent_start
 	t "the agent re-adopted its pair ($(cat /var/lib/snowflake/sfup-pair))" \
