@@ -37,6 +37,8 @@ PKGS=(
 	# The database functions (clients/postgresql, clients/mariadb): PGXS and
 	# pg_buildext, MariaDB's UDF headers.
 	postgresql-15 postgresql-server-dev-15 postgresql-server-dev-all libmariadbd-dev
+	# The upgrade lane (tests/upgrade/): abidiff, piuparts, autopkgtest.
+	abigail-tools piuparts autopkgtest
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -13,7 +13,8 @@
 #      apt: our .debs (DKMS builds snowflake.ko in their postinst), then the
 #      headers of the second kernel (DKMS's kernel hook builds it again);
 #      the groups, the udev rule's setfacl, /etc/snowflake (0700), the
-#      enabled unit, the conffile, the units' exposure scores (at most 2.0).
+#      enabled unit, the conffile, the units' exposure scores (at most 2.0);
+#      the autopkgtest smoke tests of debian/tests (tests/deb/autopkgtest.sh).
 #   5. That very snowflake.ko, per kernel, booted in the QEMU guest
 #      (tests/vmtest/run.sh with MODULE_KO=, TESTS: module_test read_test).
 #   5b. That root, as it is, booted with systemd as PID 1 on the first
@@ -251,6 +252,10 @@ for u in snowflake-floor.service snowflake-agent.service snowflake-metrics.servi
 done
 check "the installed library is in ld.so's cache" \
 	sh -c "chroot '$R' ldconfig -p | grep -q 'libsnowflake.so.1 .*=> .*/$ma/libsnowflake.so.1\$'"
+
+# The packages' autopkgtest smoke tests (debian/tests/control) that run in
+# this root; those that need the module run in the upgrade lane's guest.
+deb_part autopkgtest deb-autopkgtest "$OUT/autopkgtest.log" "$ROOT/tests/deb/autopkgtest.sh" "$R" "$DEB_ARCHIVES"
 
 # ---- 5. the DKMS-built module in the guest ----------------------------------
 for kk in "${kos[@]}"; do

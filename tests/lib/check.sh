@@ -18,7 +18,9 @@
 #     keeps one CPU busy beside the host stages),
 #   - the lease stage (from after the contract, beside agent-guest and
 #     handoff, joined after them),
-#   - the vmclone stage (beside vmtest, joined after it).
+#   - the vmclone stage (beside vmtest, joined after it),
+#   - the piuparts stage (beside the lease stage, joined with it),
+#   - the upgrade stage (from after the contract to the end, joined last).
 # vmtest boots its kernels two at a time (VMTEST_JOBS=2 on two or more
 # CPUs) and fuzz runs two targets at a time (FUZZ_JOBS).
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -194,9 +196,18 @@ want contract && run_stage contract tests/contract/run.sh
 # guest lanes after the contract, which leave 62-69 % of the CPUs idle
 # (one guest, one busy virtual CPU, timers); joined after them.
 want lease && bg_stage lease tests/lease/run.sh
+# piuparts (issue 33): Debian's installation tester in clean bookworm
+# chroots, mostly waiting on the mirror and dpkg, beside the same guests.
+want piuparts && bg_stage piuparts tests/piuparts/run.sh
+# The upgrade lane (issue 33: the previous release built from history,
+# upgraded and downgraded under load in one systemd guest at a time, one
+# emulated CPU, much of it waiting on the guest's timers) from here to the
+# end, beside the guest lanes; joined after debug-kernel.
+want upgrade && bg_stage upgrade tests/upgrade/run.sh
 want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff tests/handoff/run.sh
 join_stage lease
+join_stage piuparts
 # Every part of `make bench` once, a few iterations, nothing timed
 # (scripts/bench.sh, BENCHMARKS.md): the benchmarks keep working.
 want bench-smoke && run_stage bench-smoke env BENCH_SMOKE=1 SNOWFLAKE_SKIP_DEPS=1 scripts/bench.sh
@@ -214,13 +225,14 @@ if want debug-kernel; then
 	[ -z "$prebuild_pid" ] || wait "$prebuild_pid" || true
 	run_stage debug-kernel tests/debug-kernel/run.sh
 fi
+join_stage upgrade
 
 # lane_figures: the figures of each reliability lane, from the stage logs:
 # which kernel, what was checked, how much.  (What passed or failed is in
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{kernels,dkms-sid,fuzz,vmtest,vmclone,debug-kernel,contract,agent-guest,handoff,lease,restart}.log; do
+	for f in "$BUILD"/check-stage-{kernels,dkms-sid,fuzz,vmtest,vmclone,debug-kernel,contract,agent-guest,handoff,lease,restart,upgrade}.log; do
 		[ -f "$f" ] || continue
 		tr -d '\r' <"$f" | awk -v stage="$(basename "$f" .log | sed 's/^check-stage-//')" '
 			/^==== vm [^ ]+: booting/ { k = $3; sub(/:$/, "", k) }
@@ -243,6 +255,7 @@ lane_figures() {
 			/^contract: / && !/^contract: [0-9]+ passed, / { say("contract", substr($0, 11)) }
 			/^figures: contract / { say("contract", substr($0, 19)) }
 			/^mutants: / { say("mutants", substr($0, 10)) }
+			/^figure: upgrade / { w = $0; sub(/^figure: upgrade /, "", w); say("upgrade", w) }
 			/^figure: handoff [^ ]+ / { k = $3; w = $0; sub(/^figure: handoff [^ ]+ /, "", w); say("handoff", w) }
 			/^# new - old / { sub(/^# new - old +/, "new min ID - old max ID: "); say("restart", $0) }
 			/^==== vmclone [^ ]+ [a-z]+ ====/ { k = $3 }

@@ -401,6 +401,8 @@ vm_guest_results() {
 # is no guest kernel.  One CPU, one TCG thread (vm_accel_args); the
 # initramfs is unpacked into RAM.  The
 # deb lane's systemd and containers guests and the quickstart guest.
+# VM_SYSTEMD_ARGS (an array): more qemu arguments (the upgrade lane's
+# second serial port).
 vm_boot_systemd() {
 	local kver=$1 img=$2 log=$3 timeout=$4 kernel start
 	kernel=$(vmlinuz_of "$kver") || {
@@ -413,7 +415,7 @@ vm_boot_systemd() {
 	vm_accel_args single
 	timeout -k 10 "$timeout" qemu-system-x86_64 "${VM_ACCEL[@]}" -smp 1 -m 3072 \
 		-nographic -no-reboot -nodefaults -serial mon:stdio \
-		-kernel "$kernel" -initrd "$img" \
+		-kernel "$kernel" -initrd "$img" "${VM_SYSTEMD_ARGS[@]}" \
 		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false ${VM_KARGS[*]} ${VM_APPEND:-}" \
 		</dev/null >"$log" 2>&1 || rc=$?
 	echo "# the guest ran $(($(now) - start)) s (qemu exit $rc)"
