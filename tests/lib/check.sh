@@ -14,13 +14,14 @@
 #     the deb stage waits for it),
 #   - the quickstart stage (from after ksrc, joined before the contract,
 #     whose liveness figures want quiet CPUs: its log is printed then),
-#   - the db stage (from after deb, joined before the contract: its guest
-#     keeps one CPU busy beside the host stages),
 #   - the lease stage (from after the contract, beside agent-guest and
 #     handoff, joined after them),
 #   - the vmclone stage (beside vmtest, joined after it),
 #   - the piuparts stage (beside the lease stage, joined with it),
-#   - the upgrade stage (from after the contract to the end, joined last).
+#   - the upgrade stage (from after the contract to the end, joined last),
+#   - the db stage (its roots made from after ksrc, as the deb stage's; the
+#     stage from after vmclone, beside restart and debug-kernel, joined
+#     last).
 # vmtest boots its kernels two at a time (VMTEST_JOBS=2 on two or more
 # CPUs) and fuzz runs two targets at a time (FUZZ_JOBS).
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -178,10 +179,6 @@ want fuzz && run_stage fuzz tests/fuzz/run.sh
 want userspace && run_stage userspace tests/userspace/run.sh
 want packaging && run_stage packaging tests/packaging/run.sh
 want deb && run_stage deb tests/deb/run.sh
-# The database functions on the deb stage's packages (tests/db/run.sh): one
-# guest (one busy CPU) and apt in chroots, beside the host stages up to the
-# contract, joined before it.
-want db && bg_stage db tests/db/run.sh
 # snowflake-dkms installed with apt into a fresh Debian sid root: DKMS
 # builds the module for 7.2 (tests/dkms-sid/run.sh, the deb stage's .deb).
 want dkms-sid && run_stage dkms-sid tests/dkms-sid/run.sh
@@ -189,7 +186,6 @@ want static && run_stage static tests/static/run.sh
 want docs && run_stage docs tests/docs/run.sh
 want clients && run_stage clients tests/clients/run.sh
 join_stage quickstart
-join_stage db
 want contract && run_stage contract tests/contract/run.sh
 # The lease lane (host-only: stores and agents on 127.0.0.1, mostly waiting
 # on timers, 74 % of the CPUs idle when it ran alone) runs beside the two
@@ -220,12 +216,17 @@ want vmclone && bg_stage vmclone tests/vmclone/run.sh
 # one virtual CPU busy (tests/vmtest/run.sh, VMTEST_JOBS).
 want vmtest && run_stage vmtest env VMTEST_JOBS="${VMTEST_JOBS:-$(($(nproc) >= 2 ? 2 : 1))}" tests/vmtest/run.sh
 join_stage vmclone
+# The database functions on the deb stage's packages (tests/db/run.sh): one
+# guest (one busy CPU) and apt in chroots, beside restart and the debug
+# kernel, whose one guest leaves the other CPU mostly idle; joined last.
+want db && bg_stage db tests/db/run.sh
 want restart && run_stage restart tests/restart/run.sh
 if want debug-kernel; then
 	[ -z "$prebuild_pid" ] || wait "$prebuild_pid" || true
 	run_stage debug-kernel tests/debug-kernel/run.sh
 fi
 join_stage upgrade
+join_stage db
 
 # lane_figures: the figures of each reliability lane, from the stage logs:
 # which kernel, what was checked, how much.  (What passed or failed is in
