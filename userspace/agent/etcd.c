@@ -208,15 +208,6 @@ static struct json_object *post(struct agent *a, int64_t deadline, const char *p
 		curl_easy_setopt(e->h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)t);
 		curl_easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS, (long)t);
-		/*
-		 * Every request on a connection of its own: libcurl resends a
-		 * request by itself when a reused connection closes before any
-		 * reply (a claim that committed, a renewal, their replies lost),
-		 * never on a fresh one.  What is resent is the engine's choice,
-		 * and a lost reply is logged (etcd_down) where it happened.
-		 */
-		curl_easy_setopt(e->h, CURLOPT_FRESH_CONNECT, 1L);
-		curl_easy_setopt(e->h, CURLOPT_FORBID_REUSE, 1L);
 		rc = curl_easy_perform(e->h);
 		if (rc != CURLE_OK) {
 			etcd_down(a, ep, curl_easy_strerror(rc));
@@ -361,6 +352,16 @@ static int e_init(struct agent *a)
 	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	/*
+	 * Every request on a connection of its own: libcurl resends a request
+	 * by itself when a reused connection closes before any reply (a claim
+	 * that committed, a renewal, their replies lost), never on a fresh
+	 * one; so a lost reply is seen, and logged (etcd_down) in post().
+	 * Nothing else resends a claim (post(): e->once, one endpoint); the
+	 * other calls, idempotent, go on to the next member there.
+	 */
+	curl_easy_setopt(e->h, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(e->h, CURLOPT_FORBID_REUSE, 1L);
 	if (a->c->etcd_cacert)
 		curl_easy_setopt(e->h, CURLOPT_CAINFO, a->c->etcd_cacert);
 	if (a->c->etcd_cert) {
