@@ -262,6 +262,53 @@ bool ag_stop_pending(void)
 	return stop_signal != 0 && !stopping;
 }
 
+/*
+ * ag_wait() (agent.h): the stop is asked before every poll and the poll
+ * lasts at most 100 ms, so a stop signal ends any store call within
+ * 100 ms, whichever store it is; @end is checked before every poll, so no
+ * call outlives its deadline by more than a poll's rounding (1 ms).
+ */
+int ag_wait(struct pollfd *p, unsigned int n, int64_t end)
+{
+	for (;;) {
+		int64_t left = end - boot_ns();
+		int r;
+
+		if (ag_stop_pending()) {
+			errno = ECANCELED;
+			return -1;
+		}
+		if (left <= 0)
+			return 0;
+		if (left > 100 * NS_PER_MS)
+			left = 100 * NS_PER_MS;
+		r = poll(p, n, (int)((left + NS_PER_MS - 1) / NS_PER_MS));
+		if (r > 0)
+			return r;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		/* 0 or EINTR (the watchdog's or the wake signal): asked again. */
+	}
+}
+
+/* ag_condition() (agent.h): FNV-1a of the text, never 0. */
+void ag_condition(struct agent *a, enum ag_cond what, enum ag_level level, const char *fmt, ...)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char buf[1024];
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	for (i = 0; buf[i]; i++)
+		h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+	h |= 1;
+	logm(a->cond_said[what] == h ? AG_DEBUG : level, "%s", buf);
+	a->cond_said[what] = h;
+}
+
 static void on_watchdog(int sig)
 {
 	struct snowflake_fence f = { .flags = SNOWFLAKE_FENCE_ON };
@@ -935,6 +982,26 @@ static int resolve_unknown(struct agent *a)
 	return 0;
 }
 
+/*
+ * Give the lease held back, after the fence (the stop, a device that
+ * failed): give_back() on its pair, the same delete-if-owner that undoes
+ * an unknown claim, asked once and bounded by the store's timeout.  The
+ * device is fenced first, so whether the store answers or not nothing is
+ * stamped with the pair any more; a key not given back ends with its
+ * lease within the TTL, as a dead holder's does (G2).
+ */
+static void release(struct agent *a)
+{
+	int v = a->st->give_back(a, a->dc, a->w);
+
+	if (v == 1)
+		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
+	else
+		logm(AG_WARN, "event=release_failed key=%s: %s", a->key,
+		     v == 0 ? "not ours any more" : "the store did not answer; it expires by itself");
+	a->held = false;
+}
+
 /* One claim of (@dc, @w), with a missing or invalid mark handled; TRY_*. */
 static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 {
@@ -1443,8 +1510,7 @@ static int run(struct agent *a)
 				continue;
 			}
 			(void)fence_now(a, "device-failed");
-			a->st->release(a);
-			a->held = false;
+			release(a);
 			return AG_EXIT_RUNTIME;
 		}
 		if (a->held && now >= a->next_renew) {
@@ -1521,8 +1587,7 @@ static int run(struct agent *a)
 	logm(AG_INFO, "event=stopping signal=%d", (int)stop_signal);
 	notify("STOPPING=1");
 	if (a->held) {
-		a->st->release(a);
-		a->held = false;
+		release(a);
 	}
 	/*
 	 * A claim whose outcome is unknown: given back too, not left for a

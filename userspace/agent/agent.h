@@ -7,6 +7,7 @@
 #ifndef SNOWFLAKE_AGENT_H
 #define SNOWFLAKE_AGENT_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,9 +178,12 @@ struct store_ops {
 		     uint64_t *mark);
 	/*
 	 * Delete-if-owner: end pair (@dc, @w)'s key only where it holds
-	 * this run's owner (a claim whose outcome is unknown: G6), bounded
-	 * by the store's timeout.  1 it was ours and is gone, 0 it was not
-	 * ours (nothing done), -1 no answer (the engine asks again).
+	 * this run's owner, bounded by the store's timeout.  The engine's one
+	 * way to give a pair back: a claim whose outcome is unknown (G6),
+	 * and the lease held, after the fence, at the stop or when the device
+	 * failed (agent.c: release()).  1 it was ours and is gone, 0 it was
+	 * not ours (nothing done), -1 no answer (the engine asks again, or
+	 * leaves the key to expire).
 	 */
 	int (*give_back)(struct agent *a, uint32_t dc, uint32_t w);
 	/*
@@ -192,8 +196,6 @@ struct store_ops {
 	 * (the agent fences, gives the lease back and exits 5).
 	 */
 	int (*recheck)(struct agent *a, int64_t deadline);
-	/* Give the lease back (after the fence), bounded by the store's timeout. */
-	void (*release)(struct agent *a);
 	/*
 	 * --init-store: create the mark of pair (@dc, @w) at @mark where it is
 	 * missing; where it is invalid, replace it only with @replace_invalid
@@ -232,6 +234,30 @@ void ag_store_lost(void);
  * interrupted: this is false by then) and exits.  Main thread only.
  */
 bool ag_stop_pending(void);
+
+/*
+ * The one wait of every store call (agent.c), main thread only: poll
+ * @p[0..@n) until one is ready, @end (boot_ns()) has passed, or a stop
+ * signal is pending (ag_stop_pending(), asked at least every 100 ms).
+ * >0 the number ready (their revents set), 0 @end has passed, -1 a stop
+ * signal (errno ECANCELED) or poll() failed (errno).  A store's own
+ * timer (a client library's) is a shorter @end, told apart by its caller.
+ */
+int ag_wait(struct pollfd *p, unsigned int n, int64_t end);
+
+/*
+ * A store's standing condition, said once (agent.c keeps what was said):
+ * @what (AG_COND_*) is logged at @level when it is first met and again
+ * only when its text changes (a Redis allowed to be non-durable whose role
+ * changed); at debug otherwise.  A store keeps no "said" flag of its own.
+ */
+enum ag_cond {
+	AG_COND_STORE_NOT_DURABLE,	/* Redis: allowed, but can lose a mark */
+	AG_COND_SESSION_TIMEOUT,	/* ZooKeeper: the session's timeout */
+	AG_COND_N
+};
+void ag_condition(struct agent *a, enum ag_cond what, enum ag_level level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 struct agent {
 	struct ag_conf *c;
@@ -298,6 +324,9 @@ struct agent {
 	uint64_t m_claims, m_renewals, m_fences, m_store_errors, m_mark_raises;
 	int64_t m_renew_ms_sum;		/* the renewals' round trips */
 	bool m_write_failed;		/* logged already */
+
+	/* ag_condition(): a hash of each condition's text as last said, 0 never. */
+	uint64_t cond_said[AG_COND_N];
 };
 
 int64_t boot_ns(void);

@@ -941,14 +941,6 @@ static int e_give_back(struct agent *a, uint32_t dc, uint32_t w)
 	return ret;
 }
 
-static void e_release(struct agent *a)
-{
-	if (revoke(a))
-		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
-	else
-		logm(AG_WARN, "event=release_failed key=%s: etcd failed; it expires by itself", a->key);
-}
-
 const struct store_ops ag_etcd_ops = {
 	.name = "etcd",
 	.init = e_init,
@@ -958,7 +950,6 @@ const struct store_ops ag_etcd_ops = {
 	.claim = e_claim,
 	.readopt = e_readopt,
 	.renew = e_renew,
-	.release = e_release,
 	.give_back = e_give_back,
 	.init_mark = e_init_mark,
 };

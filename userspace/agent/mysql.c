@@ -915,29 +915,6 @@ static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
 	return ret;
 }
 
-static void m_release(struct agent *a)
-{
-	int64_t end = end_of(a, 0);
-	char where[600], sql[4096];
-	struct reply r;
-
-	if (!mysql_ready(a, end)) {
-		logm(AG_WARN, "event=release_failed key=%s: it expires by itself", a->key);
-		return;
-	}
-	pair_where(a, a->dc, a->w, where, sizeof(where));
-	if (sqlf(sql, sizeof(sql),
-		 "UPDATE `%s` SET expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
-		 a->c->mysql_table, where, M(a)->own) || exec(a, end, sql, &r)) {
-		logm(AG_WARN, "event=release_failed key=%s: MySQL failed; it expires by itself", a->key);
-		return;
-	}
-	if (r.affected[0] == 1)
-		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
-	else
-		logm(AG_WARN, "event=release_failed key=%s: not ours any more", a->key);
-}
-
 /*
  * --init-store: the database and the table where missing (the first
  * call), then the pair's row with its mark where missing.
@@ -1017,7 +994,6 @@ const struct store_ops ag_mysql_ops = {
 	.claim = m_claim,
 	.readopt = m_readopt,
 	.renew = m_renew,
-	.release = m_release,
 	.give_back = m_give_back,
 	.recheck = m_recheck,
 	.init_mark = m_init_mark,

@@ -865,17 +865,6 @@ static int r_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
 	return ret;
 }
 
-static void r_release(struct agent *a)
-{
-	int v = release_key(a, a->key);
-
-	if (v == 1)
-		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
-	else
-		logm(AG_WARN, "event=release_failed key=%s: %s", a->key,
-		     v == 0 ? "not ours any more" : "Redis failed; it expires by itself");
-}
-
 /* --init-store: the init script (see init_lua). */
 static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 		       bool replace_invalid)
@@ -963,7 +952,6 @@ const struct store_ops ag_redis_ops = {
 	.claim = r_claim,
 	.readopt = r_readopt,
 	.renew = r_renew,
-	.release = r_release,
 	.give_back = r_give_back,
 	.recheck = r_recheck,
 	.init_mark = r_init_mark,

@@ -1506,52 +1506,6 @@ static int z_give_back(struct agent *a, uint32_t dc, uint32_t w)
 	return -1;
 }
 
-/*
- * Delete our key, when it is still ours (its version as the exists saw
- * it: a key deleted and made again by another session in between would
- * have to reach that very version).  The session is closed by fini().
- */
-static void z_release(struct agent *a)
-{
-	struct zstore *z = Z(a);
-	char kpath[600];
-	struct zcall *k, *c;
-	int64_t sent;
-	int rc;
-
-	set_holding(z, false);
-	if (!z->zh || !z->mine || session_of(z) != z->mine_session) {
-		logm(AG_WARN, "event=release_failed key=%s: no session holds it; it ends with its session",
-		     a->key);
-		return;
-	}
-	rc = prove(a, 0, z->mine_dc, z->mine_w, &sent, &k, NULL);
-	if (rc != ZOK || k->rc != ZOK || k->stat.ephemeralOwner != z->mine_session) {
-		logm(AG_WARN, "event=release_failed key=%s: %s", a->key,
-		     rc != ZOK ? zerror(rc) : "not ours any more");
-		if (rc == ZOK)
-			call_put(k);
-		z->mine = false;
-		return;
-	}
-	path_of(a, false, z->mine_dc, z->mine_w, kpath, sizeof(kpath));
-	c = call_new(z);
-	if (c) {
-		call_started(c, zoo_adelete(z->zh, kpath, k->stat.version, cb_void, c));
-		rc = call_wait(z, c, dl_of(a, 0));
-		call_put(c);
-	} else {
-		rc = ZSYSTEMERROR;
-	}
-	call_put(k);
-	z->mine = false;
-	if (rc == ZOK)
-		logm(AG_INFO, "event=released datacenter=%u worker=%u key=%s", a->dc, a->w, a->key);
-	else
-		logm(AG_WARN, "event=release_failed key=%s: %s; it ends with the session", a->key,
-		     zerror(rc));
-}
-
 const struct store_ops ag_zookeeper_ops = {
 	.name = "zookeeper",
 	.init = z_init,
@@ -1561,7 +1515,6 @@ const struct store_ops ag_zookeeper_ops = {
 	.claim = z_claim,
 	.readopt = z_readopt,
 	.renew = z_renew,
-	.release = z_release,
 	.give_back = z_give_back,
 	.init_mark = z_init_mark,
 };
