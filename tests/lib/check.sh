@@ -2,7 +2,7 @@
 # `make check`: every test of the project, lane by lane (tests/README.md
 # has the table: what each lane proves, how long it takes, how to run it
 # alone; docs/reference.md says what each one checks), in this order:
-#   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit -> fuzz
+#   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit
 #   -> userspace -> packaging -> deb -> dkms-sid -> static -> docs -> clients
 #   -> contract -> agent-guest -> handoff -> lease -> bench-smoke -> vmtest
 #   -> vmclone -> restart -> debug-kernel
@@ -21,7 +21,9 @@
 #   - the upgrade stage (from after the contract to the end, joined last),
 #   - the db stage (its roots made from after ksrc, as the deb stage's; the
 #     stage from after vmclone, beside restart and debug-kernel, joined
-#     last).
+#     last),
+#   - the fuzz stage (nice 10, from after unit, beside userspace,
+#     packaging and deb, joined after dkms-sid).
 # vmtest boots its kernels two at a time (VMTEST_JOBS=2 on two or more
 # CPUs) and fuzz runs two targets at a time (FUZZ_JOBS).
 # Each stage prints "<stage>: N passed, M failed"; this script ends with the
@@ -175,13 +177,18 @@ want sparse && run_stage sparse tests/sparse/run.sh
 want kernels && run_stage kernels tests/kernels/run.sh
 want dkms && run_stage dkms tests/dkms/run.sh
 want unit && run_stage unit tests/unit/run.sh
-want fuzz && run_stage fuzz tests/fuzz/run.sh
+# The fuzzing (tests/fuzz/run.sh: a fixed time per target, what it
+# proves does not depend on the CPU it gets) in the background at nice 10
+# from here, beside userspace, packaging and the deb stage (whose guests
+# and apt leave CPU idle); joined after dkms-sid.
+want fuzz && bg_stage fuzz nice -n 10 tests/fuzz/run.sh
 want userspace && run_stage userspace tests/userspace/run.sh
 want packaging && run_stage packaging tests/packaging/run.sh
 want deb && run_stage deb tests/deb/run.sh
 # snowflake-dkms installed with apt into a fresh Debian sid root: DKMS
 # builds the module for 7.2 (tests/dkms-sid/run.sh, the deb stage's .deb).
 want dkms-sid && run_stage dkms-sid tests/dkms-sid/run.sh
+join_stage fuzz
 want static && run_stage static tests/static/run.sh
 want docs && run_stage docs tests/docs/run.sh
 want clients && run_stage clients tests/clients/run.sh
