@@ -254,6 +254,7 @@ int ag_wait(struct pollfd *p, unsigned int n, int64_t end);
 enum ag_cond {
 	AG_COND_STORE_NOT_DURABLE,	/* Redis: allowed, but can lose a mark */
 	AG_COND_SESSION_TIMEOUT,	/* ZooKeeper: the session's timeout */
+	AG_COND_STORE_DOWN,		/* ZooKeeper: down (not answering), or up again */
 	AG_COND_N
 };
 void ag_condition(struct agent *a, enum ag_cond what, enum ag_level level, const char *fmt, ...)

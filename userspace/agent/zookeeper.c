@@ -18,8 +18,8 @@
  *            [raise: multi(check(key, version), setData(mark, RAISE OWNER,
  *             the version our claim read or our last raise wrote))]
  *   readopt: after a reconnection with the same session: renew's proof
- *   release: exists(key) ours: delete(key, its version); then the session
- *            is closed (the ensemble deletes whatever else is ours)
+ *   give_back: exists(key) ours: delete(key, its version); at the end the
+ *            session is closed (the ensemble deletes whatever else is ours)
  *
  * G1: the create fails when the key exists, whoever's it is.
  *
@@ -76,9 +76,11 @@
  * transaction log, fsynced (forceSync=yes, the default; do not turn it
  * off).
  *
- * Every call ends by its deadline: the library's requests are asynchronous
- * and waited for here with a bound (a request abandoned at its deadline is
- * answered to nobody).  The library's threads run with every signal
+ * Every call ends by its deadline: the library's requests are asynchronous;
+ * their completions write an eventfd that the main thread waits on with
+ * ag_wait(), the engine's one wait (its deadline and stop checks are the
+ * only ones: call_wait()); a request abandoned at its deadline is
+ * answered to nobody.  The library's threads run with every signal
  * blocked, so the agent's signals (the watchdog's among them) reach the
  * main thread only.
  */
@@ -142,11 +144,20 @@ struct zstore {
 	/* The main thread's. */
 	bool root_ok;			/* ROOT exists (checked by this handle) */
 	bool drop;			/* close the session before the next claim */
-	bool timeout_said;
 	int session_ms;			/* the session's timeout, once connected */
 	int64_t unconnected_since;	/* boot_ns() this handle was first seen not connected */
-	bool down;			/* logged already */
-	bool mine;			/* this session created the key of (mine_dc, mine_w) */
+	/*
+	 * Protocol state, not an orphan: which key this handle's session
+	 * created (a committed create, or our own key found at a claim),
+	 * and that session's id, the ephemeralOwner every proof compares
+	 * (G3).  It is never set on a claim whose outcome is unknown: that
+	 * one is the engine's (TRY_UNKNOWN, give_back()).  One key per
+	 * session: the library's pings keep every ephemeral of a live
+	 * session alive, so a second key would be held for as long as the
+	 * agent runs, renewed by nobody; z_claim() answers TRY_HELD for any
+	 * other pair while this is set.
+	 */
+	bool mine;
 	uint32_t mine_dc, mine_w;
 	int64_t mine_session;
 	int32_t key_version;		/* of our key, as last seen */
@@ -157,7 +168,7 @@ struct zstore {
 struct zcall {
 	int refs;			/* the caller's and the completion's; under zk_mu */
 	bool done;			/* under zk_mu */
-	bool abandoned;			/* the caller's own: its deadline came first */
+	bool abandoned;			/* the caller's own: its deadline or a stop came first */
 	int rc;
 	struct zstore *z;
 	struct Stat stat;		/* exists, get; the multi's setData */
@@ -171,6 +182,21 @@ struct zcall {
 static struct zstore *Z(const struct agent *a)
 {
 	return a->store;
+}
+
+/*
+ * The handle's session id (0 before its first connection).  A handle
+ * keeps one session for life: the library reconnects with it, and an
+ * expired one ends the handle (zk_connect() makes a new one).
+ */
+static int64_t session_of(struct zstore *z)
+{
+	int64_t s;
+
+	pthread_mutex_lock(&zk_mu);
+	s = z->session;
+	pthread_mutex_unlock(&zk_mu);
+	return s;
 }
 
 static void wake(struct zstore *z)
@@ -264,35 +290,57 @@ static void call_started(struct zcall *c, int ret)
 }
 
 /*
- * Wait for @c until @deadline (boottime ns): its result code, or
- * ZOPERATIONTIMEOUT with c->abandoned set when the deadline came first
- * (the library may still write into it until its completion; the
- * results are read only when not abandoned).
+ * The one wait of this backend: ag_wait() (agent.c) on the eventfd that
+ * the library's threads write after every completion and every state
+ * change (wake()), then the eventfd drained.  The deadline and the stop
+ * are asked there only; a caller loops on what it waits for (a call done,
+ * the session connected), which it reads under zk_mu after every wake:
+ * a completion sets its result before it writes the eventfd, so one that
+ * comes between the caller's look and its wait leaves the eventfd
+ * readable, and none is missed.  ag_wait()'s answer: >0 woken, 0 @end
+ * passed, -1 a stop signal or poll() failed.
  */
-static int call_wait(struct zstore *z, struct zcall *c, int64_t deadline)
+static int ev_wait(struct zstore *z, int64_t end)
 {
 	struct pollfd p = { .fd = z->evfd, .events = POLLIN };
 	uint64_t n;
-	int rc;
+	int r = ag_wait(&p, 1, end);
 
+	if (r > 0)
+		(void)!read(z->evfd, &n, sizeof(n));
+	return r;
+}
+
+/*
+ * Wait for @c until @deadline (boottime ns): its result code, or
+ * ZOPERATIONTIMEOUT with c->abandoned set when the deadline or a stop
+ * signal came first.  An abandoned call is safe to leave: the completion
+ * holds its own reference (call_new(): 2, the caller's and the
+ * completion's; call_started(): 1 when the library refused it, so no
+ * completion comes), the caller drops its own with call_put() and reads
+ * no result of it, and whichever of the two comes last frees it, under
+ * zk_mu.  So a completion that comes after the caller gave up (even
+ * from zookeeper_close(), which completes every pending call with
+ * ZCLOSING) writes into memory still allocated, and wakes an eventfd
+ * that lives as long as the store (z_fini() closes the handle first).
+ */
+static int call_wait(struct zstore *z, struct zcall *c, int64_t deadline)
+{
 	for (;;) {
-		int64_t left;
+		int rc = 0;
+		bool done;
 
 		pthread_mutex_lock(&zk_mu);
-		if (c->done) {
+		done = c->done;
+		if (done)
 			rc = c->rc;
-			pthread_mutex_unlock(&zk_mu);
-			return rc;
-		}
 		pthread_mutex_unlock(&zk_mu);
-		left = (deadline - boot_ns()) / NS_PER_MS;
-		/* A stop signal gives the call up too (asked every 100 ms). */
-		if (left <= 0 || ag_stop_pending()) {
+		if (done)
+			return rc;
+		if (ev_wait(z, deadline) <= 0) {
 			c->abandoned = true;
 			return ZOPERATIONTIMEOUT;
 		}
-		if (poll(&p, 1, left > 100 ? 100 : (int)left) > 0)
-			(void)!read(z->evfd, &n, sizeof(n));
 	}
 }
 
@@ -411,15 +459,11 @@ static void on_log(const char *msg)
 	logm(AG_DEBUG, "zookeeper: %.*s", (int)n, msg);
 }
 
+/* The ensemble does not answer: said once (ag_condition()), until it answers again. */
 static void zk_down(struct agent *a, const char *why)
 {
-	struct zstore *z = Z(a);
-
-	if (!z->down)
-		logm(AG_WARN, "event=zookeeper_down hosts=%s error=\"%s\"", a->c->zk_hosts, why);
-	else
-		logm(AG_DEBUG, "zookeeper still down: %s", why);
-	z->down = true;
+	ag_condition(a, AG_COND_STORE_DOWN, AG_WARN, "event=zookeeper_down hosts=%s error=\"%s\"",
+		     a->c->zk_hosts, why);
 }
 
 /* Close the handle: the session ends (the ensemble deletes our key). */
@@ -440,7 +484,6 @@ static void zk_close(struct zstore *z)
 	pthread_mutex_unlock(&zk_mu);
 	z->mine = false;
 	z->root_ok = false;
-	z->timeout_said = false;
 	z->session_ms = 0;
 	z->unconnected_since = 0;
 }
@@ -505,14 +548,14 @@ static bool timeout_ok(struct agent *a)
 		a->fatal = AG_EXIT_USAGE;
 		return false;
 	}
-	if (!z->timeout_said && t > 0) {
-		logm((unsigned int)t > a->c->ttl_ms ? AG_INFO : AG_DEBUG,
-		     "event=zookeeper_session session=0x%" PRIx64 " timeout_ms=%d ttl_ms=%u%s",
-		     z->session, t, a->c->ttl_ms,
-		     (unsigned int)t > a->c->ttl_ms ?
-		     " (above ttl-ms: a dead holder's pair stays held that long; minSessionTimeout is 2 tickTime)" : "");
-		z->timeout_said = true;
-	}
+	/* Said once per session and timeout (ag_condition()): at debug after. */
+	if (t > 0)
+		ag_condition(a, AG_COND_SESSION_TIMEOUT,
+			     (unsigned int)t > a->c->ttl_ms ? AG_INFO : AG_DEBUG,
+			     "event=zookeeper_session session=0x%" PRIx64 " timeout_ms=%d ttl_ms=%u%s",
+			     session_of(z), t, a->c->ttl_ms,
+			     (unsigned int)t > a->c->ttl_ms ?
+			     " (above ttl-ms: a dead holder's pair stays held that long; minSessionTimeout is 2 tickTime)" : "");
 	z->session_ms = t;
 	return true;
 }
@@ -626,10 +669,8 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 {
 	struct zstore *z = Z(a);
 	int64_t dl = dl_of(a, deadline);
-	struct pollfd p = { .fd = z->evfd, .events = POLLIN };
 	bool expired, auth_failed;
 	int state;
-	uint64_t n;
 
 	if (a->fatal)
 		return false;
@@ -694,8 +735,9 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 			}
 		}
 	}
+	/* The library connects by itself: woken at every state change (ev_wait()). */
 	for (;;) {
-		int64_t left;
+		int r;
 
 		pthread_mutex_lock(&zk_mu);
 		state = z->state;
@@ -705,39 +747,18 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 			break;
 		if (expired)
 			return false;	/* the next call starts a new session */
-		left = (dl - boot_ns()) / NS_PER_MS;
-		if (left <= 0) {
+		r = ev_wait(z, dl);
+		if (r == 0)
 			zk_down(a, "not connected");
+		if (r <= 0)
 			return false;
-		}
-		/* A stop signal ends the wait too (asked every 100 ms, as call_wait()). */
-		if (ag_stop_pending())
-			return false;
-		if (poll(&p, 1, left > 100 ? 100 : (int)left) > 0)
-			(void)!read(z->evfd, &n, sizeof(n));
 	}
 	if (!timeout_ok(a))
 		return false;
-	if (z->down)
-		logm(AG_INFO, "event=zookeeper_up hosts=%s session=0x%" PRIx64, a->c->zk_hosts,
-		     z->session);
-	z->down = false;
+	/* Said at info when it follows event=zookeeper_down (or is the first). */
+	ag_condition(a, AG_COND_STORE_DOWN, AG_INFO, "event=zookeeper_up hosts=%s session=0x%" PRIx64,
+		     a->c->zk_hosts, session_of(z));
 	return true;
-}
-
-/*
- * The handle's session id (0 before its first connection).  A handle
- * keeps one session for life: the library reconnects with it, and an
- * expired one ends the handle (zk_connect() makes a new one).
- */
-static int64_t session_of(struct zstore *z)
-{
-	int64_t s;
-
-	pthread_mutex_lock(&zk_mu);
-	s = z->session;
-	pthread_mutex_unlock(&zk_mu);
-	return s;
 }
 
 static void set_holding(struct zstore *z, bool on)
@@ -833,7 +854,11 @@ static bool zk_ready(struct agent *a, int64_t deadline)
  * The session is given up: closed before the next claim (after the loop
  * has fenced: closing may wait for the socket), so that the ensemble
  * deletes a key of ours that may still exist (the only way to delete
- * exactly our own).  Nothing is claimed or renewed on it meanwhile.
+ * exactly our own).  Nothing is claimed or renewed on it meanwhile.  Not
+ * an undo of a claim whose outcome is unknown (that is the engine's,
+ * give_back()): only a key this run held and lost (renew_key(),
+ * z_readopt(): the key or the mark changed under it), whose ephemeral the
+ * library's pings would otherwise keep alive.
  */
 static void zk_drop_session(struct agent *a, const char *why)
 {
@@ -896,81 +921,6 @@ static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int
 		 struct zcall **kc, struct zcall **mc);
 
 /*
- * One try of z_init_mark(), every call by @dl: INIT_*, or -1 failed, with
- * *@lost saying why when the call was lost (not connected, the connection
- * lost, no answer: to be tried again), NULL when it was answered.
- */
-static int init_mark_once(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
-			  bool replace_invalid, int64_t dl, const char **lost)
-{
-	struct zstore *z = Z(a);
-	char path[600], v[32], owner[AG_OWNER_MAX + 1];
-	struct zcall *k, *m, *c;
-	uint64_t cur;
-	int64_t sent;
-	int rc, tries;
-
-	*lost = NULL;
-	if (!zk_ready(a, dl)) {
-		*lost = "not connected";
-		return -1;
-	}
-	path_of(a, true, dc, w, path, sizeof(path));
-	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
-	for (tries = 0; tries < 3; tries++) {
-		rc = create_node(a, dl, path, v, ZOO_PERSISTENT);
-		if (rc == ZOK)
-			return INIT_CREATED;
-		if (rc != ZNODEEXISTS) {
-			zk_error(a, rc, "creating a mark");
-			goto failed;
-		}
-		rc = prove(a, dl, dc, w, &sent, &k, &m);
-		if (rc != ZOK) {
-			zk_error(a, rc, "reading a mark");
-			goto failed;
-		}
-		call_put(k);
-		if (m->rc == ZNONODE) {
-			call_put(m);
-			continue;	/* deleted meanwhile: create it */
-		}
-		if (!mark_parse(a, m, dc, w, &cur, owner, sizeof(owner), NULL)) {
-			call_put(m);
-			return INIT_PRESENT;
-		}
-		if (!replace_invalid) {
-			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "left");
-			call_put(m);
-			return INIT_INVALID;
-		}
-		c = call_new(z);
-		if (!c) {
-			call_put(m);
-			return -1;
-		}
-		call_started(c, zoo_aset(z->zh, path, v, (int)strlen(v), m->stat.version, cb_stat, c));
-		rc = call_wait(z, c, dl);
-		call_put(c);
-		if (rc == ZOK) {
-			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
-			call_put(m);
-			return INIT_REPLACED;
-		}
-		call_put(m);
-		if (rc != ZBADVERSION && rc != ZNONODE) {
-			zk_error(a, rc, "replacing an invalid mark");
-			goto failed;
-		}
-	}
-	return -1;
-failed:
-	if (rc_lost(rc))
-		*lost = zerror(rc);
-	return -1;
-}
-
-/*
  * Create the mark of (@dc, @w) at @value where it is missing; replace it
  * where it is invalid and @replace_invalid (setData at the version read:
  * only the very data found invalid).  INIT_*, or -1 failed.
@@ -978,34 +928,82 @@ failed:
  * --init-store is an operator's command, often run just after the
  * ensemble was started: a server still starting refuses connections or
  * closes them, and a JVM just started can take seconds to open the first
- * session.  So a pair waits for the store up to INIT_WAIT_MS (or
- * zookeeper-timeout-ms when that is longer): a try whose call was lost is
- * made again until then.  Every step may be repeated: a create that
- * landed unanswered is found present, a setData that did fails on the
- * version and the mark is read again.  A store that has not answered by
- * then ends --init-store (a->fatal, exit 1) with the reason, rather than
- * one pair given up and the next ones tried, or each of them waiting as
- * long again.
+ * session.  So the session is waited for up to INIT_WAIT_MS (or
+ * zookeeper-timeout-ms when that is longer): the library connects again
+ * by itself meanwhile, and zk_connect() waits for it (ev_wait()).  Nothing
+ * is sent twice: a create or a setData refused because the node changed
+ * since it was read (another agent, an operator) fails this pair, counted
+ * by the engine (failed=, exit 1: run it again).  A store that has not
+ * answered (not connected by then, or a call lost) ends --init-store
+ * (a->fatal, exit 1) with the reason, rather than one pair given up and
+ * the next ones tried, or each of them waiting as long again.
  */
 #define INIT_WAIT_MS	10000
 static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 		       bool replace_invalid)
 {
+	struct zstore *z = Z(a);
 	int64_t wait = a->c->zk_timeout_ms > INIT_WAIT_MS ? a->c->zk_timeout_ms : INIT_WAIT_MS;
-	int64_t dl = boot_ns() + wait * NS_PER_MS;
-	const char *lost;
-	int r;
+	int64_t t0 = boot_ns(), dl = t0 + wait * NS_PER_MS, sent;
+	char path[600], v[32], owner[AG_OWNER_MAX + 1];
+	struct zcall *k, *m, *c;
+	uint64_t cur;
+	bool up = zk_ready(a, dl);
+	int rc = ZCONNECTIONLOSS;
 
-	for (;;) {
-		r = init_mark_once(a, dc, w, value, replace_invalid, dl, &lost);
-		if (r != -1 || !lost || a->fatal || ag_stop_pending())
-			return r;
-		if (boot_ns() >= dl)
-			break;
-		(void)poll(NULL, 0, 100);	/* a refused connection, a name not found: not in a spin */
+	if (!up)
+		goto failed;
+	path_of(a, true, dc, w, path, sizeof(path));
+	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
+	rc = create_node(a, dl, path, v, ZOO_PERSISTENT);
+	if (rc == ZOK)
+		return INIT_CREATED;
+	if (rc == ZNODEEXISTS)
+		rc = prove(a, dl, dc, w, &sent, &k, &m);
+	if (rc != ZOK) {
+		zk_error(a, rc, "creating a mark");
+		goto failed;
 	}
-	logm(AG_ERR, "--init-store: ZooKeeper (%s) did not answer within %lld ms (last: %s); stopped at datacenter=%u worker=%u: the pairs not counted as created or present are not initialised; run it again once the store answers",
-	     a->c->zk_hosts, (long long)wait, lost, dc, w);
+	call_put(k);
+	if (m->rc != ZOK) {
+		logm(AG_WARN, "--init-store: the mark of datacenter=%u worker=%u was deleted while being created: %s",
+		     dc, w, zerror(m->rc));
+		call_put(m);
+		return -1;
+	}
+	if (!mark_parse(a, m, dc, w, &cur, owner, sizeof(owner), NULL)) {
+		call_put(m);
+		return INIT_PRESENT;
+	}
+	if (!replace_invalid) {
+		ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "left");
+		call_put(m);
+		return INIT_INVALID;
+	}
+	c = call_new(z);
+	if (!c) {
+		call_put(m);
+		return -1;
+	}
+	call_started(c, zoo_aset(z->zh, path, v, (int)strlen(v), m->stat.version, cb_stat, c));
+	rc = call_wait(z, c, dl);
+	call_put(c);
+	if (rc == ZOK)
+		ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
+	call_put(m);
+	if (rc == ZOK)
+		return INIT_REPLACED;
+	zk_error(a, rc, "replacing an invalid mark");
+failed:
+	/* Refused (an ACL, the node changed): this pair failed; a stop: the engine's. */
+	if (a->fatal || ag_stop_pending() || !rc_lost(rc))
+		return -1;
+	if (!up)
+		logm(AG_ERR, "--init-store: ZooKeeper (%s) did not answer within %lld ms (last: not connected); stopped at datacenter=%u worker=%u: the pairs not counted as created or present are not initialised; run it again once the store answers",
+		     a->c->zk_hosts, (long long)wait, dc, w);
+	else
+		logm(AG_ERR, "--init-store: ZooKeeper (%s) lost a call after %lld ms (%s); stopped at datacenter=%u worker=%u: the pairs not counted as created or present are not initialised; run it again once the store answers",
+		     a->c->zk_hosts, (long long)((boot_ns() - t0) / NS_PER_MS), zerror(rc), dc, w);
 	a->fatal = AG_EXIT_RUNTIME;
 	return -1;
 }
@@ -1081,145 +1079,140 @@ static bool mark_is_ours(struct agent *a, const struct zcall *m, uint64_t *value
 	return true;
 }
 
+/*
+ * One claim: the pipeline (sync; get(mark); exists(key)), then one multi
+ * (create the key, check the mark at the version read).  Nothing here is
+ * sent twice: a multi refused because the mark moved between the read and
+ * the create (another agent's step came between) answers TRY_HELD, and the
+ * engine's walk moves on (it comes back to the pair at its next walk); a
+ * multi without an answer is TRY_UNKNOWN, for the engine to give back.
+ */
 static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
 {
 	struct zstore *z = Z(a);
-	char kpath[600], mpath[600];
-	int tries, rc, ret;
+	char kpath[600], mpath[600], owner[AG_OWNER_MAX + 1], iv[32];
+	struct zcall *k, *m, *c;
+	zoo_op_t ops[2];
+	int rc, ret;
 	int64_t session;
+	bool bad;
 
 	if (!zk_ready(a, 0))
 		return TRY_ERROR;
-	/* One key per session: the loop comes to ours (readopt, or here). */
+	/* One key per session (struct zstore): the loop comes to ours (readopt, or here). */
 	if (z->mine && (z->mine_dc != dc || z->mine_w != w))
 		return TRY_HELD;
+	path_of(a, false, dc, w, kpath, sizeof(kpath));
+	path_of(a, true, dc, w, mpath, sizeof(mpath));
 	if (init_mark) {
 		/* A missing mark is created first; an invalid one is replaced by the claim's multi. */
-		char v[32];
-
-		path_of(a, true, dc, w, mpath, sizeof(mpath));
-		snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)init_mark);
-		rc = create_node(a, 0, mpath, v, ZOO_PERSISTENT);
+		snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
+		rc = create_node(a, 0, mpath, iv, ZOO_PERSISTENT);
 		if (rc != ZOK && rc != ZNODEEXISTS) {
 			zk_error(a, rc, "creating a mark");
 			return TRY_ERROR;
 		}
 	}
-	path_of(a, false, dc, w, kpath, sizeof(kpath));
-	path_of(a, true, dc, w, mpath, sizeof(mpath));
 	session = session_of(z);
-	for (tries = 0; tries < 2; tries++) {
-		struct zcall *k, *m, *c;
-		char owner[AG_OWNER_MAX + 1], iv[32];
-		zoo_op_t ops[2];
-		bool bad;
-
-		rc = prove(a, 0, dc, w, sent, &k, &m);
-		if (rc == ZNOAUTH) {
-			/* This pair's nodes' ACL refuses us: this pair only (the root was ours). */
-			logm(AG_WARN, "event=zookeeper_node_refused datacenter=%u worker=%u: %s on the pair's nodes",
-			     dc, w, zerror(rc));
-			return TRY_REFUSED;
-		}
-		if (rc != ZOK) {
-			zk_error(a, rc, "claim");
-			return TRY_ERROR;
-		}
-		bad = m->rc == ZOK &&
-		      mark_parse(a, m, dc, w, mark, owner, sizeof(owner), NULL);
-		if (k->rc == ZOK) {
-			if (!session || k->stat.ephemeralOwner != session) {
-				z->mine = false;	/* another session's (ours is gone) */
-				ret = TRY_HELD;
-			} else if (m->rc != ZOK) {
-				ret = TRY_NO_MARK;	/* ours, but no mark to read */
-			} else if (bad) {
-				ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
-				ret = TRY_BAD_MARK;
-			} else {
-				/* Our own key, claimed before and not served: ours still. */
-				z->mine = true;
-				z->mine_dc = dc;
-				z->mine_w = w;
-				z->mine_session = session;
-				z->key_version = k->stat.version;
-				z->mark_version = m->stat.version;
-				set_holding(z, true);
-				ret = TRY_TAKEN;
-			}
-			call_put(k);
-			call_put(m);
-			return ret;
-		}
-		z->mine = false;
-		if (m->rc == ZNONODE || (bad && !init_mark)) {
-			/* An invalid mark: never served, never a floor (a missing mark's rules). */
-			if (bad)
-				ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
-			call_put(k);
-			call_put(m);
-			return bad ? TRY_BAD_MARK : TRY_NO_MARK;
-		}
-		/* Free, with a mark: create the key while the mark is as read. */
-		c = call_new(z);
-		if (!c) {
-			call_put(k);
-			call_put(m);
-			return TRY_ERROR;
-		}
-		zoo_create_op_init(&ops[0], kpath, a->owner, (int)strlen(a->owner), z->acl,
-				   ZOO_EPHEMERAL, c->created, sizeof(c->created));
-		/*
-		 * An invalid mark and @init_mark: replaced in the same multi,
-		 * at the version read (only the very data found invalid).
-		 */
-		if (bad) {
-			snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
-			zoo_set_op_init(&ops[1], mpath, iv, (int)strlen(iv), m->stat.version, &c->stat);
+	rc = prove(a, 0, dc, w, sent, &k, &m);
+	if (rc == ZNOAUTH) {
+		/* This pair's nodes' ACL refuses us: this pair only (the root was ours). */
+		logm(AG_WARN, "event=zookeeper_node_refused datacenter=%u worker=%u: %s on the pair's nodes",
+		     dc, w, zerror(rc));
+		return TRY_REFUSED;
+	}
+	if (rc != ZOK) {
+		zk_error(a, rc, "claim");
+		return TRY_ERROR;
+	}
+	bad = m->rc == ZOK && mark_parse(a, m, dc, w, mark, owner, sizeof(owner), NULL);
+	if (k->rc == ZOK) {
+		if (!session || k->stat.ephemeralOwner != session) {
+			z->mine = false;	/* another session's (ours is gone) */
+			ret = TRY_HELD;
+		} else if (m->rc != ZOK) {
+			ret = TRY_NO_MARK;	/* ours, but no mark to read */
+		} else if (bad) {
+			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
+			ret = TRY_BAD_MARK;
 		} else {
-			zoo_check_op_init(&ops[1], mpath, m->stat.version);
-		}
-		call_started(c, zoo_amulti(z->zh, 2, ops, c->res, cb_void, c));
-		rc = call_wait(z, c, dl_of(a, 0));
-		if (rc == ZOK) {
+			/* Our own key, claimed before and not served: ours still. */
 			z->mine = true;
 			z->mine_dc = dc;
 			z->mine_w = w;
 			z->mine_session = session;
-			z->key_version = 0;
-			z->mark_version = bad ? c->stat.version : m->stat.version;
-			if (bad) {
-				ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
-				*mark = init_mark;
-			}
+			z->key_version = k->stat.version;
+			z->mark_version = m->stat.version;
 			set_holding(z, true);
 			ret = TRY_TAKEN;
-		} else if (!c->abandoned && c->res[0].err == ZNODEEXISTS) {
-			ret = TRY_HELD;
-		} else if (!c->abandoned && (c->res[1].err == ZBADVERSION || c->res[1].err == ZNONODE)) {
-			ret = -2;	/* the mark moved between the read and the create: again */
-		} else if (!c->abandoned && rc == ZNOAUTH) {
-			logm(AG_WARN, "event=zookeeper_node_refused datacenter=%u worker=%u: %s on the pair's nodes",
-			     dc, w, zerror(rc));
-			ret = TRY_REFUSED;
-		} else {
-			zk_error(a, rc, "claim (multi)");
-			/*
-			 * No answer (the connection lost, the deadline): the multi
-			 * may have created the key, as an ephemeral of this
-			 * session.  Unknown: the engine gives it back before its
-			 * next step (give_back(), G6).
-			 */
-			ret = !a->fatal && (c->abandoned || rc_lost(rc)) ? TRY_UNKNOWN : TRY_ERROR;
 		}
-		call_put(c);
-		call_put(k);
-		call_put(m);
-		if (ret != -2)
-			return ret;
+		goto out;
 	}
-	return TRY_ERROR;
+	z->mine = false;
+	if (m->rc == ZNONODE || (bad && !init_mark)) {
+		/* An invalid mark: never served, never a floor (a missing mark's rules). */
+		if (bad)
+			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
+		ret = bad ? TRY_BAD_MARK : TRY_NO_MARK;
+		goto out;
+	}
+	/* Free, with a mark: create the key while the mark is as read. */
+	c = call_new(z);
+	if (!c) {
+		ret = TRY_ERROR;
+		goto out;
+	}
+	zoo_create_op_init(&ops[0], kpath, a->owner, (int)strlen(a->owner), z->acl,
+			   ZOO_EPHEMERAL, c->created, sizeof(c->created));
+	/*
+	 * An invalid mark and @init_mark: replaced in the same multi, at the
+	 * version read (only the very data found invalid).
+	 */
+	if (bad) {
+		snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
+		zoo_set_op_init(&ops[1], mpath, iv, (int)strlen(iv), m->stat.version, &c->stat);
+	} else {
+		zoo_check_op_init(&ops[1], mpath, m->stat.version);
+	}
+	call_started(c, zoo_amulti(z->zh, 2, ops, c->res, cb_void, c));
+	rc = call_wait(z, c, dl_of(a, 0));
+	if (rc == ZOK) {
+		z->mine = true;
+		z->mine_dc = dc;
+		z->mine_w = w;
+		z->mine_session = session;
+		z->key_version = 0;
+		z->mark_version = bad ? c->stat.version : m->stat.version;
+		if (bad) {
+			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
+			*mark = init_mark;
+		}
+		set_holding(z, true);
+		ret = TRY_TAKEN;
+	} else if (!c->abandoned && (c->res[0].err == ZNODEEXISTS || c->res[1].err == ZBADVERSION ||
+				     c->res[1].err == ZNONODE)) {
+		/* Taken, or its mark moved, since the read: not committed, busy for this walk. */
+		ret = TRY_HELD;
+	} else if (!c->abandoned && rc == ZNOAUTH) {
+		logm(AG_WARN, "event=zookeeper_node_refused datacenter=%u worker=%u: %s on the pair's nodes",
+		     dc, w, zerror(rc));
+		ret = TRY_REFUSED;
+	} else {
+		zk_error(a, rc, "claim (multi)");
+		/*
+		 * No answer (the connection lost, the deadline): the multi may
+		 * have created the key, as an ephemeral of this session.
+		 * Unknown: the engine gives it back before its next step
+		 * (give_back(), G6).
+		 */
+		ret = !a->fatal && (c->abandoned || rc_lost(rc)) ? TRY_UNKNOWN : TRY_ERROR;
+	}
+	call_put(c);
+out:
+	call_put(k);
+	call_put(m);
+	return ret;
 }
 
 /*
@@ -1312,6 +1305,16 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 			*held = cur;
 		call_put(m);
 	}
+	/*
+	 * The raise is one compare-and-set on the mark's version (ZooKeeper
+	 * has no "at least" write): a setData refused on the version (a
+	 * definite answer: nothing written) reads the mark again and sets
+	 * it at the version read, at most 3 rounds, all by @deadline.  This
+	 * is the raise itself, not a resend: a raise without an answer
+	 * (abandoned, the connection lost) is never sent again here (-1:
+	 * the engine renews again at its next step, when an abandoned raise
+	 * that landed is found as ours: mark_is_ours()).
+	 */
 	for (tries = 0; raise && tries < 3; tries++) {
 		rc = raise_mark(a, deadline, raise, create, &step);
 		if (rc == ZOK)
