@@ -3,14 +3,15 @@
 # root (scripts/kroot.sh) with PostgreSQL 18 and what clients/postgresql's
 # Debian package builds with (debian/control.in's Build-Depends but
 # libsnowflake-dev, which is the deb stage's), installed with apt while no
-# service may start (policy-rc.d), cached as
-# build/dkms-sid-pg18/sid-pg18-KEY.tar.zst (KEY: the sid tarball's name and
-# the packages).  tests/dkms-sid/run.sh calls it; tests/lib/check.sh also
+# service may start (policy-rc.d), cached unpacked as
+# build/dkms-sid-pg18/root-KEY/ (KEY: the sid tarball's name and the
+# packages; complete when root-KEY.done is there), read-only to the stage,
+# which mounts an overlay on it (no copy: 2.1 GB with clang and LLVM).  tests/dkms-sid/run.sh calls it; tests/lib/check.sh also
 # starts it in the background at the beginning of `make check` (apt mostly
 # waits on the mirror).  Two runs at once: the second waits for the first
 # (flock).
 #
-# Usage: pg18-root.sh.  Prints "# ..." lines, then "tarball=PATH"; exits
+# Usage: pg18-root.sh.  Prints "# ..." lines, then "root=PATH"; exits
 # nonzero when the root could not be made.
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
@@ -40,10 +41,9 @@ if [ -z "$sid" ]; then
 	exit 1
 fi
 key=$(printf '%s\n' "${sid##*/}" "${PG18_PKGS[@]}" | sha256sum | cut -c1-12)
-tb=$OUT/sid-pg18-$key.tar.zst
-if [ ! -s "$tb" ]; then
+r=$OUT/root-$key
+if [ ! -f "$r.done" ]; then
 	start=$(now)
-	r=$OUT/mk
 	rm -rf "$r"
 	mkdir -p "$r" "$OUT/mk-work"
 	tar -C "$r" --zstd -xf "$sid"
@@ -58,12 +58,13 @@ if [ ! -s "$tb" ]; then
 		rm -rf "$r" "$OUT/mk-work"
 		exit 1
 	fi
-	apt_s=$(($(now) - start))
 	rm -f "$r/usr/sbin/policy-rc.d"
 	kroot_run "$r" "$OUT/mk-work" apt-get clean
-	tar -C "$r" -I 'zstd -T0 -1' -cf "$tb.tmp" . && mv "$tb.tmp" "$tb"
-	rm -rf "$r" "$OUT/mk-work"
-	find "$OUT" -maxdepth 1 -name 'sid-pg18-*.tar.zst' ! -path "$tb" -delete
-	echo "# made ${tb#"$ROOT"/}: + ${PG18_PKGS[*]} (apt ${apt_s} s, all $(($(now) - start)) s)"
+	rm -rf "$OUT/mk-work"
+	touch "$r.done"
+	# Older keys' roots (not one a stage has mounted: rm stops at a mount).
+	find "$OUT" -maxdepth 1 -name 'root-*.done' ! -path "$r.done" -delete
+	find "$OUT" -maxdepth 1 -type d -name 'root-*' ! -path "$r" -exec rm -rf --one-file-system {} +
+	echo "# made ${r#"$ROOT"/}: + ${PG18_PKGS[*]} ($(($(now) - start)) s)"
 fi
-echo "tarball=$tb"
+echo "root=$r"

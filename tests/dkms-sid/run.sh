@@ -11,7 +11,8 @@
 # a server started, CREATE EXTENSION snowflake, the no-device error and
 # pg_regress's devices test (what runs without the module; the rest runs
 # on 15 in the db stage's guest).  The root with postgresql-18 and the
-# package's Build-Depends: tests/dkms-sid/pg18-root.sh, cached.
+# package's Build-Depends: tests/dkms-sid/pg18-root.sh, cached unpacked,
+# under an overlay.
 # Prints "dkms-sid: N passed, M failed".
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
@@ -38,21 +39,28 @@ fi
 APT=(apt-get -q -y -o Dpkg::Use-Pty=0 -o APT::Color=0 -o Acquire::Check-Valid-Until=false
 	--no-install-recommends)
 # The sid root with PostgreSQL 18 and its build packages
-# (tests/dkms-sid/pg18-root.sh, cached; check.sh starts it early).
+# (tests/dkms-sid/pg18-root.sh, cached; check.sh starts it early), under an
+# overlay: the stage's writes go to $OUT/upper, the cached root stays as
+# made; unmounted when the stage ends.
 start=$(now)
 rootout=$("$ROOT/tests/dkms-sid/pg18-root.sh" 2>&1) || true
-pgtar=$(sed -n 's/^tarball=//p' <<<"$rootout")
+lower=$(sed -n 's/^root=//p' <<<"$rootout")
 grep '^# made' <<<"$rootout" || true
-if [ -z "$pgtar" ] || [ ! -s "$pgtar" ]; then
+if [ -z "$lower" ] || [ ! -f "$lower.done" ]; then
 	indent <<<"$rootout"
 	notok "the sid root with PostgreSQL 18 (tests/dkms-sid/pg18-root.sh)"
 	finish
 fi
-rm -rf "$OUT"
-mkdir -p "$R" "$OUT/work"
-tar -C "$R" --zstd -xf "$pgtar"
+as_root umount "$R" 2>/dev/null || true
+rm -rf --one-file-system "$OUT"
+mkdir -p "$R" "$OUT/upper" "$OUT/ovl" "$OUT/work"
+if ! as_root mount -t overlay overlay -o "lowerdir=$lower,upperdir=$OUT/upper,workdir=$OUT/ovl" "$R"; then
+	notok "mount -t overlay on ${lower#"$ROOT"/}"
+	finish
+fi
+trap 'as_root umount "$R" || as_root umount -l "$R"' EXIT
 cp -L /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null || true
-ok "a fresh copy of the sid root with PostgreSQL 18 (${pgtar#"$ROOT"/}, $(($(now) - start)) s)"
+ok "a fresh sid root with PostgreSQL 18 (an overlay on ${lower#"$ROOT"/}, $(($(now) - start)) s)"
 kver=$(awk '$1 == "linux-headers-amd64" { print $2 }' "$BUILD/kroots/sid.kvers" 2>/dev/null) || true
 cp "$deb" "$OUT/work/"
 start=$(now)
