@@ -37,7 +37,12 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
+/* PostgreSQL 18 names a module in pg_get_loaded_modules(). */
+#if PG_VERSION_NUM >= 180000
+PG_MODULE_MAGIC_EXT(.name = "snowflake", .version = "1.0");
+#else
 PG_MODULE_MAGIC;
+#endif
 
 /* Unix ms of PostgreSQL's epoch, 2000-01-01. */
 #define PG_EPOCH_UNIX_MS INT64CONST(946684800000)
@@ -88,9 +93,14 @@ sf_forget(struct sf_dev *d)
 
 /*
  * The error for -@err from @op on @d, with what to do about it.  Never
- * returns.
+ * returns.  PostgreSQL 18 replaced pg_attribute_noreturn() (after the
+ * declarator) with pg_noreturn (before it; C11 _Noreturn).
  */
+#if PG_VERSION_NUM >= 180000
+static pg_noreturn void
+#else
 static void pg_attribute_noreturn()
+#endif
 sf_raise(struct sf_dev *d, const char *op, int err)
 {
 	const char *path = *d->path;

@@ -19,6 +19,8 @@
 #   - the vmclone stage (beside vmtest, joined after it),
 #   - the piuparts stage (beside the lease stage, joined with it),
 #   - the upgrade stage (from after the contract to the end, joined last),
+#   - the dkms-sid stage's sid root with PostgreSQL 18
+#     (tests/dkms-sid/pg18-root.sh, from after ksrc; the stage waits for it),
 #   - the db stage (its roots made from after ksrc, as the deb stage's; the
 #     stage from after vmclone, beside restart and debug-kernel, joined
 #     last),
@@ -166,6 +168,11 @@ fi
 # MariaDB; it waits for the one above), the same way.
 if want db; then
 	nice -n 10 tests/db/root.sh >"$BUILD/db-root-prefetch.log" 2>&1 &
+fi
+# The dkms-sid stage's sid root with PostgreSQL 18 (tests/dkms-sid/pg18-root.sh),
+# the same way.
+if want dkms-sid; then
+	nice -n 10 tests/dkms-sid/pg18-root.sh >"$BUILD/dkms-sid-root-prefetch.log" 2>&1 &
 fi
 export SNOWFLAKE_SKIP_DEPS=1
 # The quickstart lane mostly waits on the Debian mirror (apt in fresh
