@@ -121,6 +121,30 @@ else
 	[ -f /tmp/pgsrc/results/snowflake.out ] && sed "s/^/$TAG OUT /" /tmp/pgsrc/results/snowflake.out
 fi
 
+# ---- the extension's mutants (tests/db/mutants, tests/db/lib.sh db_mutants) ----
+# Each in place of the installed snowflake.so (every new backend loads it
+# from the disk), pg_regress again: it must fail in the snowflake test, the
+# devices test passing (the server and the harness worked); then the
+# package's library back.
+LIB=$(/usr/lib/postgresql/15/bin/pg_config --pkglibdir)/snowflake.so
+cp "$LIB" /tmp/snowflake.so.pkg
+for m in "$SHARE"/mutants/*.so; do
+	[ -e "$m" ] || continue
+	name=$(basename "$m" .so)
+	install -m 0644 "$m" "$LIB"
+	runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config \
+		>/tmp/sfdb.mutant 2>&1
+	if grep -Eq '(^|[^a-z_])snowflake +\.\.\. FAILED|^not ok [0-9]+ +- snowflake' /tmp/sfdb.mutant &&
+		grep -Eq '(^|[^a-z_])devices +\.\.\. ok|^ok [0-9]+ +- devices' /tmp/sfdb.mutant; then
+		say "ok mutant $name: killed by pg_regress (the snowflake test failed, devices passed)"
+	else
+		say "notok mutant $name: SURVIVED pg_regress, or the run failed elsewhere"
+		sed "s/^/$TAG #   /" /tmp/sfdb.mutant | tail -n 20
+	fi
+	install -m 0644 /tmp/snowflake.so.pkg "$LIB"
+done
+t "the package's snowflake.so is back (cmp)" cmp -s /tmp/snowflake.so.pkg "$LIB"
+
 # ---- 1,000,000 rows, the wall clock stepped back one hour mid-statement ---------
 pg -c 'CREATE TABLE big (n int, id bigint DEFAULT snowflake.nextval())'
 start=$(up)

@@ -76,6 +76,38 @@ db_debs() {
 	debs=()
 }
 
+# db_mutants: every defect found in the extension, brought back by a
+# small patch (tests/db/mutants/*.patch, against the repository): each
+# built with PGXS in the build root (db_root's, unpacked) into
+# $OUT/mutants/NAME.so, which tests/db/guest.sh puts in place of the
+# installed snowflake.so and runs pg_regress on: the mutant must fail it,
+# in the test its header names.  A patch that no longer applies or builds
+# is a failure.
+db_mutants() {
+	local p m mr=$BUILD/db/build-root/root/mut
+	rm -rf "$OUT/mutants"
+	mkdir -p "$OUT/mutants"
+	for p in "$ROOT"/tests/db/mutants/*.patch; do
+		[ -e "$p" ] || continue
+		m=$(basename "$p" .patch)
+		rm -rf "$mr"
+		mkdir -p "$mr/clients"
+		cp -a "$ROOT/clients/postgresql" "$mr/clients/"
+		rm -rf "$mr"/clients/postgresql/{*.o,*.so,*.bc,results}
+		if patch -d "$mr" -p1 <"$p" >"$OUT/mutant-$m.log" 2>&1 &&
+			R=$BUILD/db/build-root inroot sh -c \
+				"make -C /root/mut/clients/postgresql PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config" \
+				>>"$OUT/mutant-$m.log" 2>&1; then
+			cp "$mr/clients/postgresql/snowflake.so" "$OUT/mutants/$m.so"
+			ok "mutant $m: applies and builds"
+		else
+			tail -n 10 "$OUT/mutant-$m.log" | indent
+			notok "mutant $m: does not apply or build (log: ${OUT#"$ROOT"/}/mutant-$m.log)"
+		fi
+	done
+	rm -rf "$mr"
+}
+
 # db_root KVER R: R, the guest's root: the servers' root with the deb
 # stage's packages (DKMS builds the module for KVER) and
 # postgresql-15-snowflake and mariadb-plugin-snowflake, built in the build
@@ -135,6 +167,7 @@ db_root() {
 			notok "clients/$c: dpkg-buildpackage (log: ${OUT#"$ROOT"/}/build-$c.log)"
 		fi
 	done
+	db_mutants
 	for p in postgresql-15-snowflake mariadb-plugin-snowflake; do
 		f=$(find "$BUILD/db/build-root/root/src" -maxdepth 1 -name "${p}_${version}_*.deb" | sed -n 1p)
 		if [ -n "$f" ]; then
@@ -198,6 +231,11 @@ db_boot() {
 		printf '%s\n' "${kv#*=}" >"$ov/usr/local/share/sf-db/${kv%%=*}"
 	done
 	cp -a "$ROOT/clients/postgresql" "$ov/usr/local/share/sf-db/postgresql"
+	# The extension's mutants (db_mutants), when this run built them.
+	if compgen -G "$OUT/mutants/*.so" >/dev/null; then
+		mkdir -p "$ov/usr/local/share/sf-db/mutants"
+		cp "$OUT"/mutants/*.so "$ov/usr/local/share/sf-db/mutants/"
+	fi
 	# The documents whose SQL examples run there.
 	cp "$ROOT/README.md" "$ROOT/docs/databases.md" "$ov/usr/local/share/sf-db/"
 	# P9's program (scripts/bench-db.sh), which the db stage runs once.
