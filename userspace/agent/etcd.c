@@ -710,24 +710,20 @@ static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
  *
  * A missing or invalid mark is written (at @init_mark) only with
  * @init_mark, in the same Txn, and only over the very text read; without,
- * nothing is written (TRY_NO_MARK, TRY_BAD_MARK).  Nothing is asked twice
- * here: a failed compare is not committed (the key taken since the read:
- * TRY_HELD, the walk goes on; the mark changed: TRY_ERROR, the engine
- * asks again), and a Txn without a readable answer is TRY_UNKNOWN (the
- * engine gives its key back, G6).
+ * nothing is written (TRY_NO_MARK, TRY_BAD_MARK).  Nothing is asked twice:
+ * a failed compare is not committed (the key taken since the read:
+ * TRY_HELD; the mark changed: TRY_ERROR, the engine asks again), a Txn
+ * without a readable answer TRY_UNKNOWN (the engine gives the key back).
  *
- * The lease this claim binds the key to may be one an earlier claim of
- * this run used (have_lease() keeps it alive).  No key of ours is left
- * bound to it, which kept alive would stay for ever and which read_pair()
- * would take for another owner's (pool_full for ever with one pair): the
- * engine claims only once every earlier claim of this run is settled.  One
- * whose outcome was unknown it has given back (agent.c resolve_unknown():
- * delete-if-owner, before any other step); the pair it claimed last,
- * served or not, it has offered back first (acquire(): readopt()), which
- * takes it again while its key is the one that claim bound to our lease,
- * and lets a claim go on only when that key is not ours any more (gone
- * with its lease, deleted, or another's: create revision or lease not
- * ours).  A VM fork starts the store afresh, without the parent's lease.
+ * The lease may be one an earlier claim of this run bound a key to
+ * (have_lease() keeps it alive).  No such key is left to be kept alive
+ * for ever and read as another owner's (pool_full for ever with one
+ * pair): the engine claims only once every earlier claim is settled, an
+ * unknown one given back (resolve_unknown(): delete-if-owner), the one it
+ * claimed last, served or not, offered back first (acquire(): readopt()
+ * takes it again while its key is the one that claim bound to our lease;
+ * a claim goes on only when that key is not ours: gone with its lease,
+ * deleted, or another's).  A VM fork starts the store afresh.
  */
 static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
@@ -793,25 +789,13 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		return TRY_UNKNOWN;
 	}
 	if (!ok) {
-		/* Not committed: the key was taken, or the mark changed, since the read (count left out: 0). */
-		switch (ag_etcd_u64(txn_range(j, 0), "count", ID_MAX, &count)) {
-		case AG_VAL_MISSING:
-			ret = TRY_ERROR;
-			break;
-		case AG_VAL_OK:
-			ret = count ? TRY_HELD : TRY_ERROR;
-			break;
-		default:
+		/* Not committed: the key taken (TRY_HELD), or the mark changed (count left out), since the read. */
+		ret = ag_etcd_u64(txn_range(j, 0), "count", ID_MAX, &count);
+		if (ret == AG_VAL_INVALID)
 			ag_reply_invalid(a, "etcd claim's count", json_object_to_json_string(j),
 					 strlen(json_object_to_json_string(j)));
-			ret = TRY_ERROR;
-			break;
-		}
-		if (ret == TRY_ERROR)
-			logm(AG_DEBUG, "etcd claim of %s: not committed, the mark %s changed since it was read",
-			     key, mkey);
 		json_object_put(j);
-		return ret;
+		return ret == AG_VAL_OK && count ? TRY_HELD : TRY_ERROR;
 	}
 	/* Our Put is the Txn's only write to the key: its create revision is the Txn's. */
 	json_object_object_get_ex(j, "header", &hdr);
@@ -843,19 +827,17 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
  * when it is missing or invalid); 0 not ours (gone, or another's); -1
  * failed.
  *
- * The raise compares the mark with what this holder read of it last
- * (e->seen: its claim's or its last proof's read): a valid one by value
- * (Value(mark) < raise), a missing or invalid one as that very read
- * (absent, or its mod revision: only the text found invalid is replaced;
- * safe, as this holder's floor is above every earlier holder's
- * timestamps, and @raise above its own).  A compare that failed with the
- * key proven ours all the same (the mark at or above @raise already, or
- * missing, invalid, or changed since that read) is 1 with the mark as
- * read now, and nothing is sent again: the engine asks again, raising,
- * where that mark is below what it needs (agent.c renew():
- * event=mark_lowered), and that proof compares the very mark read here.
- * A raise counts only on a valid mark read back at or above it: a mark
- * that is not 20 digits fails the byte compare without being raised.
+ * The raise compares the mark as this holder last read it (e->seen, at
+ * its claim or last proof): a valid one by value (Value(mark) < raise), a
+ * missing or invalid one as that very read (absent, or its mod revision:
+ * only the text found invalid is replaced; safe, this holder's floor is
+ * above every earlier holder's timestamps and @raise above its own).  The
+ * key proven ours but the mark compare failed (at or above @raise
+ * already; missing, invalid or changed since that read): 1 with the mark
+ * read now, nothing sent again; the engine raises again where that is
+ * below what it needs (agent.c renew(): event=mark_lowered), and that
+ * proof compares the very mark read here.  A raise counts only on a valid
+ * mark read back at or above it ("1000" fails the byte compare unraised).
  */
 static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *mark)
 {
