@@ -1120,6 +1120,12 @@ NA_I31 = {
     ("redis_replica_added", "mysql"): "MySQL: store_not_durable (a replica connected)",
     ("name_lookup_hangs", "etcd"): "etcd: libcurl resolves the endpoints' names itself "
                                    "(the agent's resolve_bounded() is not on its path)",
+    ("unserved_fenced", "redis"): "Redis: the key's own expiry is its lease (nothing apart "
+                                  "from it is kept alive: an unserved claim's key ends within "
+                                  "the TTL)",
+    ("unserved_fenced", "mysql"): "MySQL: the row's own expiry is its lease (nothing apart "
+                                  "from it is kept alive: an unserved claim's row ends within "
+                                  "the TTL)",
 }
 if "NA_TABLE" in globals():
     NA_TABLE.update(NA_I31)                               # noqa: F821
@@ -1185,6 +1191,41 @@ def s_claim_resent(c):
     c.note("A served %.1f s after the lost reply" % (time.monotonic() - t0))
     c.expect(c.s.key_get(c.cl, (0, 0)) == a.owner(), "the key does not hold A's owner")
     time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def s_unserved_fenced(c):
+    """A pool of one pair: A claims it and, while it settles, every reply
+    is held (the requests go through: the store keeps A's lease, etcd's
+    lease or ZooKeeper's session, alive) until A has fenced, its key still
+    bound to A's lease; the replies normal again, A serves the pair within
+    the bound (its own key taken back, or gone with its lease), never takes
+    its own key for another owner's (pool_full for ever, the lease kept
+    alive by its next claim)."""
+    if c.s.name in ("redis", "mysql"):
+        na31(c, "unserved_fenced")
+    c.init()
+    px = c.with_proxy()
+    a = c.agent(proxy=True, extra=("--settle-ms", "4000"))
+    c.expect(a.wait("event=claimed", 15), "A never claimed")
+    off = a.size()
+    px.set_mode("hold")
+    # the engine's fence at the lease's end, or ZooKeeper's connection seen lost first
+    c.expect(a.wait(r"event=(fence_latency|zookeeper_connecting)", TTL / 1000 + 3, off),
+             "A did not drop its lease while the replies were held")
+    c.expect(not a.has("event=unfenced"), "A served before its lease was dropped")
+    c.expect(c.s.key_get(c.cl, (0, 0)) == a.owner(), "the key does not hold A's owner after "
+             "its lease was dropped (the fault left nothing bound to it)")
+    c.fault("hold", at=now_ns())
+    time.sleep(1)
+    px.set_mode("pass")
+    px.cut()
+    t0 = time.monotonic()
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5, off),
+             "A never served the one pair after its unserved claim was dropped (%d pool_full)"
+             % len(re.findall("event=pool_full", a.text(off))))
+    c.note("A served %.1f s after the replies were normal again" % (time.monotonic() - t0))
     c.stop_agents()
     c.history()
 
@@ -1551,6 +1592,7 @@ SCENARIOS = [
     ("quarantine_per_pair", s_quarantine_per_pair),
     ("config_long_line", s_config_long_line),
     ("claim_resent", s_claim_resent),
+    ("unserved_fenced", s_unserved_fenced),
     ("owner_not_ascii", s_owner_not_ascii),
     ("mark_lowered_step", s_mark_lowered_step),
     ("pair_refused", s_pair_refused),

@@ -381,7 +381,8 @@ class Etcd(Store):
         """The last HTTP request in @req: a Txn that puts a worker key under
         a lease if its create revision is 0 is a claim; a keepalive, or a
         Txn comparing a worker key's lease, a renewal; a Txn of ranges only,
-        a read; a deleterange or a revoke, a release."""
+        a read; a deleterange, a revoke, or a Txn that deletes a worker key
+        only while it holds a value (the engine's give_back), a release."""
         i = req.rfind(b"POST /v3/")
         if i < 0:
             return ("other", "")
@@ -409,10 +410,14 @@ class Etcd(Store):
         cmp = body.get("compare") or []
         puts = [key(x["request_put"]) for x in body.get("success") or [] if "request_put" in x
                 and x["request_put"].get("lease") not in (None, "0")]
+        dels = [key(x["request_delete_range"]) for x in body.get("success") or []
+                if "request_delete_range" in x]
         for c in cmp:
             k = key(c)
             if not k.startswith(pre):
                 continue
+            if c.get("target") == "VALUE" and k in dels:
+                return ("release", k)
             if c.get("target") == "CREATE" and str(c.get("create_revision", "0")) == "0" \
                     and k in puts:
                 return ("claim", k)

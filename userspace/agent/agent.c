@@ -309,6 +309,21 @@ void ag_condition(struct agent *a, enum ag_cond what, enum ag_level level, const
 	a->cond_said[what] = h;
 }
 
+/* ag_condition_over() (agent.h). */
+void ag_condition_over(struct agent *a, enum ag_cond what, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	if (!a->cond_said[what])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	logm(AG_INFO, "%s", buf);
+	a->cond_said[what] = 0;
+}
+
 static void on_watchdog(int sig)
 {
 	struct snowflake_fence f = { .flags = SNOWFLAKE_FENCE_ON };
@@ -1045,11 +1060,19 @@ static int claim_one(struct agent *a, uint32_t dc, uint32_t w, bool *no_mark)
 }
 
 /*
- * Claim a pair: first the pair this run held last, only if its key still
- * holds this run's owner; then the preferred pair (the state file's, or
- * the last held) if free, then every pair of the pool from a random
- * start.  Returns TRY_TAKEN, TRY_HELD (the whole pool is held), TRY_NO_MARK
- * (no pair is free with a mark) or TRY_ERROR.
+ * Claim a pair: first the pair this run held or claimed last, only if its
+ * key still holds this run's owner; then the preferred pair (the state
+ * file's, or the last held) if free, then every pair of the pool from a
+ * random start.  Returns TRY_TAKEN, TRY_HELD (the whole pool is held),
+ * TRY_NO_MARK (no pair is free with a mark) or TRY_ERROR.
+ *
+ * The pair claimed last is offered back even when it was never served (it
+ * settled, then its renewals failed and the device fenced): its key may
+ * still be bound to this run's lease, which a store keeps alive for the
+ * next claim (etcd's lease, ZooKeeper's session); left alone, the walk
+ * would find it held by another and, with a pool of one pair, never claim
+ * again.  So no store undoes an earlier claim of its own (etcd.c
+ * e_claim()): the engine takes it back here, or learns it is not ours.
  */
 static int acquire(struct agent *a)
 {
@@ -1061,7 +1084,7 @@ static int acquire(struct agent *a)
 
 	if (resolve_unknown(a))
 		return TRY_ERROR;
-	if (a->ever_held) {
+	if (a->ever_held || a->key[0]) {	/* a->key: set by every claim (lease_taken()) */
 		ret = a->st->readopt(a, a->dc, a->w, &sent, &mark);
 		if (ret == TRY_TAKEN) {
 			/* Our own lease all along: nobody else can have used the pair. */
@@ -1770,7 +1793,18 @@ static int init_store(struct agent *a)
 	}
 	for (i = 0; i < a->pool && !ag_stop_pending() && !a->fatal; i++) {
 		uint32_t dc = a->dc_lo + (uint32_t)(i % ndc), w = a->w_lo + (uint32_t)(i / ndc);
-		int r = a->st->init_mark(a, dc, w, c->init_mark_ms, c->init_mark_given);
+		int r = -1, tries;
+
+		/*
+		 * A pair that failed (no answer: the store's next call goes to
+		 * its next endpoint or connection; or the mark changed under
+		 * the store's read) is asked again, up to 3 times: the engine
+		 * decides it, never a store.  Each init_mark() is conditional
+		 * (created only where absent, replaced only over the text read),
+		 * so asking again after a lost reply finds the mark present.
+		 */
+		for (tries = 0; tries < 3 && r < 0 && !a->fatal && (!tries || !ag_stop_pending()); tries++)
+			r = a->st->init_mark(a, dc, w, c->init_mark_ms, c->init_mark_given);
 
 		if (r == INIT_CREATED)
 			created++;

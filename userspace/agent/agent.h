@@ -254,11 +254,18 @@ int ag_wait(struct pollfd *p, unsigned int n, int64_t end);
 enum ag_cond {
 	AG_COND_STORE_NOT_DURABLE,	/* Redis: allowed, but can lose a mark */
 	AG_COND_SESSION_TIMEOUT,	/* ZooKeeper: the session's timeout */
-	AG_COND_STORE_DOWN,		/* ZooKeeper: down (not answering), or up again */
+	AG_COND_STORE_DOWN,		/* the store (an endpoint, a session) does not answer, or answers again */
 	AG_COND_N
 };
 void ag_condition(struct agent *a, enum ag_cond what, enum ag_level level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/*
+ * The condition @what is over (the store answers again): @fmt is logged at
+ * info only if the condition was said, and the next ag_condition() of it
+ * is said as new.
+ */
+void ag_condition_over(struct agent *a, enum ag_cond what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 struct agent {
 	struct ag_conf *c;

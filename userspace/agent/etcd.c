@@ -2,7 +2,9 @@
 /*
  * snowflake-agent(8): leases in etcd (v3 API, through the JSON gateway of
  * etcd 3.4 and later: POST /v3/..., keys and values base64, 64-bit
- * integers as strings), with libcurl and json-c.
+ * integers as strings), with libcurl and json-c.  This file only speaks
+ * etcd: what is done when a call fails or its outcome is unknown, and
+ * whether anything is asked again, the engine decides (agent.c).
  *
  * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
  * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
@@ -14,17 +16,13 @@
  *       Then(Put(key, owner, lease), Range(mark))
  *
  * (see e_claim(): a missing or invalid mark is written only with
- * init_mark, over the very text read).  The claim's Txn goes to one
- * endpoint only, never resent to the next: a claim that committed on one
- * member and lost its reply would, resent, find our own key and read it
- * as another's.  Its outcome unknown, it is TRY_UNKNOWN, and the engine
- * gives the key back before its next step (give_back(): a Txn that
- * deletes the key only while it holds our owner; agent.c
- * resolve_unknown()).
+ * init_mark, over the very text read).  Its outcome unknown, a claim is
+ * TRY_UNKNOWN, and the engine gives the key back before its next step
+ * (give_back(): a Txn that deletes the key only while it holds our owner;
+ * agent.c resolve_unknown()).
  *
- * kept with LeaseKeepAlive and revoked (LeaseRevoke, which deletes the
- * key, not the mark) on stop.  A keep-alive proves only that the lease
- * lives, not that the key is still bound to it (an operator's
+ * The lease is kept with LeaseKeepAlive.  A keep-alive proves only that
+ * the lease lives, not that the key is still bound to it (an operator's
  * `etcdctl del --prefix` leaves the lease alive): so every renewal also
  * proves the key itself, in a Txn that compares the key's create revision
  * (the revision of our own claim: a key deleted and created again has
@@ -38,13 +36,20 @@
  * Marks are 20-digit decimals, so etcd's byte comparison is numeric; one
  * that is not (an operator's "1000") fails the compare unraised, so a raise
  * counts only on the mark the Txn reads back (prove()).  Every value read
- * is parsed strictly (store_parse.c).  The lease's clock starts on the leader when it handles
- * the request, after we sent it, so the agent's rule holds: valid from
- * before the grant or keep-alive was sent, for ttl - margin.  A leader
- * change never shortens a lease (the new leader gives every lease a full
- * TTL).  Several endpoints: a call that fails moves to the next one; every
- * call, connecting and name lookup included, ends by the fence time
- * (CURLOPT_TIMEOUT_MS; libcurl resolves in a thread).
+ * is parsed strictly (store_parse.c).  The lease's clock starts on the
+ * leader when it handles the request, after we sent it, so the agent's
+ * rule holds: valid from before the grant or keep-alive was sent, for
+ * ttl - margin.  A leader change never shortens a lease (the new leader
+ * gives every lease a full TTL).
+ *
+ * One request goes to one endpoint, once (post()): none is ever sent
+ * again, to that endpoint or the next, by this file or by libcurl (a
+ * fresh connection for every request: e_init()).  A request that gets no
+ * answer, or an answer that its member cannot serve (gRPC 14, HTTP 5xx),
+ * moves the endpoint the next request goes to.  Every request waits in
+ * the engine's one wait, ag_wait(), through libcurl's multi interface:
+ * it ends at its deadline (the fence time, or etcd-timeout-ms), name
+ * lookup and connecting included, or at a stop signal.
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -61,9 +66,11 @@ static int e_init(struct agent *a)
 const struct store_ops ag_etcd_ops = { .name = "etcd", .init = e_init };
 #else
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -74,19 +81,28 @@ const struct store_ops ag_etcd_ops = { .name = "etcd", .init = e_init };
 #define REPLY_MAX	(1 << 20)
 /* etcd's lease ids and revisions are int64, above 0. */
 #define ID_MAX		((uint64_t)INT64_MAX)
+/* post()'s *grpc_code when the request never left (no connection): not committed. */
+#define NOT_SENT	(-2)
+
+/* A pair's mark as read: AG_VAL_*, the value, the revision that last wrote it, its text. */
+struct mread {
+	int v;
+	uint64_t mark, mod_rev;
+	char text[64];
+};
 
 struct estore {
-	CURL *h;
+	CURL *h;			/* the one request's handle */
+	CURLM *m;			/* ... driven by post() through ag_wait() */
 	char **eps;			/* endpoints */
-	int n_eps, cur;
+	int n_eps, cur;			/* cur: the endpoint the next request goes to */
 	char lease[24];			/* decimal lease id, "" none */
 	uint64_t create_rev;		/* the revision that created our key, 0 none */
 	int64_t lease_sent;		/* before its grant or last keep-alive */
+	struct mread seen;		/* our pair's mark as the last claim or proof read it */
 	char auth[600];			/* "Authorization: token", "" none */
-	bool down;			/* logged already */
 	char *body;			/* the response */
 	size_t len;
-	bool once;			/* the next post() tries one endpoint only (a claim) */
 };
 
 static struct estore *E(const struct agent *a)
@@ -110,17 +126,6 @@ static size_t on_data(char *p, size_t sz, size_t n, void *arg)
 	e->len += add;
 	e->body[e->len] = '\0';
 	return add;
-}
-
-/* libcurl's progress callback (at least about once a second): a stop signal ends the call. */
-static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-	(void)arg;
-	(void)dt;
-	(void)dn;
-	(void)ut;
-	(void)un;
-	return ag_stop_pending() ? 1 : 0;
 }
 
 static void b64(const char *in, char *out, size_t outlen)
@@ -160,98 +165,159 @@ static bool txn_ok(struct json_object *j)
 #define txn_range	ag_etcd_txn_range
 #define range_kv	ag_etcd_range_kv
 
-static void etcd_down(struct agent *a, const char *ep, const char *why)
+/*
+ * The endpoint just used failed (@why): said once for as long as etcd
+ * stays down (the engine's ag_condition()), and the next request goes to
+ * the next endpoint.  Nothing is sent again here.
+ */
+static void etcd_down(struct agent *a, const char *why)
 {
 	struct estore *e = E(a);
 
-	if (!e->down)
-		logm(AG_WARN, "event=etcd_down endpoint=%s error=\"%s\"", ep, why);
-	else
-		logm(AG_DEBUG, "etcd still down: %s: %s", ep, why);
-	e->down = true;
+	ag_condition(a, AG_COND_STORE_DOWN, AG_WARN, "event=etcd_down endpoint=%s error=\"%s\"",
+		     e->eps[e->cur], why);
+	e->cur = (e->cur + 1) % e->n_eps;
 }
 
 /*
- * POST @body to @path, trying the endpoints in turn, all of it by
- * @deadline (0: each try within etcd-timeout-ms).  The parsed reply
- * (caller puts it), or NULL: no endpoint answered, or the reply was an
- * error (logged; @grpc_code set when it said which).
+ * Run the request set up on e->h, by @end (boot_ns()), waiting in the
+ * engine's ag_wait() on the sockets and the timer libcurl names
+ * (curl_multi_fdset(), curl_multi_timeout()).  CURLE_OK or libcurl's
+ * error; CURLE_OPERATION_TIMEDOUT at @end; CURLE_ABORTED_BY_CALLBACK at a
+ * stop signal (*@stopped set).  The transfer is removed from the multi
+ * handle in every case: its connection is closed, never used again.
+ */
+static CURLcode perform(struct agent *a, int64_t end, bool *stopped)
+{
+	struct estore *e = E(a);
+	CURLcode res = CURLE_OK;
+	CURLMsg *msg;
+	int running = 1, left;
+
+	*stopped = false;
+	if (curl_multi_add_handle(e->m, e->h) != CURLM_OK)
+		return CURLE_FAILED_INIT;
+	for (;;) {
+		struct pollfd p[8];
+		fd_set rd, wr, ex;
+		unsigned int n = 0;
+		int maxfd = -1, fd, r;
+		long tmo = -1;
+		int64_t until = end;
+
+		if (curl_multi_perform(e->m, &running) != CURLM_OK) {
+			res = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running)
+			break;
+		FD_ZERO(&rd);
+		FD_ZERO(&wr);
+		FD_ZERO(&ex);
+		if (curl_multi_fdset(e->m, &rd, &wr, &ex, &maxfd) != CURLM_OK ||
+		    curl_multi_timeout(e->m, &tmo) != CURLM_OK) {
+			res = CURLE_FAILED_INIT;
+			break;
+		}
+		for (fd = 0; fd <= maxfd && n < sizeof(p) / sizeof(p[0]); fd++) {
+			short ev = (short)((FD_ISSET(fd, &rd) ? POLLIN : 0) |
+					   (FD_ISSET(fd, &wr) ? POLLOUT : 0) |
+					   (FD_ISSET(fd, &ex) ? POLLPRI : 0));
+
+			if (ev)
+				p[n++] = (struct pollfd){ .fd = fd, .events = ev };
+		}
+		/* No socket and no timer (a name lookup on libcurl's thread): ask again in 100 ms. */
+		if (tmo < 0 && !n)
+			tmo = 100;
+		if (tmo >= 0 && boot_ns() + tmo * NS_PER_MS < until)
+			until = boot_ns() + tmo * NS_PER_MS;
+		r = ag_wait(p, n, until);
+		if (r < 0) {
+			*stopped = errno == ECANCELED;
+			res = *stopped ? CURLE_ABORTED_BY_CALLBACK : CURLE_RECV_ERROR;
+			break;
+		}
+		if (!r && boot_ns() >= end) {
+			res = CURLE_OPERATION_TIMEDOUT;
+			break;
+		}
+	}
+	if (!running && res == CURLE_OK) {
+		while ((msg = curl_multi_info_read(e->m, &left)))
+			if (msg->msg == CURLMSG_DONE && msg->easy_handle == e->h)
+				res = msg->data.result;
+	}
+	curl_multi_remove_handle(e->m, e->h);
+	return res;
+}
+
+/*
+ * POST @body to @path at the current endpoint, by @deadline (0: within
+ * etcd-timeout-ms): one request, to one endpoint, never sent again.  The
+ * parsed reply (caller puts it), or NULL with *@grpc_code the code etcd
+ * answered with, -1 when it said none (no reply, a reply that cannot be
+ * read, a stop signal: the request may have run), or NOT_SENT (no
+ * connection: it never left).  No reply, gRPC 14 (unavailable, no
+ * leader) or an HTTP 5xx: the next request goes to the next endpoint.
  */
 static struct json_object *post(struct agent *a, int64_t deadline, const char *path,
 				const char *body, int *grpc_code)
 {
 	struct estore *e = E(a);
 	struct curl_slist *hdrs = NULL;
-	struct json_object *j = NULL;
+	struct json_object *j = NULL, *err = NULL, *c;
+	const char *ep = e->eps[e->cur];
+	int64_t t = ms_left(deadline, a->c->etcd_timeout_ms);
 	char url[1024];
+	bool stopped;
 	long http = 0;
-	int tries;
+	CURLcode rc;
 
-	*grpc_code = -1;
+	*grpc_code = NOT_SENT;
+	if (!t)
+		return NULL;
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	if (e->auth[0])
 		hdrs = curl_slist_append(hdrs, e->auth);
-	/* A write whose outcome matters (a claim) is never resent: one endpoint. */
-	for (tries = 0; tries < (e->once ? 1 : e->n_eps); tries++) {
-		const char *ep = e->eps[e->cur];
-		int64_t t = ms_left(deadline, a->c->etcd_timeout_ms);
-		CURLcode rc;
-
-		if (!t)
-			break;
-		snprintf(url, sizeof(url), "%s%s", ep, path);
-		e->len = 0;
-		if (e->body)
-			e->body[0] = '\0';
-		curl_easy_setopt(e->h, CURLOPT_URL, url);
-		curl_easy_setopt(e->h, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(e->h, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)t);
-		curl_easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS, (long)t);
-		rc = curl_easy_perform(e->h);
-		if (rc != CURLE_OK) {
-			etcd_down(a, ep, curl_easy_strerror(rc));
-			e->cur = (e->cur + 1) % e->n_eps;
-			continue;
-		}
-		curl_easy_getinfo(e->h, CURLINFO_RESPONSE_CODE, &http);
-		j = e->body ? json_tokener_parse(e->body) : NULL;
-		if (http == 200 && j) {
-			struct json_object *err;
-
-			/* A stream (keep-alive) reports errors in its body. */
-			if (!json_object_object_get_ex(j, "error", &err))
-				break;
-		}
-		if (j) {
-			struct json_object *err = NULL, *c;
-
-			/* {"error": "...", "code": N} or, in a stream, {"error": {"code": N}} */
-			if (!json_object_object_get_ex(j, "error", &err) ||
-			    !json_object_is_type(err, json_type_object))
-				err = j;
-			if (json_object_object_get_ex(err, "code", &c))
-				*grpc_code = json_object_get_int(c);
-		}
-		logm(AG_DEBUG, "etcd %s%s: HTTP %ld: %.300s", ep, path, http, e->body ? e->body : "");
-		/* 14 unavailable (no leader), HTTP 5xx: try another member. */
-		if (*grpc_code == 14 || (http >= 500 && *grpc_code < 0)) {
-			etcd_down(a, ep, e->body ? e->body : "error");
-			json_object_put(j);
-			j = NULL;
-			e->cur = (e->cur + 1) % e->n_eps;
-			continue;
-		}
-		json_object_put(j);
-		j = NULL;
-		break;
-	}
+	snprintf(url, sizeof(url), "%s%s", ep, path);
+	e->len = 0;
+	if (e->body)
+		e->body[0] = '\0';
+	curl_easy_setopt(e->h, CURLOPT_URL, url);
+	curl_easy_setopt(e->h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(e->h, CURLOPT_POSTFIELDS, body);
+	rc = perform(a, boot_ns() + t * NS_PER_MS, &stopped);
 	curl_slist_free_all(hdrs);
-	if (j && e->down) {
-		logm(AG_INFO, "event=etcd_up endpoint=%s", e->eps[e->cur]);
-		e->down = false;
+	if (rc != CURLE_OK) {
+		if (rc != CURLE_COULDNT_CONNECT && rc != CURLE_COULDNT_RESOLVE_HOST)
+			*grpc_code = -1;
+		if (stopped)
+			logm(AG_DEBUG, "etcd %s%s: given up at a stop signal", ep, path);
+		else
+			etcd_down(a, curl_easy_strerror(rc));
+		return NULL;
 	}
-	return j;
+	*grpc_code = -1;
+	curl_easy_getinfo(e->h, CURLINFO_RESPONSE_CODE, &http);
+	j = e->body ? json_tokener_parse(e->body) : NULL;
+	/* A stream (keep-alive) reports errors in its body. */
+	if (http == 200 && j && !json_object_object_get_ex(j, "error", NULL)) {
+		ag_condition_over(a, AG_COND_STORE_DOWN, "event=etcd_up endpoint=%s", ep);
+		return j;
+	}
+	/* {"error": "...", "code": N} or, in a stream, {"error": {"code": N}} */
+	if (j && (!json_object_object_get_ex(j, "error", &err) ||
+		  !json_object_is_type(err, json_type_object)))
+		err = j;
+	if (err && json_object_object_get_ex(err, "code", &c))
+		*grpc_code = json_object_get_int(c);
+	logm(AG_DEBUG, "etcd %s%s: HTTP %ld: %.300s", ep, path, http, e->body ? e->body : "");
+	json_object_put(j);
+	/* 14 unavailable (no leader), HTTP 5xx: this member cannot serve; the next request goes to the next. */
+	if (*grpc_code == 14 || (http >= 500 && *grpc_code < 0))
+		etcd_down(a, e->body && e->body[0] ? e->body : "error");
+	return NULL;
 }
 
 /* Authenticate (etcd-user): the token in e->auth.  false on failure (a->fatal on a refusal). */
@@ -283,23 +349,36 @@ static bool authenticate(struct agent *a, int64_t deadline)
 	return tok != NULL;
 }
 
-/* post() with a token: authenticate first, and again once when it expired. */
+/*
+ * post() with a token: authenticate first when there is none.  A token
+ * refused (16, unauthenticated: it expired) fails the call, which did
+ * not run, and the next call authenticates afresh; refused again, right
+ * after authenticating, the agent stops (etcd-user, etcd-password).
+ */
 static struct json_object *call(struct agent *a, int64_t deadline, const char *path,
 				const char *body, int *code)
 {
+	struct estore *e = E(a);
 	struct json_object *j;
+	bool fresh = false;
 
-	*code = -1;
-	if (a->c->etcd_user && !E(a)->auth[0] && !authenticate(a, deadline))
-		return NULL;
+	*code = NOT_SENT;
+	if (a->c->etcd_user && !e->auth[0]) {
+		if (!authenticate(a, deadline))
+			return NULL;
+		fresh = true;
+	}
 	j = post(a, deadline, path, body, code);
-	if (!j && a->c->etcd_user && *code == 16 && authenticate(a, deadline))
-		j = post(a, deadline, path, body, code);
+	if (!j && a->c->etcd_user && *code == 16 && !fresh) {
+		logm(AG_INFO, "etcd: the token was refused (expired): the next request authenticates again");
+		e->auth[0] = '\0';
+		return NULL;
+	}
 	/* 16 unauthenticated, 7 permission denied, or no user where one is needed. */
 	if (!j && !a->fatal && (*code == 16 || *code == 7 ||
-				(E(a)->body && strstr(E(a)->body, "user name is empty")))) {
+				(e->body && strstr(e->body, "user name is empty")))) {
 		logm(AG_ERR, "event=etcd_auth_failed: %s (etcd-user, etcd-password)",
-		     E(a)->body ? E(a)->body : "unauthenticated");
+		     e->body ? e->body : "unauthenticated");
 		a->fatal = AG_EXIT_AUTH;
 	}
 	return j;
@@ -344,21 +423,19 @@ static int e_init(struct agent *a)
 	}
 	e->cur = (int)(boot_ns() % e->n_eps);
 	e->h = curl_easy_init();
-	if (!e->h)
+	e->m = curl_multi_init();
+	if (!e->h || !e->m)
 		goto oom;
 	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
-	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(e->h, CURLOPT_PROTOCOLS_STR, "http,https");
 	/*
 	 * Every request on a connection of its own: libcurl resends a request
-	 * by itself when a reused connection closes before any reply (a claim
-	 * that committed, a renewal, their replies lost), never on a fresh
-	 * one; so a lost reply is seen, and logged (etcd_down) in post().
-	 * Nothing else resends a claim (post(): e->once, one endpoint); the
-	 * other calls, idempotent, go on to the next member there.
+	 * by itself when a reused connection closes before any reply (seen: a
+	 * renewal whose reply was lost, sent again), never on a fresh one; so
+	 * a lost reply is seen as lost (post(): the call fails, the engine
+	 * decides), and no request is ever sent twice.
 	 */
 	curl_easy_setopt(e->h, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(e->h, CURLOPT_FORBID_REUSE, 1L);
@@ -382,6 +459,8 @@ static void e_fini(struct agent *a)
 
 	if (!e)
 		return;
+	if (e->m)
+		curl_multi_cleanup(e->m);
 	if (e->h)
 		curl_easy_cleanup(e->h);
 	for (i = 0; i < e->n_eps; i++)
@@ -442,49 +521,11 @@ static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
 	return ret;
 }
 
-/* LeaseRevoke (which deletes the keys bound to it): true when done. */
-static bool revoke(struct agent *a)
-{
-	struct estore *e = E(a);
-	struct json_object *j;
-	char body[64];
-	int code;
-
-	if (!e->lease[0])
-		return false;
-	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", e->lease);
-	j = call(a, 0, "/v3/lease/revoke", body, &code);
-	if (j)
-		logm(AG_DEBUG, "event=lease_revoked lease=%s", e->lease);
-	json_object_put(j);
-	e->lease[0] = '\0';
-	e->create_rev = 0;
-	return j != NULL || code == 5;	/* 5: not found, gone already */
-}
-
 /*
- * A claim whose outcome is unknown (no reply, or one that cannot be read)
- * or that bound a key the agent will not keep (an invalid mark): its key,
- * if the Txn committed, is bound to our lease.  The lease is revoked,
- * which deletes that key, or, when etcd does not answer, forgotten: it is
- * never kept alive again, so it and the key end within the TTL.  Never a
- * key bound to a lease the agent keeps (a later claim gets a new lease).
+ * A lease young enough to claim with: ours, kept alive, or a new one.
+ * false: not now (no answer, or a bad one); the claim fails and the
+ * engine asks again.
  */
-static void forget_claim(struct agent *a, const char *key, const char *why)
-{
-	struct estore *e = E(a);
-	char lease[sizeof(e->lease)];
-
-	snprintf(lease, sizeof(lease), "%s", e->lease);
-	if (revoke(a))
-		logm(AG_WARN, "event=claim_undone key=%s lease=%s: %s: the lease is revoked (with the key, if the claim committed)",
-		     key, lease, why);
-	else
-		logm(AG_WARN, "event=claim_undone key=%s lease=%s: %s: the lease could not be revoked; it is never kept alive again and ends within the TTL",
-		     key, lease, why);
-}
-
-/* A lease young enough to claim with: kept alive, or a new one. */
 static bool have_lease(struct agent *a)
 {
 	struct estore *e = E(a);
@@ -492,12 +533,15 @@ static bool have_lease(struct agent *a)
 	char body[64];
 	uint64_t id;
 	int64_t sent;
-	int code;
+	int code, alive;
 
 	if (e->lease[0] && boot_ns() - e->lease_sent < (int64_t)a->c->renew_ms * NS_PER_MS)
 		return true;
-	if (e->lease[0] && keepalive(a, 0, &sent) == 1)
-		return true;
+	if (e->lease[0]) {
+		alive = keepalive(a, 0, &sent);
+		if (alive)
+			return alive > 0;
+	}
 	snprintf(body, sizeof(body), "{\"TTL\":\"%u\"}", (a->c->ttl_ms + 999) / 1000);
 	sent = boot_ns();
 	j = call(a, 0, "/v3/lease/grant", body, &code);
@@ -514,13 +558,6 @@ static bool have_lease(struct agent *a)
 	json_object_put(j);
 	return e->lease[0];
 }
-
-/* A pair's mark as read: AG_VAL_*, the value, the revision that last wrote it, its text. */
-struct mread {
-	int v;
-	uint64_t mark, mod_rev;
-	char text[64];
-};
 
 /* @kv (NULL: none) as a struct mread; -1 when its revision is not a decimal string. */
 static int mread_of(struct agent *a, struct json_object *kv, struct mread *mr)
@@ -597,52 +634,69 @@ static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr,
 }
 
 /*
- * Create the mark of (@dc, @w) at @value where it is missing, replace it
- * where it is invalid and @replace_invalid: INIT_*, or -1 failed.
+ * --init-store: create the mark of (@dc, @w) at @value where it is
+ * missing, in one Txn that reads it where it is not:
+ *
+ *   Txn If(CreateRevision(mark) == 0) Then(Put(mark, value)) Else(Range(mark))
+ *
+ * and where that read finds it invalid and @replace_invalid, replace only
+ * that very text (ModRevision(mark) == as read).  INIT_*, or -1 failed: no
+ * answer, or the mark changed between the two (the engine asks again).
  */
 static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 		       bool replace_invalid)
 {
 	struct json_object *j;
 	char mkey[512], m64[700], v[24], v64[40], cmp[900], *body;
-	struct mread mr;
-	int code, tries;
+	struct mread mr = { .v = AG_VAL_MISSING };
+	int code;
 	bool ok;
 
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
 	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
 	b64(v, v64, sizeof(v64));
-	for (tries = 0; tries < 3; tries++) {
-		if (read_pair(a, dc, w, &mr, NULL))
-			return -1;
-		if (mr.v == AG_VAL_OK)
-			return INIT_PRESENT;
-		if (mr.v == AG_VAL_INVALID && !replace_invalid) {
-			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "left");
-			return INIT_INVALID;
-		}
-		mark_cmp(&mr, m64, cmp, sizeof(cmp));
-		if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
-			     cmp, m64, v64) < 0)
-			return -1;
-		j = call(a, 0, "/v3/kv/txn", body, &code);
-		free(body);
-		if (!j)
-			return -1;
-		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
-			json_object_put(j);
-			return -1;
-		}
+	mark_cmp(&mr, m64, cmp, sizeof(cmp));
+	if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}],"
+		     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}", cmp, m64, v64, m64) < 0)
+		return -1;
+	j = call(a, 0, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j)
+		return -1;
+	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID ||
+	    (!ok && (mread_of(a, range_kv(txn_range(j, 0)), &mr) || mr.v == AG_VAL_MISSING))) {
+		ag_reply_invalid(a, "etcd mark at --init-store", json_object_to_json_string(j),
+				 strlen(json_object_to_json_string(j)));
 		json_object_put(j);
-		if (!ok)
-			continue;	/* the mark changed since the read: again */
-		if (mr.v == AG_VAL_MISSING)
-			return INIT_CREATED;
-		ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
-		return INIT_REPLACED;
+		return -1;
 	}
-	return -1;
+	json_object_put(j);
+	if (ok)
+		return INIT_CREATED;
+	if (mr.v == AG_VAL_OK)
+		return INIT_PRESENT;
+	if (!replace_invalid) {
+		ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "left");
+		return INIT_INVALID;
+	}
+	mark_cmp(&mr, m64, cmp, sizeof(cmp));
+	if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
+		     cmp, m64, v64) < 0)
+		return -1;
+	j = call(a, 0, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j)
+		return -1;
+	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID)
+		ok = false;
+	json_object_put(j);
+	if (!ok) {
+		logm(AG_DEBUG, "etcd --init-store: mark %s changed since it was read: not replaced", mkey);
+		return -1;
+	}
+	ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
+	return INIT_REPLACED;
 }
 
 /*
@@ -652,10 +706,24 @@ static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
  *
  *   Txn If(CreateRevision(key) == 0, <the mark as read>)
  *       Then([Put(mark, init_mark),] Put(key, owner, lease), Range(mark))
+ *       Else(Range(key, count))
  *
  * A missing or invalid mark is written (at @init_mark) only with
  * @init_mark, in the same Txn, and only over the very text read; without,
- * nothing is written (TRY_NO_MARK, TRY_BAD_MARK).
+ * nothing is written (TRY_NO_MARK, TRY_BAD_MARK).  Nothing is asked twice:
+ * a failed compare is not committed (the key taken since the read:
+ * TRY_HELD; the mark changed: TRY_ERROR, the engine asks again), a Txn
+ * without a readable answer TRY_UNKNOWN (the engine gives the key back).
+ *
+ * The lease may be one an earlier claim of this run bound a key to
+ * (have_lease() keeps it alive).  No such key is left to be kept alive
+ * for ever and read as another owner's (pool_full for ever with one
+ * pair): the engine claims only once every earlier claim is settled, an
+ * unknown one given back (resolve_unknown(): delete-if-owner), the one it
+ * claimed last, served or not, offered back first (acquire(): readopt()
+ * takes it again while its key is the one that claim bound to our lease;
+ * a claim goes on only when that key is not ours: gone with its lease,
+ * deleted, or another's).  A VM fork starts the store afresh.
  */
 static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
@@ -666,20 +734,9 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	char put_mark[1000], text[64], *body;
 	uint64_t rev, count;
 	struct mread mr, back;
-	int code, ret, tries;
+	int code, ret;
 	bool ok;
 
-	/*
-	 * A claim is made only when the agent holds no pair: a key an
-	 * earlier claim bound to our lease (a claim that settled and then
-	 * fenced before it was ever served, so the loop does not re-adopt
-	 * it) was given up.  Kept, have_lease() would keep it alive, and
-	 * read_pair() would take our own key for another owner's (pool_full
-	 * for ever): undone first, like a claim whose outcome is unknown.
-	 * (A lease etcd said is gone took the key with it.)
-	 */
-	if (e->create_rev && e->lease[0])
-		forget_claim(a, a->key, "a new claim: the key this lease holds was given up");
 	e->create_rev = 0;
 	if (!have_lease(a))
 		return TRY_ERROR;
@@ -688,93 +745,99 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
 	b64(a->owner, v64, sizeof(v64));
-	for (tries = 0; tries < 2; tries++) {
-		if (read_pair(a, dc, w, &mr, &count))
-			return TRY_ERROR;
-		if (count)
-			return TRY_HELD;
-		if (mr.v == AG_VAL_MISSING && !init_mark)
-			return TRY_NO_MARK;
-		if (mr.v == AG_VAL_INVALID && !init_mark) {
-			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "not-served");
-			return TRY_BAD_MARK;
-		}
-		put_mark[0] = '\0';
-		if (mr.v != AG_VAL_OK) {
-			snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
-			b64(iv, iv64, sizeof(iv64));
-			snprintf(put_mark, sizeof(put_mark),
-				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, iv64);
-		}
-		mark_cmp(&mr, m64, cmp, sizeof(cmp));
-		if (asprintf(&body,
-			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},%s],"
-			     "\"success\":[%s{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
-			     "{\"request_range\":{\"key\":\"%s\"}}],"
-			     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
-			     k64, cmp, put_mark, k64, v64, e->lease, m64, k64) < 0)
-			return TRY_ERROR;
-		*sent = e->lease_sent;
-		e->once = true;
-		j = call(a, 0, "/v3/kv/txn", body, &code);
-		e->once = false;
-		free(body);
-		if (!j) {
-			if (code == 5)	/* the lease expired meanwhile: nothing was written */
-				e->lease[0] = '\0';
-			/* An error etcd answered (not 14, unavailable): nothing was written. */
-			if (code == 5 || a->fatal || (code >= 0 && code != 14 && code != 4))
-				return TRY_ERROR;
-			return TRY_UNKNOWN;	/* no reply: maybe committed (G6, the engine) */
-		}
-		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
-			ag_reply_invalid(a, "etcd claim's \"succeeded\"", json_object_to_json_string(j),
-					 strlen(json_object_to_json_string(j)));
-			json_object_put(j);
-			return TRY_UNKNOWN;
-		}
-		if (!ok) {
-			/* The key was taken, or the mark changed, since the read: again. */
-			json_object_put(j);
-			continue;
-		}
-		/* Our Put is the Txn's only write to the key: its create revision is the Txn's. */
-		json_object_object_get_ex(j, "header", &hdr);
-		/* Committed, but a reply this agent cannot use: given back by the engine. */
-		ret = TRY_UNKNOWN;
-		if (mread_of(a, range_kv(txn_range(j, put_mark[0] ? 2 : 1)), &back) ||
-		    back.v != AG_VAL_OK) {
-			snprintf(text, sizeof(text), "%s", back.text);
-			ag_reply_invalid(a, "etcd mark read back at a claim", text, strlen(text));
-		} else if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) != AG_VAL_OK || !rev) {
-			ag_reply_invalid(a, "etcd claim's revision", json_object_to_json_string(j),
-					 strlen(json_object_to_json_string(j)));
-		} else {
-			if (mr.v == AG_VAL_INVALID)
-				ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
-			e->create_rev = rev;
-			*mark = back.mark;
-			ret = TRY_TAKEN;
-		}
-		json_object_put(j);
-		return ret;
+	if (read_pair(a, dc, w, &mr, &count))
+		return TRY_ERROR;
+	if (count)
+		return TRY_HELD;
+	if (mr.v == AG_VAL_MISSING && !init_mark)
+		return TRY_NO_MARK;
+	if (mr.v == AG_VAL_INVALID && !init_mark) {
+		ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "not-served");
+		return TRY_BAD_MARK;
 	}
-	return TRY_HELD;	/* the pair keeps changing under us: another's */
+	put_mark[0] = '\0';
+	if (mr.v != AG_VAL_OK) {
+		snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
+		b64(iv, iv64, sizeof(iv64));
+		snprintf(put_mark, sizeof(put_mark),
+			 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, iv64);
+	}
+	mark_cmp(&mr, m64, cmp, sizeof(cmp));
+	if (asprintf(&body,
+		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},%s],"
+		     "\"success\":[%s{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
+		     "{\"request_range\":{\"key\":\"%s\"}}],"
+		     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
+		     k64, cmp, put_mark, k64, v64, e->lease, m64, k64) < 0)
+		return TRY_ERROR;
+	*sent = e->lease_sent;
+	j = call(a, 0, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j) {
+		if (code == 5)	/* the lease expired meanwhile: nothing was written */
+			e->lease[0] = '\0';
+		/* Never sent, or an error etcd answered (not 14, unavailable; not 4, deadline): not written. */
+		if (code == 5 || code == NOT_SENT || a->fatal ||
+		    (code >= 0 && code != 14 && code != 4))
+			return TRY_ERROR;
+		return TRY_UNKNOWN;	/* no reply: maybe committed (G6, the engine) */
+	}
+	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
+		ag_reply_invalid(a, "etcd claim's \"succeeded\"", json_object_to_json_string(j),
+				 strlen(json_object_to_json_string(j)));
+		json_object_put(j);
+		return TRY_UNKNOWN;
+	}
+	if (!ok) {
+		/* Not committed: the key taken (TRY_HELD), or the mark changed (count left out), since the read. */
+		ret = ag_etcd_u64(txn_range(j, 0), "count", ID_MAX, &count);
+		if (ret == AG_VAL_INVALID)
+			ag_reply_invalid(a, "etcd claim's count", json_object_to_json_string(j),
+					 strlen(json_object_to_json_string(j)));
+		json_object_put(j);
+		return ret == AG_VAL_OK && count ? TRY_HELD : TRY_ERROR;
+	}
+	/* Our Put is the Txn's only write to the key: its create revision is the Txn's. */
+	json_object_object_get_ex(j, "header", &hdr);
+	/* Committed, but a reply this agent cannot use: given back by the engine. */
+	ret = TRY_UNKNOWN;
+	if (mread_of(a, range_kv(txn_range(j, put_mark[0] ? 2 : 1)), &back) ||
+	    back.v != AG_VAL_OK) {
+		snprintf(text, sizeof(text), "%s", back.text);
+		ag_reply_invalid(a, "etcd mark read back at a claim", text, strlen(text));
+	} else if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) != AG_VAL_OK || !rev) {
+		ag_reply_invalid(a, "etcd claim's revision", json_object_to_json_string(j),
+				 strlen(json_object_to_json_string(j)));
+	} else {
+		if (mr.v == AG_VAL_INVALID)
+			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
+		e->create_rev = rev;
+		e->seen = back;
+		*mark = back.mark;
+		ret = TRY_TAKEN;
+	}
+	json_object_put(j);
+	return ret;
 }
 
 /*
  * Prove that our key is the one our claim created and still bound to our
  * lease, raising the mark to @raise (0: no raise) in the same Txn (see
- * the top of this file).  1 ours (*@mark the mark, 0 when it is missing
- * or invalid and @raise is 0), 0 not ours (gone, or another's), -1 failed.
+ * the top of this file).  1 ours, *@mark the mark as the Txn read it (0
+ * when it is missing or invalid); 0 not ours (gone, or another's); -1
+ * failed.
  *
- * With @raise, 1 only when the same Txn read back a valid mark at or
- * above @raise: a mark that is not 20 digits fails the byte compare
- * without being raised, so the outcome is decided on the mark as read
- * back, never on the compare alone.  A missing or invalid mark is
- * replaced by @raise, in a Txn that compares it with what was read (only
- * that very text), with the proof (safe: this holder's floor is above
- * every earlier holder's timestamps, and @raise above its own).
+ * The raise compares the mark as this holder last read it (e->seen, at
+ * its claim or last proof): a valid one by value (Value(mark) < raise), a
+ * missing or invalid one as that very read (absent, or its mod revision:
+ * only the text found invalid is replaced; safe, this holder's floor is
+ * above every earlier holder's timestamps and @raise above its own).  The
+ * key proven ours but the mark compare failed (at or above @raise
+ * already; missing, invalid or changed since that read): 1 with the mark
+ * read now, nothing sent again; the engine raises again where that is
+ * below what it needs (agent.c renew(): event=mark_lowered), and that
+ * proof compares the very mark read here.  A raise counts only on a valid
+ * mark read back at or above it ("1000" fails the byte compare unraised).
  */
 static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *mark)
 {
@@ -783,8 +846,8 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 	char k64[700], mkey[512], m64[700], v[24], v64[40], *body;
 	char cmp_raise[900] = "", put_raise[900] = "";
 	uint64_t rev, lease, lease_ours = 0;
-	struct mread mr = { .v = AG_VAL_OK };
-	int code, tries, mv;
+	struct mread was = e->seen, back;
+	int code;
 	bool ok;
 
 	b64(a->key, k64, sizeof(k64));
@@ -793,63 +856,37 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 	*mark = 0;
 	if (ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &lease_ours) || !e->create_rev)
 		return 0;
-	for (tries = 0; tries < 3; tries++) {
-		if (raise) {
-			snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)raise);
-			b64(v, v64, sizeof(v64));
-			/* A first try compares the value; a next one the mark as read. */
-			if (tries && mr.v != AG_VAL_OK) {
-				cmp_raise[0] = ',';
-				mark_cmp(&mr, m64, cmp_raise + 1, sizeof(cmp_raise) - 1);
-			} else {
-				snprintf(cmp_raise, sizeof(cmp_raise),
-					 ",{\"key\":\"%s\",\"result\":\"LESS\",\"target\":\"VALUE\",\"value\":\"%s\"}",
-					 m64, v64);
-			}
-			snprintf(put_raise, sizeof(put_raise),
-				 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, v64);
+	if (raise) {
+		snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)raise);
+		b64(v, v64, sizeof(v64));
+		if (was.v == AG_VAL_OK) {
+			snprintf(cmp_raise, sizeof(cmp_raise),
+				 ",{\"key\":\"%s\",\"result\":\"LESS\",\"target\":\"VALUE\",\"value\":\"%s\"}",
+				 m64, v64);
+		} else {
+			cmp_raise[0] = ',';
+			mark_cmp(&was, m64, cmp_raise + 1, sizeof(cmp_raise) - 1);
 		}
-		if (asprintf(&body,
-			     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%llu\"},"
-			     "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"LEASE\",\"lease\":\"%s\"}%s],"
-			     "\"success\":[%s{\"request_range\":{\"key\":\"%s\"}}],"
-			     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
-			     k64, (unsigned long long)e->create_rev, k64, e->lease, cmp_raise, put_raise,
-			     m64, k64, m64) < 0)
-			return -1;
-		j = call(a, deadline, "/v3/kv/txn", body, &code);
-		free(body);
-		if (!j)
-			return -1;
-		if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
-			json_object_put(j);
-			return -1;
-		}
-		if (ok) {
-			struct mread back;
-
-			mv = mread_of(a, range_kv(txn_range(j, raise ? 1 : 0)), &back);
-			json_object_put(j);
-			if (mv)
-				return -1;
-			if (!raise) {
-				/* No raise: an invalid or missing mark is left alone. */
-				*mark = back.v == AG_VAL_OK ? back.mark : 0;
-				return 1;
-			}
-			if (back.v != AG_VAL_OK || back.mark < raise) {
-				ag_reply_invalid(a, "etcd mark read back after a raise", back.text,
-						 strlen(back.text));
-				return -1;
-			}
-			if (mr.v == AG_VAL_INVALID)
-				ag_mark_invalid(a, a->dc, a->w, mr.text, strlen(mr.text), "replaced");
-			else if (mr.v == AG_VAL_MISSING)
-				logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
-				     mkey, (unsigned long long)raise);
-			*mark = back.mark;
-			return 1;
-		}
+		snprintf(put_raise, sizeof(put_raise),
+			 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, v64);
+	}
+	if (asprintf(&body,
+		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%llu\"},"
+		     "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"LEASE\",\"lease\":\"%s\"}%s],"
+		     "\"success\":[%s{\"request_range\":{\"key\":\"%s\"}}],"
+		     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
+		     k64, (unsigned long long)e->create_rev, k64, e->lease, cmp_raise, put_raise,
+		     m64, k64, m64) < 0)
+		return -1;
+	j = call(a, deadline, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j)
+		return -1;
+	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
+		json_object_put(j);
+		return -1;
+	}
+	if (!ok) {
 		/* Which compare failed?  The key first. */
 		kv = range_kv(txn_range(j, 0));
 		if (!kv || ag_etcd_u64(kv, "create_revision", ID_MAX, &rev) != AG_VAL_OK ||
@@ -860,21 +897,35 @@ static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *ma
 			json_object_put(j);
 			return 0;
 		}
-		/* Ours: the mark is at or above @raise already, invalid, or missing. */
-		mv = mread_of(a, range_kv(txn_range(j, 1)), &mr);
-		json_object_put(j);
-		if (mv)
+		if (!raise) {
+			/* Only the key was compared, and it reads as ours. */
+			ag_reply_invalid(a, "etcd proof of a key", json_object_to_json_string(j),
+					 strlen(json_object_to_json_string(j)));
+			json_object_put(j);
 			return -1;
-		if (mr.v == AG_VAL_OK) {
-			*mark = mr.mark;
-			if (mr.mark >= raise)
-				return 1;
-			/* Below: it changed between our compares; again, on the value. */
 		}
-		if (!raise)
-			return 1;
 	}
-	return -1;
+	/* The mark: after the raise's Put, or after the key in the Else branch. */
+	if (mread_of(a, range_kv(txn_range(j, !ok || raise ? 1 : 0)), &back)) {
+		json_object_put(j);
+		return -1;
+	}
+	json_object_put(j);
+	e->seen = back;
+	*mark = back.v == AG_VAL_OK ? back.mark : 0;
+	if (!ok || !raise)
+		return 1;
+	if (back.v != AG_VAL_OK || back.mark < raise) {
+		ag_reply_invalid(a, "etcd mark read back after a raise", back.text, strlen(back.text));
+		*mark = 0;
+		return -1;
+	}
+	if (was.v == AG_VAL_INVALID)
+		ag_mark_invalid(a, a->dc, a->w, was.text, strlen(was.text), "replaced");
+	else if (was.v == AG_VAL_MISSING)
+		logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
+		     mkey, (unsigned long long)raise);
+	return 1;
 }
 
 /* Our lease still alive, and the key still the one our claim bound to it: ours again. */
@@ -914,8 +965,8 @@ static int e_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
 
 /*
  * give_back(): delete pair (@dc, @w)'s key only while it holds our owner
- * (G6, agent.c), in one Txn (safe to send to another endpoint: a second
- * delete finds nothing).  1 deleted, 0 not ours, -1 no answer.
+ * (G6, agent.c), in one Txn.  1 deleted, 0 not ours, -1 no answer (the
+ * engine asks again, or leaves the key to end with its lease).
  */
 static int e_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {

@@ -755,9 +755,9 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 	}
 	if (!timeout_ok(a))
 		return false;
-	/* Said at info when it follows event=zookeeper_down (or is the first). */
-	ag_condition(a, AG_COND_STORE_DOWN, AG_INFO, "event=zookeeper_up hosts=%s session=0x%" PRIx64,
-		     a->c->zk_hosts, session_of(z));
+	/* Said (at info) only when it follows event=zookeeper_down, as etcd's. */
+	ag_condition_over(a, AG_COND_STORE_DOWN, "event=zookeeper_up hosts=%s session=0x%" PRIx64,
+			  a->c->zk_hosts, session_of(z));
 	return true;
 }
 
