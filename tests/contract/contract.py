@@ -1326,6 +1326,9 @@ def s_store_not_durable_mysql(c):
         c.expect(rc == 5, "a new agent on a server that is not durable: exit %s, not 5" % rc)
         d = c.agent(extra=["--mysql-allow-non-durable"])
         c.expect(d.wait("event=unfenced", 15), "with --mysql-allow-non-durable: never served")
+        c.expect(d.has("event=mysql_not_durable"),
+                 "with --mysql-allow-non-durable: never said what it gives up "
+                 "(event=mysql_not_durable)")
         c.stop_agents()
     finally:
         c.s.sql("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
