@@ -393,7 +393,8 @@ static redisReply *info(struct agent *a, int64_t deadline, const char *section)
  * that lags: this server has replicas, or is one).  Such a Redis is
  * refused (exit 5) unless redis-allow-non-durable; with it, said once
  * by the engine (again when the reason or the server life changes: a
- * replica attached later, a restart), and marks are tagged with the server's run_id (the top of this file).
+ * replica attached later, a restart), and marks are tagged with the
+ * server's run_id (the top of this file).
  * false when refused or the connection failed.
  */
 static bool durability(struct agent *a, int64_t deadline)
@@ -432,7 +433,9 @@ static bool durability(struct agent *a, int64_t deadline)
 	freeReplyObject(r);
 	/*
 	 * One connection, one server life: a restart cuts connections, but a
-	 * proxy in between may hide it.  Then connect again, and check again.
+	 * proxy in between may hide it.  Then the connection is dropped; the
+	 * engine's next call connects again and checks again (nothing is
+	 * asked again here).
 	 */
 	if (rs->run_id[0] && strcmp(run, rs->run_id) != 0) {
 		redis_drop(a, "the server's run_id changed: it restarted");
