@@ -32,7 +32,8 @@ each store, after its scenarios, runs every mutant that lists it: that
 mutant's agent on each of its scenarios, in the same servers.  A cell is
 killed when a scenario fails (or its liveness figure passes the bound),
 SURVIVED when all pass, moot when the scenario failed with the real agent
-too (nothing proven); each cell is one TAP line (killed: ok), and a patch
+too or ended in a harness error (the mutant's agent not found: nothing
+proven); each cell is one TAP line (killed: ok), and a patch
 that no longer applies or builds is one failure naming it.
 
 Prints TAP lines ("ok N STORE SCENARIO: ..."), the table scenario x store
@@ -1636,6 +1637,11 @@ class StoreRun:
                 v, why = self.scenario("mutant-%s-%s" % (name[:24], sc), fns[sc])
                 ran.append(sc)
                 over = [g for g in self.gaps if g[1] > BOUND]
+                if v == "FAIL" and why.startswith("harness error"):
+                    # The harness failed (the mutant's agent not found, a
+                    # store command): nothing proven of the mutant.
+                    moot.append("%s: %s" % (sc, why[:160]))
+                    break
                 if v == "FAIL":
                     killed.append("%s: %s" % (sc, why[:160]))
                 elif over:
