@@ -673,7 +673,11 @@ static int row_of(const struct agent *a, const struct reply *r, uint32_t dc, uin
 
 /*
  * give_back(): pair (@dc, @w)'s lease ended where it holds this run's
- * owner (G6, agent.c).  1 given back, 0 not ours, -1 no answer.
+ * owner (the lease after the fence, a claim whose reply was lost: G6,
+ * agent.c).  1 given back, 0 not ours, -1 no answer.  The owner stays:
+ * the row says who last held it; an expiry in the past frees the pair
+ * (a claim needs only that), and asked twice it answers 1 again (the
+ * connection counts matched rows).
  */
 static int m_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
@@ -686,7 +690,7 @@ static int m_give_back(struct agent *a, uint32_t dc, uint32_t w)
 		return -1;
 	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
-		 "UPDATE `%s` SET owner = '', expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
+		 "UPDATE `%s` SET expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
 		 a->c->mysql_table, where, s->own) || exec(a, end, sql, &r))
 		return -1;
 	return r.affected[0] > 0;
