@@ -198,6 +198,11 @@ redis-cli -p "$p2" save >/dev/null
 saved=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
 sleep 4
 raised=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
+# The engine says a store's condition once (ag_condition()): the recheck
+# of every TTL meets it again, at debug, and no backend keeps a flag.
+check "--redis-allow-non-durable: said once (warn), met again at each recheck (debug)" \
+	bash -c '[ "$(grep -c "warn: event=redis_not_durable" "$1")" = 1 ] &&
+		grep -q "debug: event=redis_not_durable" "$1"' _ "$tmp/ndh.log"
 kill -KILL "$nd"
 wait "$nd" 2>/dev/null
 stop "$a"

@@ -32,7 +32,8 @@ each store, after its scenarios, runs every mutant that lists it: that
 mutant's agent on each of its scenarios, in the same servers.  A cell is
 killed when a scenario fails (or its liveness figure passes the bound),
 SURVIVED when all pass, moot when the scenario failed with the real agent
-too (nothing proven); each cell is one TAP line (killed: ok), and a patch
+too or ended in a harness error (the mutant's agent not found: nothing
+proven); each cell is one TAP line (killed: ok), and a patch
 that no longer applies or builds is one failure naming it.
 
 Prints TAP lines ("ok N STORE SCENARIO: ..."), the table scenario x store
@@ -1367,6 +1368,9 @@ def s_store_not_durable_mysql(c):
         c.expect(rc == 5, "a new agent on a server that is not durable: exit %s, not 5" % rc)
         d = c.agent(extra=["--mysql-allow-non-durable"])
         c.expect(d.wait("event=unfenced", 15), "with --mysql-allow-non-durable: never served")
+        c.expect(d.has("event=mysql_not_durable"),
+                 "with --mysql-allow-non-durable: never said what it gives up "
+                 "(event=mysql_not_durable)")
         c.stop_agents()
     finally:
         c.s.sql("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
@@ -1675,6 +1679,11 @@ class StoreRun:
                 v, why = self.scenario("mutant-%s-%s" % (name[:24], sc), fns[sc])
                 ran.append(sc)
                 over = [g for g in self.gaps if g[1] > BOUND]
+                if v == "FAIL" and why.startswith("harness error"):
+                    # The harness failed (the mutant's agent not found, a
+                    # store command): nothing proven of the mutant.
+                    moot.append("%s: %s" % (sc, why[:160]))
+                    break
                 if v == "FAIL":
                     killed.append("%s: %s" % (sc, why[:160]))
                 elif over:

@@ -12,6 +12,8 @@ StoreRun.scenario() the lane uses, on a store that starts no server.
     not serve, whatever it logged last;
   - a history with no interval fails unless nobody was to serve; an agent
     that served without an interval in the history fails;
+  - a mutant's scenario that ends in a harness error (its agent cannot
+    be run) is moot, not killed: nothing was proven of the mutant;
   - the proxy's report names the request it acted on: a drop armed for a
     claim is not taken by another request's bytes; a hold armed for a
     request lets the replies before it through and holds its own (etcd:
@@ -209,6 +211,24 @@ def main():
               (len(body), body)).encode()
     check("etcd: a lease revoke is a release of its lease (%s)" % (st.classify(revoke, cl),),
           st.classify(revoke, cl) == ("release", "lease 7"))
+    # a mutant cell: a harness error proves nothing (a mutant whose agent
+    # cannot be run is not killed by it)
+    md = os.path.join(d, "mutants")
+    os.makedirs(md)
+    with open(os.path.join(md, "manifest"), "w") as f:
+        f.write("selftest-mutant\tbuilt\t%s\tredis\tselftest_mutant\tnone\n" %
+                os.path.join(d, "no-such-agent"))
+    open(os.path.join(md, "done"), "w").close()
+
+    def runs_mutant(c):
+        c.expect(c.agent().wait("event=unfenced", 5), "never served")
+        c.stop_agents()
+    C.SCENARIOS.append(("selftest_mutant", runs_mutant))
+    run.mutants, real = md, run.agent
+    v = run.run_mutants({}).get("selftest-mutant", ("-", "no cell"))
+    run.agent = real
+    check("a mutant whose agent cannot run is not killed by the harness error (%s: %s)" %
+          (v[0], v[1][:80]), v[0] == "moot" and "harness error" in v[1])
     hold_at(check)
     run.stop()
     print("contract-selftest: %d passed, %d failed" % (passed, failed))

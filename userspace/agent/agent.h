@@ -254,7 +254,9 @@ int ag_wait(struct pollfd *p, unsigned int n, int64_t end);
 enum ag_cond {
 	AG_COND_STORE_NOT_DURABLE,	/* Redis: allowed, but can lose a mark */
 	AG_COND_SESSION_TIMEOUT,	/* ZooKeeper: the session's timeout */
-	AG_COND_STORE_DOWN,		/* the store (an endpoint, a session) does not answer, or answers again */
+	AG_COND_STORE_DOWN,		/* the store (a connection, an endpoint, a session) does not answer */
+	AG_COND_STORE_YOUNG,		/* Redis: a server life too young to claim in */
+	AG_COND_STORE_SCHEMA,		/* MySQL: the database or table missing, or found */
 	AG_COND_N
 };
 void ag_condition(struct agent *a, enum ag_cond what, enum ag_level level, const char *fmt, ...)

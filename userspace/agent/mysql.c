@@ -74,7 +74,10 @@
  * a server clock stepped forward by less than it: see the guide).
  *
  * G5: InnoDB keeps what it committed across a crash with
- * innodb_flush_log_at_trx_commit = 1 (checked once; a warning when not).
+ * innodb_flush_log_at_trx_commit = 1, and a failover loses nothing
+ * without an asynchronous replica: checked at every connection and while
+ * holding; refused when not (exit 5), unless mysql-allow-non-durable
+ * (then said once, by the engine: mysql_durable()).
  *
  * What the table holds is input: a mark above MAX (the layout's last ms)
  * is invalid, never claimed (the UPDATE does not match it), replaced only
@@ -84,9 +87,17 @@
  * its next step (give_back(), agent.c resolve_unknown()).
  *
  * Every call ends by its deadline: the non-blocking API of Connector/C,
- * each wait a poll(2) bounded by the fence time (or mysql-timeout-ms), the
- * host name resolved by resolve_bounded(); a call that times out drops the
- * connection (closing it rolls back an open transaction).
+ * each wait the engine's ag_wait() bounded by the fence time (or
+ * mysql-timeout-ms) and ended by a stop signal, the host name resolved by
+ * resolve_bounded(); a call that times out drops the connection (closing
+ * it rolls back an open transaction).
+ *
+ * Nothing is sent twice: MYSQL_OPT_RECONNECT stays off (Connector/C's
+ * default), so the library never runs a statement again on a new
+ * connection; a batch without a reply drops the connection and answers
+ * -1 or TRY_UNKNOWN, and the engine decides what comes next (agent.c).
+ * No orphan is kept here: a claim that may have committed is the engine's
+ * to give back (give_back()).
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -141,10 +152,14 @@ static const char create_table_fmt[] =
 	"PRIMARY KEY (prefix, cluster, datacenter, worker)"
 	") ENGINE=InnoDB";
 
+/*
+ * The connection and what was found on it; what was logged is the
+ * engine's (ag_condition(): the link, the schema, a server allowed to be
+ * non-durable), never a flag here.
+ */
 struct mstore {
 	MYSQL *m;
-	bool down;			/* logged already */
-	bool no_schema;			/* the database or the table is missing (logged) */
+	bool no_schema;			/* the database or the table was missing at the last look */
 	bool schema_ok;			/* the table was checked on this connection */
 	char pfx[2 * NAME_MAX_LEN + 1];	/* prefix and cluster, escaped */
 	char cl[2 * NAME_MAX_LEN + 1];
@@ -185,16 +200,19 @@ static int64_t end_of(const struct agent *a, int64_t deadline)
 }
 
 /*
- * Wait for what Connector/C asked (@status: MYSQL_WAIT_*), by @end.  The
- * status to continue with, or -1 when @end has passed.
+ * Wait for what Connector/C asked (@status: MYSQL_WAIT_*), by @end: one
+ * ag_wait(), the engine's (the deadline and the stop signal are asked
+ * there).  The library's own timer (MYSQL_WAIT_TIMEOUT: its connect and
+ * read timeouts) is a shorter end, told apart here: when it passes first,
+ * the library is told so and decides.  The status to continue with, or
+ * -1 when @end has passed, a stop signal came or poll(2) failed.
  */
 static int nb_wait(MYSQL *m, int status, int64_t end)
 {
 	struct pollfd p = { .fd = mysql_get_socket(m) };
-	int64_t left;
-	int lib = -1, r, wait;
+	int64_t lib = end;
+	int r;
 
-	p.events = 0;
 	if (status & MYSQL_WAIT_READ)
 		p.events |= POLLIN;
 	if (status & MYSQL_WAIT_WRITE)
@@ -202,36 +220,20 @@ static int nb_wait(MYSQL *m, int status, int64_t end)
 	if (status & MYSQL_WAIT_EXCEPT)
 		p.events |= POLLPRI;
 	if (status & MYSQL_WAIT_TIMEOUT)
-		lib = (int)mysql_get_timeout_value_ms(m);
-	for (;;) {
-		left = (end - boot_ns()) / NS_PER_MS;
-		/* A stop signal gives the call up too (asked every 100 ms). */
-		if (left <= 0 || ag_stop_pending())
-			return -1;
-		wait = left > 100 ? 100 : (int)left;
-		if (lib >= 0 && lib < wait)
-			wait = lib;
-		r = poll(&p, 1, wait);
-		if (r < 0 && errno == EINTR)
-			continue;	/* the watchdog's signal */
-		if (r < 0)
-			return -1;
-		if (r == 0) {
-			if (lib >= 0 && lib <= wait)
-				return MYSQL_WAIT_TIMEOUT;
-			if (lib >= 0)
-				lib -= wait;
-			continue;	/* @end is checked above */
-		}
-		r = 0;
-		if (p.revents & (POLLIN | POLLHUP | POLLERR))
-			r |= MYSQL_WAIT_READ;
-		if (p.revents & (POLLOUT | POLLERR))
-			r |= MYSQL_WAIT_WRITE;
-		if (p.revents & POLLPRI)
-			r |= MYSQL_WAIT_EXCEPT;
-		return r;
-	}
+		lib = boot_ns() + (int64_t)mysql_get_timeout_value_ms(m) * NS_PER_MS;
+	r = ag_wait(&p, 1, lib < end ? lib : end);
+	if (r == 0 && lib < end)
+		return MYSQL_WAIT_TIMEOUT;
+	if (r <= 0)
+		return -1;
+	r = 0;
+	if (p.revents & (POLLIN | POLLHUP | POLLERR))
+		r |= MYSQL_WAIT_READ;
+	if (p.revents & (POLLOUT | POLLERR))
+		r |= MYSQL_WAIT_WRITE;
+	if (p.revents & POLLPRI)
+		r |= MYSQL_WAIT_EXCEPT;
+	return r;
 }
 
 /* Run a _start/_cont pair of Connector/C to its end (st 0) or @end (st -1). */
@@ -245,16 +247,13 @@ static int nb_wait(MYSQL *m, int status, int64_t end)
 		}						\
 	} while (0)
 
+/* The connection failed: dropped, said once per reason (AG_COND_STORE_DOWN; its event=mysql_up only after it). */
 static void mysql_drop(struct agent *a, const char *why)
 {
 	struct mstore *s = M(a);
 
-	if (!s->down)
-		logm(AG_WARN, "event=mysql_down host=%s port=%d error=\"%s\"",
+	ag_condition(a, AG_COND_STORE_DOWN, AG_WARN, "event=mysql_down host=%s port=%d error=\"%s\"",
 		     a->c->mysql_host, a->c->mysql_port, why);
-	else
-		logm(AG_DEBUG, "mysql still down: %s", why);
-	s->down = true;
 	if (s->m) {
 		/*
 		 * Shut the socket down first: mysql_close() then sends its
@@ -303,14 +302,13 @@ static bool auth_error(unsigned int e)
 	       e == ER_SPECIFIC_ACCESS_DENIED_ERROR || e == ER_ACCESS_DENIED_NO_PASSWORD_ERROR;
 }
 
+/* The schema is missing: said once per reason (AG_COND_STORE_SCHEMA; --init-store creates it). */
 static void no_schema(struct agent *a, const char *what)
 {
-	struct mstore *s = M(a);
-
-	logm(s->no_schema || a->c->init_store ? AG_DEBUG : AG_WARN,
-	     "event=mysql_no_schema database=%s table=%s: %s: no pair has a mark; create the table and its rows with snowflake-agent --init-store (docs/snowflake-mysql.sql, docs/deployment-mysql.md)",
-	     a->c->mysql_database, a->c->mysql_table, what);
-	s->no_schema = true;
+	ag_condition(a, AG_COND_STORE_SCHEMA, a->c->init_store ? AG_DEBUG : AG_WARN,
+		     "event=mysql_no_schema database=%s table=%s: %s: no pair has a mark; create the table and its rows with snowflake-agent --init-store (docs/snowflake-mysql.sql, docs/deployment-mysql.md)",
+		     a->c->mysql_database, a->c->mysql_table, what);
+	M(a)->no_schema = true;
 }
 
 /*
@@ -505,8 +503,9 @@ static int mysql_durable(struct agent *a, int64_t end)
 		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
 		return -1;
 	}
-	logm(AG_DEBUG, "event=mysql_not_durable host=%s port=%d %s (mysql-allow-non-durable)",
-	     a->c->mysql_host, a->c->mysql_port, msg);
+	ag_condition(a, AG_COND_STORE_NOT_DURABLE, AG_WARN,
+		     "event=mysql_not_durable host=%s port=%d %s (mysql-allow-non-durable)",
+		     a->c->mysql_host, a->c->mysql_port, msg);
 	return 0;
 }
 
@@ -562,8 +561,8 @@ static bool check_table(struct agent *a, int64_t end)
 	if (mysql_durable(a, end))
 		return false;
 	if (s->no_schema)
-		logm(AG_INFO, "event=mysql_schema_found database=%s table=%s",
-		     a->c->mysql_database, a->c->mysql_table);
+		ag_condition(a, AG_COND_STORE_SCHEMA, AG_INFO, "event=mysql_schema_found database=%s table=%s",
+			     a->c->mysql_database, a->c->mysql_table);
 	s->no_schema = false;
 	s->schema_ok = true;
 	return true;
@@ -635,9 +634,8 @@ static bool mysql_connect_db(struct agent *a, int64_t end, bool with_db)
 	mysql_real_escape_string(s->m, s->pfx, c->prefix, (unsigned long)strlen(c->prefix));
 	mysql_real_escape_string(s->m, s->cl, c->cluster, (unsigned long)strlen(c->cluster));
 	mysql_real_escape_string(s->m, s->own, a->owner, (unsigned long)strlen(a->owner));
-	if (s->down)
-		logm(AG_INFO, "event=mysql_up host=%s port=%d", c->mysql_host, c->mysql_port);
-	s->down = false;
+	ag_condition_over(a, AG_COND_STORE_DOWN, "event=mysql_up host=%s port=%d",
+			  c->mysql_host, c->mysql_port);
 	return true;
 }
 
@@ -675,7 +673,11 @@ static int row_of(const struct agent *a, const struct reply *r, uint32_t dc, uin
 
 /*
  * give_back(): pair (@dc, @w)'s lease ended where it holds this run's
- * owner (G6, agent.c).  1 given back, 0 not ours, -1 no answer.
+ * owner (the lease after the fence, a claim whose reply was lost: G6,
+ * agent.c).  1 given back, 0 not ours, -1 no answer.  The owner stays:
+ * the row says who last held it; an expiry in the past frees the pair
+ * (a claim needs only that), and asked twice it answers 1 again (the
+ * connection counts matched rows).
  */
 static int m_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
@@ -688,7 +690,7 @@ static int m_give_back(struct agent *a, uint32_t dc, uint32_t w)
 		return -1;
 	pair_where(a, dc, w, where, sizeof(where));
 	if (sqlf(sql, sizeof(sql),
-		 "UPDATE `%s` SET owner = '', expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
+		 "UPDATE `%s` SET expiry = '1970-01-01 00:00:00' WHERE %s AND owner = '%s'",
 		 a->c->mysql_table, where, s->own) || exec(a, end, sql, &r))
 		return -1;
 	return r.affected[0] > 0;

@@ -13,9 +13,9 @@
  *   renew:   if GET key == owner: PEXPIRE key ttl, and raise the mark to
  *            at least the value given (never lower it; an invalid one is
  *            replaced); else lost (G3, G4)
- *   release: if GET key == owner: DEL key (the mark stays); also
- *            give_back(), the engine's undo of a claim whose reply was
- *            lost (G6: agent.c resolve_unknown())
+ *   release: if GET key == owner: DEL key (the mark stays): give_back(),
+ *            the engine's one way to give a pair back (the lease after
+ *            the fence, a claim whose reply was lost: G6, agent.c)
  *
  * A claim answers committed (the script's reply), not committed (an
  * error reply: NOPERM of an ACL, MISCONF, BUSY: the script never ran) or
@@ -48,8 +48,12 @@
  *
  * Every call ends by its deadline as a whole (not per read: a server that
  * trickles its reply holds nothing past it) and reads at most
- * REDIS_REPLY_MAX bytes (a larger reply drops the connection); a stop
- * signal ends the wait (ag_stop_pending()).
+ * REDIS_REPLY_MAX bytes (a larger reply drops the connection); every wait,
+ * the connect's too, is the engine's ag_wait() (the deadline, the stop
+ * signal).  This file keeps no orphan and resends nothing: a claim without
+ * a reply is TRY_UNKNOWN, resolved by the engine (agent.c
+ * resolve_unknown()); a call that failed drops the connection, and the
+ * next call the engine makes connects again.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -57,7 +61,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -133,8 +136,9 @@ static const char init_lua[] = LUA_COMMON
 	"local v = ARGV[3] "
 	"if ok(m) and m > v then v = m end "
 	"setm(v) return {2, m}";
+/* KEYS: key, -, -; ARGV: -, -, owner.  1 deleted, 0 not ours (the mark stays). */
 static const char release_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then "
+	"if redis.call('GET', KEYS[1]) == ARGV[3] then "
 	"return redis.call('DEL', KEYS[1]) else return 0 end";
 
 /* The most a reply may take (the largest, INFO server, is a few KiB). */
@@ -142,10 +146,13 @@ static const char release_lua[] =
 /* The most elements an array reply may have (CONFIG GET, init's {2, text}). */
 #define REDIS_ELEMENTS_MAX	16
 
+/*
+ * What this file keeps is the connection and what the server said on it;
+ * what was logged is the engine's (ag_condition(): the link, the restart
+ * wait, a Redis allowed to be non-durable), never a flag here.
+ */
 struct rstore {
 	redisContext *rc;
-	bool down;			/* logged already */
-	bool young;			/* logged already */
 	char claim_sha[41], renew_sha[41], release_sha[41], init_sha[41];
 	char run_id[41];		/* INFO server's run_id at the connection */
 	char max[24];			/* a->mark_max_ms as MARK_FMT */
@@ -156,27 +163,13 @@ static struct rstore *R(const struct agent *a)
 	return a->store;
 }
 
-static struct timeval tv_of(int64_t ms)
-{
-	struct timeval tv;
-
-	if (ms < 1)
-		ms = 1;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
-}
-
+/* The connection failed: dropped, said once per reason (AG_COND_STORE_DOWN; its event=redis_up only after it). */
 static void redis_drop(struct agent *a, const char *why)
 {
 	struct rstore *r = R(a);
 
-	if (!r->down)
-		logm(AG_WARN, "event=redis_down host=%s port=%d error=\"%s\"",
+	ag_condition(a, AG_COND_STORE_DOWN, AG_WARN, "event=redis_down host=%s port=%d error=\"%s\"",
 		     a->c->redis_host, a->c->redis_port, why);
-	else
-		logm(AG_DEBUG, "redis still down: %s", why);
-	r->down = true;
 	if (r->rc) {
 		redisFree(r->rc);
 		r->rc = NULL;
@@ -251,9 +244,11 @@ static void bound_reader(redisContext *rc)
 
 /*
  * Send the command hiredis holds in its output buffer and read its reply,
- * all of it by @end (boottime ns): poll(2) in slices of at most 100 ms,
- * between which a stop signal ends the wait; at most REDIS_REPLY_MAX
- * bytes read.  The reply, or NULL with *@why (the caller drops the
+ * all of it by @end (boottime ns): every wait is the engine's ag_wait()
+ * (the deadline and the stop signal are asked there, never here), at
+ * most REDIS_REPLY_MAX bytes read.  What stays here is the protocol:
+ * write until hiredis has sent the command, read until its reader holds
+ * one whole reply.  The reply, or NULL with *@why (the caller drops the
  * connection: a reply may still be on its way).
  */
 static redisReply *exchange(redisContext *rc, int64_t end, const char **why)
@@ -265,7 +260,6 @@ static redisReply *exchange(redisContext *rc, int64_t end, const char **why)
 
 	for (;;) {
 		struct pollfd p = { .fd = rc->fd };
-		int64_t left;
 		ssize_t n;
 		int r;
 
@@ -277,25 +271,13 @@ static redisReply *exchange(redisContext *rc, int64_t end, const char **why)
 			if (reply)
 				return reply;
 		}
-		if (ag_stop_pending()) {
-			*why = "stop signal";
-			return NULL;
-		}
-		left = end - boot_ns();
-		if (left <= 0) {
-			*why = "no whole reply within the deadline";
-			return NULL;
-		}
-		if (left > 100 * NS_PER_MS)
-			left = 100 * NS_PER_MS;
 		p.events = done ? POLLIN : POLLOUT;
-		r = poll(&p, 1, (int)((left + NS_PER_MS - 1) / NS_PER_MS));
-		if (r < 0 && errno != EINTR) {
-			*why = strerror(errno);
+		r = ag_wait(&p, 1, end);
+		if (r <= 0) {
+			*why = !r ? "no whole reply within the deadline" :
+			       errno == ECANCELED ? "stop signal" : strerror(errno);
 			return NULL;
 		}
-		if (r <= 0)
-			continue;
 		if (!done) {
 			if (redisBufferWrite(rc, &done) != REDIS_OK) {
 				*why = rc->errstr[0] ? rc->errstr : "write failed";
@@ -409,13 +391,14 @@ static redisReply *info(struct agent *a, int64_t deadline, const char *section)
  * appendfsync other than always: an RDB snapshot, or an AOF missing its
  * last second) or when a replica can take over (a failover to a replica
  * that lags: this server has replicas, or is one).  Such a Redis is
- * refused (exit 5) unless redis-allow-non-durable; with it, said once,
- * and marks are tagged with the server's run_id (the top of this file).
+ * refused (exit 5) unless redis-allow-non-durable; with it, said once
+ * by the engine (again when the reason or the server life changes: a
+ * replica attached later, a restart), and marks are tagged with the
+ * server's run_id (the top of this file).
  * false when refused or the connection failed.
  */
 static bool durability(struct agent *a, int64_t deadline)
 {
-	static bool said;
 	struct rstore *rs = R(a);
 	char aof[16] = "", fsync[16] = "", role[16] = "", slaves[24] = "", why[200], run[48];
 	redisReply *r;
@@ -450,7 +433,9 @@ static bool durability(struct agent *a, int64_t deadline)
 	freeReplyObject(r);
 	/*
 	 * One connection, one server life: a restart cuts connections, but a
-	 * proxy in between may hide it.  Then connect again, and check again.
+	 * proxy in between may hide it.  Then the connection is dropped; the
+	 * engine's next call connects again and checks again (nothing is
+	 * asked again here).
 	 */
 	if (rs->run_id[0] && strcmp(run, rs->run_id) != 0) {
 		redis_drop(a, "the server's run_id changed: it restarted");
@@ -472,10 +457,9 @@ static bool durability(struct agent *a, int64_t deadline)
 			    why);
 		return false;
 	}
-	if (!said)
-		logm(AG_WARN, "event=redis_not_durable host=%s port=%d %s run_id=%s: redis-allow-non-durable: marks written before this server's last restart (another run_id) are treated as missing",
+	ag_condition(a, AG_COND_STORE_NOT_DURABLE, AG_WARN,
+		     "event=redis_not_durable host=%s port=%d %s run_id=%s: redis-allow-non-durable: marks written before this server's last restart (another run_id) are treated as missing",
 		     a->c->redis_host, a->c->redis_port, why, rs->run_id);
-	said = true;
 	return true;
 }
 
@@ -548,8 +532,12 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 		redis_drop(a, err);
 		return false;
 	}
-	t = ms_left(deadline, c->redis_timeout_ms);
-	rs->rc = redisConnectWithTimeout(addr, c->redis_port, tv_of(t));
+	/*
+	 * A connect that does not block: its wait is the first command's
+	 * (exchange(): ag_wait() for POLLOUT, then the write says a refused
+	 * connection), bounded by that command's deadline and the stop.
+	 */
+	rs->rc = redisConnectNonBlock(addr, c->redis_port);
 	if (!rs->rc || rs->rc->err) {
 		redis_drop(a, rs->rc ? rs->rc->errstr : "out of memory");
 		return false;
@@ -592,19 +580,24 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 			redis_drop(a, "SCRIPT LOAD failed");
 		return false;
 	}
-	if (rs->down)
-		logm(AG_INFO, "event=redis_up host=%s port=%d", c->redis_host, c->redis_port);
-	rs->down = false;
+	ag_condition_over(a, AG_COND_STORE_DOWN, "event=redis_up host=%s port=%d",
+			  c->redis_host, c->redis_port);
 	return true;
 }
 
 /*
  * EVALSHA of one of our scripts on the pair's key, mark and markrun keys
  * with ARGV: the layout's last timestamp, the run_id (when the stale check
- * is on), then @argc arguments; EVAL again when the script cache was
- * flushed.  The reply (the caller frees it), or NULL on a connection
- * error or timeout (*@refused false: the outcome is unknown) or an error
- * reply (*@refused true: the script never ran).
+ * is on), then @argc arguments.  The reply (the caller frees it), or NULL
+ * on a connection error or timeout (*@refused false: the outcome is
+ * unknown) or an error reply (*@refused true: the script never ran).
+ *
+ * EVAL after NOSCRIPT is the protocol, not a resend: NOSCRIPT says the
+ * server does not know the script (its cache was flushed, or it restarted
+ * between our SCRIPT LOAD and now), so nothing ran and EVAL is the first
+ * and only run of the step.  Nothing else is ever sent twice here: a call
+ * without a reply returns NULL (the connection dropped), and whether the
+ * step is asked again, and how, is the engine's (agent.c).
  */
 static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, const char *lua,
 			 uint32_t dc, uint32_t w, int argc, const char **args, bool *refused)
@@ -735,38 +728,27 @@ static void r_describe(const struct agent *a, char *buf, size_t len)
 	snprintf(buf, len, "redis=%s:%d", a->c->redis_host, a->c->redis_port);
 }
 
-/* The release script on @key: 1 deleted, 0 not ours, -1 Redis failed. */
-static int release_key(struct agent *a, const char *key)
+/*
+ * give_back(): the release script on pair (@dc, @w)'s key (G6, agent.c):
+ * 1 deleted, 0 not ours, -1 no answer, or refused (an error reply: the
+ * key is left as it was, and ends with its TTL).
+ */
+static int r_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
-	const char *argv[] = { "EVALSHA", NULL, "1", key, a->owner };
+	const char *args[] = { a->owner };
 	redisReply *r;
 	int v = -1;
+	bool refused;
 
 	if (!redis_connect(a, 0))
 		return -1;
-	argv[1] = R(a)->release_sha;
-	r = cmd(a, 0, 5, argv);
-	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
-		freeReplyObject(r);
-		argv[0] = "EVAL";
-		argv[1] = release_lua;
-		r = cmd(a, 0, 5, argv);
-	}
+	r = eval3(a, 0, R(a)->release_sha, release_lua, dc, w, 1, args, &refused);
 	if (r && r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
 		v = (int)r->integer;
 	else if (r)
 		odd_reply(a, "release script reply", r);
 	freeReplyObject(r);
 	return v;
-}
-
-/* give_back(): the release script on pair (@dc, @w)'s key (G6, agent.c). */
-static int r_give_back(struct agent *a, uint32_t dc, uint32_t w)
-{
-	char key[512];
-
-	key_of(a, dc, w, key, sizeof(key));
-	return release_key(a, key);
 }
 
 /* The claim script (see the top of this file). */
@@ -926,14 +908,17 @@ static int64_t r_claim_wait(struct agent *a)
 	up_s = (long long)v;
 	/* uptime_in_seconds is rounded down. */
 	need_s = (a->c->min_uptime_ms + 999) / 1000;
-	if (up_s >= need_s) {
-		rs->young = false;
+	if (up_s >= need_s)
 		return 0;
-	}
-	logm(rs->young ? AG_DEBUG : AG_INFO,
-	     "event=redis_young uptime_s=%lld need_s=%lld: waiting before claiming (a restart forgets leases)",
-	     up_s, need_s);
-	rs->young = true;
+	/*
+	 * Said once per server life (its run_id, read by durability() on
+	 * this connection): the uptime, which changes at every look, is
+	 * the debug line's, not the condition's.
+	 */
+	ag_condition(a, AG_COND_STORE_YOUNG, AG_INFO,
+		     "event=redis_young run_id=%s need_s=%lld: waiting before claiming (a restart forgets leases)",
+		     rs->run_id, need_s);
+	logm(AG_DEBUG, "redis uptime_s=%lld need_s=%lld", up_s, need_s);
 	return (need_s - up_s) * 1000 * NS_PER_MS;
 }
 
