@@ -19,7 +19,7 @@
 #   - name resolution is bounded by redis-timeout-ms (a DNS server that
 #     never answers, in a private network and mount namespace)
 #   - --metrics-file
-#   - etcd (one member): claim past a dead first endpoint, renew, revoke on
+#   - etcd (one member): claim past a dead first endpoint, renew, the key given back on
 #     SIGTERM, expiry after kill -9, authentication (exit 4 when refused);
 #     over TLS with a CA made here (an unknown CA is refused)
 #   - prefer = hostname, machine-id: two agents of one host derive one
@@ -467,7 +467,7 @@ kill -TERM "${agent_pids[80]}"
 wait "${agent_pids[80]}"
 rc=$?
 agent_pids[80]=
-check "etcd: SIGTERM: exit 0, the lease revoked and the key gone at once ($rc)" \
+check "etcd: SIGTERM: exit 0, the key given back (gone at once) ($rc)" \
 	bash -c '[ "$1" = 0 ] && [ -z "$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$2" get --print-value-only "$3")" ]' _ "$rc" "$ecport" "$ekey"
 "$AGENT" "${eflags[@]}" 2>"$tmp/agent.81.log" &
 agent_pids[81]=$!
