@@ -634,6 +634,27 @@ static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr,
 }
 
 /*
+ * A Txn whose reply is wanted only for its "succeeded" (a conditional
+ * write: --init-store's replacement, give_back()'s delete), @body freed:
+ * 1 it succeeded, 0 its compare failed (nothing written), -1 no reply or
+ * one without a boolean "succeeded" (the caller asks again).
+ */
+static int txn_succeeded(struct agent *a, char *body)
+{
+	struct json_object *j;
+	int code, ret;
+	bool ok;
+
+	j = call(a, 0, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j)
+		return -1;
+	ret = ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID ? -1 : ok;
+	json_object_put(j);
+	return ret;
+}
+
+/*
  * --init-store: create the mark of (@dc, @w) at @value where it is
  * missing, in one Txn that reads it where it is not:
  *
@@ -684,15 +705,13 @@ static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 	if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
 		     cmp, m64, v64) < 0)
 		return -1;
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j)
-		return -1;
-	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID)
-		ok = false;
-	json_object_put(j);
-	if (!ok) {
+	switch (txn_succeeded(a, body)) {
+	case 1:
+		break;
+	case 0:
 		logm(AG_DEBUG, "etcd --init-store: mark %s changed since it was read: not replaced", mkey);
+		return -1;
+	default:
 		return -1;
 	}
 	ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
@@ -970,10 +989,7 @@ static int e_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
  */
 static int e_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
-	struct json_object *j;
 	char key[512], k64[700], v64[440], *body;
-	int code, ret;
-	bool ok;
 
 	key_of(a, dc, w, key, sizeof(key));
 	b64(key, k64, sizeof(k64));
@@ -983,13 +999,7 @@ static int e_give_back(struct agent *a, uint32_t dc, uint32_t w)
 		     "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
 		     k64, v64, k64) < 0)
 		return -1;
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j)
-		return -1;
-	ret = ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID ? -1 : ok;
-	json_object_put(j);
-	return ret;
+	return txn_succeeded(a, body);
 }
 
 const struct store_ops ag_etcd_ops = {
