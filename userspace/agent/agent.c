@@ -1084,7 +1084,7 @@ static int acquire(struct agent *a)
 
 	if (resolve_unknown(a))
 		return TRY_ERROR;
-	if (a->ever_held || a->key[0]) {	/* a->key: set by every claim (lease_taken()) */
+	if (a->key[0]) {	/* a pair this run claimed, served or not (lease_taken() sets the key) */
 		ret = a->st->readopt(a, a->dc, a->w, &sent, &mark);
 		if (ret == TRY_TAKEN) {
 			/* Our own lease all along: nobody else can have used the pair. */
