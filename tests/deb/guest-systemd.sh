@@ -163,8 +163,47 @@ t "the floor unit is ordered after udev's coldplug (After=systemd-udev-trigger.s
 systemctl stop snowflake-floor.service
 saved=$(snowflake-floord --show | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')
 echo 'options snowflake strict=0 datacenter_id=1 worker_id=2' >/etc/modprobe.d/sfsd-test.conf
+
+# A metrics run that the module's unload overtakes: its condition
+# (ConditionPathExists=/sys/class/misc/snowflake) held when it started, the
+# module is gone when the CLI reads sysfs, as on a host whose module is
+# reloaded (a DKMS upgrade) while the timer fires.  That run has nothing to
+# report: it must end as the condition's skip does, not leave the unit
+# failed (CI once saw "snowflake-metrics.service loaded failed" here, the
+# timer having fired during the rmmod below).  The window is held open at
+# will: a drop-in's ExecStartPre waits until the module is gone.
+mkdir -p /run/systemd/system/snowflake-metrics.service.d
+cat >/run/sfsd-wait-unload.sh <<'EOF'
+#!/bin/sh
+# Until the module is gone (at most 60 s).
+i=0
+while test -e /sys/module/snowflake && [ "$i" -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+EOF
+cat >/run/systemd/system/snowflake-metrics.service.d/sfsd-test.conf <<'EOF'
+[Service]
+ExecStartPre=/bin/sh /run/sfsd-wait-unload.sh
+EOF
+systemctl daemon-reload
+mcursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
+systemctl reset-failed snowflake-metrics.service 2>/dev/null
+systemctl start --no-block snowflake-metrics.service
+t "a metrics run has started (its condition held) and waits in the drop-in's ExecStartPre" \
+	until_ok 30 sh -c 'test "$(systemctl show -P SubState snowflake-metrics.service)" = start-pre'
 until_ok 20 rmmod snowflake
 t "the module unloaded (to be loaded again, strict=0)" test ! -e /sys/module/snowflake
+metrics_settled() { ! systemctl is-active -q snowflake-metrics.service &&
+	[ "$(systemctl show -P ActiveState snowflake-metrics.service)" != activating ]; }
+until_ok 60 metrics_settled
+mlog=$(journalctl --no-pager -q -o cat --after-cursor "$mcursor" -u snowflake-metrics.service 2>&1)
+say "# that run: $(systemctl show -p Result -p ActiveState snowflake-metrics.service | tr '\n' ' ')"
+printf '%s\n' "$mlog" | tail -n 8 | sed "s/^/$TAG #   /"
+t "that run read sysfs after the unload (the CLI said the device is gone)" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q 'snowflake: '" _ "$mlog"
+t "a run the unload overtook is skipped, not failed (Result=success, and it says why)" \
+	sh -c "[ \"\$(systemctl show -P Result snowflake-metrics.service)\" = success ] &&
+		printf '%s\n' \"\$1\" | grep -q 'the module went away'" _ "$mlog"
+rm -rf /run/systemd/system/snowflake-metrics.service.d /run/sfsd-wait-unload.sh
+systemctl daemon-reload
 cursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
 udevadm control --stop-exec-queue
 # Loaded before the unit starts, as systemd-modules-load.service does at
