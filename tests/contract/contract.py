@@ -1325,6 +1325,64 @@ def s_pair_refused(c):
     c.history()
 
 
+def s_redis_store_unable(c):
+    """Issue 40 D6: a Redis that cannot write at all (its own server made
+    to answer OOM to every write: maxmemory 1, noeviction) is the store
+    unable, said as such (event=redis_unable), never one pair's refusal:
+    no pool_full, nothing refused nor quarantined, the agent never stops
+    over it; writes allowed again, it serves."""
+    if c.s.name != "redis":
+        raise NA(NA_I40[("redis_store_unable", c.s.name)])
+    d = os.path.join(c.dir, "oom")
+    os.makedirs(d, exist_ok=True)
+    port = S.free_port()
+    srv = c.s.spawn(c.s.argv(port, d), os.path.join(d, "redis.log"))
+    try:
+        c.expect(c.s.wait_up(10, port=port), "the redis-server did not start")
+        sa = ["--redis-port", str(port)]
+        c.init("0-1", extra=sa)
+        r = c.s.cmd("CONFIG", "SET", "maxmemory", "1", port=port)
+        c.expect(r == "OK", "CONFIG SET maxmemory: %r" % (r,))
+        r = c.s.cmd("SET", "%s:%s:probe" % (S.PREFIX, c.cl), "x", port=port)
+        c.expect(isinstance(r, Exception) and str(r).startswith("OOM"),
+                 "a write was not refused with OOM (the fault never fired): %r" % (r,))
+        c.fault("store-edit", what="redis-oom", at=now_ns())
+        a = c.agent("0-1", extra=sa)
+        c.expect(a.wait(r"OOM", 10), "A's log never shows the store's OOM")
+        time.sleep(3)
+        c.expect(a.alive(), "A exited %s over the store's OOM" % a.p.poll())
+        c.expect(not a.has("event=pool_full"), "the store's OOM was taken for a full pool: %s" %
+                 (re.findall(r"event=pool_full[^\n]*", a.text()) or [""])[0][:120])
+        c.expect(not a.has("event=claim_refused"), "the store's OOM was taken for one pair's "
+                 "refusal (event=claim_refused)")
+        c.expect(a.has(r"event=redis_unable"), "A's log never says the store is unable "
+                 "(event=redis_unable)")
+        c.expect(not a.has("event=unfenced"), "A served while every write was refused")
+        c.note("%d redis_unable lines in 3 s" % len(re.findall("event=redis_unable", a.text())))
+        r = c.s.cmd("CONFIG", "SET", "maxmemory", "0", port=port)
+        c.expect(r == "OK", "CONFIG SET maxmemory 0: %r" % (r,))
+        c.expect(a.wait("event=unfenced", BOUND / 1000 + 5), "A never served once the store "
+                 "could write again")
+        time.sleep(TTL / 1000)
+        c.stop_agents()
+    finally:
+        srv.kill()
+        srv.wait()
+    c.history()
+
+
+NA_I40 = {
+    ("redis_store_unable", "etcd"): "etcd: no such configuration (no global write refusal "
+                                    "short of a lost quorum: store_restart)",
+    ("redis_store_unable", "zookeeper"): "ZooKeeper: no such configuration (no global write "
+                                         "refusal short of a lost quorum: store_restart)",
+    ("redis_store_unable", "mysql"): "MySQL: Redis's own errors (MISCONF, LOADING, READONLY, "
+                                     "OOM, BUSY) are not MySQL's",
+}
+if "NA_TABLE" in globals():
+    NA_TABLE.update(NA_I40)                               # noqa: F821
+
+
 def s_sigterm_claim_lost(c):
     """SIGTERM just after the reply to A's claim was lost (the store
     committed it): A exits 0 and the pair is not left holding A's owner
@@ -1606,6 +1664,7 @@ SCENARIOS = [
     ("oversized_spin", s_oversized_spin),
     ("sigterm_release_slow", s_sigterm_release_slow),
     ("name_lookup_hangs", s_name_lookup_hangs),
+    ("redis_store_unable", s_redis_store_unable),
 ]
 
 

@@ -18,8 +18,12 @@
  *            the fence, a claim whose reply was lost: G6, agent.c)
  *
  * A claim answers committed (the script's reply), not committed (an
- * error reply: NOPERM of an ACL, MISCONF, BUSY: the script never ran) or
- * unknown (no reply, a reply that cannot be read: TRY_UNKNOWN).
+ * error reply: the script never ran; NOPERM of an ACL on this pair's keys
+ * is this pair's refusal, TRY_REFUSED; any other, MISCONF, LOADING,
+ * READONLY, OOM, BUSY, is the store unable to write at all, said as
+ * event=redis_unable, TRY_ERROR: the engine asks again as for a store
+ * error, nothing quarantined) or unknown (no reply, a reply that cannot
+ * be read: TRY_UNKNOWN).
  *
  * The scripts check a mark's form themselves (20 digits, at most the
  * layout's last timestamp, given as ARGV): "1000", "-1" or a hash is
@@ -145,6 +149,9 @@ static const char release_lua[] =
 #define REDIS_REPLY_MAX		(1 << 20)
 /* The most elements an array reply may have (CONFIG GET, init's {2, text}). */
 #define REDIS_ELEMENTS_MAX	16
+
+/* eval3()'s *refused: why a script got no usable reply. */
+enum { EV_UNKNOWN, EV_PAIR_REFUSED, EV_STORE_UNABLE };
 
 /*
  * What this file keeps is the connection and what the server said on it;
@@ -589,8 +596,11 @@ static bool redis_connect(struct agent *a, int64_t deadline)
  * EVALSHA of one of our scripts on the pair's key, mark and markrun keys
  * with ARGV: the layout's last timestamp, the run_id (when the stale check
  * is on), then @argc arguments.  The reply (the caller frees it), or NULL
- * on a connection error or timeout (*@refused false: the outcome is
- * unknown) or an error reply (*@refused true: the script never ran).
+ * on a connection error or timeout (*@refused EV_UNKNOWN: the outcome is
+ * unknown) or an error reply (the script never ran): *@refused
+ * EV_PAIR_REFUSED for NOPERM (an ACL on this pair's keys), EV_STORE_UNABLE
+ * for any other (MISCONF, LOADING, READONLY, OOM, BUSY: the store cannot
+ * write at all; AG_COND_STORE_DOWN, event=redis_unable).
  *
  * EVAL after NOSCRIPT is the protocol, not a resend: NOSCRIPT says the
  * server does not know the script (its cache was flushed, or it restarted
@@ -600,7 +610,7 @@ static bool redis_connect(struct agent *a, int64_t deadline)
  * step is asked again, and how, is the engine's (agent.c).
  */
 static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, const char *lua,
-			 uint32_t dc, uint32_t w, int argc, const char **args, bool *refused)
+			 uint32_t dc, uint32_t w, int argc, const char **args, int *refused)
 {
 	struct rstore *rs = R(a);
 	char key[512], mark[512], run[512];
@@ -609,7 +619,7 @@ static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, con
 	redisReply *r;
 	int i;
 
-	*refused = false;
+	*refused = EV_UNKNOWN;
 	key_of(a, dc, w, key, sizeof(key));
 	mark_key_of(a, dc, w, mark, sizeof(mark));
 	snprintf(run, sizeof(run), "%s:%s:markrun:%u:%u", a->c->prefix, a->c->cluster, dc, w);
@@ -623,12 +633,28 @@ static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, con
 		r = cmd(a, deadline, 8 + i, argv);
 	}
 	if (r && r->type == REDIS_REPLY_ERROR) {
-		logm(AG_WARN, "event=redis_refused host=%s port=%d command=%s error=\"%.200s\": not run",
-		     a->c->redis_host, a->c->redis_port, argv[0], r->str);
+		/*
+		 * NOPERM: an ACL that leaves out this pair's keys, this pair
+		 * only.  Any other error (MISCONF, LOADING, READONLY, OOM,
+		 * BUSY, ...) is the store unable to run a write at all, for
+		 * every pair: said as such, never one pair's refusal.
+		 */
+		if (!strncmp(r->str, "NOPERM", 6)) {
+			logm(AG_WARN, "event=redis_refused host=%s port=%d command=%s error=\"%.200s\": not run",
+			     a->c->redis_host, a->c->redis_port, argv[0], r->str);
+			*refused = EV_PAIR_REFUSED;
+		} else {
+			ag_condition(a, AG_COND_STORE_DOWN, AG_WARN,
+				     "event=redis_unable host=%s port=%d error=\"%.200s\": the store cannot run a write now (nothing ran); trying again",
+				     a->c->redis_host, a->c->redis_port, r->str);
+			*refused = EV_STORE_UNABLE;
+		}
 		freeReplyObject(r);
-		*refused = true;
 		return NULL;
 	}
+	if (r)
+		ag_condition_over(a, AG_COND_STORE_DOWN, "event=redis_up host=%s port=%d",
+				  a->c->redis_host, a->c->redis_port);
 	return r;
 }
 
@@ -671,7 +697,7 @@ static int renew_script(struct agent *a, int64_t deadline, uint32_t dc, uint32_t
 	redisReply *r;
 	long long code = 0;
 	int ret = -1;
-	bool refused;
+	int refused;
 
 	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
 	if (raise)
@@ -738,7 +764,7 @@ static int r_give_back(struct agent *a, uint32_t dc, uint32_t w)
 	const char *args[] = { a->owner };
 	redisReply *r;
 	int v = -1;
-	bool refused;
+	int refused;
 
 	if (!redis_connect(a, 0))
 		return -1;
@@ -760,7 +786,7 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	redisReply *r;
 	long long code = 0;
 	int ret = TRY_ERROR;
-	bool refused;
+	int refused;
 
 	if (!redis_connect(a, 0))
 		return TRY_ERROR;
@@ -773,7 +799,8 @@ static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	r = eval3(a, 0, R(a)->claim_sha, claim_lua, dc, w, 3, args, &refused);
 	/* An error reply: the script never ran (not committed); no reply: unknown (G6). */
 	if (!r)
-		return refused ? TRY_REFUSED : TRY_UNKNOWN;
+		return refused == EV_PAIR_REFUSED ? TRY_REFUSED :
+		       refused == EV_STORE_UNABLE ? TRY_ERROR : TRY_UNKNOWN;
 	switch (script_reply(a, r, dc, w, &code, mark, "not-served")) {
 	case AG_RS_INT:
 		if (code == -1)
@@ -857,7 +884,7 @@ static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 	size_t len = 0;
 	redisReply *r;
 	int ret;
-	bool refused;
+	int refused;
 
 	if (!redis_connect(a, 0))
 		return -1;
