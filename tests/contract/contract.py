@@ -1110,7 +1110,6 @@ def s_settle_readopt(c):
 # Their n/a cells (a store without the configuration), merged into the
 # harness's fixed table where it has one.
 NA_I31 = {
-    ("pair_refused", "etcd"): "etcd: no per-key ACL (its RBAC is per user and cluster-wide)",
     ("pair_refused", "mysql"): "MySQL: no per-row privilege",
     ("mysql_primary_key", "etcd"): "etcd: no table",
     ("mysql_primary_key", "redis"): "Redis: no table",
@@ -1306,6 +1305,9 @@ def s_pair_refused(c):
             srv.wait()
         c.history()
         return
+    if c.s.name == "etcd":
+        s_pair_refused_etcd(c)
+        return
     if c.s.name != "zookeeper":
         na31(c, "pair_refused")
     bob = ["--zookeeper-user", "bob", "--zookeeper-password", "bob-secret"]
@@ -1371,7 +1373,154 @@ def s_redis_store_unable(c):
     c.history()
 
 
+def s_claim_committed_late(c):
+    """Issue 40 D3: a pool of one pair; A's claim delayed on its way to
+    the store (the proxy keeps the request) past its timeout and its
+    give-back (which finds nothing), then run by the store: the key holds
+    A's owner on the lease A keeps alive.  A never takes its own key for
+    another's (pool_full for ever): it serves the pair within the bound
+    (the key taken as its claim, or given back and claimed again)."""
+    if c.s.name != "etcd":
+        raise NA(NA_I40[("claim_committed_late", c.s.name)])
+    c.init()
+    px = c.with_proxy()
+    px.arm_delay(match=c.s.matcher("claim", c.cl))
+    a = c.agent(proxy=True)
+    t = time.monotonic() + 10
+    while time.monotonic() < t and not px.acted:
+        time.sleep(0.02)
+    c.expect(px.acted and px.acted[0]["fault"] == "delay", "the proxy never saw A's claim")
+    got, key = c.s.classify(px.acted[0]["request"], c.cl)
+    c.fault("delay", request=got, key=key or "-", conn=px.acted[0]["conn"])
+    c.expect(got == "claim", "the proxy delayed a %s (%s), not a claim" % (got, key))
+    c.expect(a.wait(r"event=claim_undone .*had not committed", 10),
+             "A's log never shows its delayed claim given back (event=claim_undone)")
+    off = a.size()
+    reply = px.release_delayed()
+    c.expect(reply is not None, "the store never answered the delayed claim")
+    c.expect(b'"succeeded":true' in reply,
+             "the delayed claim did not commit when released (A claimed again first: the "
+             "fault did not happen as meant): %r" % reply[-200:])
+    c.fault("store-edit", what="claim-committed-late", at=now_ns())
+    k = c.s.key_get(c.cl, (0, 0))
+    c.note("the delayed claim committed after its give-back (the key: %s)" %
+           ("A's owner" if k == a.owner() else repr(k)))
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5, off),
+             "A never served the one pair after its own late claim committed (%d pool_full)"
+             % len(re.findall("event=pool_full", a.text(off))))
+    c.expect(c.s.key_get(c.cl, (0, 0)) == a.owner(), "the key does not hold A's owner")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
+def etcd_rbac(c, workers, refused):
+    """A single etcd member of this scenario's own, with RBAC: user alice
+    (password alice-secret) granted readwrite on the cluster's marks and on
+    its worker keys of @workers except @refused, auth enabled.  Returns
+    (its (host, port), its process, etcdctl's argv prefix as root)."""
+    d = os.path.join(c.dir, "etcd")
+    os.makedirs(d, exist_ok=True)
+    cp, pp = S.free_port(), S.free_port()
+    cu, pu = "http://127.0.0.1:%d" % cp, "http://127.0.0.1:%d" % pp
+    srv = c.s.spawn(["etcd", "--name", "rbac", "--data-dir", os.path.join(d, "data"),
+                     "--listen-client-urls", cu, "--advertise-client-urls", cu,
+                     "--listen-peer-urls", pu, "--initial-advertise-peer-urls", pu,
+                     "--initial-cluster", "rbac=" + pu, "--initial-cluster-state", "new"],
+                    os.path.join(d, "etcd.log"))
+    ctl = ["etcdctl", "--endpoints", cu, "--command-timeout", "5s"]
+    env = dict(os.environ, ETCDCTL_API="3")
+
+    def run(*args, user=None):
+        r = subprocess.run(ctl + (["--user", user] if user else []) + list(args),
+                           capture_output=True, text=True, timeout=20, env=env)
+        with open(os.path.join(d, "etcdctl.log"), "a") as f:
+            f.write("$ %s\n%s%s" % (" ".join(args), r.stdout, r.stderr))
+        return r
+    t = time.monotonic() + 20
+    while time.monotonic() < t and run("endpoint", "health").returncode != 0:
+        time.sleep(0.2)
+    kp = "%s:%s:" % (S.PREFIX, c.cl)
+    lo, hi = workers
+    steps = [("user", "add", "root", "--new-user-password", "root-secret"),
+             ("role", "add", "root"), ("user", "grant-role", "root", "root"),
+             ("role", "add", "agent"),
+             ("role", "grant-permission", "agent", "readwrite", "--prefix", kp + "mark:")]
+    # the worker keys lo..refused-1 and refused+1..hi: two ranges (end exclusive)
+    if refused > lo:
+        steps.append(("role", "grant-permission", "agent", "readwrite",
+                      kp + "worker:0:%d" % lo, kp + "worker:0:%d" % refused))
+    if refused < hi:
+        steps.append(("role", "grant-permission", "agent", "readwrite",
+                      kp + "worker:0:%d" % (refused + 1), kp + "worker:0:%d" % (hi + 1)))
+    steps += [("user", "add", "alice", "--new-user-password", "alice-secret"),
+              ("user", "grant-role", "alice", "agent")]
+    for st in steps:
+        r = run(*st)
+        c.expect(r.returncode == 0, "etcdctl %s: %s" % (" ".join(st[:3]), r.stderr.strip()))
+    return ("127.0.0.1", cp), srv, run
+
+
+def s_pair_refused_etcd(c):
+    """(pair_refused on etcd, issue 40 D4) Pair 0:9 of the pool 0-9 left
+    out of the agent's etcd role (RBAC: its user granted the marks and the
+    worker keys 0:0-0:8 only), 0:1-0:8 held by others, 0:0 by another
+    whose lease ends in 4 s: the agent is refused 0:9 (permission denied),
+    never stops over it, and claims 0:0 once it is free; a wrong password
+    is still fatal (exit 4)."""
+    up, srv, run = etcd_rbac(c, (0, 9), 9)
+    try:
+        argv = c.flags("0-9", up=up)
+        r = subprocess.run(argv + ["--init-store"], capture_output=True, text=True, timeout=60)
+        c.expect(r.returncode == 0, "--init-store exited %d: %s" % (r.returncode,
+                                                                   r.stderr.strip()[-200:]))
+        kp = "%s:%s:" % (S.PREFIX, c.cl)
+        for w in range(1, 9):
+            r = run("put", kp + "worker:0:%d" % w, "other:1")
+            c.expect(r.returncode == 0, "etcdctl put: %s" % r.stderr.strip())
+        r = run("lease", "grant", "4")
+        lease = re.search(r"lease (\w+) granted", r.stdout)
+        c.expect(lease, "etcdctl lease grant: %s" % (r.stdout + r.stderr).strip())
+        r = run("put", "--lease", lease.group(1), kp + "worker:0:0", "other:1")
+        c.expect(r.returncode == 0, "etcdctl put: %s" % r.stderr.strip())
+        r = run("auth", "enable")
+        c.expect(r.returncode == 0, "etcdctl auth enable: %s" % r.stderr.strip())
+        r = run("get", kp + "worker:0:9", user="alice:alice-secret")
+        c.expect(r.returncode != 0 and "permission denied" in r.stderr,
+                 "alice reads 0:9 (the role grants it: the fault would not fire): %s" %
+                 (r.stdout + r.stderr).strip())
+        c.fault("store-edit", what="rbac-refuses-0:9", at=now_ns())
+        cred = ["--etcd-user", "alice", "--etcd-password", "alice-secret"]
+        a = Agent(c, argv + cred + ["--dry-run-clock-offset-ms", "0"],
+                  os.path.join(c.dir, "agent.0.log"), 0)
+        c.agents.append(a)
+        c.expect(a.wait("permission denied", 10),
+                 "the store never refused 0:9 (the fault never fired)")
+        time.sleep(1)
+        c.expect(a.alive(), "A exited %s over one pair's RBAC refusal" % a.p.poll())
+        c.expect(a.has("event=claim_refused datacenter=0 worker=9"),
+                 "A's log never says 0:9 was refused and skipped (event=claim_refused)")
+        c.expect(a.wait("event=unfenced", BOUND / 1000 + 8), "A never served 0:0 once it was free")
+        c.expect(a.claimed()[-1] == ("0", "0"), "A claimed %s" % (a.claimed()[-1],))
+        c.stop_agents()
+        # a wrong password is still the agent's end (exit 4)
+        b = Agent(c, argv + ["--etcd-user", "alice", "--etcd-password", "wrong",
+                             "--dry-run-clock-offset-ms", "0"], os.path.join(c.dir, "agent.1.log"), 0)
+        rc = exit_of(b, 10)
+        c.expect(rc == 4, "a wrong etcd password: exit %s, not 4" % rc)
+    finally:
+        srv.kill()
+        srv.wait()
+    c.history()
+
+
 NA_I40 = {
+    ("claim_committed_late", "redis"): "Redis: a claim's key ends with its own TTL (nothing "
+                                       "keeps it alive: claim_reply_lost)",
+    ("claim_committed_late", "zookeeper"): "ZooKeeper: the proxy cannot delay one request "
+                                           "inside its session's ordered stream",
+    ("claim_committed_late", "mysql"): "MySQL: a claim's row ends with its own expiry "
+                                       "(nothing keeps it alive: claim_reply_lost)",
     ("redis_store_unable", "etcd"): "etcd: no such configuration (no global write refusal "
                                     "short of a lost quorum: store_restart)",
     ("redis_store_unable", "zookeeper"): "ZooKeeper: no such configuration (no global write "
@@ -1665,6 +1814,7 @@ SCENARIOS = [
     ("sigterm_release_slow", s_sigterm_release_slow),
     ("name_lookup_hangs", s_name_lookup_hangs),
     ("redis_store_unable", s_redis_store_unable),
+    ("claim_committed_late", s_claim_committed_late),
 ]
 
 

@@ -28,6 +28,12 @@ applies one mode to what the store sends back (the replies):
                     connection cut (a reply lost after the store committed)
   cut               close every open connection (new ones are accepted)
 
+In-process only, arm_delay(): the first request matching is not forwarded
+but kept (its client may give up and close meanwhile: the connection to
+the store stays open) until release_delayed(), which sends it to the store
+then and reads its reply, thrown away (a request delayed in the network
+that the store runs after its sender gave it up).
+
 It knows nothing of the protocols: a pattern is bytes the harness knows to
 be in one request (the claim, a renewal); in-process, arm_drop() also takes
 a predicate (the store's own reading of a request, tests/contract/stores.py
@@ -56,6 +62,7 @@ class Conn:
         self.drop = False        # the reply to the request just seen is lost
         self.closed = False
         self.tail = b""          # the end of the request bytes before this chunk
+        self.delayed = None      # a delayed request's bytes (arm_delay())
         with proxy.lock:
             proxy.nconn += 1
             self.id = proxy.nconn
@@ -102,6 +109,16 @@ class Conn:
                 if self.p.observe:
                     self.p.observe(seen)
                 with self.p.lock:
+                    dm = self.p.delay_match
+                    if self.delayed is None and dm and dm(seen):
+                        self.p.delay_match = None
+                        self.delayed = b""
+                        self.p.delayed_conns.append(self)
+                        self.p.acted.append({"fault": "delay", "conn": self.id,
+                                             "at": time.monotonic(), "request": seen[-8192:]})
+                    if self.delayed is not None:
+                        self.delayed += b
+                        continue
                     m = self.p.drop_match
                     h = self.p.hold_match
                     if h and h(seen):
@@ -119,7 +136,20 @@ class Conn:
                 self.server.sendall(b)
         except OSError:
             pass
+        if self.delayed is not None:
+            # The client gave up: the store's side waits for release_delayed().
+            return
         self.close()
+
+    def release(self):
+        """Send the delayed request to the store now; its reply is read
+        and thrown away (down()), then the connection closed."""
+        try:
+            self.server.sendall(self.delayed)
+        except OSError:
+            self.close()
+            return False
+        return True
 
     def down(self):
         """store -> client: the mode applies."""
@@ -129,8 +159,10 @@ class Conn:
                 b = self.server.recv(65536)
                 if not b:
                     break
-                if self.drop:
+                if self.drop or self.delayed is not None:
                     # The store answered: its reply is lost, the connection cut.
+                    if self.delayed is not None:
+                        self.p.delayed_replies.append(b)
                     time.sleep(0.05)
                     break
                 mode, arg = self.p.mode, self.p.arg
@@ -178,6 +210,9 @@ class FaultProxy:
         self.prefix = b""
         self.drop_match = None
         self.hold_match = None
+        self.delay_match = None
+        self.delayed_conns = []  # connections whose request is delayed
+        self.delayed_replies = []  # what the store answered a released request
         self.dropped = 0
         self.acted = []          # the report: every request a fault acted on
         self.inflated = 0        # bytes of garbage sent after replies
@@ -224,6 +259,29 @@ class FaultProxy:
             return any(p in b for p in patterns)
         with self.lock:
             self.hold_match = match or has
+
+    def arm_delay(self, *patterns, match=None):
+        """The first request containing any of @patterns (or for which
+        @match(request bytes) is true) is kept from the store until
+        release_delayed(); reported in acted."""
+        def has(b):
+            return any(p in b for p in patterns)
+        with self.lock:
+            self.delay_match = match or has
+
+    def release_delayed(self, secs=5.0):
+        """The delayed request sent to the store now, and its reply waited
+        for (@secs): the reply's bytes, or None."""
+        with self.lock:
+            conns = list(self.delayed_conns)
+            self.delayed_conns = []
+        n = len(self.delayed_replies)
+        if not conns or not conns[0].release():
+            return None
+        t = time.monotonic() + secs
+        while time.monotonic() < t and len(self.delayed_replies) == n:
+            time.sleep(0.02)
+        return self.delayed_replies[n] if len(self.delayed_replies) > n else None
 
     def cut(self):
         """Close every open connection: how many."""

@@ -374,8 +374,14 @@ static struct json_object *call(struct agent *a, int64_t deadline, const char *p
 		e->auth[0] = '\0';
 		return NULL;
 	}
-	/* 16 unauthenticated, 7 permission denied, or no user where one is needed. */
-	if (!j && !a->fatal && (*code == 16 || *code == 7 ||
+	/*
+	 * 16 unauthenticated, or no user where one is needed: fatal.  7
+	 * permission denied is not: etcd's RBAC grants a key, a range or a
+	 * prefix, so it may refuse one pair's keys only (the caller's
+	 * TRY_REFUSED: the walk moves on); a wrong password fails at
+	 * authenticate(), fatal.
+	 */
+	if (!j && !a->fatal && (*code == 16 ||
 				(e->body && strstr(e->body, "user name is empty")))) {
 		logm(AG_ERR, "event=etcd_auth_failed: %s (etcd-user, etcd-password)",
 		     e->body ? e->body : "unauthenticated");
@@ -588,43 +594,74 @@ static void mark_cmp(const struct mread *mr, const char *m64, char *buf, size_t 
 			 m64, (unsigned long long)mr->mod_rev);
 }
 
-/*
- * Read pair (@dc, @w): its mark into *@mr and, with @count, how many keys
- * are at its lease key (0 or 1).  0, or -1 (no reply, or a bad one).
- */
-static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr, uint64_t *count)
+/* What read_pair() found at a pair's key. */
+enum { KEY_ABSENT, KEY_OTHERS, KEY_OURS, KEY_OURS_STRAY };
+
+/* etcd's permission denied (RBAC: the user's roles leave this key out). */
+#define PERMISSION_DENIED	7
+
+/* A pair's key refused by RBAC: said, and the claim is this pair's refusal (TRY_REFUSED). */
+static int pair_refused(struct agent *a, const char *key)
 {
-	struct json_object *j, *range;
-	char key[512], k64[700], mkey[512], m64[700], *body;
-	int code, ret = 0;
+	logm(AG_WARN, "event=etcd_permission_denied key=%s user=%s: etcd's RBAC does not grant this pair's key (permission denied): this pair is skipped",
+	     key, a->c->etcd_user ? a->c->etcd_user : "");
+	return TRY_REFUSED;
+}
+
+/*
+ * Read pair (@dc, @w) in one Txn (one revision): its mark into *@mr and
+ * its key into *@state: KEY_ABSENT, KEY_OTHERS, KEY_OURS (this run's
+ * owner, bound to the lease it keeps alive: a claim of ours that
+ * committed after the engine had given it back, its reply lost; *@crev
+ * its create revision) or KEY_OURS_STRAY (this run's owner on another
+ * lease).  0, -1 (no reply, or a bad one), or TRY_REFUSED (permission
+ * denied: etcd's RBAC leaves this pair's keys out).
+ */
+static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr, int *state,
+		     uint64_t *crev)
+{
+	struct estore *e = E(a);
+	struct json_object *j, *range, *kv;
+	char key[512], k64[700], mkey[512], m64[700], v64[440], *body;
+	const char *val;
+	uint64_t lease = 0, ours = 0;
+	int code, ret = 0, lv;
 
 	key_of(a, dc, w, key, sizeof(key));
 	b64(key, k64, sizeof(k64));
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
+	b64(a->owner, v64, sizeof(v64));
 	if (asprintf(&body,
-		     "{\"success\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
+		     "{\"success\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
 		     m64, k64) < 0)
 		return -1;
 	j = call(a, 0, "/v3/kv/txn", body, &code);
 	free(body);
 	if (!j)
-		return -1;
+		return code == PERMISSION_DENIED ? pair_refused(a, key) : -1;
 	if (!txn_ok(j) || !txn_range(j, 0) || mread_of(a, range_kv(txn_range(j, 0)), mr))
 		ret = -1;
 	range = txn_range(j, 1);
-	if (!ret && count) {
-		/* count is left out when 0. */
-		switch (range ? ag_etcd_u64(range, "count", ID_MAX, count) : AG_VAL_INVALID) {
-		case AG_VAL_MISSING:
-			*count = 0;
-			break;
-		case AG_VAL_OK:
-			break;
-		default:
+	kv = range ? range_kv(range) : NULL;
+	*state = KEY_ABSENT;
+	*crev = 0;
+	if (!ret && !range) {
+		ret = -1;
+	} else if (!ret && kv) {
+		/* Our owner's text exactly as we wrote it (base64), on our lease or not. */
+		val = jstr(kv, "value");
+		lv = ag_etcd_u64(kv, "lease", ID_MAX, &lease);
+		if (ag_etcd_u64(kv, "create_revision", ID_MAX, crev) != AG_VAL_OK || !*crev ||
+		    lv == AG_VAL_INVALID)
 			ret = -1;
-			break;
-		}
+		else if (!val || strcmp(val, v64))
+			*state = KEY_OTHERS;
+		else if (e->lease[0] && !ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &ours) &&
+			 lv == AG_VAL_OK && lease == ours)
+			*state = KEY_OURS;
+		else
+			*state = KEY_OURS_STRAY;
 	}
 	if (ret)
 		ag_reply_invalid(a, "etcd range of a pair", json_object_to_json_string(j),
@@ -742,7 +779,13 @@ static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
  * claimed last, served or not, offered back first (acquire(): readopt()
  * takes it again while its key is the one that claim bound to our lease;
  * a claim goes on only when that key is not ours: gone with its lease,
- * deleted, or another's).  A VM fork starts the store afresh.
+ * deleted, or another's).  A VM fork starts the store afresh.  A claim of
+ * ours delayed on its way past its give-back may still commit later, on
+ * the lease kept alive here: the read finds our owner at the key, never
+ * counted as another's (issue 40 D3): on our lease, taken as this claim
+ * (event=own_key_adopted); on another, TRY_UNKNOWN (the engine gives it
+ * back).  A key etcd's RBAC does not grant (permission denied) is this
+ * pair's refusal, TRY_REFUSED (event=etcd_permission_denied).
  */
 static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
 		   uint64_t init_mark)
@@ -753,7 +796,7 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	char put_mark[1000], text[64], *body;
 	uint64_t rev, count;
 	struct mread mr, back;
-	int code, ret;
+	int code, ret, state;
 	bool ok;
 
 	e->create_rev = 0;
@@ -764,9 +807,32 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
 	b64(mkey, m64, sizeof(m64));
 	b64(a->owner, v64, sizeof(v64));
-	if (read_pair(a, dc, w, &mr, &count))
-		return TRY_ERROR;
-	if (count)
+	ret = read_pair(a, dc, w, &mr, &state, &rev);
+	if (ret)
+		return ret == TRY_REFUSED ? TRY_REFUSED : TRY_ERROR;
+	if (state == KEY_OURS && mr.v == AG_VAL_OK) {
+		/*
+		 * Our own key on the lease we keep alive, which the engine does
+		 * not hold (issue 40 D3: a claim of ours, its reply lost, that
+		 * committed after its give-back): taken as this claim.  The key
+		 * and the mark were read in one revision, and nobody else can
+		 * have raised the mark while the key was ours.
+		 */
+		logm(AG_WARN, "event=own_key_adopted datacenter=%u worker=%u key=%s lease=%s: a claim of this run whose reply was lost committed after it was given back; taken as this claim",
+		     dc, w, key, e->lease);
+		e->create_rev = rev;
+		e->seen = mr;
+		*mark = mr.mark;
+		*sent = e->lease_sent;
+		return TRY_TAKEN;
+	}
+	if (state == KEY_OURS || state == KEY_OURS_STRAY) {
+		/* Ours, but not to be taken as it is: the engine gives it back (delete-if-owner). */
+		logm(AG_WARN, "event=own_key_found datacenter=%u worker=%u key=%s: this run's owner on a key the agent does not hold; given back",
+		     dc, w, key);
+		return TRY_UNKNOWN;
+	}
+	if (state == KEY_OTHERS)
 		return TRY_HELD;
 	if (mr.v == AG_VAL_MISSING && !init_mark)
 		return TRY_NO_MARK;
@@ -795,6 +861,8 @@ static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	if (!j) {
 		if (code == 5)	/* the lease expired meanwhile: nothing was written */
 			e->lease[0] = '\0';
+		if (code == PERMISSION_DENIED && !a->fatal)
+			return pair_refused(a, key);
 		/* Never sent, or an error etcd answered (not 14, unavailable; not 4, deadline): not written. */
 		if (code == 5 || code == NOT_SENT || a->fatal ||
 		    (code >= 0 && code != 14 && code != 4))
