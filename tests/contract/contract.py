@@ -1514,7 +1514,85 @@ def s_pair_refused_etcd(c):
     c.history()
 
 
+def s_mysql_replica_connected(c):
+    """Issue 40 D8, MariaDB's path of the durability probe (SHOW GLOBAL
+    STATUS, which MySQL 8 has too): a server of this scenario's own with a
+    binary log; A serving there; an asynchronous replica (a second
+    mariadbd, CHANGE MASTER TO ... START SLAVE) connects: A sees it within
+    a TTL or so and stops (exit 5, event=mysql_unsafe naming
+    async_replicas=1); a new agent is refused."""
+    if c.s.name != "mysql":
+        raise NA(NA_I40[("mysql_replica_connected", c.s.name)])
+
+    class Server(S.MySQL):
+        def __init__(self, out, procs, sid):
+            S.MySQL.__init__(self, out, procs)
+            self.sid = sid
+
+        def start_member(self, i):
+            d = os.path.join(self.out, "mysql")
+            argv = ["mariadbd", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
+                    "--user=" + self.user, "--bind-address=127.0.0.1", "--port=%d" % self.port,
+                    "--socket=" + os.path.join(d, "sock"), "--pid-file=" + os.path.join(d, "pid"),
+                    "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
+                    "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=1",
+                    "--server-id=%d" % self.sid,
+                    "--log-error=" + os.path.join(self.out, "mariadbd.err")]
+            if self.sid == 1:
+                argv.append("--log-bin=" + os.path.join(d, "data", "binlog"))
+            self.m[0] = self.spawn(argv, os.path.join(self.out, "mariadbd.log"))
+    srv = Server(os.path.join(c.dir, "primary"), c.run.procs, 1)
+    rep = Server(os.path.join(c.dir, "replica"), c.run.procs, 2)
+    try:
+        c.expect(srv.start(), "the primary (with a binary log) did not start")
+        c.s, real = srv, c.s
+        try:
+            c.init()
+            a = c.agent()
+            c.expect(a.wait("event=unfenced", 15), "A never served")
+            c.expect(not a.has("event=mysql_replicas_unseen"),
+                     "MariaDB's Slaves_connected was not read (event=mysql_replicas_unseen)")
+            c.expect(srv.sql("CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'replpw'; GRANT "
+                             "REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'") is not None,
+                     "creating the replication user failed")
+            c.expect(rep.start(), "the replica did not start")
+            c.expect(rep.sql("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, "
+                             "MASTER_USER='repl', MASTER_PASSWORD='replpw', MASTER_USE_GTID=no; "
+                             "START SLAVE" % srv.port) is not None, "START SLAVE failed")
+            t = time.monotonic() + 15
+            n = ""
+            while time.monotonic() < t and n != "1":
+                n = (srv.sql("SHOW GLOBAL STATUS LIKE 'Slaves_connected'") or "").split()[-1:]
+                n = n[0] if n else ""
+                time.sleep(0.1)
+            c.expect(n == "1", "no replica connected (Slaves_connected %r: the fault never "
+                     "fired)" % n)
+            c.fault("replica-connected", at=now_ns())
+            rc = exit_of(a, 3 * TTL / 1000 + 5)
+            c.expect(rc == 5, "the holder, an asynchronous replica connected: exit %s, not 5" % rc)
+            c.expect(a.has("event=mysql_unsafe.*async_replicas=1"),
+                     "the holder never said event=mysql_unsafe ... async_replicas=1")
+            b = c.agent()
+            rc = exit_of(b, 10)
+            c.expect(rc == 5, "a new agent beside an asynchronous replica: exit %s, not 5" % rc)
+            c.stop_agents()
+        finally:
+            c.s = real
+    finally:
+        for x in (rep, srv):
+            for p in getattr(x, "m", None) or []:
+                if p is not None:
+                    p.kill()
+                    p.wait()
+    c.history()
+
+
 NA_I40 = {
+    ("mysql_replica_connected", "etcd"): "etcd: no such configuration (a quorum fsyncs every "
+                                         "write)",
+    ("mysql_replica_connected", "redis"): "Redis: redis_replica_added",
+    ("mysql_replica_connected", "zookeeper"): "ZooKeeper: no such configuration (a quorum logs "
+                                              "every write)",
     ("claim_committed_late", "redis"): "Redis: a claim's key ends with its own TTL (nothing "
                                        "keeps it alive: claim_reply_lost)",
     ("claim_committed_late", "zookeeper"): "ZooKeeper: the proxy cannot delay one request "
@@ -1815,6 +1893,7 @@ SCENARIOS = [
     ("name_lookup_hangs", s_name_lookup_hangs),
     ("redis_store_unable", s_redis_store_unable),
     ("claim_committed_late", s_claim_committed_late),
+    ("mysql_replica_connected", s_mysql_replica_connected),
 ]
 
 

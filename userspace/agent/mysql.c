@@ -475,30 +475,54 @@ static int __attribute__((format(printf, 3, 4), warn_unused_result)) sqlf(char *
  * failover?  innodb_flush_log_at_trx_commit = 1 (0 and 2 lose the last
  * second of commits in a crash), and no asynchronous replica connected
  * (one promoted has lost what it had not received: Slaves_connected
- * while Rpl_semi_sync_master_status is not ON, statuses any user may
- * read).  Such a server can
+ * while semi-synchronous replication is not ON).  Such a server can
  * bring a pair's mark back lower than it acknowledged: refused (exit 5,
  * event=mysql_unsafe) unless mysql-allow-non-durable.  At every
  * connection and, while holding, every TTL (m_recheck()).
+ *
+ * Read with what MariaDB and MySQL 8 both have and any user may run:
+ * @@innodb_flush_log_at_trx_commit and SHOW GLOBAL STATUS (MariaDB's
+ * information_schema.GLOBAL_STATUS is not in MySQL 8, whose
+ * performance_schema.global_status MariaDB leaves empty unless
+ * performance_schema is on).  Each SHOW names its variables so that it
+ * gives one row at most.  MySQL has no Slaves_connected: there the
+ * replicas cannot be seen, said once (docs/deployment-mysql.md).
  * 0 durable (or accepted), -1 refused (a->fatal) or failed.
  */
 static int mysql_durable(struct agent *a, int64_t end)
 {
 	struct reply r;
-	char msg[700];
+	char msg[700], flush[16], replicas[24];
+	bool semisync;
 
-	/* Replicas count only while semi-synchronous replication is off. */
-	if (exec(a, end, "SELECT @@innodb_flush_log_at_trx_commit, (SELECT IF(COALESCE(MAX(IF(VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS', VARIABLE_VALUE, NULL)), 'OFF') = 'ON', '0', COALESCE(MAX(IF(VARIABLE_NAME = 'SLAVES_CONNECTED', VARIABLE_VALUE, NULL)), '0')) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('SLAVES_CONNECTED', 'RPL_SEMI_SYNC_MASTER_STATUS'))",
-		 &r))
+	if (exec(a, end, "SELECT @@innodb_flush_log_at_trx_commit", &r))
 		return -1;
 	if (!r.row || r.col_null[0]) {
 		ag_reply_invalid(a, "innodb_flush_log_at_trx_commit", "", 0);
 		return -1;
 	}
-	if (!strcmp(r.col[0], "1") && (r.col_null[1] || !strcmp(r.col[1], "0")))
+	snprintf(flush, sizeof(flush), "%.8s", r.col[0]);
+	/* Replicas count only while semi-synchronous replication is off (MariaDB, MySQL < 8.0.26: master). */
+	if (exec(a, end, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Rpl_semi_sync_master_status', 'Rpl_semi_sync_source_status') AND Value = 'ON'",
+		 &r))
+		return -1;
+	semisync = r.row;
+	if (exec(a, end, "SHOW GLOBAL STATUS WHERE Variable_name = 'Slaves_connected'", &r))
+		return -1;
+	if (!r.row || r.col_null[1])
+		snprintf(replicas, sizeof(replicas), "?");
+	else
+		snprintf(replicas, sizeof(replicas), "%.20s", semisync ? "0" : r.col[1]);
+	if (!strcmp(flush, "1") && !strcmp(replicas, "0"))
 		return 0;
-	snprintf(msg, sizeof(msg), "innodb_flush_log_at_trx_commit=%.8s async_replicas=%.20s: this server can bring a pair's timestamp mark back lower than it acknowledged (a crash loses the last commits; a failover to an asynchronous replica loses what it had not received), and the next holder would stamp timestamps the last one stamped; set innodb_flush_log_at_trx_commit = 1 on a server without asynchronous replicas, or accept it with mysql-allow-non-durable = yes (docs/deployment-mysql.md)",
-		 r.col[0], r.col_null[1] ? "?" : r.col[1]);
+	if (!strcmp(flush, "1") && !strcmp(replicas, "?")) {
+		ag_condition(a, AG_COND_STORE_NOT_DURABLE, AG_WARN,
+			     "event=mysql_replicas_unseen host=%s port=%d: this server has no Slaves_connected status (MySQL): an asynchronous replica cannot be seen from here; make sure none is connected, or that replication is semi-synchronous (docs/deployment-mysql.md)",
+			     a->c->mysql_host, a->c->mysql_port);
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "innodb_flush_log_at_trx_commit=%s async_replicas=%s: this server can bring a pair's timestamp mark back lower than it acknowledged (a crash loses the last commits; a failover to an asynchronous replica loses what it had not received), and the next holder would stamp timestamps the last one stamped; set innodb_flush_log_at_trx_commit = 1 on a server without asynchronous replicas, or accept it with mysql-allow-non-durable = yes (docs/deployment-mysql.md)",
+		 flush, replicas);
 	if (!a->c->mysql_allow_non_durable) {
 		mysql_fatal(a, AG_EXIT_UNSAFE_STORE, "mysql_unsafe", msg);
 		return -1;
