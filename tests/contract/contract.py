@@ -1587,6 +1587,49 @@ def s_mysql_replica_connected(c):
     c.history()
 
 
+def s_claim_sent_once(c):
+    """A pool of one pair, the reply to A's claim lost after the store
+    committed it (etcd: two endpoints, both through the proxy): the claim
+    is sent once (G6: the store's request is never resent, to that
+    endpoint or the next); only after the engine gave it back
+    (event=claim_undone) does A claim again, and it serves the pair."""
+    c.init()
+    px = c.with_proxy()
+    claims = []
+    seen = px.observe
+
+    def count(req):
+        if seen:
+            seen(req)
+        kind, key = c.s.classify(req, c.cl)
+        if kind == "claim":
+            claims.append((time.monotonic(), key))
+    px.observe = count
+    c.arm_drop("claim")
+    argv = c.flags(proxy=True) + ["--dry-run-clock-offset-ms", "0"]
+    if c.s.name == "etcd":
+        i = argv.index("--etcd-endpoints")
+        argv[i + 1] += ",http://localhost:%d" % px.port
+    a = Agent(c, argv, os.path.join(c.dir, "agent.0.log"), 0)
+    c.agents.append(a)
+    c.dropped("claim", 10)
+    # the claims the proxy saw until the log said the claim was undone (or
+    # 3 s, when it never says so: a resend took the claim's place)
+    undone = a.wait(UNKNOWN_CLAIM, 3)
+    t_undone = time.monotonic()
+    before = [k for t, k in claims if t <= t_undone]
+    c.expect(len(before) == 1, "the claim was sent %d times before it was given back: %s" %
+             (len(before), before))
+    c.expect(undone or a.wait(UNKNOWN_CLAIM, 7), "A's log never shows the lost claim resolved "
+             "(%s)" % UNKNOWN_CLAIM)
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5), "A never served the one pair after "
+             "its claim's reply was lost")
+    c.note("%d claims in all, 1 before the give-back" % len(claims))
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
 NA_I40 = {
     ("mysql_replica_connected", "etcd"): "etcd: no such configuration (a quorum fsyncs every "
                                          "write)",
@@ -1894,6 +1937,7 @@ SCENARIOS = [
     ("redis_store_unable", s_redis_store_unable),
     ("claim_committed_late", s_claim_committed_late),
     ("mysql_replica_connected", s_mysql_replica_connected),
+    ("claim_sent_once", s_claim_sent_once),
 ]
 
 
