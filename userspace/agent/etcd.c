@@ -655,7 +655,7 @@ static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr,
 		if (ag_etcd_u64(kv, "create_revision", ID_MAX, crev) != AG_VAL_OK || !*crev ||
 		    lv == AG_VAL_INVALID)
 			ret = -1;
-		else if (!val || strcmp(val, v64))
+		else if (!val || strcmp(val, v64) != 0)
 			*state = KEY_OTHERS;
 		else if (e->lease[0] && !ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &ours) &&
 			 lv == AG_VAL_OK && lease == ours)
