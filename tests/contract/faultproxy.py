@@ -22,6 +22,13 @@ applies one mode to what the store sends back (the replies):
                     is forwarded, and from then on the mode is hold (its
                     reply and every later one kept: a store that stops
                     answering at that very request)
+  delay-at HEXPATTERN[,HEXPATTERN...]
+                    once: the first request containing the bytes HEXPATTERN
+                    is not forwarded, nor is anything after it on that
+                    connection, until "release" (in order; the replies
+                    still flow): a request delayed in the network, after
+                    everything before it was answered
+  release           forward what delay-at kept back
   drop HEXPATTERN[,HEXPATTERN...]
                     once: the first request containing the bytes HEXPATTERN
                     is forwarded, its reply read and thrown away, and that
@@ -56,6 +63,8 @@ class Conn:
         self.drop = False        # the reply to the request just seen is lost
         self.closed = False
         self.tail = b""          # the end of the request bytes before this chunk
+        self.delayed = False     # delay-at: what the client sends is kept back
+        self.pending = []        # ... here, until release()
         with proxy.lock:
             proxy.nconn += 1
             self.id = proxy.nconn
@@ -116,6 +125,17 @@ class Conn:
                         self.p.acted.append({"fault": "drop", "conn": self.id,
                                              "at": time.monotonic(), "request": seen[-8192:]})
                         self.drop = True
+                    d = self.p.delay_match
+                    if d and d(seen):
+                        self.p.delay_match = None
+                        self.delayed = True
+                        self.p.delaying.append(self)
+                        self.p.acted.append({"fault": "delay", "conn": self.id,
+                                             "at": time.monotonic(), "request": seen[-8192:]})
+                    if self.delayed:
+                        # (release() sends it, under the lock: in order)
+                        self.pending.append(b)
+                        continue
                 self.server.sendall(b)
         except OSError:
             pass
@@ -178,6 +198,9 @@ class FaultProxy:
         self.prefix = b""
         self.drop_match = None
         self.hold_match = None
+        self.delay_match = None
+        self.delaying = []       # connections delay-at keeps back
+        self.released = 0        # requests' bytes forwarded late by release()
         self.dropped = 0
         self.acted = []          # the report: every request a fault acted on
         self.inflated = 0        # bytes of garbage sent after replies
@@ -225,6 +248,33 @@ class FaultProxy:
         with self.lock:
             self.hold_match = match or has
 
+    def arm_delay(self, *patterns, match=None):
+        """The first request containing any of @patterns (or for which
+        @match(request bytes) is true), and everything after it on its
+        connection, kept back until release(); reported in acted."""
+        def has(b):
+            return any(p in b for p in patterns)
+        with self.lock:
+            self.delay_match = match or has
+
+    def release(self):
+        """Forward what delay-at kept back (to a connection still open):
+        how many bytes."""
+        n = 0
+        with self.lock:
+            for c in self.delaying:
+                for b in c.pending:
+                    try:
+                        c.server.sendall(b)
+                        n += len(b)
+                    except OSError:
+                        break
+                c.pending = []
+                c.delayed = False
+            self.delaying = []
+            self.released += n
+        return n
+
     def cut(self):
         """Close every open connection: how many."""
         with self.lock:
@@ -251,12 +301,17 @@ class FaultProxy:
             self.arm_drop(*(bytes.fromhex(x) for x in w[1].split(",")))
         elif w[0] == "hold-at" and len(w) == 2:
             self.arm_hold(*(bytes.fromhex(x) for x in w[1].split(",")))
+        elif w[0] == "delay-at" and len(w) == 2:
+            self.arm_delay(*(bytes.fromhex(x) for x in w[1].split(",")))
+        elif w[0] == "release":
+            self.release()
         elif w[0] == "cut":
             self.cut()
         elif w[0] != "stats":
             return "err unknown command"
-        return "ok mode=%s accepted=%d dropped=%d inflated=%d replaced=%d trickled=%d open=%d%s" % (
-            self.mode, self.accepted, self.dropped, self.inflated, self.replaced, self.trickled,
+        return "ok mode=%s accepted=%d dropped=%d released=%d inflated=%d replaced=%d trickled=%d open=%d%s" % (
+            self.mode, self.accepted, self.dropped, self.released, self.inflated, self.replaced,
+            self.trickled,
             len(self.conns), "".join(" acted=%s:conn%d:%s" % (x["fault"], x["conn"],
                                                              x["request"][-200:].hex())
                                      for x in self.acted))
