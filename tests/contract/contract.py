@@ -1596,8 +1596,8 @@ def raise_takeover(settle_b, step_b, name):
         hand; B (its clock 3 s behind, settle-ms SETTLE_B, mark-step-ms
         STEP_B) claims the pair (settle 0: and raises the mark, below
         A's raise); then A's raise is let go, within A's deadline.
-        No two owners' timestamp windows may meet (the mark's version is
-        the fencing token: B's claim changed it, so A's raise fails).  (A
+        A's raise must fail (the mark's version is the fencing token: B's
+        claim changed it), and no two owners' timestamp windows may meet.  (A
         real-time overlap is the test's own doing, with a settle of 0:
         counted, not judged.)"""
         if c.s.name != "zookeeper":
@@ -1631,6 +1631,12 @@ def raise_takeover(settle_b, step_b, name):
         n = px.release()
         c.expect(n > 0, "nothing was let go")
         c.fault("release", bytes=n, at=now_ns())
+        # The fencing token: A's raise, sent before B's claim, must fail
+        # whenever it arrives (B's claim changed the mark's version).
+        time.sleep(0.5)
+        mk = c.s.mark_get(c.cl, (0, 0)) or ""
+        c.expect(not mk.endswith(" " + a.owner()),
+                 "A's delayed raise landed over B's claim: the mark reads %r" % mk)
         c.note("A's raise of %s held %.1f s (B %s meanwhile), %d bytes let go" % (
             key.replace("%s:%s:" % (S.PREFIX, c.cl), ""), held,
             "claimed and raised" if settle_b == 0 else "claimed", n))
