@@ -1211,7 +1211,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		} else if (bad) {
 			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
 			ret = TRY_BAD_MARK;
-		} else if (owner[0] && strcmp(owner, a->owner)) {
+		} else if (owner[0] && strcmp(owner, a->owner) != 0) {
 			/* Our key, the mark another's (G4): not ours; the key goes with the session. */
 			logm(AG_WARN, "event=mark_taken datacenter=%u worker=%u: the pair's mark names another owner: not claimed",
 			     dc, w);
