@@ -1384,7 +1384,7 @@ def s_claim_committed_late(c):
         raise NA(NA_I40[("claim_committed_late", c.s.name)])
     c.init()
     px = c.with_proxy()
-    px.arm_delay(match=c.s.matcher("claim", c.cl))
+    px.arm_delay_detached(match=c.s.matcher("claim", c.cl))
     a = c.agent(proxy=True)
     t = time.monotonic() + 10
     while time.monotonic() < t and not px.acted:
@@ -1396,7 +1396,7 @@ def s_claim_committed_late(c):
     c.expect(a.wait(r"event=claim_undone .*had not committed", 10),
              "A's log never shows its delayed claim given back (event=claim_undone)")
     off = a.size()
-    reply = px.release_delayed()
+    reply = px.release_detached()
     c.expect(reply is not None, "the store never answered the delayed claim")
     c.expect(b'"succeeded":true' in reply,
              "the delayed claim did not commit when released (A claimed again first: the "
@@ -1897,6 +1897,176 @@ def s_name_lookup_hangs(c):
         dns.close()
 
 
+# ---------------------------------------------------------------- issue 40
+# ZooKeeper's defects D1, D2 and D5 of issue 40: each scenario fails on
+# 05070d5 (tests/contract/mutants/i40-D*).  The other stores: the delayed
+# raise (stores.py classify() "raise") and the read-only mark are written
+# for ZooKeeper's protocol and ACLs only.
+NA_I40_ZK = {}
+for _n in ("raise_after_takeover", "raise_while_settling", "readopt_mark_lowered",
+           "mark_not_writable"):
+    NA_I40_ZK[(_n, "etcd")] = "written for ZooKeeper only (issue 40 D1, D2, D5)"
+    NA_I40_ZK[(_n, "redis")] = "written for ZooKeeper only (issue 40 D1, D2, D5)"
+    NA_I40_ZK[(_n, "mysql")] = "written for ZooKeeper only (issue 40 D1, D2, D5)"
+if "NA_TABLE" in globals():
+    NA_TABLE.update(NA_I40_ZK)                            # noqa: F821
+
+
+def na40(c, name):
+    raise NA(NA_I40_ZK[(name, c.s.name)])
+
+
+def raise_takeover(settle_b, step_b, name):
+    def s(c):
+        """A (TTL 8 s, its clock 0, its raises ~5 s above its mark) serves;
+        the proxy delays its next raise of the mark after its proof (the
+        request kept back, the replies still flowing); A's key deleted by
+        hand; B (its clock 3 s behind, settle-ms SETTLE_B, mark-step-ms
+        STEP_B) claims the pair (settle 0: and raises the mark, below
+        A's raise); then A's raise is let go, within A's deadline.
+        A's raise must fail (the mark's version is the fencing token: B's
+        claim changed it), and no two owners' timestamp windows may meet.  (A
+        real-time overlap is the test's own doing, with a settle of 0:
+        counted, not judged.)"""
+        if c.s.name != "zookeeper":
+            na40(c, name)
+        c.init()
+        px = c.with_proxy()
+        a = c.agent(proxy=True, offset=0, extra=("--ttl-ms", "8000", "--settle-ms", "1000"))
+        c.expect(a.wait("event=unfenced", 20), "A never served")
+        px.arm_delay(match=c.s.matcher("raise", c.cl))
+        t = time.monotonic() + 15
+        while time.monotonic() < t and not px.acted:
+            time.sleep(0.02)
+        c.expect(px.acted, "the proxy never saw a raise of A's")
+        t_held = time.monotonic()
+        x = px.acted[0]
+        got, key = c.s.classify(x["request"], c.cl)
+        c.fault("delay", request=got, key=key or "-", conn=x["conn"], at=now_ns())
+        c.expect(x["fault"] == "delay" and got == "raise" and key,
+                 "the proxy delayed a %s (%s), not a raise: %r" % (got, key, x["request"][-160:]))
+        off = a.size()
+        c.key_del((0, 0))
+        b = c.agent(extra=("--settle-ms", str(settle_b), "--mark-step-ms", str(step_b)))
+        ev = "event=unfenced" if settle_b == 0 else "event=claimed"
+        c.expect(b.wait(ev, 10), "B never %s after A's key was deleted" % (
+            "served" if settle_b == 0 else "claimed"))
+        held = time.monotonic() - t_held
+        # A's raise waits for its answer until A's lease ends (at least
+        # TTL - margin - renew-ms = 3.7 s after it was sent): later, it
+        # would be abandoned, and the fault would miss what it tests.
+        c.expect(held < 3.5, "B took %.1f s: A's delayed raise would have been abandoned" % held)
+        n = px.release()
+        c.expect(n > 0, "nothing was let go")
+        c.fault("release", bytes=n, at=now_ns())
+        # The fencing token: A's raise, sent before B's claim, must fail
+        # whenever it arrives (B's claim changed the mark's version).
+        time.sleep(0.5)
+        mk = c.s.mark_get(c.cl, (0, 0)) or ""
+        c.expect(not mk.endswith(" " + a.owner()),
+                 "A's delayed raise landed over B's claim: the mark reads %r" % mk)
+        c.note("A's raise of %s held %.1f s (B %s meanwhile), %d bytes let go" % (
+            key.replace("%s:%s:" % (S.PREFIX, c.cl), ""), held,
+            "claimed and raised" if settle_b == 0 else "claimed", n))
+        time.sleep(1.0 + settle_b / 1000)
+        c.expect(b.wait("event=unfenced", 10), "B never served")
+        c.note("the mark then %r" % c.s.mark_get(c.cl, (0, 0)))
+        time.sleep(TTL / 1000)
+        c.stop_agents()
+        r, fig = check.judge(c.name, c.faults, c.hist, timeout=300)
+        with open(os.path.join(c.dir, "lease-check.out"), "w") as f:
+            f.write(r.stdout + r.stderr)
+        c.expect(fig.get("ts_overlaps") == "0" and fig.get("underived") == "0",
+                 "lease-check: %s timestamp overlaps, %s underived (%s real-time overlaps)" % (
+                     fig.get("ts_overlaps", "?"), fig.get("underived", "?"),
+                     fig.get("overlaps", "?")))
+        owners = set(re.findall(r"^interval .*? owner=(\S+)", open(c.hist).read(), re.M))
+        c.expect(a.owner() in owners and b.owner() in owners,
+                 "the history lacks an interval of A or B")
+        c.note("A after the release: %s" % ("; ".join(sorted(set(re.findall(
+            r"event=(key_lost|mark_taken|mark_raise_again|mark_lowered|zookeeper_session_dropped)",
+            a.text(off))))) or "nothing said"))
+        c.note("%s intervals, 0 timestamp overlaps, %s real-time overlaps (settle-ms %d)" % (
+            fig.get("intervals", "?"), fig.get("overlaps", "?"), settle_b))
+    s.__doc__ = s.__doc__.replace("SETTLE_B", str(settle_b)).replace("STEP_B", str(step_b))
+    return s
+
+
+def s_readopt_mark_lowered(c):
+    """The mark lowered 30 s while A's connection is lost (its replies
+    held until it fenced, then the connection cut: the same session comes
+    back): A takes its own key back (readopt) with the mark raised again to
+    what it had raised it to, never leaving the lowered mark for the next
+    holder, who (its clock 6 s behind) stamps nothing A could have stamped."""
+    if c.s.name != "zookeeper":
+        na40(c, "readopt_mark_lowered")
+    c.init()
+    px = c.with_proxy()
+    a = c.agent(proxy=True, offset=0)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    time.sleep(TTL / 1000)
+    off = a.size()
+    px.set_mode("hold")
+    c.expect(a.wait(r"event=zookeeper_connecting fenced=1", TTL / 1000 + 3, off),
+             "A never saw its connection lost while its replies were held")
+    c.fault("hold", at=now_ns())
+    v = c.s.mark_value(c.cl, (0, 0))
+    c.expect(v is not None, "no readable mark (%r)" % c.s.mark_get(c.cl, (0, 0)))
+    c.mark_set_value((0, 0), v - 30000)
+    off2 = a.size()
+    px.set_mode("pass")
+    c.cut()
+    c.expect(a.wait("event=claimed", 10, off2), "A never took the pair again")
+    after = c.s.mark_value(c.cl, (0, 0))
+    c.expect(not a.has("event=zookeeper_session_expired", off),
+             "A's session expired: a new claim, not a re-adoption (the fault missed)")
+    c.note("the mark %d -> %d -> %r once A took the pair again (%s)" % (
+        v, v - 30000, after, "re-adopted" if not a.has("event=zookeeper_session_dropped", off2)
+        else "its session dropped"))
+    c.expect(after is not None and after >= v,
+             "once A took the pair back its mark is %r, below the %d A had raised it to: the "
+             "lowered mark is left for the next holder" % (after, v))
+    next_holder(c, a, -6000)
+
+
+def s_mark_not_writable(c):
+    """A pair whose mark is readable but not writable (its ACL
+    world:anyone:r: ZNOAUTH on a setData), another pair held: the agent
+    never exits over it, says so and skips that pair, and serves the other
+    once it is freed; then the mark of the pair it serves made read-only
+    under it: its raise refused, it gives the pair up (fenced), says so,
+    and does not exit."""
+    if c.s.name != "zookeeper":
+        na40(c, "mark_not_writable")
+    c.init("0-1")
+    h = c.agent("0")
+    c.expect(h.wait("event=unfenced", 15), "H never served 0:0")
+    acl = c.s.mark_read_only(c.cl, (0, 1))
+    c.expect("world,'anyone\n: r" in acl or re.search(r"anyone\s*\n?: r\b", acl),
+             "the mark of 0:1 is not read-only: %s" % acl.strip()[-200:])
+    c.expect(c.s.mark_value(c.cl, (0, 1)) is not None, "the mark of 0:1 is not readable")
+    c.fault("store-edit", what="mark-read-only", pair="0:1", at=now_ns())
+    a = c.agent("0-1")
+    c.expect(a.wait(r"event=claim_refused datacenter=0 worker=1|not authenticated", 15),
+             "the store never refused 0:1's mark to A (the fault never fired)")
+    time.sleep(1.5)
+    c.expect(a.alive(), "A exited %s over one pair's mark ACL" % a.p.poll())
+    c.expect(not a.has(r"event=unfenced"), "A served 0:1, whose mark it cannot raise")
+    h.term()
+    c.expect(a.wait("event=unfenced", BOUND / 1000 + 5), "A never served 0:0 once H stopped")
+    off = a.size()
+    acl = c.s.mark_read_only(c.cl, (0, 0))
+    c.fault("store-edit", what="mark-read-only", pair="0:0", at=now_ns())
+    c.expect(a.wait(r"event=zookeeper_node_refused|not authenticated", 3 * TTL / 1000 + 5, off),
+             "A's raise of 0:0's read-only mark was never refused")
+    time.sleep(1.5)
+    c.expect(a.alive(), "A exited %s when its mark became read-only" % a.p.poll())
+    c.expect(a.wait("event=fenced", TTL / 1000 + 2, off) and not a.serving(),
+             "A serves on a pair whose mark it cannot raise")
+    c.stop_agents()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1938,6 +2108,10 @@ SCENARIOS = [
     ("claim_committed_late", s_claim_committed_late),
     ("mysql_replica_connected", s_mysql_replica_connected),
     ("claim_sent_once", s_claim_sent_once),
+    ("raise_after_takeover", raise_takeover(0, 2000, "raise_after_takeover")),
+    ("raise_while_settling", raise_takeover(3000, 20000, "raise_while_settling")),
+    ("readopt_mark_lowered", s_readopt_mark_lowered),
+    ("mark_not_writable", s_mark_not_writable),
 ]
 
 

@@ -22,17 +22,24 @@ applies one mode to what the store sends back (the replies):
                     is forwarded, and from then on the mode is hold (its
                     reply and every later one kept: a store that stops
                     answering at that very request)
+  delay-at HEXPATTERN[,HEXPATTERN...]
+                    once: the first request containing the bytes HEXPATTERN
+                    is not forwarded, nor is anything after it on that
+                    connection, until "release" (in order; the replies
+                    still flow): a request delayed in the network, after
+                    everything before it was answered
+  release           forward what delay-at kept back
   drop HEXPATTERN[,HEXPATTERN...]
                     once: the first request containing the bytes HEXPATTERN
                     is forwarded, its reply read and thrown away, and that
                     connection cut (a reply lost after the store committed)
   cut               close every open connection (new ones are accepted)
 
-In-process only, arm_delay(): the first request matching is not forwarded
-but kept (its client may give up and close meanwhile: the connection to
-the store stays open) until release_delayed(), which sends it to the store
-then and reads its reply, thrown away (a request delayed in the network
-that the store runs after its sender gave it up).
+In-process only, arm_delay_detached(): the first request matching is not
+forwarded but kept (its client may give up and close meanwhile: the
+connection to the store stays open) until release_detached(), which sends
+it to the store then and reads its reply, thrown away (a request delayed
+in the network that the store runs after its sender gave it up).
 
 It knows nothing of the protocols: a pattern is bytes the harness knows to
 be in one request (the claim, a renewal); in-process, arm_drop() also takes
@@ -62,7 +69,9 @@ class Conn:
         self.drop = False        # the reply to the request just seen is lost
         self.closed = False
         self.tail = b""          # the end of the request bytes before this chunk
-        self.delayed = None      # a delayed request's bytes (arm_delay())
+        self.delayed = False     # delay-at: what the client sends is kept back
+        self.pending = []        # ... here, until release()
+        self.detached = None     # a detached request's bytes (arm_delay_detached())
         with proxy.lock:
             proxy.nconn += 1
             self.id = proxy.nconn
@@ -109,16 +118,6 @@ class Conn:
                 if self.p.observe:
                     self.p.observe(seen)
                 with self.p.lock:
-                    dm = self.p.delay_match
-                    if self.delayed is None and dm and dm(seen):
-                        self.p.delay_match = None
-                        self.delayed = b""
-                        self.p.delayed_conns.append(self)
-                        self.p.acted.append({"fault": "delay", "conn": self.id,
-                                             "at": time.monotonic(), "request": seen[-8192:]})
-                    if self.delayed is not None:
-                        self.delayed += b
-                        continue
                     m = self.p.drop_match
                     h = self.p.hold_match
                     if h and h(seen):
@@ -133,19 +132,40 @@ class Conn:
                         self.p.acted.append({"fault": "drop", "conn": self.id,
                                              "at": time.monotonic(), "request": seen[-8192:]})
                         self.drop = True
+                    dm = self.p.detach_match
+                    if self.detached is None and dm and dm(seen):
+                        self.p.detach_match = None
+                        self.detached = b""
+                        self.p.detached_conns.append(self)
+                        self.p.acted.append({"fault": "delay", "conn": self.id,
+                                             "at": time.monotonic(), "request": seen[-8192:]})
+                    if self.detached is not None:
+                        self.detached += b
+                        continue
+                    d = self.p.delay_match
+                    if d and d(seen):
+                        self.p.delay_match = None
+                        self.delayed = True
+                        self.p.delaying.append(self)
+                        self.p.acted.append({"fault": "delay", "conn": self.id,
+                                             "at": time.monotonic(), "request": seen[-8192:]})
+                    if self.delayed:
+                        # (release() sends it, under the lock: in order)
+                        self.pending.append(b)
+                        continue
                 self.server.sendall(b)
         except OSError:
             pass
-        if self.delayed is not None:
-            # The client gave up: the store's side waits for release_delayed().
+        if self.detached is not None:
+            # The client gave up: the store's side waits for release_detached().
             return
         self.close()
 
-    def release(self):
-        """Send the delayed request to the store now; its reply is read
+    def release_detached(self):
+        """Send the detached request to the store now; its reply is read
         and thrown away (down()), then the connection closed."""
         try:
-            self.server.sendall(self.delayed)
+            self.server.sendall(self.detached)
         except OSError:
             self.close()
             return False
@@ -159,10 +179,10 @@ class Conn:
                 b = self.server.recv(65536)
                 if not b:
                     break
-                if self.drop or self.delayed is not None:
+                if self.drop or self.detached is not None:
                     # The store answered: its reply is lost, the connection cut.
-                    if self.delayed is not None:
-                        self.p.delayed_replies.append(b)
+                    if self.detached is not None:
+                        self.p.detached_replies.append(b)
                     time.sleep(0.05)
                     break
                 mode, arg = self.p.mode, self.p.arg
@@ -211,8 +231,11 @@ class FaultProxy:
         self.drop_match = None
         self.hold_match = None
         self.delay_match = None
-        self.delayed_conns = []  # connections whose request is delayed
-        self.delayed_replies = []  # what the store answered a released request
+        self.delaying = []       # connections delay-at keeps back
+        self.detach_match = None
+        self.detached_conns = []  # connections whose request is detached
+        self.detached_replies = []  # what the store answered a released one
+        self.released = 0        # requests' bytes forwarded late by release()
         self.dropped = 0
         self.acted = []          # the report: every request a fault acted on
         self.inflated = 0        # bytes of garbage sent after replies
@@ -262,26 +285,53 @@ class FaultProxy:
 
     def arm_delay(self, *patterns, match=None):
         """The first request containing any of @patterns (or for which
-        @match(request bytes) is true) is kept from the store until
-        release_delayed(); reported in acted."""
+        @match(request bytes) is true), and everything after it on its
+        connection, kept back until release(); reported in acted."""
         def has(b):
             return any(p in b for p in patterns)
         with self.lock:
             self.delay_match = match or has
 
-    def release_delayed(self, secs=5.0):
-        """The delayed request sent to the store now, and its reply waited
+    def arm_delay_detached(self, *patterns, match=None):
+        """The first request containing any of @patterns (or for which
+        @match(request bytes) is true) is kept from the store until
+        release_detached(), its client free to give up; reported in acted."""
+        def has(b):
+            return any(p in b for p in patterns)
+        with self.lock:
+            self.detach_match = match or has
+
+    def release_detached(self, secs=5.0):
+        """The detached request sent to the store now, and its reply waited
         for (@secs): the reply's bytes, or None."""
         with self.lock:
-            conns = list(self.delayed_conns)
-            self.delayed_conns = []
-        n = len(self.delayed_replies)
-        if not conns or not conns[0].release():
+            conns = list(self.detached_conns)
+            self.detached_conns = []
+        n = len(self.detached_replies)
+        if not conns or not conns[0].release_detached():
             return None
         t = time.monotonic() + secs
-        while time.monotonic() < t and len(self.delayed_replies) == n:
+        while time.monotonic() < t and len(self.detached_replies) == n:
             time.sleep(0.02)
-        return self.delayed_replies[n] if len(self.delayed_replies) > n else None
+        return self.detached_replies[n] if len(self.detached_replies) > n else None
+
+    def release(self):
+        """Forward what delay-at kept back (to a connection still open):
+        how many bytes."""
+        n = 0
+        with self.lock:
+            for c in self.delaying:
+                for b in c.pending:
+                    try:
+                        c.server.sendall(b)
+                        n += len(b)
+                    except OSError:
+                        break
+                c.pending = []
+                c.delayed = False
+            self.delaying = []
+            self.released += n
+        return n
 
     def cut(self):
         """Close every open connection: how many."""
@@ -309,12 +359,17 @@ class FaultProxy:
             self.arm_drop(*(bytes.fromhex(x) for x in w[1].split(",")))
         elif w[0] == "hold-at" and len(w) == 2:
             self.arm_hold(*(bytes.fromhex(x) for x in w[1].split(",")))
+        elif w[0] == "delay-at" and len(w) == 2:
+            self.arm_delay(*(bytes.fromhex(x) for x in w[1].split(",")))
+        elif w[0] == "release":
+            self.release()
         elif w[0] == "cut":
             self.cut()
         elif w[0] != "stats":
             return "err unknown command"
-        return "ok mode=%s accepted=%d dropped=%d inflated=%d replaced=%d trickled=%d open=%d%s" % (
-            self.mode, self.accepted, self.dropped, self.inflated, self.replaced, self.trickled,
+        return "ok mode=%s accepted=%d dropped=%d released=%d inflated=%d replaced=%d trickled=%d open=%d%s" % (
+            self.mode, self.accepted, self.dropped, self.released, self.inflated, self.replaced,
+            self.trickled,
             len(self.conns), "".join(" acted=%s:conn%d:%s" % (x["fault"], x["conn"],
                                                              x["request"][-200:].hex())
                                      for x in self.acted))

@@ -24,6 +24,7 @@ import urllib.request
 PREFIX = "ct"
 ZK_SERVER = "/usr/share/zookeeper/bin/zkServer.sh"
 ZK_CLI = "/usr/lib/zookeeper/bin/cli_mt"
+ZK_JCLI = "/usr/share/zookeeper/bin/zkCli.sh"
 
 
 def free_port():
@@ -552,11 +553,13 @@ class ZooKeeper(Store):
 
     def classify(self, req, cluster):
         """A multi (OpCode 14) whose first op is a create (MultiHeader type
-        1, done false, err -1) of a worker node of @cluster is a claim; an
+        1, done false, err -1) of a worker node of @cluster is a claim; one
+        whose first op is a check (type 13) of one, a raise of the mark; an
         exists (OpCode 3) of one, a renewal's proof; a delete (2), a
         release."""
         pre = (self.ROOT + "/" + "%s:%s:worker:" % (PREFIX, cluster)).encode()
         for kind, head in (("claim", struct.pack(">i", 14) + struct.pack(">iBi", 1, 0, -1)),
+                           ("raise", struct.pack(">i", 14) + struct.pack(">iBi", 13, 0, -1)),
                            ("renewal", struct.pack(">i", 3)), ("release", struct.pack(">i", 2))):
             i = req.rfind(head)
             while i >= 0:
@@ -618,6 +621,20 @@ class ZooKeeper(Store):
 
     def mark_del(self, cl, pair):
         self.cli("delete " + self.path(cl, "mark", pair))
+
+    def mark_read_only(self, cl, pair):
+        """The mark node's ACL set to world:anyone:r (readable, not
+        writable: ZNOAUTH on a setData), by the Java zkCli.sh (cli_mt has no
+        setAcl); its getAcl read back."""
+        p = self.path(cl, "mark", pair)
+        env = dict(os.environ, CLIENT_JVMFLAGS="-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+                   ZOO_LOG_DIR=self.out)
+        out = ""
+        for cmd in ("setAcl %s world:anyone:r" % p, "getAcl %s" % p):
+            r = subprocess.run([ZK_JCLI, "-server", self.hosts()] + cmd.split(),
+                               capture_output=True, text=True, timeout=60, env=env)
+            out = r.stdout + r.stderr
+        return out
 
 
 class MySQL(Store):

@@ -1361,9 +1361,19 @@ static int renew(struct agent *a, bool for_serve)
 	 * accepted again is the ceiling.
 	 */
 	want = raise > a->mark_ms ? raise : a->mark_ms;
-	if (held != AG_MARK_UNREAD && held < want) {
+	if (held != AG_MARK_UNREAD && held < want && held >= a->mark_ms) {
+		/*
+		 * Not lowered: the raise was refused (ZooKeeper: the mark's
+		 * version moved, a raise of this holder's that landed late) and
+		 * the store holds what this holder accepted or more.
+		 */
+		logm(AG_INFO, "event=mark_raise_again datacenter=%u worker=%u key=%s store_mark_ms=%llu mark_ms=%llu: the raise was refused (the mark moved, still this holder's); raising it again",
+		     a->dc, a->w, a->key, (unsigned long long)held, (unsigned long long)want);
+	} else if (held != AG_MARK_UNREAD && held < want) {
 		logm(AG_WARN, "event=mark_lowered datacenter=%u worker=%u key=%s store_mark_ms=%llu mark_ms=%llu: the store lost the mark this holder raised; raising it again before serving further",
 		     a->dc, a->w, a->key, (unsigned long long)held, (unsigned long long)want);
+	}
+	if (held != AG_MARK_UNREAD && held < want) {
 		ret = a->st->renew(a, a->fence_at, &sent, want, &held);
 		if (ret != 1 || (held != AG_MARK_UNREAD && held < want)) {
 			(void)fence_now(a, "mark-lowered");

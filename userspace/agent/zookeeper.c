@@ -8,16 +8,24 @@
  * ensemble deletes it when the session ends (closed, or expired: not
  * heard from for the session timeout).  The pair's mark is the persistent
  * znode ROOT/PREFIX:CLUSTER:mark:DC:W beside it, its data "MARK OWNER" (20
- * digits, then the owner of the run that wrote it; --init-store writes the
- * digits alone).  ROOT (zookeeper-root) is created if absent; a chroot is
- * the C client's own (zookeeper-hosts "h1:2181,h2:2181/chroot").
+ * digits, then the owner of the run that claimed the pair or raised the
+ * mark last; --init-store writes the digits alone); its data version is
+ * the pair's fencing token (G4).  ROOT (zookeeper-root) is created if
+ * absent; a chroot is the C client's own (zookeeper-hosts
+ * "h1:2181,h2:2181/chroot").
  *
  *   claim:   sync; get(mark); exists(key)      (one pipeline)
- *            multi(create(key, owner, EPHEMERAL), check(mark, version read))
- *   renew:   sync; exists(key): its ephemeralOwner is our session id
+ *            multi(create(key, owner, EPHEMERAL),
+ *                  setData(mark, MARK OWNER, the version read))
+ *   renew:   sync; [get(mark);] exists(key): its ephemeralOwner is our
+ *            session id, the mark ours or nobody's
  *            [raise: multi(check(key, version), setData(mark, RAISE OWNER,
- *             the version our claim read or our last raise wrote))]
- *   readopt: after a reconnection with the same session: renew's proof
+ *             the version our claim wrote, our last raise wrote, or our
+ *             last proof read)), sent once; refused on the mark: the
+ *             proof again, the mark as read answered to the engine]
+ *   readopt: after a reconnection with the same session: renew's proof,
+ *            and the mark raised again to what this run raised it to
+ *            when it is lower (missing, invalid, lowered)
  *   give_back: exists(key) ours: delete(key, its version); at the end the
  *            session is closed (the ensemble deletes whatever else is ours)
  *
@@ -56,21 +64,35 @@
  * this session's.  An expired session (ZOO_EXPIRED_SESSION_STATE) has
  * lost its key: the handle is closed and a new session claims again.
  *
- * G4: the mark is raised only by a setData at the version this holder
- * knows: the one its claim read, atomically with its create (the multi's
- * check), or the one its own last raise wrote; a write by anyone else in
- * between fails it (ZBADVERSION).  A new holder raises the mark before it
- * serves (agent.c, serve()), so of two holders whose leases overlap only
- * the one whose claim read the latest version can ever serve: the other's
- * raise fails, which is a lost lease.  Every successful raise therefore
- * extends a chain of writes each made on top of the one before, its value
- * only growing: a holder's floor (the value read + 1) is above every
- * ceiling given before its claim, and every ceiling after it is a raise of
- * its own or of a later holder.  The same multi checks that the key still
- * exists at the version seen, so a raise after the key's deletion fails.
- * An abandoned raise (no answer by the deadline) may still land: the next
- * raise then fails on the version, the mark is read again, and a mark
- * written by this very run (the owner in its data) is taken as its own.
+ * G4: the mark node's data version is the pair's fencing token.  Every
+ * claim writes the mark (its value as read, our owner) at the version it
+ * read, in the multi that creates the key, so a takeover always changes
+ * the version.  A holder raises the mark only by a setData at a version
+ * it knows: its claim's write, its own last raise's, or one read in a
+ * pipeline whose exists proved the key ours (after a sync: the get comes
+ * first, so a claim by anyone else before that read shows as their key,
+ * and one after it changes the version).  So a raise of an old holder
+ * whose key was deleted (or expired) and the pair claimed by another
+ * fails (ZBADVERSION) whenever it reaches the ensemble: the key's own
+ * check cannot tell, a key created again has version 0 as well.  A new
+ * holder raises the mark before it serves (agent.c, serve()), its floor
+ * the value read + 1: above every ceiling given before its claim, and
+ * every ceiling after it is a raise of its own or of a later holder.  The
+ * raise is one multi, sent once; the multi also checks the key at the
+ * version seen (a raise after the key's deletion fails).  Refused on the
+ * mark, the proof is made again and the mark read: a mark whose data names
+ * another owner is never overwritten (the pair is lost: event=mark_taken);
+ * one that names ours (a raise of ours abandoned at its deadline that
+ * landed) or nobody (--init-store's, an operator's, a restore's: lowered)
+ * is answered to the engine as read, at its version, and the engine
+ * raises it again (event=mark_raise_again, event=mark_lowered) or fences.
+ * A re-adoption raises a lowered, missing or invalid mark again itself
+ * before the pair is taken back.
+ *
+ * A pair's nodes that refuse us (ZNOAUTH: their ACL) refuse that pair
+ * only: a claim answers TRY_REFUSED, a renewal or a re-adoption gives the
+ * pair up (its session with its key); only the root's refusal or a failed
+ * authentication is fatal.
  *
  * G5: ZooKeeper acknowledges a write once a quorum has it in its
  * transaction log, fsynced (forceSync=yes, the default; do not turn it
@@ -161,7 +183,12 @@ struct zstore {
 	uint32_t mine_dc, mine_w;
 	int64_t mine_session;
 	int32_t key_version;		/* of our key, as last seen */
-	int32_t mark_version;		/* of the mark: read at the claim, or our last raise's */
+	/*
+	 * Of the mark: our claim's write, our last raise's, or a read made
+	 * with a proof of our key whose data is ours or nobody's (G4).
+	 */
+	int32_t mark_version;
+	bool mark_gone;			/* that read found no mark: the next raise creates it */
 };
 
 /* One request in flight, shared by the caller and the completion. */
@@ -490,7 +517,9 @@ static void zk_close(struct zstore *z)
 
 /*
  * A result that means the configuration can never work: a->fatal set.
- * ZNOAUTH: the nodes' ACL refuses us (a wrong or missing password).
+ * ZNOAUTH: the root's ACL refuses us (a wrong or missing password); one
+ * pair's nodes that refuse us are that pair's matter (TRY_REFUSED,
+ * node_refused()), never given here.
  */
 static bool zk_fatal(struct agent *a, int rc, const char *what)
 {
@@ -857,8 +886,9 @@ static bool zk_ready(struct agent *a, int64_t deadline)
  * exactly our own).  Nothing is claimed or renewed on it meanwhile.  Not
  * an undo of a claim whose outcome is unknown (that is the engine's,
  * give_back()): only a key this run held and lost (renew_key(),
- * z_readopt(): the key or the mark changed under it), whose ephemeral the
- * library's pings would otherwise keep alive.
+ * z_readopt(): the key or the mark changed under it, or the pair's nodes
+ * refused us), whose ephemeral the library's pings would otherwise keep
+ * alive.
  */
 static void zk_drop_session(struct agent *a, const char *why)
 {
@@ -1061,22 +1091,67 @@ static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int
 	return ZOK;
 }
 
+/* Whose a mark is, as read with a proof of our key (mark_state()). */
+enum { MK_OURS, MK_NOBODY, MK_OTHER, MK_INVALID, MK_MISSING };
+
 /*
- * The mark as read (@m: a finished get): is it the one this run knows, at
- * z->mark_version, or one written by this run since (a raise abandoned at
- * its deadline that landed)?  Then its version is taken as ours.
+ * The mark as read by @m (a finished get) for the pair this run holds,
+ * with a proof of its key: MK_OURS (valid, its owner this run's: our
+ * claim's or our raise's write, one abandoned at its deadline that landed
+ * among them), MK_NOBODY (valid, without an owner: --init-store's, or an
+ * operator's or a restore's), MK_OTHER (valid, another owner's: never
+ * overwritten, G4), MK_INVALID (logged as event=mark_invalid with
+ * @action), MK_MISSING.  *@value: the mark (0 unless valid).  Ours or
+ * nobody's, its version becomes the one our next raise writes at; invalid
+ * too (the raise replaces only the very data read); missing: the next
+ * raise creates it.
  */
-static bool mark_is_ours(struct agent *a, const struct zcall *m, uint64_t *value)
+static int mark_state(struct agent *a, const struct zcall *m, uint64_t *value, const char *action)
 {
 	struct zstore *z = Z(a);
 	char owner[AG_OWNER_MAX + 1];
+	int st;
 
-	if (m->rc != ZOK || mark_parse(a, m, a->dc, a->w, value, owner, sizeof(owner), NULL))
-		return false;
-	if (m->stat.version != z->mark_version && strcmp(owner, a->owner) != 0)
-		return false;
+	*value = 0;
+	if (m->rc == ZNONODE) {
+		z->mark_gone = true;
+		return MK_MISSING;
+	}
+	if (mark_parse(a, m, a->dc, a->w, value, owner, sizeof(owner), action)) {
+		*value = 0;
+		st = MK_INVALID;
+	} else if (!owner[0]) {
+		st = MK_NOBODY;
+	} else if (!strcmp(owner, a->owner)) {
+		st = MK_OURS;
+	} else {
+		return MK_OTHER;
+	}
 	z->mark_version = m->stat.version;
-	return true;
+	z->mark_gone = false;
+	return st;
+}
+
+/* The mark names another owner while our key lives: the pair is not ours (G4). */
+static void mark_taken(struct agent *a, const char *when)
+{
+	logm(AG_WARN, "event=mark_taken key=%s: the pair's mark names another owner (%s): the pair is not ours; the mark is left as it is",
+	     a->key, when);
+	zk_drop_session(a, "the pair's mark names another owner");
+}
+
+/*
+ * One pair's nodes refuse us (ZNOAUTH: their ACL) while this run holds it:
+ * that pair only, never fatal.  The session is given up with its key (one
+ * key per session: a key kept alive by the library's pings would hold the
+ * pair for nobody); the claims that follow find the pair refused
+ * (TRY_REFUSED: the walk moves on).
+ */
+static void node_refused(struct agent *a, const char *what)
+{
+	logm(AG_WARN, "event=zookeeper_node_refused datacenter=%u worker=%u: %s: %s on the pair's nodes; the pair is given up",
+	     a->dc, a->w, what, zerror(ZNOAUTH));
+	zk_drop_session(a, "the pair's nodes refuse this client");
 }
 
 /*
@@ -1091,7 +1166,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		   uint64_t init_mark)
 {
 	struct zstore *z = Z(a);
-	char kpath[600], mpath[600], owner[AG_OWNER_MAX + 1], iv[32];
+	char kpath[600], mpath[600], owner[AG_OWNER_MAX + 1], iv[32], mv[ZDATA_MAX];
 	struct zcall *k, *m, *c;
 	zoo_op_t ops[2];
 	int rc, ret;
@@ -1136,6 +1211,13 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		} else if (bad) {
 			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "not-served");
 			ret = TRY_BAD_MARK;
+		} else if (owner[0] && strcmp(owner, a->owner) != 0) {
+			/* Our key, the mark another's (G4): not ours; the key goes with the session. */
+			logm(AG_WARN, "event=mark_taken datacenter=%u worker=%u: the pair's mark names another owner: not claimed",
+			     dc, w);
+			z->drop = true;
+			z->mine = false;
+			ret = TRY_HELD;
 		} else {
 			/* Our own key, claimed before and not served: ours still. */
 			z->mine = true;
@@ -1144,6 +1226,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 			z->mine_session = session;
 			z->key_version = k->stat.version;
 			z->mark_version = m->stat.version;
+			z->mark_gone = false;
 			set_holding(z, true);
 			ret = TRY_TAKEN;
 		}
@@ -1166,15 +1249,14 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	zoo_create_op_init(&ops[0], kpath, a->owner, (int)strlen(a->owner), z->acl,
 			   ZOO_EPHEMERAL, c->created, sizeof(c->created));
 	/*
-	 * An invalid mark and @init_mark: replaced in the same multi, at the
-	 * version read (only the very data found invalid).
+	 * The mark written with our owner at the version read, its value
+	 * kept (G4: the version is the fencing token, and a takeover changes
+	 * it); an invalid mark with @init_mark is replaced so (only the very
+	 * data found invalid).
 	 */
-	if (bad) {
-		snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
-		zoo_set_op_init(&ops[1], mpath, iv, (int)strlen(iv), m->stat.version, &c->stat);
-	} else {
-		zoo_check_op_init(&ops[1], mpath, m->stat.version);
-	}
+	snprintf(mv, sizeof(mv), MARK_FMT " %s", (unsigned long long)(bad ? init_mark : *mark),
+		 a->owner);
+	zoo_set_op_init(&ops[1], mpath, mv, (int)strlen(mv), m->stat.version, &c->stat);
 	call_started(c, zoo_amulti(z->zh, 2, ops, c->res, cb_void, c));
 	rc = call_wait(z, c, dl_of(a, 0));
 	if (rc == ZOK) {
@@ -1183,7 +1265,8 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		z->mine_w = w;
 		z->mine_session = session;
 		z->key_version = 0;
-		z->mark_version = bad ? c->stat.version : m->stat.version;
+		z->mark_version = c->stat.version;
+		z->mark_gone = false;
 		if (bad) {
 			ag_mark_invalid(a, dc, w, m->data, (size_t)m->len, "replaced");
 			*mark = init_mark;
@@ -1217,15 +1300,16 @@ out:
 
 /*
  * Raise the mark to @raise in one multi with a check of our key at its
- * version (G4): setData at the version we know, or create when the mark is
- * gone (@create).  ZOK, or the multi's code with the failed step in
- * *@step (0 the key, 1 the mark; -1 none known).
+ * version (G4): setData at the version we know, or create when the last
+ * read found the mark gone.  Sent once.  ZOK, or the multi's code with
+ * the failed step in *@step (0 the key, 1 the mark; -1 none known).
  */
-static int raise_mark(struct agent *a, int64_t deadline, uint64_t raise, bool create, int *step)
+static int raise_mark(struct agent *a, int64_t deadline, uint64_t raise, int *step)
 {
 	struct zstore *z = Z(a);
 	char kpath[600], mpath[600], v[ZDATA_MAX];
 	struct zcall *c = call_new(z);
+	bool create = z->mark_gone;
 	zoo_op_t ops[2];
 	int rc;
 
@@ -1246,6 +1330,7 @@ static int raise_mark(struct agent *a, int64_t deadline, uint64_t raise, bool cr
 	if (rc == ZOK) {
 		/* create: version 0; setData: the stat the server returned. */
 		z->mark_version = create ? 0 : c->stat.version;
+		z->mark_gone = false;
 	} else if (!c->abandoned) {
 		if (c->res[0].err != ZOK && c->res[0].err != ZRUNTIMEINCONSISTENCY)
 			*step = 0;
@@ -1256,9 +1341,33 @@ static int raise_mark(struct agent *a, int64_t deadline, uint64_t raise, bool cr
 	return rc;
 }
 
+/* Our key gone or another session's: lost (G3). */
+static int key_lost(struct agent *a, const struct zcall *k)
+{
+	struct zstore *z = Z(a);
+
+	logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
+	     k->rc != ZOK ? "the key is gone (deleted, or its session expired)" :
+			    "the key is another session's now");
+	z->mine = false;
+	set_holding(z, false);
+	return 0;
+}
+
+/*
+ * Is @k (a finished exists, with *@session the handle's session read
+ * before the pipeline) our key?
+ */
+static bool key_ours(const struct zstore *z, const struct zcall *k, int64_t session)
+{
+	return k->rc == ZOK && session && k->stat.ephemeralOwner == z->mine_session &&
+	       session == z->mine_session;
+}
+
 /*
  * Prove the key is ours and, with @raise, raise the mark (see the top of
- * this file).  1 ours (raised), 0 not ours any more, -1 failed.
+ * this file).  1 ours (*@held: the mark as the store holds it, read or
+ * written), 0 not ours any more, -1 failed.
  */
 static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise,
 		     uint64_t *held)
@@ -1266,8 +1375,8 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 	struct zstore *z = Z(a);
 	struct zcall *k, *m = NULL;
 	int64_t session = session_of(z), again;
-	int rc, step, tries;
-	bool create = false;
+	uint64_t cur;
+	int rc, step, st;
 
 	*held = AG_MARK_UNREAD;
 	if (!z->zh || !z->mine || z->drop)
@@ -1276,124 +1385,112 @@ static int renew_key(struct agent *a, int64_t deadline, int64_t *sent, uint64_t 
 		return -1;
 	/* Without a raise the mark is read with the proof: the engine checks it (G4). */
 	rc = prove(a, deadline, a->dc, a->w, sent, &k, raise ? NULL : &m);
+	if (rc == ZNOAUTH) {
+		node_refused(a, "renewal");
+		return 0;
+	}
 	if (rc != ZOK) {
 		zk_error(a, rc, "renewal");
 		/* An expired session (the handle too): the ensemble has deleted the key. */
 		return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ? 0 : -1;
 	}
-	if (k->rc != ZOK || !session || k->stat.ephemeralOwner != z->mine_session ||
-	    session != z->mine_session) {
-		logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
-		     k->rc != ZOK ? "the key is gone (deleted, or its session expired)" :
-				    "the key is another session's now");
+	if (!key_ours(z, k, session)) {
+		rc = key_lost(a, k);
 		call_put(k);
 		if (m)
 			call_put(m);
-		z->mine = false;
-		set_holding(z, false);
-		return 0;
+		return rc;
 	}
 	z->key_version = k->stat.version;
 	call_put(k);
 	if (m) {
-		char owner[AG_OWNER_MAX + 1];
-		uint64_t cur;
-
 		/* Missing or invalid: 0, below every mark this holder raised. */
-		*held = 0;
-		if (m->rc == ZOK && !mark_parse(a, m, a->dc, a->w, &cur, owner, sizeof(owner), NULL))
-			*held = cur;
+		st = mark_state(a, m, &cur, NULL);
 		call_put(m);
+		if (st == MK_OTHER) {
+			mark_taken(a, "read with the renewal");
+			return 0;
+		}
+		*held = cur;
+		set_holding(z, true);
+		return 1;
 	}
 	/*
 	 * The raise is one compare-and-set on the mark's version (ZooKeeper
-	 * has no "at least" write): a setData refused on the version (a
-	 * definite answer: nothing written) reads the mark again and sets
-	 * it at the version read, at most 3 rounds, all by @deadline.  This
-	 * is the raise itself, not a resend: a raise without an answer
-	 * (abandoned, the connection lost) is never sent again here (-1:
-	 * the engine renews again at its next step, when an abandoned raise
-	 * that landed is found as ours: mark_is_ours()).
+	 * has no "at least" write), sent once, never again here.  A raise
+	 * without an answer (abandoned, the connection lost) is -1: the
+	 * engine renews at its next step, and a raise that landed meanwhile
+	 * is found as ours (its owner in the data).  A raise refused on the
+	 * mark (a definite answer: nothing written) reads the mark and the key
+	 * again, and answers with the mark as read when both are ours (or the
+	 * mark nobody's): the engine raises again (event=mark_raise_again,
+	 * event=mark_lowered), or fences.  A mark another owner's is never
+	 * overwritten.
 	 */
-	for (tries = 0; raise && tries < 3; tries++) {
-		rc = raise_mark(a, deadline, raise, create, &step);
-		if (rc == ZOK)
-			break;
-		if (step == 0) {
-			/* Our key changed or went between the proof and the multi. */
-			zk_drop_session(a, "the key changed while raising the mark");
-			return 0;
-		}
-		if (step != 1 || (rc != ZBADVERSION && rc != ZNONODE && rc != ZNODEEXISTS)) {
-			zk_error(a, rc, "raising the mark");
-			return -1;
-		}
-		/* The mark is not as we knew it: read it again (*@sent stays the proof's). */
-		rc = prove(a, deadline, a->dc, a->w, &again, &k, &m);
-		if (rc != ZOK) {
-			zk_error(a, rc, "reading the mark");
-			return -1;
-		}
-		call_put(k);
-		if (m->rc == ZNONODE) {
-			call_put(m);
-			logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
-			     a->key, (unsigned long long)raise);
-			create = true;
-			continue;
-		}
-		{
-			char owner[AG_OWNER_MAX + 1];
-			uint64_t cur;
-
-			if (mark_parse(a, m, a->dc, a->w, &cur, owner, sizeof(owner), "replaced")) {
-				/* Invalid: replaced by the raise at the version read, with the proof. */
-				z->mark_version = m->stat.version;
-				call_put(m);
-				create = false;
-				continue;
-			}
-			if (!mark_is_ours(a, m, &cur) && cur < raise) {
-				/*
-				 * Written by someone else, lower: the mark was
-				 * lowered under us (a restore, an operator).
-				 * Replaced by the raise at the version read, in
-				 * the multi that checks our key.
-				 */
-				z->mark_version = m->stat.version;
-				call_put(m);
-				create = false;
-				continue;
-			}
-			if (!mark_is_ours(a, m, &cur)) {
-				logm(AG_WARN, "event=mark_taken key=%s: another holder raised the pair's mark since this run's claim: the pair is not ours",
-				     a->key);
-				call_put(m);
-				zk_drop_session(a, "the mark moved under us");
-				return 0;
-			}
-			call_put(m);
-			if (cur >= raise)
-				break;	/* our own abandoned raise landed, as high */
-			create = false;
-		}
+	rc = raise_mark(a, deadline, raise, &step);
+	if (rc == ZOK) {
+		*held = raise;
+		set_holding(z, true);
+		return 1;
 	}
-	if (raise && tries == 3)
+	if (rc == ZNOAUTH) {
+		node_refused(a, "raising the mark");
+		return 0;
+	}
+	if (step == 0) {
+		/* Our key changed or went between the proof and the multi. */
+		zk_drop_session(a, "the key changed while raising the mark");
+		return 0;
+	}
+	if (step != 1 || (rc != ZBADVERSION && rc != ZNONODE && rc != ZNODEEXISTS)) {
+		zk_error(a, rc, "raising the mark");
 		return -1;
-	if (raise)
-		*held = raise;	/* written at our version, or ours and as high */
+	}
+	/* Refused on the mark: read it, and the key, again (*@sent stays the proof's). */
+	rc = prove(a, deadline, a->dc, a->w, &again, &k, &m);
+	if (rc == ZNOAUTH) {
+		node_refused(a, "reading the mark");
+		return 0;
+	}
+	if (rc != ZOK) {
+		zk_error(a, rc, "reading the mark");
+		return -1;
+	}
+	if (!key_ours(z, k, session)) {
+		rc = key_lost(a, k);
+		call_put(k);
+		call_put(m);
+		return rc;
+	}
+	z->key_version = k->stat.version;
+	call_put(k);
+	st = mark_state(a, m, &cur, "replaced");
+	call_put(m);
+	if (st == MK_OTHER) {
+		mark_taken(a, "after a refused raise");
+		return 0;
+	}
+	if (st == MK_MISSING)
+		logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
+		     a->key, (unsigned long long)raise);
+	*held = cur;	/* ours and as high: our abandoned raise landed */
 	set_holding(z, true);
 	return 1;
 }
 
-/* The same session (after a reconnection), the key still its own: ours again. */
+/*
+ * The same session (after a reconnection), the key still its own: ours
+ * again, with the mark raised again to what this run raised it to when it
+ * is lower (lost, lowered, invalid), as renew() would (G4): never left
+ * for the next holder.  A mark another owner's: not ours.
+ */
 static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
 {
 	struct zstore *z = Z(a);
-	char owner[AG_OWNER_MAX + 1];
 	struct zcall *k, *m;
 	int64_t session;
-	int rc;
+	uint64_t cur;
+	int rc, st, step;
 
 	if (!z->mine || dc != z->mine_dc || w != z->mine_w)
 		return TRY_HELD;
@@ -1405,11 +1502,15 @@ static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 		return TRY_HELD;
 	}
 	rc = prove(a, 0, dc, w, sent, &k, &m);
+	if (rc == ZNOAUTH) {
+		node_refused(a, "re-adoption");
+		return TRY_HELD;
+	}
 	if (rc != ZOK) {
 		zk_error(a, rc, "re-adoption");
 		return TRY_ERROR;
 	}
-	if (k->rc != ZOK || k->stat.ephemeralOwner != session) {
+	if (!key_ours(z, k, session)) {
 		call_put(k);
 		call_put(m);
 		z->mine = false;
@@ -1417,35 +1518,32 @@ static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 	}
 	z->key_version = k->stat.version;
 	call_put(k);
-	if (m->rc == ZNONODE) {
-		/* Ours, the mark gone: made again at what this run had raised it to. */
-		int step;
-
-		call_put(m);
-		rc = raise_mark(a, 0, a->mark_ms, true, &step);
-		if (rc != ZOK) {
-			zk_error(a, rc, "re-creating the mark");
-			return TRY_ERROR;
-		}
-		*mark = a->mark_ms;
-	} else if (mark_parse(a, m, dc, w, mark, owner, sizeof(owner), "replaced")) {
-		/* Invalid: replaced by what this run raised it to, with the proof. */
-		int step;
-
-		z->mark_version = m->stat.version;
-		call_put(m);
-		rc = raise_mark(a, 0, a->mark_ms, false, &step);
-		if (rc != ZOK) {
-			zk_error(a, rc, "replacing an invalid mark");
-			return TRY_ERROR;
-		}
-		*mark = a->mark_ms;
-	} else if (!mark_is_ours(a, m, mark)) {
-		call_put(m);
-		zk_drop_session(a, "the mark moved while the connection was lost");
+	st = mark_state(a, m, &cur, "replaced");
+	call_put(m);
+	if (st == MK_OTHER) {
+		mark_taken(a, "at the re-adoption");
 		return TRY_HELD;
-	} else {
-		call_put(m);
+	}
+	*mark = cur;
+	if (cur < a->mark_ms) {
+		logm(AG_WARN, "event=mark_lowered datacenter=%u worker=%u key=%s store_mark_ms=%llu mark_ms=%llu%s: the store lost the mark this holder raised; raised again at the re-adoption",
+		     dc, w, a->key, (unsigned long long)cur, (unsigned long long)a->mark_ms,
+		     st == MK_MISSING ? " missing=1" : st == MK_INVALID ? " invalid=1" : "");
+		rc = raise_mark(a, 0, a->mark_ms, &step);
+		if (rc == ZNOAUTH) {
+			node_refused(a, "raising the mark at the re-adoption");
+			return TRY_HELD;
+		}
+		if (step == 0) {
+			zk_drop_session(a, "the key changed while raising the mark");
+			return TRY_HELD;
+		}
+		if (rc != ZOK) {
+			/* Not raised: not taken back now (the engine asks again). */
+			zk_error(a, rc, "raising the mark at the re-adoption");
+			return TRY_ERROR;
+		}
+		*mark = a->mark_ms;
 	}
 	set_holding(z, true);
 	return TRY_TAKEN;
