@@ -126,6 +126,10 @@ NA_TABLE = {
     ("settle_readopt", "etcd"): "etcd: a lost renewal reply keeps the lease (no re-adoption)",
     ("settle_readopt", "redis"): "Redis: a lost renewal reply keeps the lease (no re-adoption)",
     ("settle_readopt", "mysql"): "MySQL: a lost renewal reply keeps the lease (no re-adoption)",
+    ("release_owner_kept", "etcd"): "etcd: a release deletes the key (only MySQL keeps a row)",
+    ("release_owner_kept", "redis"): "Redis: a release deletes the key (only MySQL keeps a row)",
+    ("release_owner_kept", "zookeeper"): "ZooKeeper: a release deletes the node (only MySQL "
+                                         "keeps a row)",
 }
 
 # What the agent's log shows when the engine resolves a claim whose outcome
@@ -1440,7 +1444,12 @@ def s_store_not_durable_mysql(c):
         c.expect(a.has("event=mysql_unsafe"), "the holder never said event=mysql_unsafe")
         b = c.agent()
         rc = exit_of(b, 10)
-        c.expect(rc == 5, "a new agent on a server that is not durable: exit %s, not 5" % rc)
+        # refused at its connection: before any claim (a recheck while
+        # holding would stop it too, after it served)
+        c.expect(rc == 5 and not b.has("event=claimed"),
+                 "a new agent on a server that is not durable: exit %s%s, not 5 at its "
+                 "connection" % (rc, ", claimed" + (", serving" if b.has("event=unfenced") else "")
+                                 if b.has("event=claimed") else ""))
         d = c.agent(extra=["--mysql-allow-non-durable"])
         c.expect(d.wait("event=unfenced", 15), "with --mysql-allow-non-durable: never served")
         c.expect(d.has("event=mysql_not_durable"),
@@ -1644,6 +1653,30 @@ def s_name_lookup_hangs(c):
         dns.close()
 
 
+def s_release_owner_kept(c):
+    """MySQL (82dc3a8): a holder's release at SIGTERM leaves its row with
+    its owner (the run that last held the pair) and an expiry in the past;
+    the pair is free: a new agent serves it."""
+    if c.s.name != "mysql":
+        raise NA("%s: a release deletes the key" % c.s.name)
+    c.init()
+    a = c.agent()
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    rc, secs = a.term()
+    c.expect(rc == 0 and a.has("event=released"), "A: exit %s, released %s" % (
+        rc, a.has("event=released")))
+    row = (c.s.sql("SELECT owner, expiry < UTC_TIMESTAMP(6) FROM snowflake.snowflake_lease "
+                   "WHERE %s" % c.s.where(c.cl, (0, 0))) or "").rstrip("\n").split("\t")
+    c.expect(len(row) == 2 and row[0] == a.owner() and row[1] == "1",
+             "the row after A's release holds owner %r, expired %s, not A's owner %r with an "
+             "expiry in the past" % (row[0], row[1:] == ["1"], a.owner()))
+    b = c.agent()
+    c.expect(b.wait("event=unfenced", BOUND / 1000 + 2), "B never served the released pair")
+    c.note("the row kept A's owner %s, expired; B served" % a.owner())
+    c.stop_agents()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -1681,6 +1714,7 @@ SCENARIOS = [
     ("oversized_spin", s_oversized_spin),
     ("sigterm_release_slow", s_sigterm_release_slow),
     ("name_lookup_hangs", s_name_lookup_hangs),
+    ("release_owner_kept", s_release_owner_kept),
 ]
 
 
