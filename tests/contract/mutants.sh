@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # The contract's mutants (tests/contract/mutants/*.patch): every agent
 # defect found so far, kept as a small patch that brings it back.  This
-# builds them; tests/contract/contract.py --mutants runs each one's
+# builds them; tests/contract/contract.py --mutants runs every one of its
 # scenarios on each of its stores, in the servers the contract already
-# started, and prints the table mutant x store (killed / SURVIVED).
+# started, and prints the table mutant x scenario x store (killed only by
+# a failure its Reason matches).
 #
 #   mutants.sh OUT [PATCH...]
 #                         build every mutant (or the PATCHes given) under OUT/NAME/ (the tree's

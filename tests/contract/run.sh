@@ -9,10 +9,13 @@
 #   - the mutants (tests/contract/mutants/*.patch: every agent defect found
 #     so far, brought back by a small patch): built by
 #     tests/contract/mutants.sh beside the stores' start, then each run by
-#     contract.py on the scenarios its patch names, on each of its stores,
-#     in the servers the scenarios used; the table mutant x store, killed
-#     or SURVIVED (a survivor, or a patch that no longer applies or builds,
-#     is a failure)
+#     contract.py on every scenario its patch names, on each of its stores,
+#     in the servers the scenarios used; the table mutant x scenario x
+#     store: killed only by a failure its patch's Reason matches (other,
+#     SURVIVED, moot, error, a patch without a Reason, or one that no
+#     longer applies or builds, is a failure)
+#   - contract.py's own count: its exit status and its TAP lines against
+#     its closing count (contract.py --tally), for the static agent too
 #   - tests/contract/selftest.py: the harness's own rules, without a store
 #   - the per-store adapter tests, what only one store or the configuration
 #     has (their helpers in tests/contract/lib.sh):
