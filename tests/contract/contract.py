@@ -957,15 +957,16 @@ def s_sigterm_init(c):
     c.expect(secs < 1.5 and rc != "hung" and rc >= 0,
              "--init-store: exit %s %.1f s after SIGTERM" % (rc, secs))
     # Stopped by the signal's rule: exit 1 with its summary saying it was
-    # interrupted, no pair failed, and fewer than all pairs written (not an
-    # init that ended, or failed, on its own).
+    # interrupted, at most the one pair in flight at the signal failed (its
+    # store call gives up on the stop), and fewer than all pairs written
+    # (not an init that ended, or failed, on its own).
     m = re.search(r"event=store_initialised .*?pairs=(\d+) created=(\d+) present=(\d+) "
                   r"replaced=(\d+) invalid=(\d+) failed=(\d+).*? interrupted=1",
                   open(log, errors="replace").read())
-    c.expect(rc == 1 and m is not None and m.group(6) == "0" and
+    c.expect(rc == 1 and m is not None and int(m.group(6)) <= 1 and
              sum(int(m.group(i)) for i in (2, 3, 4)) < int(m.group(1)),
              "--init-store: exit %s %.1f s after SIGTERM, not the interrupted init's exit 1 "
-             "with interrupted=1, failed=0 and pairs left (%s)" % (
+             "with interrupted=1, failed 0 or 1 and pairs left (%s)" % (
                  rc, secs, m.group(0)[-160:] if m else "no store_initialised line"))
     c.note("exit %s %.2f s after SIGTERM, %s of %s pairs written" % (
         rc, secs, sum(int(m.group(i)) for i in (2, 3, 4)), m.group(1)))
@@ -976,16 +977,24 @@ def s_sigterm_walk(c):
     within 1.5 s."""
     a = c.agent("0-511", extra=BIG)
     c.expect(a.wait("event=start", 10), "the agent never started")
-    time.sleep(0.8)
+    c.expect(a.wait("event=mark_missing", 10), "the agent never began its walk (no "
+             "event=mark_missing within 10 s)")
     # Still in the walk at the signal: its missing marks (one debug line a
-    # pair) still being logged, fewer than the pool's.
-    n0 = a.text().count("event=mark_missing")
-    time.sleep(0.2)
+    # pair) still being logged, fewer than the pool's.  (A store call that
+    # timed out ends a walk, and the next starts within a second: the
+    # signal waits, up to 10 s, for a walk under way.)
+    time.sleep(0.5)
     n1 = a.text().count("event=mark_missing")
+    t = time.monotonic() + 10
+    while True:
+        time.sleep(0.1)
+        n0, n1 = n1, a.text().count("event=mark_missing")
+        if 0 < n0 < n1 < 262144 or time.monotonic() > t:
+            break
     rc, secs = a.term(10)
     n2 = a.text().count("event=mark_missing")
     c.expect(0 < n0 < n1 < 262144 and n2 < 262144,
-             "the agent was not in its walk at the SIGTERM: %d, %d pairs seen 0.2 s apart "
+             "the agent was not in its walk at the SIGTERM: %d, %d pairs seen 0.1 s apart "
              "before it, %d at the exit, of 262144" % (n0, n1, n2))
     c.expect(rc == 0 and secs < 1.5, "exit %s %.1f s after SIGTERM" % (rc, secs))
     c.note("exit 0 %.2f s after SIGTERM, in the walk (%d of 262144 pairs seen)" % (secs, n2))
@@ -1113,7 +1122,10 @@ def s_config_long_line(c):
             if i == 1 and ("cluster = " + "c" * 1100) not in r.stdout:
                 bad.append("line %d: accepted, cluster not read whole" % (i + 1))
         elif not (r.returncode == 2 and re.search(re.escape(p) + r":1:", r.stderr)):
-            bad.append("line %d: exit %d: %s" % (i + 1, r.returncode, r.stderr.strip()[:100]))
+            # (the file named as the scenario's directory's: the same
+            # message whatever --out is)
+            bad.append("line %d: exit %d: %s" % (i + 1, r.returncode, r.stderr.replace(
+                c.dir + "/", "").strip()[:100]))
     c.expect(not bad, "; ".join(bad))
 
 

@@ -262,15 +262,23 @@ def count_rules(d, sc):
     v = sc("selftest_init0", C.s_sigterm_init, term0)
     check("sigterm_init fails an init that exits 0 at the SIGTERM (%s)" % v[1][:70],
           v[0] == "FAIL" and "interrupted" in v[1])
+    term2 = fake_agent(d, 'trap \'echo "x: err: event=store_initialised prefix=p cluster=c '
+                          'datacenters=0-511 workers=0-511 pairs=262144 created=100 present=0 '
+                          'replaced=0 invalid=0 failed=2 mark_ms=0 interrupted=1" >&2; exit 1\' '
+                          'TERM\nwhile :; do sleep 0.05; done')
+    v = sc("selftest_init2", C.s_sigterm_init, term2)
+    check("sigterm_init fails an init where pairs failed besides the one in flight (%s)" %
+          v[1][:70], v[0] == "FAIL" and "interrupted" in v[1])
     v = sc("selftest_init1", C.s_sigterm_init, term1)
     check("sigterm_init passes the interrupted init's exit 1 (%s: %s)" % (v[0], v[1][:60]),
           v[0] == "ok")
     idle = fake_agent(d, 'trap "exit 0" TERM\necho "x: info: event=start owner=o4" >&2\n'
+                         'for i in 1 2 3; do echo "x: debug: event=mark_missing" >&2; done\n'
                          'while :; do sleep 0.05; done')
     walks = fake_agent(d, 'trap "exit 0" TERM\necho "x: info: event=start owner=o5" >&2\n'
                           'while :; do echo "x: debug: event=mark_missing" >&2; sleep 0.01; done')
     v = sc("selftest_walk0", C.s_sigterm_walk, idle)
-    check("sigterm_walk fails an agent not in its walk at the SIGTERM (%s)" % v[1][:70],
+    check("sigterm_walk fails an agent whose walk ended before the SIGTERM (%s)" % v[1][:70],
           v[0] == "FAIL" and "not in its walk" in v[1])
     v = sc("selftest_walk1", C.s_sigterm_walk, walks)
     check("sigterm_walk passes an agent in its walk (%s: %s)" % (v[0], v[1][:60]),
