@@ -5,6 +5,7 @@ list run against every store with its real server(s).
 
   contract.py --agent PATH --out DIR [--stores etcd,redis,zookeeper,mysql]
               [--only SCENARIO,...] [--mutants DIR]
+  contract.py --tally FILE
 
 Each store runs in a child of its own (the four in parallel): its servers
 are started once (etcd: 3 members, redis: one redis-server with appendonly
@@ -29,12 +30,24 @@ there, or one not listed that says n/a, is a FAIL.
 
 With --mutants DIR (tests/contract/mutants.sh's builds: DIR/manifest, DIR/done),
 each store, after its scenarios, runs every mutant that lists it: that
-mutant's agent on each of its scenarios, in the same servers.  A cell is
-killed when a scenario fails (or its liveness figure passes the bound),
-SURVIVED when all pass, moot when the scenario failed with the real agent
-too or ended in a harness error (the mutant's agent not found: nothing
-proven); each cell is one TAP line (killed: ok), and a patch
-that no longer applies or builds is one failure naming it.
+mutant's agent on every one of its scenarios (none skipped after a kill;
+SCENARIO@STORE,... runs on those stores only), in the same servers.  One cell per mutant x store x scenario: killed when
+the scenario fails with a message its patch's Reason (a python regex)
+matches (a liveness figure over the bound fails as "liveness N ms > bound
+M ms"); other when it fails with another message (not its defect); SURVIVED
+when it passes; moot when the same scenario, run with the real agent in
+this run (the scenario list's own run, or a control run of it when --only
+left it out), did not pass; error for a harness error (the mutant's agent
+not found), an unknown scenario or a Reason that is not a regex; n/a from
+NA_TABLE.  Each cell is one TAP line (killed and n/a: ok), a mutant-store
+of n/a cells only fails, and a patch that no longer applies or builds, or
+has no Reason, is one failure naming it.
+
+--only names must be scenarios of SCENARIOS (anything else: exit 2, before
+any store starts); a store's liveness line is n/a when --only holds no
+scenario that measures it (LIVENESS).  --tally FILE checks a contract.py
+output (tests/contract/run.sh does): TAP lines numbered 1..N and as many
+oks and not-oks as its closing count says.
 
 Prints TAP lines ("ok N STORE SCENARIO: ..."), the table scenario x store
 (ok, FAIL or n/a (why)), per store the liveness figure (the longest time a
@@ -43,6 +56,7 @@ against TTL + settle + 1 s; the time the store was down or within its
 restart wait given apart), and "contract: N passed, M failed".
 """
 import argparse
+import inspect
 import json
 import os
 import re
@@ -106,6 +120,19 @@ NA_TABLE = {
     # the scenario for it comes with the lease engine (branch i31e), which
     # removes this entry.
     ("store_not_durable", "mysql"): "MySQL: not written yet (issue 31 g)",
+    # Only ZooKeeper's library reports a lost connection (ag_store_lost()):
+    # the others' agents keep their lease through a lost renewal reply, so
+    # there is no re-adoption while settling to check.
+    ("settle_readopt", "etcd"): "etcd: a lost renewal reply keeps the lease (no re-adoption)",
+    ("settle_readopt", "redis"): "Redis: a lost renewal reply keeps the lease (no re-adoption)",
+    ("settle_readopt", "mysql"): "MySQL: a lost renewal reply keeps the lease (no re-adoption)",
+    ("release_owner_kept", "etcd"): "etcd: a release deletes the key (only MySQL keeps a row)",
+    ("release_owner_kept", "redis"): "Redis: a release deletes the key (only MySQL keeps a row)",
+    ("release_owner_kept", "zookeeper"): "ZooKeeper: a release deletes the node (only MySQL "
+                                         "keeps a row)",
+    ("mysql_replica_added", "etcd"): "etcd: no MySQL replication (a quorum)",
+    ("mysql_replica_added", "redis"): "Redis: redis_replica_added",
+    ("mysql_replica_added", "zookeeper"): "ZooKeeper: no MySQL replication (a quorum)",
 }
 
 # What the agent's log shows when the engine resolves a claim whose outcome
@@ -929,7 +956,20 @@ def s_sigterm_init(c):
     secs = time.monotonic() - t0
     c.expect(secs < 1.5 and rc != "hung" and rc >= 0,
              "--init-store: exit %s %.1f s after SIGTERM" % (rc, secs))
-    c.note("exit %s %.2f s after SIGTERM" % (rc, secs))
+    # Stopped by the signal's rule: exit 1 with its summary saying it was
+    # interrupted, at most the one pair in flight at the signal failed (its
+    # store call gives up on the stop), and fewer than all pairs written
+    # (not an init that ended, or failed, on its own).
+    m = re.search(r"event=store_initialised .*?pairs=(\d+) created=(\d+) present=(\d+) "
+                  r"replaced=(\d+) invalid=(\d+) failed=(\d+).*? interrupted=1",
+                  open(log, errors="replace").read())
+    c.expect(rc == 1 and m is not None and int(m.group(6)) <= 1 and
+             sum(int(m.group(i)) for i in (2, 3, 4)) < int(m.group(1)),
+             "--init-store: exit %s %.1f s after SIGTERM, not the interrupted init's exit 1 "
+             "with interrupted=1, failed 0 or 1 and pairs left (%s)" % (
+                 rc, secs, m.group(0)[-160:] if m else "no store_initialised line"))
+    c.note("exit %s %.2f s after SIGTERM, %s of %s pairs written" % (
+        rc, secs, sum(int(m.group(i)) for i in (2, 3, 4)), m.group(1)))
 
 
 def s_sigterm_walk(c):
@@ -937,10 +977,27 @@ def s_sigterm_walk(c):
     within 1.5 s."""
     a = c.agent("0-511", extra=BIG)
     c.expect(a.wait("event=start", 10), "the agent never started")
-    time.sleep(1.0)
+    c.expect(a.wait("event=mark_missing", 10), "the agent never began its walk (no "
+             "event=mark_missing within 10 s)")
+    # Still in the walk at the signal: its missing marks (one debug line a
+    # pair) still being logged, fewer than the pool's.  (A store call that
+    # timed out ends a walk, and the next starts within a second: the
+    # signal waits, up to 10 s, for a walk under way.)
+    time.sleep(0.5)
+    n1 = a.text().count("event=mark_missing")
+    t = time.monotonic() + 10
+    while True:
+        time.sleep(0.1)
+        n0, n1 = n1, a.text().count("event=mark_missing")
+        if 0 < n0 < n1 < 262144 or time.monotonic() > t:
+            break
     rc, secs = a.term(10)
+    n2 = a.text().count("event=mark_missing")
+    c.expect(0 < n0 < n1 < 262144 and n2 < 262144,
+             "the agent was not in its walk at the SIGTERM: %d, %d pairs seen 0.1 s apart "
+             "before it, %d at the exit, of 262144" % (n0, n1, n2))
     c.expect(rc == 0 and secs < 1.5, "exit %s %.1f s after SIGTERM" % (rc, secs))
-    c.note("exit 0 %.2f s after SIGTERM" % secs)
+    c.note("exit 0 %.2f s after SIGTERM, in the walk (%d of 262144 pairs seen)" % (secs, n2))
 
 
 def s_sigterm_serving(c):
@@ -1065,7 +1122,10 @@ def s_config_long_line(c):
             if i == 1 and ("cluster = " + "c" * 1100) not in r.stdout:
                 bad.append("line %d: accepted, cluster not read whole" % (i + 1))
         elif not (r.returncode == 2 and re.search(re.escape(p) + r":1:", r.stderr)):
-            bad.append("line %d: exit %d: %s" % (i + 1, r.returncode, r.stderr.strip()[:100]))
+            # (the file named as the scenario's directory's: the same
+            # message whatever --out is)
+            bad.append("line %d: exit %d: %s" % (i + 1, r.returncode, r.stderr.replace(
+                c.dir + "/", "").strip()[:100]))
     c.expect(not bad, "; ".join(bad))
 
 
@@ -1087,15 +1147,40 @@ def s_settle_readopt(c):
     c.expect(b.wait("event=claimed", 2 * TTL / 1000 + 10, off), "B never claimed the pair again")
     t_claim = time.monotonic()
     off2 = b.size()
+    # Every claim request through the proxy, timed: the re-adoption sends
+    # none (a fresh claim of B's own key would).
+    claims, seen = [], px.observe
+
+    def observe(req):
+        if seen:
+            seen(req)
+        if c.s.classify(req, c.cl)[0] == "claim":
+            claims.append(time.monotonic())
+    px.observe = observe
     # The connection cut right after a renewal went through (the etcd
     # agent keeps no connection open between its requests: a cut of the
     # open ones could find none), proven to have happened while settling.
     c.arm_drop("renewal")
     c.dropped("renewal", settle / 1000)
+    t_drop = px.acted[0]["at"]
     c.expect(b.wait("event=unfenced", settle / 1000 + 15, off2), "B never served again")
     waited = (time.monotonic() - t_claim) * 1000
-    c.note("B served %d ms after its claim (settle-ms %d), its store connection cut while settling" %
-           (waited, settle))
+    # The re-adoption it names: after the lost renewal B lost its lease
+    # (fenced) and took the pair (0, 0) again, its key still B's, with no
+    # claim sent (a fresh claim would send one).  A store whose agent kept
+    # its lease through the lost reply re-adopted nothing: n/a there
+    # (NA_TABLE: only ZooKeeper's library reports the lost connection).
+    after = b.text(off2)
+    again = re.search(r"event=claimed datacenter=0 worker=0 ", after)
+    sent = [t for t in claims if t > t_drop]
+    if not again and not sent:
+        raise NA("B kept its lease through the lost renewal: no re-adoption happened")
+    c.expect(again and not sent and c.s.key_get(c.cl, (0, 0)) == b.owner(),
+             "B did not re-adopt its key after the lost renewal: claimed again %s, %d claim "
+             "requests after the loss, the key holds %r" % (
+                 bool(again), len(sent), c.s.key_get(c.cl, (0, 0))))
+    c.note("B served %d ms after its claim (settle-ms %d), its store connection cut while "
+           "settling, its key re-adopted" % (waited, settle))
     c.expect(waited >= settle - 300,
              "B served %d ms after its claim, before its settle-ms %d were over" % (waited, settle))
     time.sleep(TTL / 1000)
@@ -1237,6 +1322,15 @@ def s_owner_not_ascii(c):
     c.init()
     a = c.agent(extra=["--owner", "z\u00fcrich"])
     rc = exit_of(a, 10)
+    if rc is None:
+        # Accepted: what the stores make of its claims and marks read back
+        # (the defect the refusal prevents: its own lease taken for invalid).
+        bad = re.findall(r"event=(?:\w*invalid\w*|pool_full|lease_lost)\b(?: [^ \n]+){0,2}",
+                         a.text())
+        raise Fail("--owner z\u00fcrich accepted (running after 10 s, %s); its own claims and "
+                   "marks read back: %s" % (
+                       "serving" if a.serving() else "never served",
+                       ", ".join(sorted(set(bad))) or "no complaint"))
     c.expect(rc == 2, "--owner z\u00fcrich: exit %s, not 2 (%s)" % (
         rc, "serving" if a.serving() else a.text()[-160:].strip()))
     c.expect(re.search(r"owner", a.text()), "the refusal does not name the owner")
@@ -1693,7 +1787,12 @@ def s_store_not_durable_mysql(c):
         c.expect(a.has("event=mysql_unsafe"), "the holder never said event=mysql_unsafe")
         b = c.agent()
         rc = exit_of(b, 10)
-        c.expect(rc == 5, "a new agent on a server that is not durable: exit %s, not 5" % rc)
+        # refused at its connection: before any claim (a recheck while
+        # holding would stop it too, after it served)
+        c.expect(rc == 5 and not b.has("event=claimed"),
+                 "a new agent on a server that is not durable: exit %s%s, not 5 at its "
+                 "connection" % (rc, ", claimed" + (", serving" if b.has("event=unfenced") else "")
+                                 if b.has("event=claimed") else ""))
         d = c.agent(extra=["--mysql-allow-non-durable"])
         c.expect(d.wait("event=unfenced", 15), "with --mysql-allow-non-durable: never served")
         c.expect(d.has("event=mysql_not_durable"),
@@ -2067,6 +2166,118 @@ def s_mark_not_writable(c):
     c.history()
 
 
+def s_release_owner_kept(c):
+    """MySQL (82dc3a8): a holder's release at SIGTERM leaves its row with
+    its owner (the run that last held the pair) and an expiry in the past;
+    the pair is free: a new agent serves it."""
+    if c.s.name != "mysql":
+        raise NA("%s: a release deletes the key" % c.s.name)
+    c.init()
+    a = c.agent()
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    rc, secs = a.term()
+    c.expect(rc == 0 and a.has("event=released"), "A: exit %s, released %s" % (
+        rc, a.has("event=released")))
+    row = (c.s.sql("SELECT owner, expiry < UTC_TIMESTAMP(6) FROM snowflake.snowflake_lease "
+                   "WHERE %s" % c.s.where(c.cl, (0, 0))) or "").rstrip("\n").split("\t")
+    c.expect(len(row) == 2 and row[0] == a.owner() and row[1] == "1",
+             "the row after A's release holds owner %r, expired %s, not A's owner %r with an "
+             "expiry in the past" % (row[0], row[1:] == ["1"], a.owner()))
+    b = c.agent()
+    c.expect(b.wait("event=unfenced", BOUND / 1000 + 2), "B never served the released pair")
+    c.note("the row kept A's owner %s, expired; B served" % a.owner())
+    c.stop_agents()
+    c.history()
+
+
+def s_mysql_replica_added(c):
+    """MySQL: an asynchronous replica connected to the server under a
+    serving holder (a failover to it could bring a mark back lower): the
+    holder sees it within a TTL or so and stops (exit 5, event=mysql_unsafe,
+    async_replicas=1); a new agent is refused at its connection.  A primary
+    (binary log on) and its replica of their own, on this scenario's ports."""
+    if c.s.name != "mysql":
+        raise NA("%s: no MySQL replication" % c.s.name)
+    base = os.path.join(c.dir, "repl")
+    procs = []
+
+    def sql(d, q, timeout=5):
+        try:
+            r = subprocess.run(["mariadb", "--no-defaults", "-S", os.path.join(d, "sock"),
+                                "-uroot", "-N", "-B", "-e", q], capture_output=True, text=True,
+                               timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return r.stdout if r.returncode == 0 else None
+
+    def server(name, sid):
+        d = os.path.join(base, name)
+        os.makedirs(d, exist_ok=True)
+        r = subprocess.run(["mariadb-install-db", "--no-defaults",
+                            "--datadir=" + os.path.join(d, "data"), "--user=" + c.s.user,
+                            "--auth-root-authentication-method=normal", "--skip-test-db",
+                            "--innodb-log-file-size=8M"], capture_output=True, text=True,
+                           timeout=180)
+        c.expect(r.returncode == 0, "mariadb-install-db of the %s failed: %s" % (
+            name, r.stderr.strip()[-160:]))
+        port = S.free_port()
+        procs.append(c.s.spawn([
+            "mariadbd", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
+            "--user=" + c.s.user, "--bind-address=127.0.0.1", "--port=%d" % port,
+            "--socket=" + os.path.join(d, "sock"), "--pid-file=" + os.path.join(d, "pid"),
+            "--skip-name-resolve", "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M",
+            "--innodb-flush-log-at-trx-commit=1", "--server-id=%d" % sid,
+            "--log-bin=" + os.path.join(d, "binlog"), "--log-error=" + os.path.join(d, "err")],
+            os.path.join(d, "log")))
+        t = time.monotonic() + 60
+        while time.monotonic() < t and sql(d, "SELECT 1", 2) is None:
+            time.sleep(0.2)
+        c.expect(sql(d, "SELECT 1") is not None, "the %s never answered" % name)
+        return d, port
+
+    def replicas(d):
+        return (sql(d, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE "
+                       "VARIABLE_NAME = 'SLAVES_CONNECTED'") or "").strip()
+    try:
+        pd, pport = server("primary", 1)
+        c.expect(sql(pd, "CREATE DATABASE snowflake; CREATE USER 'sf'@'127.0.0.1' IDENTIFIED BY "
+                         "'sfpw'; GRANT SELECT, INSERT, UPDATE, CREATE ON snowflake.* TO "
+                         "'sf'@'127.0.0.1'; CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'rp'; "
+                         "GRANT REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'") is not None,
+                 "the primary's users could not be made")
+        sa = ["--mysql-port", str(pport)]
+        c.init(extra=sa)
+        a = c.agent(extra=sa)
+        c.expect(a.wait("event=unfenced", 15), "A never served (no replica yet)")
+        rd, _ = server("replica", 2)
+        c.expect(sql(rd, "CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, "
+                         "MASTER_USER = 'repl', MASTER_PASSWORD = 'rp', MASTER_USE_GTID = no; "
+                         "START SLAVE" % pport) is not None, "the replica could not be started")
+        t = time.monotonic() + 20
+        while time.monotonic() < t and replicas(pd) != "1":
+            time.sleep(0.1)
+        c.expect(replicas(pd) == "1", "the replica never connected (SLAVES_CONNECTED %r: the "
+                 "fault never fired)" % replicas(pd))
+        c.fault("replica-added", at=now_ns())
+        rc = exit_of(a, 3 * TTL / 1000 + 5)
+        c.expect(rc == 5 and a.has(r"event=mysql_unsafe.*async_replicas=1"),
+                 "the holder, a replica connected: exit %s, not 5 with event=mysql_unsafe "
+                 "async_replicas=1" % rc)
+        b = c.agent(extra=sa)
+        rc = exit_of(b, 10)
+        c.expect(rc == 5 and not b.has("event=claimed"),
+                 "a new agent, a replica connected: exit %s%s, not 5 at its connection" % (
+                     rc, ", claimed" if b.has("event=claimed") else ""))
+        c.note("the holder exit 5 with async_replicas=1; a new agent refused")
+        c.stop_agents()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    c.history()
+
+
 SCENARIOS = [
     ("race", s_race),
     ("kill9", s_kill9),
@@ -2112,6 +2323,8 @@ SCENARIOS = [
     ("raise_while_settling", raise_takeover(3000, 20000, "raise_while_settling")),
     ("readopt_mark_lowered", s_readopt_mark_lowered),
     ("mark_not_writable", s_mark_not_writable),
+    ("release_owner_kept", s_release_owner_kept),
+    ("mysql_replica_added", s_mysql_replica_added),
 ]
 
 
@@ -2130,8 +2343,9 @@ class StoreRun:
         self.mutants = a.mutants
         self.mres = {}
 
-    def scenario(self, name, fn):
-        """Run one scenario: (ok|n/a|FAIL, why)."""
+    def scenario(self, name, fn, full=False):
+        """Run one scenario: (ok|n/a|FAIL, why); @why cut to 300 characters
+        unless @full (a mutant's failure, matched with its Reason).)"""
         listed = NA_TABLE.get((name, self.store.name))
         c = Ctx(self, name)
         try:
@@ -2149,11 +2363,18 @@ class StoreRun:
             r = ("FAIL", "harness error: %r" % (e,))
         finally:
             c.cleanup()
-        return (r[0], " ".join(r[1].split())[:300])
+        why = " ".join(r[1].split())
+        return (r[0], why if full else why[:300])
 
     def run_mutants(self, base):
-        """Each mutant of the manifest that lists this store: its scenarios
-        with its agent.  {name: (killed|SURVIVED|moot, why)}."""
+        """Each mutant of the manifest that lists this store: every one of
+        its scenarios, each a cell {name: {scenario: (verdict, why)}}:
+        killed (the scenario failed with a message its Reason matches),
+        other (failed, but not by its defect: the message does not match),
+        SURVIVED (passed), moot (the same scenario failed with the real
+        agent in this run, in these servers: nothing proven), error (a
+        harness error, an unknown scenario, a Reason that is not a regex),
+        n/a (NA_TABLE: the scenario cannot run on this store)."""
         out = {}
         t = time.monotonic() + 600
         while not os.path.exists(os.path.join(self.mutants, "done")) and time.monotonic() < t:
@@ -2161,53 +2382,56 @@ class StoreRun:
         try:
             lines = open(os.path.join(self.mutants, "manifest")).read().splitlines()
         except OSError:
-            return {"-": ("SURVIVED", "no mutant manifest in %s" % self.mutants)}
+            return {"-": {"-": ("error", "no mutant manifest in %s" % self.mutants)}}
         fns = dict(SCENARIOS)
         real_agent, real_gaps = self.agent, self.gaps
         for ln in lines:
-            name, status, agent, stores, scen = ln.split("\t")[:5]
+            name, status, agent, stores, scen, reason = ln.split("\t")[:6]
             if status != "built" or self.store.name not in stores.split():
                 continue
-            self.agent = agent
-            killed, ran, moot = [], [], []
-            ts = time.monotonic()
-            for sc in scen.split():
+            out[name] = cells = {}
+            try:
+                pat = re.compile(reason)
+            except re.error as e:
+                pat = None
+                why = "Reason %r is not a python regex: %s" % (reason, e)
+            for sc in mutant_scenarios(scen, self.store.name):
+                ts = time.monotonic()
                 if sc not in fns:
-                    killed = []
-                    moot.append("%s: no such scenario" % sc)
-                    break
-                if NA_TABLE.get((sc, self.store.name)):
-                    continue
-                if base.get(sc, ("ok",))[0] != "ok":
-                    moot.append("%s: fails with the real agent too" % sc)
-                    continue
-                self.gaps = []
-                v, why = self.scenario("mutant-%s-%s" % (name[:24], sc), fns[sc])
-                ran.append(sc)
-                over = [g for g in self.gaps if g[1] > BOUND]
-                if v == "FAIL" and why.startswith("harness error"):
-                    # The harness failed (the mutant's agent not found, a
-                    # store command): nothing proven of the mutant.
-                    moot.append("%s: %s" % (sc, why[:160]))
-                    break
-                if v == "FAIL":
-                    killed.append("%s: %s" % (sc, why[:160]))
-                elif over:
-                    killed.append("%s: liveness %d ms > bound %d ms" % (sc, over[0][1], BOUND))
-                if killed:
-                    break
-            if killed:
-                out[name] = ("killed", killed[0])
-            elif moot:
-                out[name] = ("moot", "; ".join(moot))
-            else:
-                out[name] = ("SURVIVED", "passed %s" % " ".join(ran) if ran else
-                             "no scenario ran on this store")
-            print("# %s mutant %s: %s %s (%.1f s)" % (self.store.name, name, out[name][0],
-                                                   out[name][1], time.monotonic() - ts),
-                  flush=True)
+                    cells[sc] = ("error", "no such scenario in contract.py")
+                elif pat is None:
+                    cells[sc] = ("error", why)
+                elif NA_TABLE.get((sc, self.store.name)):
+                    cells[sc] = ("n/a", NA_TABLE[(sc, self.store.name)])
+                else:
+                    cells[sc] = self.mutant_cell(name, agent, sc, fns[sc], pat, base)
+                print("# %s mutant %s %s: %s %s (%.1f s)" % (
+                    self.store.name, name, sc, cells[sc][0], cells[sc][1],
+                    time.monotonic() - ts), flush=True)
         self.agent, self.gaps = real_agent, real_gaps
         return out
+
+    def mutant_cell(self, name, agent, sc, fn, pat, base):
+        """Scenario @sc with the mutant's @agent, its failure matched with
+        @pat; its control (the real agent on @sc in this run) from @base,
+        or run here when the run did not hold @sc (--only)."""
+        real_agent, real_gaps = self.agent, self.gaps
+        if sc not in base:
+            self.gaps = []
+            base[sc] = self.scenario(sc, fn)
+            over = [g for g in self.gaps if g[1] > BOUND]
+            if base[sc][0] == "ok" and over:
+                base[sc] = ("FAIL", "liveness %d ms > bound %d ms" % (over[0][1], BOUND))
+            self.gaps = real_gaps
+        if base[sc][0] != "ok":
+            return ("moot", "fails with the real agent too: %s" % base[sc][1][:160])
+        self.agent, self.gaps = agent, []
+        try:
+            v, why = self.scenario("mutant-%s-%s" % (name[:24], sc), fn, full=True)
+            over = [g for g in self.gaps if g[1] > BOUND]
+        finally:
+            self.agent, self.gaps = real_agent, real_gaps
+        return mutant_verdict(v, why, over, pat)
 
     def main(self):
         res = {}
@@ -2252,52 +2476,206 @@ def tap(n, good, what):
     return (1, 0) if good else (0, 1)
 
 
+def mutant_scenarios(scen, store):
+    """A preamble's Scenarios: the names that apply on @store.  Each is
+    SCENARIO (every store the mutant lists) or SCENARIO@STORE[,STORE] (only
+    those: where the defect shows, said in the preamble why not elsewhere)."""
+    out = []
+    for x in scen.split():
+        name, _, only = x.partition("@")
+        if not only or store in only.split(","):
+            out.append(name)
+    return out
+
+
+def mutant_verdict(v, why, over, pat):
+    """A mutant's cell from its scenario's verdict @v, message @why and
+    liveness figures over the bound @over: killed only when the failure
+    matches the mutant's Reason @pat (a compiled regex)."""
+    if v == "FAIL" and why.startswith("harness error"):
+        # The harness failed (the mutant's agent not found, a store
+        # command): nothing proven of the mutant.
+        return ("error", why[:240])
+    if v == "ok" and over:
+        v, why = "FAIL", "liveness %d ms > bound %d ms" % (over[0][1], BOUND)
+    if v == "FAIL":
+        if pat.search(why):
+            return ("killed", why[:240])
+        return ("other", "failed, but not with its Reason /%s/: %s" % (pat.pattern, why[:240]))
+    if v == "n/a":
+        return ("error", "n/a with the mutant, not with the real agent: %s" % why[:160])
+    return ("SURVIVED", "passed: %s" % why[:160])
+
+
+def read_manifest(d):
+    """tests/contract/mutants.sh's manifest: [(name, status, agent, stores,
+    scenarios, reason, defect)]; a Reason that is not a regex is the
+    status bad-reason."""
+    rows = []
+    for ln in open(os.path.join(d, "manifest")).read().splitlines():
+        f = ln.split("\t")
+        if len(f) != 7:
+            rows.append((f[0], "bad-manifest-line", "", "", "", "", ln))
+            continue
+        if f[1] == "built":
+            try:
+                re.compile(f[5])
+            except re.error:
+                f[1] = "bad-reason"
+        rows.append(tuple(f))
+    return rows
+
+
 def mutant_table(d, stores, figures, n):
-    """The mutants' TAP lines and table mutant x store: (n, passed, failed)."""
+    """The mutants' TAP lines, one per cell mutant x store x scenario, and
+    the table: (n, passed, failed).  A cell passes when killed by its
+    Reason, or n/a by NA_TABLE; every other cell fails, and so does a
+    mutant-store of n/a cells only (nothing killed it there)."""
     passed = failed = 0
     try:
-        lines = [ln.split("\t") for ln in open(os.path.join(d, "manifest")).read().splitlines()]
+        lines = read_manifest(d)
     except OSError:
         print("not ok %d mutants: no manifest in %s (tests/contract/mutants.sh)" % (n + 1, d))
         return n + 1, 0, 1
     rows = []
-    for name, status, _agent, mstores, scen, defect in lines:
-        cells = []
+    for name, status, _agent, mstores, scen, reason, defect in lines:
         if status != "built":
             n += 1
             failed += tap(n, False, "mutant %s: %s (%s)" % (name, status, os.path.join(d, name)))[1]
+            rows.append((name, "-", [status] * len(stores)))
+            continue
+        per = {}
         for s in stores:
-            if status != "built":
-                cells.append(status)
-                continue
             if s not in mstores.split():
-                cells.append("-")
                 continue
-            v, why = figures[s].get("mutants", {}).get(name, ("SURVIVED", "not run on %s" % s))
-            n += 1
-            p, f = tap(n, v == "killed", "mutant %s on %s: %s" % (
-                name, s, "killed by %s" % why if v == "killed" else "%s (%s)" % (v, why)))
-            passed, failed = passed + p, failed + f
-            cells.append(v)
-        rows.append((name, cells, defect))
-    print("mutants: %-34s %s" % ("mutant", " ".join("%-12s" % s for s in stores)))
-    for name, cells, defect in rows:
-        print("mutants: %-34s %s" % (name, " ".join("%-12s" % c for c in cells)))
+            got = figures[s].get("mutants", {}).get(name)
+            if got is None:
+                n += 1
+                failed += tap(n, False, "mutant %s on %s: not run (%s)" % (
+                    name, s, "; ".join(c[1] for c in
+                                       figures[s].get("mutants", {}).get("-", {}).values())
+                    or "no cell"))[1]
+                per[s] = {}
+                continue
+            per[s] = got
+            for sc in mutant_scenarios(scen, s):
+                v, why = got.get(sc, ("error", "not run"))
+                n += 1
+                p, f = tap(n, v in ("killed", "n/a"), "mutant %s on %s %s: %s" % (
+                    name, s, sc, "%s by its Reason: %s" % (v, why) if v == "killed" else
+                    "%s (%s)" % (v, why)))
+                passed, failed = passed + p, failed + f
+            if all(got.get(sc, ("error",))[0] == "n/a" for sc in mutant_scenarios(scen, s)):
+                n += 1
+                failed += tap(n, False, "mutant %s on %s: every scenario n/a or not for "
+                              "this store: nothing can kill it there" % (name, s))[1]
+        for sc in sorted(set(x.partition("@")[0] for x in scen.split()),
+                         key=[x.partition("@")[0] for x in scen.split()].index):
+            rows.append((name, sc, [per[s].get(sc, ("-",))[0] if s in per else "-"
+                                    for s in stores]))
+    print("mutants: %-34s %-26s %s" % ("mutant", "scenario", " ".join("%-9s" % s for s in stores)))
+    for name, sc, cells in rows:
+        print("mutants: %-34s %-26s %s" % (name, sc, " ".join("%-9s" % c for c in cells)))
     return n, passed, failed
+
+
+def measures_liveness(fn):
+    """Scenario @fn measures liveness: its code, or a function of this
+    module it calls, asks history(liveness=True)."""
+    fns = [fn] + [globals()[x] for x in fn.__code__.co_names
+                  if inspect.isfunction(globals().get(x))]
+    for f in fns:
+        try:
+            if "liveness=True" in inspect.getsource(f):
+                return True
+        except (OSError, TypeError):
+            pass
+    return False
+
+
+LIVENESS = {nm for nm, fn in SCENARIOS if measures_liveness(fn)}
+
+
+def liveness_tap(s, r, only):
+    """Store @s's liveness line from its result @r: (verdict, text) with
+    verdict ok, FAIL or n/a.  With --only (@only, the names asked) that
+    holds no scenario measuring liveness (LIVENESS) it is n/a for that
+    reason; otherwise a run without a figure fails."""
+    w = r["worst"]
+    if only and not set(only) & LIVENESS:
+        return ("n/a", "--only holds no scenario that measures it (%s)" %
+                ", ".join(sorted(LIVENESS)))
+    good = bool(r["gaps"]) and w[1] <= BOUND
+    return ("ok" if good else "FAIL", "%s liveness: " % s + (
+        "longest wait %d ms %s bound %d ms (%s)" % (w[1], "<=" if good else ">", BOUND, w[0])
+        if r["gaps"] else "no scenario measured it"))
+
+
+TAP_RE = re.compile(r"^(ok|not ok) (\d+) ")
+TOTAL_RE = re.compile(r"^contract: (\d+) passed, (\d+) failed$")
+
+
+def tally(lines):
+    """A contract.py output's own count checked: its TAP lines numbered
+    1..N in order, and the oks and not-oks the same as its closing
+    "contract: P passed, F failed".  [] when it holds, else what does not."""
+    oks = nots = 0
+    bad = []
+    total = None
+    for ln in lines:
+        m = TAP_RE.match(ln)
+        if m:
+            if int(m.group(2)) != oks + nots + 1:
+                bad.append("TAP line %s after %d lines" % (m.group(2), oks + nots))
+            if m.group(1) == "ok":
+                oks += 1
+            else:
+                nots += 1
+        m = TOTAL_RE.match(ln)
+        if m:
+            total = (int(m.group(1)), int(m.group(2)))
+    if total is None:
+        bad.append("no closing 'contract: P passed, F failed' line")
+    elif total != (oks, nots):
+        bad.append("the count says %d passed, %d failed; the TAP lines %d ok, %d not ok" %
+                   (total[0], total[1], oks, nots))
+    if total is not None and oks + nots == 0:
+        bad.append("no TAP line: nothing was counted")
+    return bad
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--agent", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--agent")
+    ap.add_argument("--out")
     ap.add_argument("--stores", default="etcd,redis,zookeeper,mysql")
     ap.add_argument("--store", help=argparse.SUPPRESS)    # the child of one store
     ap.add_argument("--only", default="")
     ap.add_argument("--mutants", default="", help="tests/contract/mutants.sh's output directory")
+    ap.add_argument("--tally", metavar="FILE",
+                    help="check FILE, a contract.py output: its TAP lines against its count")
     a = ap.parse_args()
+    if a.tally:
+        bad = tally(open(a.tally).read().splitlines())
+        for x in bad:
+            print("contract.py --tally %s: %s" % (a.tally, x))
+        return 1 if bad else 0
+    if not a.agent or not a.out:
+        ap.error("--agent and --out are required")
+    names = [nm for nm, _ in SCENARIOS]
+    unknown = [x for x in a.only.split(",") if x and x not in names] if a.only else []
+    if a.only and (unknown or not [x for x in a.only.split(",") if x]):
+        print("contract.py: --only %r: no such scenario %s (the scenarios: %s)" % (
+            a.only, ", ".join(unknown) or "(empty)", " ".join(names)), file=sys.stderr)
+        return 2
+    stores = a.stores.split(",")
+    bad = [x for x in stores if x not in S.STORES]
+    if bad:
+        print("contract.py: --stores: no such store %s (%s)" % (
+            ", ".join(bad), " ".join(S.STORES)), file=sys.stderr)
+        return 2
     if a.store:
         return run_store(a)
-    stores = a.stores.split(",")
     os.makedirs(a.out, exist_ok=True)
     t0 = time.monotonic()
     kids = {}
@@ -2332,16 +2710,11 @@ def main():
             p, f = tap(n, v != "FAIL", "%s %s%s" % (s, nm, (" # n/a: " if v == "n/a" else ": ") +
                                                    why if why else ""))
             passed, failed = passed + p, failed + f
-        w = r["worst"]
-        if a.only and not r["gaps"]:
-            # --only: a subset that may hold no liveness scenario (the
-            # static agent's run: oversized, oversized_spin).
-            continue
+        # (--only may hold no liveness scenario: the static agent's run,
+        # oversized and oversized_spin: then n/a for that reason.)
+        v, why = liveness_tap(s, r, a.only.split(",") if a.only else None)
         n += 1
-        good = bool(r["gaps"]) and w[1] <= BOUND
-        p, f = tap(n, good, "%s liveness: " % s + (
-            "longest wait %d ms %s bound %d ms (%s)" % (w[1], "<=" if good else ">", BOUND, w[0])
-            if r["gaps"] else "no scenario measured it"))
+        p, f = tap(n, v != "FAIL", "%s liveness # n/a: %s" % (s, why) if v == "n/a" else why)
         passed, failed = passed + p, failed + f
     names = [nm for nm, _ in SCENARIOS if any(nm in table[s] for s in stores)]
     print("contract table (TTL %d ms, settle %d ms):" % (TTL, SETTLE))

@@ -2,26 +2,32 @@
 # SPDX-License-Identifier: GPL-2.0
 # The contract's mutants (tests/contract/mutants/*.patch): every agent
 # defect found so far, kept as a small patch that brings it back.  This
-# builds them; tests/contract/contract.py --mutants runs each one's
+# builds them; tests/contract/contract.py --mutants runs every one of its
 # scenarios on each of its stores, in the servers the contract already
-# started, and prints the table mutant x store (killed / SURVIVED).
+# started, and prints the table mutant x scenario x store (killed only by
+# a failure its Reason matches).
 #
-#   mutants.sh OUT        build every mutant under OUT/NAME/ (the tree's
+#   mutants.sh OUT [PATCH...]
+#                         build every mutant (or the PATCHes given) under OUT/NAME/ (the tree's
 #                         userspace/, uapi/ and VERSION copied, the patch
 #                         applied with git apply, the agent built), two at a
 #                         time; OUT/manifest: one line per mutant,
-#                         NAME<TAB>STATUS<TAB>AGENT<TAB>STORES<TAB>SCENARIOS<TAB>DEFECT
-#                         (STATUS: built, no-preamble, not-applying,
-#                         not-building); OUT/done when all are.
+#                         NAME<TAB>STATUS<TAB>AGENT<TAB>STORES<TAB>SCENARIOS<TAB>REASON<TAB>DEFECT
+#                         (STATUS: built, no-preamble, no-reason,
+#                         not-applying, not-building); OUT/done when all are.
 #
 # A patch's preamble (the text before its first "diff --git") holds the
-# lines "Mutant: <the defect>", "Stores: <etcd redis zookeeper mysql>" and
-# "Scenarios: <contract scenarios that must kill it>".
+# lines "Mutant: <the defect>", "Stores: <etcd redis zookeeper mysql>",
+# "Scenarios: <contract scenarios that must kill it>" and "Reason: <a
+# python regex>": what the failure message of each of those scenarios must
+# match for the cell to count as killed (contract.py checks it is a regex).
+# A patch without a Reason is not run: its line says no-reason, a failure.
 set -uo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 
-OUT=${1:?usage: mutants.sh OUT}
+OUT=${1:?usage: mutants.sh OUT [PATCH...]}
+shift
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
@@ -32,15 +38,19 @@ field() {
 
 # one PATCH: its line of the manifest.
 one() {
-	local patch=$1 name d defect stores scen st=built
+	local patch name d defect stores scen reason st=built
+	patch=$(realpath "$1")
 	name=$(basename "$patch" .patch)
 	d=$OUT/$name
 	mkdir -p "$d/src"
 	defect=$(field "$patch" Mutant)
 	stores=$(field "$patch" Stores)
 	scen=$(field "$patch" Scenarios)
+	reason=$(field "$patch" Reason)
 	if [ -z "$defect" ] || [ -z "$stores" ] || [ -z "$scen" ]; then
 		st=no-preamble
+	elif [ -z "$reason" ] || [[ $reason == *$'\t'* ]]; then
+		st=no-reason
 	else
 		cp -a "$ROOT/VERSION" "$ROOT/userspace" "$ROOT/uapi" "$d/src/"
 		rm -rf "$d/src/userspace/build"
@@ -52,11 +62,13 @@ one() {
 			st=not-building
 		fi
 	fi
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$st" "$d/build/snowflake-agent" "$stores" "$scen" "$defect" >"$d/line"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$st" "$d/build/snowflake-agent" "$stores" "$scen" \
+		"${reason:--}" "$defect" >"$d/line"
 }
 
 shopt -s nullglob
-patches=("$ROOT"/tests/contract/mutants/*.patch)
+patches=("$@")
+[ $# -gt 0 ] || patches=("$ROOT"/tests/contract/mutants/*.patch)
 running=0
 for p in "${patches[@]}"; do
 	one "$p" &

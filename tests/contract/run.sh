@@ -9,10 +9,13 @@
 #   - the mutants (tests/contract/mutants/*.patch: every agent defect found
 #     so far, brought back by a small patch): built by
 #     tests/contract/mutants.sh beside the stores' start, then each run by
-#     contract.py on the scenarios its patch names, on each of its stores,
-#     in the servers the scenarios used; the table mutant x store, killed
-#     or SURVIVED (a survivor, or a patch that no longer applies or builds,
-#     is a failure)
+#     contract.py on every scenario its patch names, on each of its stores,
+#     in the servers the scenarios used; the table mutant x scenario x
+#     store: killed only by a failure its patch's Reason matches (other,
+#     SURVIVED, moot, error, a patch without a Reason, or one that no
+#     longer applies or builds, is a failure)
+#   - contract.py's own count: its exit status and its TAP lines against
+#     its closing count (contract.py --tally), for the static agent too
 #   - tests/contract/selftest.py: the harness's own rules, without a store
 #   - the per-store adapter tests, what only one store or the configuration
 #     has (their helpers in tests/contract/lib.sh):
@@ -26,6 +29,21 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 
 HERE=$ROOT/tests/contract
+# counted WHAT FILE RC: contract.py's output FILE checked against its own
+# count (contract.py --tally: TAP lines 1..N, oks and not-oks as the closing
+# line says) and its exit status RC (0 exactly when it counted no failure).
+counted() {
+	local what=$1 file=$2 rc=$3 why failed
+	if ! why=$(python3 "$HERE/contract.py" --tally "$file" 2>&1); then
+		notok "$what: its count does not hold: $why"
+		return
+	fi
+	failed=$(sed -n 's/^contract: [0-9]* passed, \([0-9]*\) failed$/\1/p' "$file" | tail -n1)
+	if [[ ! $rc =~ ^[0-9]+$ ]] || { [ "$rc" = 0 ] && [ "$failed" != 0 ]; } ||
+		{ [ "$rc" != 0 ] && [ "$failed" = 0 ]; }; then
+		notok "$what: exit status $rc with $failed failed"
+	fi
+}
 finish() {
 	echo "contract: $pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
@@ -96,6 +114,7 @@ late_work() {
 		echo "built" >"$out/static.status"
 		python3 "$HERE/contract.py" --agent "$out/static/snowflake-agent" --out "$out/static-run" \
 			--stores zookeeper --only oversized,oversized_spin >"$out/static.out" 2>&1
+		echo $? >"$out/static.rc"
 	fi
 	for i in "${!ADAPTERS[@]}"; do
 		AGENT_GUEST=0 bash "$ROOT/${ADAPTERS[$i]#*:}" >"$out/adapter-$i.out" 2>&1
@@ -109,6 +128,7 @@ contract_pid=$!
 late_work &
 late_pid=$!
 wait "$contract_pid"
+crc=$?
 # Its TAP lines counted here; the rest (the table, the figures) as it is.
 while IFS= read -r line; do
 	case $line in
@@ -119,6 +139,9 @@ while IFS= read -r line; do
 	esac
 done <"$out/contract.out"
 [ -n "${cline:-}" ] || notok "tests/contract/contract.py gave no result"
+# contract.py's own count and exit status: its TAP lines 1..N as many oks
+# and not-oks as its closing line says, and exit 0 exactly when none failed.
+counted "tests/contract/contract.py" "$out/contract.out" "$crc"
 wait "$mutants_pid" || notok "tests/contract/mutants.sh failed ($out/mutants.log)"
 wait "$late_pid"
 
@@ -137,6 +160,13 @@ built)
 		esac
 	done <"$out/static.out"
 	[ -n "$scline" ] || notok "static agent: tests/contract/contract.py gave no result"
+	counted "static agent: tests/contract/contract.py" "$out/static.out" \
+		"$(cat "$out/static.rc" 2>/dev/null || echo none)"
+	# Its two scenarios each counted: a run that counted nothing fails.
+	for s in oversized oversized_spin; do
+		grep -Eq "^ok [0-9]+ zookeeper $s: " "$out/static.out" ||
+			notok "static agent: no passing line of zookeeper $s ($out/static.out)"
+	done
 	;;
 *) notok "static agent: its run never started ($out/static.status)" ;;
 esac

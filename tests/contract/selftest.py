@@ -17,11 +17,24 @@ StoreRun.scenario() the lane uses, on a store that starts no server.
   - the proxy's report names the request it acted on: a drop armed for a
     claim is not taken by another request's bytes; a hold armed for a
     request lets the replies before it through and holds its own (etcd:
-    a lease revoke is a release, named by its lease).
+    a lease revoke is a release, named by its lease);
+  - issue 40 item 4, the mutants: a failure counts as a kill only when its
+    Reason matches; every listed scenario runs (none skipped after a
+    kill); a scenario that fails with the real agent makes the cell moot;
+    a patch without a Reason, or with one that is not a regex, is a
+    failure; a mutant whose cells are all n/a on a store fails there;
+  - issue 42 finding 8, the count: an unknown --only name or store is an
+    error before any store starts; liveness is n/a only when --only holds
+    no scenario that measures it; an output whose TAP lines disagree with
+    its closing count fails contract.py --tally (run.sh's check);
+    sigterm_init fails an exit that is not the interrupted init's,
+    sigterm_walk an agent that was not in its walk at the signal.
 
 Prints TAP lines and "contract-selftest: N passed, M failed".
 """
 import os
+import re
+import subprocess
 import sys
 import tempfile
 
@@ -109,6 +122,167 @@ def hold_at(check):
     cs.close()
     px.close()
     ls.close()
+
+
+def manifest(md, *lines):
+    os.makedirs(md, exist_ok=True)
+    with open(os.path.join(md, "manifest"), "w") as f:
+        for ln in lines:
+            f.write("\t".join(ln) + "\n")
+    open(os.path.join(md, "done"), "w").close()
+
+
+def mutant_rules(d, run):
+    """Issue 40 item 4: a mutant is killed by its Reason, every scenario
+    runs, a failing control makes the cell moot."""
+    fails = fake_agent(d, 'echo "x: info: event=start owner=o3" >&2\nexit 0')
+    calls = []
+
+    def fails_a(c):
+        calls.append(("a", c.run.agent))
+        c.expect(c.run.agent != fails, "the defect A showed")
+
+    def fails_b(c):
+        calls.append(("b", c.run.agent))
+        c.expect(c.run.agent != fails, "something else broke")
+
+    def control_fails(c):
+        calls.append(("c", c.run.agent))
+        raise C.Fail("the scenario fails with any agent")
+    C.SCENARIOS.extend([("selftest_ma", fails_a), ("selftest_mb", fails_b),
+                        ("selftest_mc", control_fails)])
+    md = os.path.join(d, "mutants-reason")
+    manifest(md, ("m-reason", "built", fails, "redis", "selftest_ma selftest_mb selftest_mc",
+                  "defect A showed", "a defect"))
+    run.mutants, real = md, run.agent
+    cells = run.run_mutants({}).get("m-reason", {})
+    run.agent = real
+    check("a failure matching the Reason kills (%s)" % (cells.get("selftest_ma"),),
+          cells.get("selftest_ma", ("-",))[0] == "killed")
+    check("a failure not matching the Reason is not a kill (%s)" % (cells.get("selftest_mb"),),
+          cells.get("selftest_mb", ("-",))[0] == "other")
+    check("every listed scenario ran after the first kill (%s)" % sorted(cells),
+          sorted(cells) == ["selftest_ma", "selftest_mb", "selftest_mc"])
+    check("a scenario that fails with the real agent (its control, run here) is moot (%s)" %
+          (cells.get("selftest_mc"),), cells.get("selftest_mc", ("-",))[0] == "moot" and
+          ("c", real) in calls and ("c", fails) not in calls)
+    check("the control ran with the real agent before the mutant's (%s)" % calls[:2],
+          calls[:2] == [("a", real), ("a", fails)])
+    check("Scenarios: SCENARIO@STORE runs on that store only (%s, %s)" % (
+        C.mutant_scenarios("a b@etcd,mysql c", "redis"), C.mutant_scenarios("a b@etcd", "etcd")),
+        C.mutant_scenarios("a b@etcd,mysql c", "redis") == ["a", "c"] and
+        C.mutant_scenarios("a b@etcd", "etcd") == ["a", "b"])
+    v = C.mutant_verdict("ok", "fine", [("s", C.BOUND + 1, 0, 0)], re.compile(r"liveness \d+ ms"))
+    check("a liveness figure over the bound kills by a Reason naming it (%s)" % (v,),
+          v[0] == "killed")
+    check("a scenario that passes: SURVIVED", C.mutant_verdict(
+        "ok", "fine", [], re.compile("x"))[0] == "SURVIVED")
+    # the manifest: a Reason that is not a regex; the table's verdicts
+    manifest(md, ("m-bad", "built", fails, "redis", "selftest_ma", "(unclosed", "a defect"),
+             ("m-na", "built", fails, "redis", "selftest_ma", "x", "a defect"),
+             ("m-ok", "built", fails, "redis", "selftest_ma", "x", "a defect"),
+             ("m-other", "built", fails, "redis", "selftest_ma", "x", "a defect"))
+    check("a Reason that is not a regex: status bad-reason", [
+        r[1] for r in C.read_manifest(md)][0] == "bad-reason")
+    fig = {"redis": {"mutants": {"m-na": {"selftest_ma": ("n/a", "why")},
+                                 "m-ok": {"selftest_ma": ("killed", "x")},
+                                 "m-other": {"selftest_ma": ("other", "y")}}}}
+    import io
+    import contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        n, p, f = C.mutant_table(md, ["redis"], fig, 0)
+    out = buf.getvalue()
+    check("the table: m-bad, m-na (n/a only), m-other fail; m-ok passes (%d passed, %d failed)"
+          % (p, f), (p, f) == (2, 3) and re.search(r"not ok \d+ mutant m-na on redis: every scenario n/a", out)
+          and re.search(r"^ok \d+ mutant m-ok on redis selftest_ma: killed", out, re.M) and
+          re.search(r"^mutants: m-ok +selftest_ma +killed", out, re.M))
+    # mutants.sh: a patch without a Reason is not run
+    pd = os.path.join(d, "noreason")
+    os.makedirs(pd)
+    pp = os.path.join(pd, "x-no-reason.patch")
+    with open(pp, "w") as f:
+        f.write("Mutant: a defect\nStores: redis\nScenarios: race\n\ndiff --git a/x b/x\n")
+    r = subprocess.run(["bash", os.path.join(HERE, "mutants.sh"), os.path.join(pd, "out"), pp],
+                       capture_output=True, text=True, timeout=60)
+    line = open(os.path.join(pd, "out", "manifest")).read() if r.returncode == 0 else r.stderr
+    check("mutants.sh: a patch without a Reason is no-reason (%s)" % line.strip()[:80],
+          line.split("\t")[1:2] == ["no-reason"])
+
+
+def count_rules(d, sc):
+    """Issue 42 finding 8: what the count rests on."""
+    me = os.path.join(HERE, "contract.py")
+    for only, what in (("race,no_such_scenario", "an unknown --only name"),
+                       (",", "an --only of no name")):
+        r = subprocess.run([sys.executable, me, "--agent", "/bin/true", "--out",
+                            os.path.join(d, "only"), "--only", only],
+                           capture_output=True, text=True, timeout=30)
+        check("%s is an error before any store starts (exit %d: %s)" % (
+            what, r.returncode, r.stderr.strip()[:60]), r.returncode == 2 and
+            "no such scenario" in r.stderr and not os.path.exists(os.path.join(d, "only")))
+    r = subprocess.run([sys.executable, me, "--agent", "/bin/true", "--out",
+                        os.path.join(d, "only"), "--stores", "redis,nosql"],
+                       capture_output=True, text=True, timeout=30)
+    check("an unknown store is an error (exit %d)" % r.returncode, r.returncode == 2)
+    res = {"gaps": [], "worst": ["-", 0, 0, 0]}
+    v = C.liveness_tap("redis", res, ["oversized", "oversized_spin"])
+    check("liveness: n/a for --only without a liveness scenario (%s)" % (v,), v[0] == "n/a")
+    v = C.liveness_tap("redis", res, ["oversized", "race"])
+    check("liveness: --only with a liveness scenario and no figure fails (%s)" % (v,),
+          v[0] == "FAIL")
+    v = C.liveness_tap("redis", res, None)
+    check("liveness: a whole run with no figure fails (%s)" % (v,), v[0] == "FAIL")
+    v = C.liveness_tap("redis", {"gaps": [("race", C.BOUND + 1, 0, 0)],
+                                 "worst": ["race", C.BOUND + 1, 0, 0]}, None)
+    check("liveness: over the bound fails (%s)" % (v,), v[0] == "FAIL")
+    check("LIVENESS holds the scenarios that measure it (%s)" % sorted(C.LIVENESS)[:3],
+          {"race", "kill9", "long_wait"} <= C.LIVENESS and "oversized" not in C.LIVENESS)
+    good = ["ok 1 redis race: x", "not ok 2 redis kill9: y", "contract: 1 passed, 1 failed"]
+    cases = [("a count that holds", good, True),
+             ("a count above its TAP lines", good[:2] + ["contract: 2 passed, 1 failed"], False),
+             ("a TAP line missing", [good[0], "not ok 3 redis kill9: y", good[2]], False),
+             ("no closing count", good[:2], False),
+             ("no TAP line at all", ["contract: 0 passed, 0 failed"], False)]
+    for what, lines, want in cases:
+        p = os.path.join(d, "tally-%d" % len(os.listdir(d)))
+        with open(p, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        r = subprocess.run([sys.executable, me, "--tally", p], capture_output=True, text=True,
+                           timeout=30)
+        check("contract.py --tally: %s %s (exit %d %s)" % (
+            what, "passes" if want else "fails", r.returncode, r.stdout.strip()[-70:]),
+            (r.returncode == 0) == want)
+    # sigterm_init: the interrupted init's exit 1 and summary, nothing else
+    term0 = fake_agent(d, 'trap "exit 0" TERM\nwhile :; do sleep 0.05; done')
+    term1 = fake_agent(d, 'trap \'echo "x: err: event=store_initialised prefix=p cluster=c '
+                          'datacenters=0-511 workers=0-511 pairs=262144 created=100 present=0 '
+                          'replaced=0 invalid=0 failed=0 mark_ms=0 interrupted=1" >&2; exit 1\' '
+                          'TERM\nwhile :; do sleep 0.05; done')
+    v = sc("selftest_init0", C.s_sigterm_init, term0)
+    check("sigterm_init fails an init that exits 0 at the SIGTERM (%s)" % v[1][:70],
+          v[0] == "FAIL" and "interrupted" in v[1])
+    term2 = fake_agent(d, 'trap \'echo "x: err: event=store_initialised prefix=p cluster=c '
+                          'datacenters=0-511 workers=0-511 pairs=262144 created=100 present=0 '
+                          'replaced=0 invalid=0 failed=2 mark_ms=0 interrupted=1" >&2; exit 1\' '
+                          'TERM\nwhile :; do sleep 0.05; done')
+    v = sc("selftest_init2", C.s_sigterm_init, term2)
+    check("sigterm_init fails an init where pairs failed besides the one in flight (%s)" %
+          v[1][:70], v[0] == "FAIL" and "interrupted" in v[1])
+    v = sc("selftest_init1", C.s_sigterm_init, term1)
+    check("sigterm_init passes the interrupted init's exit 1 (%s: %s)" % (v[0], v[1][:60]),
+          v[0] == "ok")
+    idle = fake_agent(d, 'trap "exit 0" TERM\necho "x: info: event=start owner=o4" >&2\n'
+                         'for i in 1 2 3; do echo "x: debug: event=mark_missing" >&2; done\n'
+                         'while :; do sleep 0.05; done')
+    walks = fake_agent(d, 'trap "exit 0" TERM\necho "x: info: event=start owner=o5" >&2\n'
+                          'while :; do echo "x: debug: event=mark_missing" >&2; sleep 0.01; done')
+    v = sc("selftest_walk0", C.s_sigterm_walk, idle)
+    check("sigterm_walk fails an agent whose walk ended before the SIGTERM (%s)" % v[1][:70],
+          v[0] == "FAIL" and "not in its walk" in v[1])
+    v = sc("selftest_walk1", C.s_sigterm_walk, walks)
+    check("sigterm_walk passes an agent in its walk (%s: %s)" % (v[0], v[1][:60]),
+          v[0] == "ok")
 
 
 def main():
@@ -216,7 +390,7 @@ def main():
     md = os.path.join(d, "mutants")
     os.makedirs(md)
     with open(os.path.join(md, "manifest"), "w") as f:
-        f.write("selftest-mutant\tbuilt\t%s\tredis\tselftest_mutant\tnone\n" %
+        f.write("selftest-mutant\tbuilt\t%s\tredis\tselftest_mutant\tnever served\tnone\n" %
                 os.path.join(d, "no-such-agent"))
     open(os.path.join(md, "done"), "w").close()
 
@@ -225,11 +399,14 @@ def main():
         c.stop_agents()
     C.SCENARIOS.append(("selftest_mutant", runs_mutant))
     run.mutants, real = md, run.agent
-    v = run.run_mutants({}).get("selftest-mutant", ("-", "no cell"))
+    v = run.run_mutants({"selftest_mutant": ("ok", "")}).get("selftest-mutant", {}).get(
+        "selftest_mutant", ("-", "no cell"))
     run.agent = real
     check("a mutant whose agent cannot run is not killed by the harness error (%s: %s)" %
-          (v[0], v[1][:80]), v[0] == "moot" and "harness error" in v[1])
+          (v[0], v[1][:80]), v[0] == "error" and "harness error" in v[1])
     hold_at(check)
+    mutant_rules(d, run)
+    count_rules(d, sc)
     run.stop()
     print("contract-selftest: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
