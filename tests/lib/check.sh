@@ -3,7 +3,8 @@
 # has the table: what each lane proves, how long it takes, how to run it
 # alone; docs/reference.md says what each one checks), in this order:
 #   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit
-#   -> userspace -> packaging -> static -> docs -> clients -> deb -> dkms-sid
+#   -> userspace -> packaging -> static -> docs -> model -> clients -> deb
+#   -> dkms-sid
 #   -> contract -> agent-guest -> handoff -> lease -> bench-smoke -> vmtest
 #   -> vmclone -> restart -> debug-kernel
 # and beside them, in the background (each waits mostly on the Debian
@@ -197,6 +198,8 @@ want packaging && run_stage packaging tests/packaging/run.sh
 # when packaging ended, in the fresh-clone run of 319c50c).
 want static && run_stage static tests/static/run.sh
 want docs && run_stage docs tests/docs/run.sh
+# The lease protocol's model under spin (tests/model/run.sh, about 75 s).
+want model && run_stage model tests/model/run.sh
 want clients && run_stage clients tests/clients/run.sh
 want deb && run_stage deb tests/deb/run.sh
 # snowflake-dkms installed with apt into a fresh Debian sid root: DKMS
