@@ -43,10 +43,10 @@ pan() {
 # search NAME SECONDS PAN-ARGS...: run it, stopped (SIGINT: pan prints its
 # summary) after SECONDS; its output in build/model/NAME/pan.log.
 search() {
-	local name=$1 d=$out/$1 s=$2 t0 rc=0
+	local name=$1 d=$out/$1 s=$2 t0
 	shift 2
 	t0=$(now)
-	(cd "$d" && timeout -s INT "$s" ./pan "$@" >pan.log 2>&1) || rc=$?
+	(cd "$d" && timeout -s INT "$s" ./pan "$@" >pan.log 2>&1) || true	# 130: stopped at the budget
 	# shellcheck disable=SC2012
 	echo "# $name: $(grep -Eo '[0-9.e+]+ states, stored' "$d/pan.log" | head -n 1) (depth $(grep -Eo 'depth reached [0-9]+' "$d/pan.log" | grep -Eo '[0-9]+$'), $(($(now) - t0)) s$(grep -Eo 'hash factor: [0-9.]+' "$d/pan.log" | sed 's/^/, /')$(grep -q '^Interrupted' "$d/pan.log" && echo ', stopped at the budget'))"
 	return 0
