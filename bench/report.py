@@ -160,10 +160,15 @@ def compare_placements(pl, base="base", head="head"):
     rounds), their median and range: the ratio's spread.  A change is named
     only beyond that spread, when every placement's ratio lies on the same
     side of 1 (with 8 placements and no change, a chance of 2 in 256), and
-    never with fewer than 4 placements."""
+    never with fewer than 4 placements; all placements but one on the same
+    side is "likely" a change (a chance of 18 in 256), never "no change".
+    A P measured on one side only is a row that says so."""
     rows = []
     for p, name, what, low_is_fast in PLACE_PS:
         if p not in pl.get(base, {}) or p not in pl.get(head, {}):
+            miss = [lab for lab in (base, head) if p not in pl.get(lab, {})]
+            rows.append({"p": name, "what": what, "change": "missing",
+                         "missing": "%s not measured in %s" % (name, " and ".join(miss))})
             continue
         b = {r["pad"]: r[p] for r in pl[base]["placements"] if r[p] is not None}
         h = {r["pad"]: r[p] for r in pl[head]["placements"] if r[p] is not None}
@@ -174,6 +179,10 @@ def compare_placements(pl, base="base", head="head"):
             verdict = "slower" if low_is_fast else "faster"
         elif max(q) < 1.0:
             verdict = "faster" if low_is_fast else "slower"
+        elif sum(x > 1.0 for x in q) == len(q) - 1:
+            verdict = "likely slower" if low_is_fast else "likely faster"
+        elif sum(x < 1.0 for x in q) == len(q) - 1:
+            verdict = "likely faster" if low_is_fast else "likely slower"
         else:
             verdict = None
         rows.append({"p": name, "what": what,
@@ -193,7 +202,13 @@ def compare_table(rows, base_name, head_name):
          "spread: per-placement HEAD/BASE, median and range | |" % (base_name, head_name),
          "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        if r["change"] in ("faster", "slower"):
+        if r["change"] == "missing":
+            L.append("| %s | - | - | - | - | **%s** |" % (r["p"], r["missing"]))
+            continue
+        if r["change"] in ("likely faster", "likely slower"):
+            v = "**likely a change: HEAD %s** (%+.1f%%, all placements but one)" % (
+                r["change"].split()[1], 100 * (r["ratio_of_medians"] - 1))
+        elif r["change"] in ("faster", "slower"):
             v = "**a change: HEAD %s** (%+.1f%%, every placement)" % (r["change"], 100 * (r["ratio_of_medians"] - 1))
         elif r["change"]:
             v = r["change"]

@@ -39,6 +39,8 @@ PKGS=(
 	postgresql-15 postgresql-server-dev-15 postgresql-server-dev-all libmariadbd-dev
 	# The upgrade lane (tests/upgrade/): abidiff, piuparts, autopkgtest.
 	abigail-tools piuparts autopkgtest
+	# The model lane (tests/model/): the SPIN model checker.
+	spin
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -5,7 +5,8 @@
 # benchmarks and the pure generator core (which also builds natively).
 # Kernel code has its own stages (checkpatch, sparse, W=1).  Also the tests
 # of the scripts' own helpers, tests/static/lib-test.sh, and of
-# check.sh's STAGES, tests/static/stages-test.sh.
+# check.sh's STAGES, tests/static/stages-test.sh, and of bench/report.py's
+# verdict, tests/static/report-test.py.
 # Prints "static: N passed, N failed": one per tool and file set.
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
@@ -50,6 +51,9 @@ run "lib-test (tests/lib/lib.sh)" bash tests/static/lib-test.sh
 # An unknown stage name is an error that lists the stages
 # (tests/static/stages-test.sh).
 run "stages-test (STAGES=)" bash tests/static/stages-test.sh
+# `make bench-compare`'s verdict on a 7-of-8 regression and a P missing
+# for one label (tests/static/report-test.py).
+run "report-test (bench/report.py's verdict)" python3 tests/static/report-test.py
 # `make clean` keeps build/'s caches (tests/static/clean-test.sh).
 run "clean-test (make clean)" bash tests/static/clean-test.sh
 

@@ -20,6 +20,13 @@ check "STAGES=\"agent style\": exit 2 ($rc)" test "$rc" -eq 2
 check "STAGES=\"agent style\": names agent as unknown" grep -q 'no such stage: agent\b' "$tmp/err"
 check "STAGES=\"agent style\": lists the stages" grep -q '^the stages: deps ksrc .*\bstyle\b.*\bdebug-kernel\b' "$tmp/err"
 check "STAGES=\"agent style\": no stage ran" test ! -s "$tmp/out"
+# Names apart by a newline or a tab are two names, as by a space: they once
+# passed the check of the names and then selected nothing (deps and ksrc
+# ran, "2 passed, 0 failed").
+sel=$(STAGES=$'style\nsparse' bash tests/lib/check.sh --selected 2>&1 | paste -sd ' ') || true
+check "STAGES=\$'style\\nsparse' selects style and sparse ($sel)" test "$sel" = "style sparse"
+sel=$(STAGES=$' docs\tstatic  ' bash tests/lib/check.sh --selected 2>&1 | paste -sd ' ') || true
+check "STAGES=\$' docs\\tstatic  ' selects static and docs ($sel)" test "$sel" = "static docs"
 stages=$(bash tests/lib/check.sh --stages | paste -sd ' ')
 check "check.sh --stages: $stages" grep -qE '^deps ksrc .*\bdocs\b' <<<"$stages"
 
