@@ -202,6 +202,7 @@ struct host {
 	int reply_res;
 	uint64_t reply_mark;
 	int64_t reply_exp;	/* the expiry the store set (true time) */
+	bool told_low;		/* its last renewal showed the store's mark below its own */
 	int64_t frozen_from;
 	int64_t cut_until;	/* connection cut: nothing is sent until then (true time) */
 	int lossy;		/* per mille lost requests / replies */
@@ -733,6 +734,10 @@ static int ss_renew(struct agent *a, int64_t deadline, int64_t *sent_ns, uint64_
 	if (r < 0)
 		return -1;
 	if (r == 1) {
+		uint64_t want = raise_to > a->mark_ms ? raise_to : a->mark_ms;
+
+		/* G4: a mark below what this holder has is raised again before it serves further */
+		h->told_low = *mark < want;
 		remember_ok(h, *sent_ns, h->reply_exp);
 		/* told: a renewal's reply that carried the lowered mark */
 		if (p->lowered && p->lowered_host == h->id && p->lowered_run == h->run &&
@@ -830,6 +835,9 @@ static int sd_set_lease(struct agent *a, int64_t from, int64_t until, uint64_t *
 
 	if (ret)
 		return ret;
+	if (h->told_low)
+		fail("h%d.%d serves further after its renewal showed the store's mark below its ceiling (G4)",
+		     h->id, h->run);
 	h->d_lease = true;
 	h->d_deadline = until;
 	h->d_floor = a->floor_ms;
@@ -946,7 +954,7 @@ static void host_start(struct host *h)
 	h->sig_pending = 0;
 	h->sig_at = h->sig2_at = 0;
 	h->waiting = 0;
-	h->waits_reply = h->reply_ready = h->in_ppoll = false;
+	h->waits_reply = h->reply_ready = h->in_ppoll = h->told_low = false;
 	h->wake_mono = mono_of(h, T);
 	h->d_fenced = true;
 	h->d_lease = false;
@@ -1487,8 +1495,9 @@ int main(int argc, char **argv)
 		if (opt_trace || (r && !opt_quiet))
 			fwrite(trace_buf, 1, trace_len, stdout);
 		if (r) {
-			printf("sim: seed %llu FAILED: %s\nsim: replay: make sim SEED=%llu\n",
-			       (unsigned long long)s, fail_msg, (unsigned long long)s);
+			printf("sim: seed %llu FAILED: %s\nsim: replay: make sim SEED=%llu (this build: %s --seed %llu --trace)\n",
+			       (unsigned long long)s, fail_msg, (unsigned long long)s, argv[0],
+			       (unsigned long long)s);
 			found = s;
 			break;
 		}
