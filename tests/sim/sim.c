@@ -146,8 +146,10 @@ static void __attribute__((format(printf, 1, 2))) tr(const char *fmt, ...)
 		if (!trace_buf)
 			abort();
 	}
-	trace_len += (size_t)sprintf(trace_buf + trace_len, "%9.3f %.*s\n",
-				     (double)(T - T0) / 1e9, n, line);
+	n = sprintf(trace_buf + trace_len, "%9.3f %.*s\n", (double)(T - T0) / 1e9, n, line);
+	if (opt_trace)	/* live, between the engine's own log lines */
+		fwrite(trace_buf + trace_len, 1, (size_t)n, stdout);
+	trace_len += (size_t)n;
 }
 
 static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
@@ -1481,6 +1483,12 @@ int main(int argc, char **argv)
 		}
 	}
 	log_level = opt_trace ? AG_DEBUG : AG_ERR;
+	if (opt_trace) {
+		/* the engine's log (stderr) and the schedule in one stream, in order */
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		if (dup2(STDOUT_FILENO, STDERR_FILENO) < 0)
+			return 2;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (one) {
 		from = seed;
@@ -1492,7 +1500,7 @@ int main(int argc, char **argv)
 		ran++;
 		if (r == 2)
 			return 2;
-		if (opt_trace || (r && !opt_quiet))
+		if (!opt_trace && r && !opt_quiet)
 			fwrite(trace_buf, 1, trace_len, stdout);
 		if (r) {
 			printf("sim: seed %llu FAILED: %s\nsim: replay: make sim SEED=%llu (this build: %s --seed %llu --trace)\n",
