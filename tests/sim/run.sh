@@ -20,7 +20,7 @@
 set -uo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
-cd "$ROOT"
+cd "$ROOT" || exit 1
 
 OUTD=$BUILD/sim
 mkdir -p "$OUTD"
@@ -90,7 +90,7 @@ s=${SIM_REPLAY_SEED:-7}
 "$OUTD/sim" --seed "$s" --trace >"$OUTD/replay2.out" 2>"$OUTD/replay2.err"
 if [ -s "$OUTD/replay1.out" ] && cmp -s "$OUTD/replay1.out" "$OUTD/replay2.out" &&
 	cmp -s "$OUTD/replay1.err" "$OUTD/replay2.err"; then
-	ok "seed $s replayed: schedule $(wc -l <"$OUTD/replay1.out") lines, engine log $(wc -l <"$OUTD/replay1.err") lines, identical"
+	ok "seed $s replayed: its schedule and the engine's log, $(wc -l <"$OUTD/replay1.out") lines, identical"
 else
 	bad "seed $s replayed differently (build/sim/replay[12].{out,err})"
 fi

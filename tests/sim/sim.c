@@ -124,7 +124,7 @@ static int64_t T0;
 static char *trace_buf;
 static size_t trace_len, trace_cap;
 static bool opt_trace, opt_late, opt_quiet;
-static int failed;
+static int violated;
 static char fail_msg[512];
 
 static void __attribute__((format(printf, 1, 2))) tr(const char *fmt, ...)
@@ -156,12 +156,12 @@ static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (failed)
+	if (violated)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
 	va_end(ap);
-	failed = 1;
+	violated = 1;
 	tr("VIOLATION %s", fail_msg);
 }
 
@@ -1009,8 +1009,6 @@ static void resume(struct host *h)
 
 static void check_stop(struct host *h)
 {
-	int i;
-
 	if (!h->sig_at || !h->alive)
 		return;
 	if (!h->d_fenced && T - h->sig_at > SEC(1) && !h->frozen)
@@ -1019,7 +1017,6 @@ static void check_stop(struct host *h)
 	if (h->sig2_at && T - h->sig2_at > SEC(1) + MS(200) && !h->frozen)
 		fail("h%d.%d still running %lld ms after a second stop signal", h->id, h->run,
 		     (long long)((T - h->sig2_at) / NS_PER_MS));
-	(void)i;
 }
 
 static void check_exit(struct host *h)
@@ -1275,7 +1272,7 @@ static int one_seed(uint64_t seed)
 	conf_loaded = true;
 	rng_s = seed * 0x2545f4914f6cdd1dULL + 1;
 	trace_len = 0;
-	failed = 0;
+	violated = 0;
 	fail_msg[0] = '\0';
 	T = T0 = SEC(100000);
 	W.fl = (enum flavor)rr(0, 1);
@@ -1318,7 +1315,7 @@ static int one_seed(uint64_t seed)
 	W.round = 1;
 	W.next_phase = T + SEC(30);
 
-	while (!failed) {
+	while (!violated) {
 		int64_t t = W.next_phase;
 		int who = -1, evi = -1, kind = 0;
 		static int same;
@@ -1444,12 +1441,12 @@ static int one_seed(uint64_t seed)
 			break;
 		}
 		}
-		for (i = 0; i < W.nhosts && !failed; i++)
+		for (i = 0; i < W.nhosts && !violated; i++)
 			check_stop(&W.h[i]);
 		if (W.done)
 			break;
 	}
-	return failed;
+	return violated;
 }
 
 int main(int argc, char **argv)
