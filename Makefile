@@ -15,6 +15,9 @@
 #   make vmtest | style | sparse | unit | userspace | deps
 #   make fuzz            libFuzzer on the core: replay fuzz/corpus + fuzz/crashes,
 #                        then fuzz each target FUZZ_SECONDS (60) s
+#   make sim             the lease engine's deterministic simulator: SIM_SEEDS
+#                        (10000) seeded schedules of the real agent.c; SEED=n
+#                        replays one exactly, its schedule printed
 #   make debug-kernel    the guest suite on a lockdep/KASAN/UBSAN/kmemleak kernel
 #   make kernels-check   build W=1 against the newest headers the mirror has
 #                        (Debian sid's newest linux-headers-*-amd64, in a sid root)
@@ -103,7 +106,7 @@ clean:
 	$(Q)rm -f driver/*.o driver/.*.cmd driver/*.mod* *.o .module-common.o *.ko \
 		*.mod *.mod.c .*.cmd Module.symvers modules.order
 	$(Q)rm -rf build/mod-* build/check-* build/initramfs-* build/run-* \
-		build/selftests build/core build/fuzz build/userspace build/bench build/bench-smoke build/bench-compare \
+		build/selftests build/core build/fuzz build/sim build/userspace build/bench build/bench-smoke build/bench-compare \
 		build/bench-place build/vm-*.log build/*.log \
 		build/restart build/dkms build/packaging build/debs
 
@@ -163,6 +166,10 @@ unit: ksrc
 
 fuzz: deps
 	$(Q)$(TESTS)/fuzz/run.sh
+
+# The lease engine's deterministic simulator (tests/sim/; needs only a C compiler).
+sim:
+	$(Q)$(TESTS)/sim/run.sh $(if $(SEED),$(SEED),search)
 
 # Command-line variables (DESTDIR, PREFIX, ...) reach userspace/Makefile
 # through MAKEFLAGS; PREFIX ?= /usr above is the module's and is not passed.
@@ -245,8 +252,8 @@ restart:
 	$(Q)$(TESTS)/restart/run.sh
 
 help:
-	@sed -n '3,38s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,/^$$/s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
-.PHONY: all module install clean distclean deps ksrc check run vmtest deb debug-kernel bench bench-compare model style sparse unit fuzz \
+.PHONY: all module install clean distclean deps ksrc check run vmtest deb debug-kernel bench bench-compare model style sparse unit fuzz sim \
 	userspace install-userspace uninstall-userspace install-packaging uninstall-packaging \
 	dkms-src dkms-install dkms-uninstall restart kernels-check help

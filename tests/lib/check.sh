@@ -3,7 +3,7 @@
 # has the table: what each lane proves, how long it takes, how to run it
 # alone; docs/reference.md says what each one checks), in this order:
 #   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit
-#   -> userspace -> packaging -> static -> docs -> model -> clients -> deb
+#   -> userspace -> sim -> packaging -> static -> docs -> model -> clients -> deb
 #   -> dkms-sid
 #   -> contract -> agent-guest -> handoff -> lease -> bench-smoke -> vmtest
 #   -> vmclone -> restart -> debug-kernel
@@ -203,6 +203,8 @@ want unit && run_stage unit tests/unit/run.sh
 # stage (whose guests and apt leave CPU idle); joined after dkms-sid.
 want fuzz && bg_stage fuzz nice -n 10 tests/fuzz/run.sh
 want userspace && run_stage userspace tests/userspace/run.sh
+# The lease engine's deterministic simulator: a fixed budget (~60 s of CPU).
+want sim && run_stage sim tests/sim/run.sh
 want packaging && run_stage packaging tests/packaging/run.sh
 # static, docs and clients need nothing of the deb stage: run before it,
 # they fill the time its Debian 12 root, made from the mirror in the

@@ -1,0 +1,1521 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The lease engine's deterministic simulator (issue 41; tests/README.md,
+ * "sim"): the real engine (userspace/agent/agent.c, compiled in below,
+ * not a copy) runs several agents in one process, each on a coroutine,
+ * against a simulated store (struct store_ops), a simulated device
+ * (struct dev_ops), a clock per agent and a network, all driven by one
+ * seeded random source and one scheduler.  The engine reaches the clock,
+ * the sleep, the wait and randomness only through the libc calls
+ * substituted below (clock_gettime, ppoll/timerfd_settime, poll,
+ * sigtimedwait, getrandom), and the store only through store_ops; its
+ * signal flags (stop_signal, stopping, stop_again, store_lost, wd_fired)
+ * are swapped with the running agent at every switch.  Nothing of agent.c
+ * is changed.
+ *
+ *   sim [--seeds N] [--from S] [--seed S] [--trace] [--budget-s S] [--late]
+ *
+ * After every step the checker asks: no two holders' served timestamp
+ * windows of one pair overlap; no device stamps past its kernel deadline
+ * or outside its window; no deadline the engine gives its device lies
+ * past the store's expiry of the lease it came from (at the drift bound);
+ * a stopped agent is fenced within 1 s of its signal, and ends within 1 s
+ * of a second one; a clean stop leaves no key of its own behind when the
+ * store answered; liveness: after a calm phase (no faults) every pair with
+ * a mark is served while an agent lacks one.  A failure prints its seed
+ * and the schedule; --seed S replays it exactly.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <limits.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/timerfd.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* ---- what the engine reaches, substituted (the engine's own code below) ---- */
+static int sim_clock_gettime(clockid_t id, struct timespec *ts);
+static ssize_t sim_getrandom(void *buf, size_t len, unsigned int flags);
+static int sim_poll(struct pollfd *p, nfds_t n, int ms);
+static int sim_ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m);
+static int sim_timerfd_settime(int fd, int flags, const struct itimerspec *n, struct itimerspec *o);
+static int sim_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *t);
+static pid_t sim_getpid(void);
+
+#define clock_gettime sim_clock_gettime
+#define getrandom sim_getrandom
+#define poll sim_poll
+#define ppoll sim_ppoll
+#define timerfd_settime sim_timerfd_settime
+#define sigtimedwait sim_sigtimedwait
+#define getpid sim_getpid
+#define main agent_main
+#include AGENT_C
+#undef main
+#undef clock_gettime
+#undef getrandom
+#undef poll
+#undef ppoll
+#undef timerfd_settime
+#undef sigtimedwait
+#undef getpid
+
+/* The real backends are not linked: agent_main() (never called) names them. */
+const struct store_ops ag_redis_ops = { .name = "redis (not in the simulator)" };
+const struct store_ops ag_etcd_ops = { .name = "etcd (not in the simulator)" };
+const struct store_ops ag_mysql_ops = { .name = "mysql (not in the simulator)" };
+const struct store_ops ag_zookeeper_ops = { .name = "zookeeper (not in the simulator)" };
+
+/* ---------------------------------------------------------------- */
+/* The one random source                                             */
+/* ---------------------------------------------------------------- */
+
+static uint64_t rng_s;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* uniform in [lo, hi] */
+static int64_t rr(int64_t lo, int64_t hi)
+{
+	return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+/* true with probability @pm per mille */
+static bool chance(int pm)
+{
+	return (int)(rnd() % 1000) < pm;
+}
+
+/* ---------------------------------------------------------------- */
+/* The trace: every step, for the report and the byte-exact replay   */
+/* ---------------------------------------------------------------- */
+
+#define MS(x)	((int64_t)(x) * NS_PER_MS)
+#define SEC(x)	((int64_t)(x) * 1000000000LL)
+
+static int64_t T;		/* true time, ns */
+static int64_t T0;
+static char *trace_buf;
+static size_t trace_len, trace_cap;
+static bool opt_trace, opt_late, opt_quiet;
+static int violated;
+static char fail_msg[512];
+
+static void __attribute__((format(printf, 1, 2))) tr(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	if (trace_len + (size_t)n + 32 > trace_cap) {
+		trace_cap = (trace_cap + (size_t)n + 32) * 2;
+		trace_buf = realloc(trace_buf, trace_cap);
+		if (!trace_buf)
+			abort();
+	}
+	n = sprintf(trace_buf + trace_len, "%9.3f %.*s\n", (double)(T - T0) / 1e9, n, line);
+	if (opt_trace)	/* live, between the engine's own log lines */
+		fwrite(trace_buf + trace_len, 1, (size_t)n, stdout);
+	trace_len += (size_t)n;
+}
+
+static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (violated)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
+	va_end(ap);
+	violated = 1;
+	tr("VIOLATION %s", fail_msg);
+}
+
+/* ---------------------------------------------------------------- */
+/* The world                                                         */
+/* ---------------------------------------------------------------- */
+
+#define MAX_AGENTS	4
+#define MAX_PAIRS	4
+#define MAX_EV		4096
+#define MAX_TEN		4096
+#define STACK		(256 * 1024)
+
+enum flavor { FL_REDIS, FL_ETCD };
+static const char *const flavor_name[] = { "redis", "etcd" };
+
+/* One simulated host: an agent process (one run at a time), its clocks, its device. */
+struct host {
+	int id;
+	int run;		/* the current run's number (0: none yet) */
+	bool alive, exited, frozen, clock_stops;
+	int64_t frozen_until;
+	/* monotonic: mono(T) = mb + (T - tb) * (1e6 + ppm) / 1e6 */
+	int64_t mb, tb, ppm;
+	int64_t wall_off;	/* wall = mono + wall_off */
+	ucontext_t uc;
+	char *stack;
+	struct agent a;
+	struct ag_quarantine *q;
+	/* the engine's statics, this agent's copy */
+	volatile sig_atomic_t g_stop_signal, g_wd_fired;
+	bool g_stopping, g_stop_again;
+	int g_store_lost;
+	int sig_pending;	/* stop signals sent, not yet taken */
+	/* what it waits for: mono time, and/or a reply */
+	int64_t wake_mono;
+	bool waits_reply, in_ppoll;
+	uint64_t waiting;	/* the request id whose reply it waits for */
+	bool reply_ready;
+	int reply_res;
+	uint64_t reply_mark;
+	int64_t reply_exp;	/* the expiry the store set (true time) */
+	bool told_low;		/* its last renewal showed the store's mark below its own */
+	int64_t frozen_from;
+	int64_t cut_until;	/* connection cut: nothing is sent until then (true time) */
+	int lossy;		/* per mille lost requests / replies */
+	/* the device */
+	bool d_fenced, d_lease;
+	int64_t d_deadline;
+	uint64_t d_floor, d_ceiling, d_last;
+	int d_ten;		/* the tenure (window) it serves, -1 */
+	/* for the checks */
+	int64_t sig_at, sig2_at;	/* true time of the first / second stop signal */
+	bool lost_since_sig;
+	/* committed requests: sent (mono), store expiry (true), stopped clock time at the send */
+	struct { int64_t sent, exp, stopped; } ok[8];
+	int64_t stopped_total;	/* true time its clocks stood still (a VM pause) */
+	int64_t req_stopped;	/* stopped_total when the last request was sent */
+	int nok;
+	int64_t lease_exp;	/* etcd: this run's lease expires (true), 0 none */
+	int exit_code;
+};
+
+struct rec {
+	bool key;
+	int owner_host, owner_run;
+	int64_t exp;		/* redis: the key's expiry (store clock) */
+	uint64_t claim_id;	/* the request that created the key */
+	bool claim_known;	/* its reply reached the agent */
+	bool mark_present;
+	uint64_t mark;
+	/* a mark lowered by hand: excused until its holder was told twice */
+	bool lowered;
+	uint64_t lowered_from;
+	int lowered_host, lowered_run, lowered_told;
+	/* marks read by claims while lowered and excused: those tenures are excused */
+	uint64_t damaged[256];
+	int ndamaged;
+};
+
+/* A served window: one tenure (a claim) of one run on one pair. */
+struct tenure {
+	int host, run, pair;
+	uint64_t floor, lo, hi;
+};
+
+enum ev_kind { EV_APPLY, EV_REPLY };
+enum op { OP_CLAIM, OP_READOPT, OP_RENEW, OP_GIVEBACK };
+static const char *const op_name[] = { "claim", "readopt", "renew", "give_back" };
+
+struct ev {
+	bool used;
+	enum ev_kind kind;
+	int64_t at;
+	uint64_t seq, id;
+	int host, run;
+	enum op op;
+	int pair;
+	uint64_t arg;	/* claim: init mark; renew: raise_to */
+	int res;
+	uint64_t mark;
+	int64_t exp;	/* the expiry the apply set (true time), for the deadline check */
+};
+
+static struct {
+	enum flavor fl;
+	int nhosts, npairs;
+	struct ag_conf conf;
+	struct host h[MAX_AGENTS];
+	struct rec p[MAX_PAIRS];
+	struct ev ev[MAX_EV];
+	struct tenure ten[MAX_TEN];
+	int nten;
+	uint64_t seq, reqid;
+	int64_t store_off;	/* the store's clock: T + store_off */
+	int64_t end, calm_from, calm_check, next_fault, next_stamp, next_phase;
+	bool calm;
+	int round;
+	bool done;
+	int64_t ttl, timeout;
+	int excused;
+} W;
+
+/* the true wall time (ns): 1.7e12 ms + 100 s at the start, above every initial mark */
+#define REF_WALL(t)	((t) - T0 + SEC(1700000100))
+
+static ucontext_t sched_uc;
+static char *stacks[MAX_AGENTS];
+static struct ag_quarantine *qtabs[MAX_AGENTS];
+static struct host *cur;
+
+static int64_t mono_of(const struct host *h, int64_t t)
+{
+	if (h->frozen && h->clock_stops)
+		return h->mb;
+	return h->mb + (t - h->tb) + (t - h->tb) * h->ppm / 1000000;
+}
+
+/* the true time at which @h's monotonic clock reads @m (now if it has) */
+static int64_t true_of(const struct host *h, int64_t m)
+{
+	int64_t now = mono_of(h, T);
+
+	if (m <= now)
+		return T;
+	return T + ((m - now) * 1000000 + 1000000 + h->ppm - 1) / (1000000 + h->ppm);
+}
+
+static void rebase(struct host *h)
+{
+	h->mb = mono_of(h, T);
+	h->tb = T;
+}
+
+/* ---------------------------------------------------------------- */
+/* The libc calls the engine makes, on the running agent             */
+/* ---------------------------------------------------------------- */
+
+static void swap_in(struct host *h)
+{
+	cur = h;
+	stop_signal = h->g_stop_signal;
+	stopping = h->g_stopping;
+	stop_again = h->g_stop_again;
+	store_lost = h->g_store_lost;
+	wd_fired = h->g_wd_fired;
+}
+
+static void swap_out(struct host *h)
+{
+	h->g_stop_signal = stop_signal;
+	h->g_stopping = stopping;
+	h->g_stop_again = stop_again;
+	h->g_store_lost = store_lost;
+	h->g_wd_fired = wd_fired;
+	cur = NULL;
+}
+
+/* back to the scheduler until woken */
+static void yield(void)
+{
+	struct host *h = cur;
+
+	swap_out(h);
+	swapcontext(&h->uc, &sched_uc);
+	swap_in(h);
+}
+
+static int sim_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	int64_t v;
+
+	if (!cur)
+		abort();
+	v = mono_of(cur, T);
+	if (id == CLOCK_REALTIME)
+		v += cur->wall_off;
+	ts->tv_sec = v / 1000000000LL;
+	ts->tv_nsec = v % 1000000000LL;
+	return 0;
+}
+
+static ssize_t sim_getrandom(void *buf, size_t len, unsigned int flags)
+{
+	unsigned char *b = buf;
+	size_t i;
+
+	(void)flags;
+	for (i = 0; i < len; i++)
+		b[i] = (unsigned char)rnd();
+	return (ssize_t)len;
+}
+
+static pid_t sim_getpid(void)
+{
+	return cur ? cur->id * 1000 + cur->run : 0;
+}
+
+/* ag_wait()'s poll of a store's connection, or the stop path's pause */
+static int sim_poll(struct pollfd *p, nfds_t n, int ms)
+{
+	struct host *h = cur;
+
+	h->wake_mono = mono_of(h, T) + MS(ms);
+	h->waits_reply = n > 0 && h->waiting;
+	if (!(h->waits_reply && h->reply_ready))
+		yield();
+	h->waits_reply = false;
+	if (n > 0 && h->waiting && h->reply_ready) {
+		p[0].revents = POLLIN;
+		return 1;
+	}
+	return 0;
+}
+
+static int sim_timerfd_settime(int fd, int flags, const struct itimerspec *n, struct itimerspec *o)
+{
+	(void)fd;
+	(void)flags;
+	(void)o;
+	cur->wake_mono = (int64_t)n->it_value.tv_sec * 1000000000LL + n->it_value.tv_nsec;
+	return 0;
+}
+
+/* sleep_until()'s ppoll: the stop signals let in, as the real one does */
+static int sim_ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m)
+{
+	struct host *h = cur;
+
+	(void)p;
+	(void)n;
+	(void)t;
+	(void)m;
+	if (!h->sig_pending) {
+		h->in_ppoll = true;
+		yield();
+		h->in_ppoll = false;
+	}
+	if (h->sig_pending) {
+		h->sig_pending--;
+		on_signal(SIGTERM);
+		errno = EINTR;
+		return -1;
+	}
+	return 0;
+}
+
+static int sim_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *t)
+{
+	(void)set;
+	(void)info;
+	(void)t;
+	if (cur->sig_pending) {
+		cur->sig_pending--;
+		return SIGTERM;
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+/* ---------------------------------------------------------------- */
+/* The network and the store                                         */
+/* ---------------------------------------------------------------- */
+
+static int ev_hi;	/* W.ev[ev_hi..] are unused */
+
+static struct ev *ev_new(void)
+{
+	int i;
+
+	for (i = 0; i < MAX_EV; i++)
+		if (!W.ev[i].used) {
+			if (i >= ev_hi)
+				ev_hi = i + 1;
+			memset(&W.ev[i], 0, sizeof(W.ev[i]));
+			W.ev[i].used = true;
+			W.ev[i].seq = ++W.seq;
+			return &W.ev[i];
+		}
+	fprintf(stderr, "sim: event table full\n");
+	abort();
+}
+
+static int64_t net_delay(void)
+{
+	if (W.calm || !chance(200))
+		return rr(MS(1), MS(20));
+	return rr(MS(20), opt_late ? 3 * W.timeout : W.timeout * 9 / 10);
+}
+
+static int pair_index_of(uint32_t dc, uint32_t w)
+{
+	(void)dc;
+	return (int)w;
+}
+
+enum { NET_OK, NET_NOT_SENT, NET_UNKNOWN };
+
+/*
+ * One request: sent (or not: a cut connection), applied by the store
+ * later (or lost, or applied twice), its reply delivered later (or lost).
+ * The caller waits in the engine's one wait, ag_wait(), until the reply,
+ * @end (boot_ns) or a stop signal.
+ */
+static int net_call(struct host *h, enum op op, int pair, uint64_t arg, int64_t end,
+		    int64_t *sent, int *res, uint64_t *mark)
+{
+	struct pollfd pfd = { .fd = 100 + h->id, .events = POLLIN };
+	uint64_t id = ++W.reqid;
+	struct ev *e;
+	int r;
+
+	*sent = boot_ns();
+	h->req_stopped = h->stopped_total;
+	if (T < h->cut_until) {
+		tr("h%d.%d %s pair=%d not sent (connection cut)", h->id, h->run, op_name[op], pair);
+		h->lost_since_sig = true;
+		return NET_NOT_SENT;
+	}
+	if (!W.calm && chance(h->lossy)) {
+		tr("h%d.%d %s pair=%d id=%llu request lost", h->id, h->run, op_name[op], pair,
+		   (unsigned long long)id);
+		h->lost_since_sig = true;
+	} else {
+		/* requests are never duplicated: no backend resends (G6); replies may be */
+		e = ev_new();
+		e->kind = EV_APPLY;
+		e->at = T + net_delay();
+		e->id = id;
+		e->host = h->id;
+		e->run = h->run;
+		e->op = op;
+		e->pair = pair;
+		e->arg = arg;
+	}
+	h->waiting = id;
+	h->reply_ready = false;
+	r = ag_wait(&pfd, 1, end);
+	h->waiting = 0;
+	if (r <= 0)
+		h->reply_ready = false;
+	if (r > 0 && h->reply_ready) {
+		*res = h->reply_res;
+		*mark = h->reply_mark;
+		return NET_OK;
+	}
+	tr("h%d.%d %s pair=%d id=%llu no reply (%s)", h->id, h->run, op_name[op], pair,
+	   (unsigned long long)id, r < 0 ? "stop" : "timeout");
+	h->lost_since_sig = true;
+	return NET_UNKNOWN;
+}
+
+static bool key_alive(struct rec *r)
+{
+	if (!r->key)
+		return false;
+	if (W.fl == FL_REDIS && T + W.store_off >= r->exp)
+		r->key = false;
+	if (W.fl == FL_ETCD) {
+		struct host *o = &W.h[r->owner_host];
+
+		/* the key dies with its run's lease */
+		if (o->run != r->owner_run || o->lease_exp <= T)
+			r->key = false;
+	}
+	return r->key;
+}
+
+/* etcd: the run's one lease, granted or kept alive by any request of it that reaches the store */
+static void keepalive(struct host *o, int run)
+{
+	if (W.fl != FL_ETCD || o->run != run)
+		return;
+	if (o->lease_exp <= T)
+		tr("store: h%d.%d lease granted", o->id, run);
+	o->lease_exp = T + W.ttl;
+}
+
+/* A request reaches the store: applied atomically, as one script or transaction. */
+static void store_apply(struct ev *e)
+{
+	struct rec *r = &W.p[e->pair];
+	struct host *o = &W.h[e->host];
+	bool ours;
+
+	if (!W.calm && chance(15)) {
+		e->res = -100;	/* an error reply: not committed */
+		if (o->run == e->run)
+			o->lost_since_sig = true;	/* the store did not do what was asked */
+		tr("store: h%d.%d %s pair=%d id=%llu error reply", e->host, e->run, op_name[e->op],
+		   e->pair, (unsigned long long)e->id);
+		return;
+	}
+	if (e->op == OP_CLAIM || e->op == OP_RENEW || e->op == OP_READOPT)
+		keepalive(o, e->run);
+	ours = key_alive(r) && r->owner_host == e->host && r->owner_run == e->run;
+	e->mark = r->mark_present ? r->mark : 0;
+	switch (e->op) {
+	case OP_CLAIM:
+		if (r->key) {
+			e->res = TRY_HELD;
+			break;
+		}
+		if (!r->mark_present && !e->arg) {
+			e->res = TRY_NO_MARK;
+			break;
+		}
+		if (!r->mark_present) {
+			r->mark_present = true;
+			r->mark = e->arg;
+		}
+		/* a claim that reads a mark lowered by hand before its holder could raise it again */
+		if (r->lowered && (r->lowered_host < 0 || r->lowered_told < 2) && r->mark_present) {
+			if (r->ndamaged == 256)
+				abort();
+			r->damaged[r->ndamaged++] = r->mark;
+			tr("store: pair %d claimed at a mark lowered by hand (excused)", e->pair);
+		}
+		/* a takeover: the holder told of the lowering is gone; beyond any engine now */
+		if (r->lowered)
+			r->lowered_host = -1;
+		r->key = true;
+		r->claim_id = e->id;
+		r->claim_known = false;
+		r->owner_host = e->host;
+		r->owner_run = e->run;
+		r->exp = T + W.store_off + W.ttl;
+		e->mark = r->mark;
+		e->res = TRY_TAKEN;
+		break;
+	case OP_READOPT:
+		e->res = ours ? TRY_TAKEN : TRY_HELD;
+		if (ours)
+			r->exp = T + W.store_off + W.ttl;
+		break;
+	case OP_RENEW:
+		e->res = ours;
+		if (!ours)
+			break;
+		r->exp = T + W.store_off + W.ttl;
+		if (e->arg && (!r->mark_present || r->mark < e->arg)) {
+			r->mark_present = true;
+			r->mark = e->arg;
+		}
+		e->mark = r->mark_present ? r->mark : 0;
+		if (r->lowered && r->mark >= r->lowered_from)
+			r->lowered = false;
+		break;
+	case OP_GIVEBACK:
+		e->res = ours;
+		if (ours)
+			r->key = false;
+		break;
+	}
+	e->exp = W.fl == FL_ETCD ? o->lease_exp : r->exp - W.store_off;
+	tr("store: h%d.%d %s pair=%d id=%llu arg=%llu -> %d mark=%llu%s", e->host, e->run,
+	   op_name[e->op], e->pair, (unsigned long long)e->id, (unsigned long long)e->arg, e->res,
+	   (unsigned long long)e->mark, e->run != o->run ? " (a dead run's request)" : "");
+}
+
+static struct host *host_of(struct agent *a)
+{
+	return a->store;
+}
+
+static void remember_ok(struct host *h, int64_t sent, int64_t exp)
+{
+	int i = h->nok++ % 8;
+
+	h->ok[i].sent = sent;
+	h->ok[i].exp = exp;
+	h->ok[i].stopped = h->req_stopped;
+}
+
+static int do_call(struct agent *a, enum op op, int pair, uint64_t arg, int64_t end,
+		   int64_t *sent, uint64_t *mark)
+{
+	struct host *h = host_of(a);
+	int res = -1, n;
+
+	n = net_call(h, op, pair, arg, end, sent, &res, mark);
+	if (n == NET_NOT_SENT)
+		return -101;
+	if (n == NET_UNKNOWN)
+		return -102;
+	return res;
+}
+
+static int64_t call_end(struct agent *a, int64_t deadline)
+{
+	int64_t end = boot_ns() + (int64_t)ag_conf_timeout_ms(a->c) * NS_PER_MS;
+
+	return deadline && deadline < end ? deadline : end;
+}
+
+static int ss_init(struct agent *a)
+{
+	(void)a;
+	return 0;
+}
+
+static void ss_fini(struct agent *a)
+{
+	(void)a;
+}
+
+static void ss_describe(const struct agent *a, char *buf, size_t len)
+{
+	(void)a;
+	snprintf(buf, len, "sim=%s", flavor_name[W.fl]);
+}
+
+static int64_t ss_claim_wait(struct agent *a)
+{
+	(void)a;
+	return 0;
+}
+
+static int ss_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns, uint64_t *mark,
+		    uint64_t init_mark)
+{
+	int r = do_call(a, OP_CLAIM, pair_index_of(dc, w), init_mark, call_end(a, 0), sent_ns, mark);
+
+	if (r == -101 || r == -100)
+		return TRY_ERROR;
+	if (r == -102)
+		return TRY_UNKNOWN;
+	if (r == TRY_TAKEN)
+		remember_ok(host_of(a), *sent_ns, host_of(a)->reply_exp);
+	return r;
+}
+
+static int ss_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns, uint64_t *mark)
+{
+	int r = do_call(a, OP_READOPT, pair_index_of(dc, w), 0, call_end(a, 0), sent_ns, mark);
+
+	if (r < 0)
+		return TRY_ERROR;
+	if (r == TRY_TAKEN)
+		remember_ok(host_of(a), *sent_ns, host_of(a)->reply_exp);
+	return r;
+}
+
+static int ss_renew(struct agent *a, int64_t deadline, int64_t *sent_ns, uint64_t raise_to,
+		    uint64_t *mark)
+{
+	struct host *h = host_of(a);
+	int r = do_call(a, OP_RENEW, pair_index_of(a->dc, a->w), raise_to, call_end(a, deadline),
+			sent_ns, mark);
+	struct rec *p = &W.p[pair_index_of(a->dc, a->w)];
+
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		uint64_t want = raise_to > a->mark_ms ? raise_to : a->mark_ms;
+
+		/* G4: a mark below what this holder has is raised again before it serves further */
+		h->told_low = *mark < want;
+		remember_ok(h, *sent_ns, h->reply_exp);
+		/* told: a renewal's reply that carried the lowered mark */
+		if (p->lowered && p->lowered_host == h->id && p->lowered_run == h->run &&
+		    *mark < p->lowered_from)
+			p->lowered_told++;
+	}
+	return r;
+}
+
+static int ss_give_back(struct agent *a, uint32_t dc, uint32_t w)
+{
+	int64_t sent;
+	uint64_t mark;
+	int r = do_call(a, OP_GIVEBACK, pair_index_of(dc, w), 0, call_end(a, 0), &sent, &mark);
+
+	return r < 0 ? -1 : r;
+}
+
+static const struct store_ops sim_store_ops = {
+	.name = "sim",
+	.init = ss_init,
+	.fini = ss_fini,
+	.describe = ss_describe,
+	.claim_wait = ss_claim_wait,
+	.claim = ss_claim,
+	.readopt = ss_readopt,
+	.renew = ss_renew,
+	.give_back = ss_give_back,
+};
+
+/* ---------------------------------------------------------------- */
+/* The device: agent.c's dry-run clock, with the kernel's deadline,    */
+/* fence and window kept for the checker                              */
+/* ---------------------------------------------------------------- */
+
+static bool damaged_floor(const struct rec *r, uint64_t floor)
+{
+	int i;
+
+	for (i = 0; i < r->ndamaged; i++)
+		if (r->damaged[i] + 1 == floor)
+			return true;
+	return false;
+}
+
+static void tenure_check(int t)
+{
+	const struct tenure *x = &W.ten[t];
+	const struct rec *r = &W.p[x->pair];
+	int i;
+
+	for (i = 0; i < W.nten; i++) {
+		const struct tenure *y = &W.ten[i];
+
+		if (i == t || y->pair != x->pair || (y->host == x->host && y->run == x->run))
+			continue;
+		if (x->lo <= y->hi && y->lo <= x->hi) {
+			if (damaged_floor(r, x->floor) || damaged_floor(r, y->floor)) {
+				W.excused++;
+				tr("overlap on pair %d excused: a claim read a mark lowered by hand before its holder was told",
+				   x->pair);
+				continue;
+			}
+			fail("pair %d served twice: h%d.%d [%llu, %llu] and h%d.%d [%llu, %llu]",
+			     x->pair, x->host, x->run, (unsigned long long)x->lo,
+			     (unsigned long long)x->hi, y->host, y->run, (unsigned long long)y->lo,
+			     (unsigned long long)y->hi);
+		}
+	}
+}
+
+static int sd_fence(struct agent *a, bool on)
+{
+	struct host *h = host_of(a);
+
+	if (h->d_fenced != on)
+		tr("h%d.%d device %s", h->id, h->run, on ? "fenced" : "unfenced");
+	h->d_fenced = on;
+	return 0;
+}
+
+static int sd_next_ts(struct agent *a, uint64_t *ts)
+{
+	return sim_next_ts(a, ts);
+}
+
+static int sd_set_lease(struct agent *a, int64_t from, int64_t until, uint64_t *ts_from,
+			uint64_t *ts_until)
+{
+	struct host *h = host_of(a);
+	int pair = pair_index_of(a->dc, a->w), i, t = -1;
+	int64_t ttlm = (int64_t)(a->c->ttl_ms - a->c->margin_ms) * NS_PER_MS, exp = 0, stood = 0;
+	int ret = sim_set_lease(a, from, until, ts_from, ts_until);
+	uint64_t lo;
+
+	if (ret)
+		return ret;
+	if (h->told_low)
+		fail("h%d.%d serves further after its renewal showed the store's mark below its ceiling (G4)",
+		     h->id, h->run);
+	h->d_lease = true;
+	h->d_deadline = until;
+	h->d_floor = a->floor_ms;
+	h->d_ceiling = a->mark_ms;
+	/* the deadline against the store's expiry of the request it came from */
+	for (i = 0; i < 8 && i < h->nok; i++)
+		if (h->ok[i].sent + ttlm == until) {
+			exp = h->ok[i].exp;
+			stood = h->stopped_total - h->ok[i].stopped;
+		}
+	if (!exp)
+		fail("h%d.%d deadline %lld given to the device comes from no committed request",
+		     h->id, h->run, (long long)until);
+	else if (true_of(h, until) - stood > exp)
+		/* a VM pause that stopped its clocks (stood) is the window's to cover */
+		fail("h%d.%d deadline past the store's expiry by %lld ms", h->id, h->run,
+		     (long long)((true_of(h, until) - stood - exp) / NS_PER_MS));
+	lo = *ts_from > a->floor_ms ? *ts_from : a->floor_ms;
+	for (i = 0; i < W.nten; i++)
+		if (W.ten[i].host == h->id && W.ten[i].run == h->run && W.ten[i].pair == pair &&
+		    W.ten[i].floor == a->floor_ms)
+			t = i;
+	if (t < 0) {
+		if (W.nten == MAX_TEN) {
+			fprintf(stderr, "sim: tenure table full\n");
+			abort();
+		}
+		t = W.nten++;
+		W.ten[t] = (struct tenure){ h->id, h->run, pair, a->floor_ms, lo, 0 };
+	}
+	if (*ts_until >= lo) {
+		if (lo < W.ten[t].lo)
+			W.ten[t].lo = lo;
+		if (*ts_until > W.ten[t].hi)
+			W.ten[t].hi = *ts_until;
+	}
+	h->d_ten = t;
+	tr("h%d.%d device pair=%d deadline=+%lldms window=[%llu, %llu]", h->id, h->run, pair,
+	   (long long)((until - from) / NS_PER_MS), (unsigned long long)lo,
+	   (unsigned long long)*ts_until);
+	if (W.ten[t].hi >= W.ten[t].lo && W.ten[t].hi)
+		tenure_check(t);
+	return 0;
+}
+
+static const struct dev_ops sim_device = {
+	.tag = " dry_run=1",
+	.fence = sd_fence,
+	.next_ts = sd_next_ts,
+	.set_lease = sd_set_lease,
+};
+
+/* The kernel stamps: only unfenced, before the deadline, within the window. */
+static void stamp(struct host *h)
+{
+	struct agent *a = &h->a;
+	uint64_t ts;
+	int64_t mono;
+
+	if (!h->alive || h->frozen || h->d_fenced || !h->d_lease)
+		return;
+	cur = h;
+	mono = mono_of(h, T);
+	ts = sim_clock_ms(a, mono);
+	cur = NULL;
+	if (mono >= h->d_deadline)
+		return;
+	if (ts < h->d_floor)
+		ts = h->d_floor;
+	if (ts < h->d_last)
+		ts = h->d_last;	/* the same ms, the next sequence */
+	if (ts > h->d_ceiling)
+		return;
+	h->d_last = ts;
+	if (h->d_ten < 0 || ts < W.ten[h->d_ten].lo || ts > W.ten[h->d_ten].hi)
+		fail("h%d.%d stamped %llu outside its window [%llu, %llu] (mono %lld, deadline %lld)",
+		     h->id, h->run, (unsigned long long)ts,
+		     (unsigned long long)(h->d_ten < 0 ? 0 : W.ten[h->d_ten].lo),
+		     (unsigned long long)(h->d_ten < 0 ? 0 : W.ten[h->d_ten].hi), (long long)mono,
+		     (long long)h->d_deadline);
+}
+
+/* ---------------------------------------------------------------- */
+/* Agents: start, kill, stop                                         */
+/* ---------------------------------------------------------------- */
+
+static void agent_entry(void)
+{
+	struct host *h = cur;
+	struct agent *a = &h->a;
+
+	swap_in(h);
+	if (make_owner(a) || setup_pool(a, 5, 5))
+		abort();
+	a->sim_anchor_ms = wall_ms() - boot_ns() / NS_PER_MS;
+	a->next_acquire = boot_ns();
+	h->exit_code = run(a);
+	h->exited = true;
+	tr("h%d.%d exited code=%d", h->id, h->run, h->exit_code);
+	swap_out(h);
+	setcontext(&sched_uc);
+}
+
+static void host_start(struct host *h)
+{
+	h->run++;
+	h->alive = true;
+	h->exited = false;
+	h->frozen = false;
+	h->g_stop_signal = 0;
+	h->g_stopping = h->g_stop_again = false;
+	h->g_store_lost = 0;
+	h->g_wd_fired = 0;
+	h->sig_pending = 0;
+	h->sig_at = h->sig2_at = 0;
+	h->waiting = 0;
+	h->waits_reply = h->reply_ready = h->in_ppoll = h->told_low = false;
+	h->wake_mono = mono_of(h, T);
+	h->d_fenced = true;
+	h->d_lease = false;
+	h->d_last = 0;
+	h->d_ten = -1;
+	h->nok = 0;
+	h->lease_exp = 0;
+	memset(&h->a, 0, sizeof(h->a));
+	memset(h->q, 0, sizeof(*h->q));
+	h->a.c = &W.conf;
+	h->a.hist_fd = -1;
+	h->a.tfd = -1;
+	h->a.mark_max_ms = ag_layout_max_ms(SNOWFLAKE_TWITTER_EPOCH_MS, SNOWFLAKE_DEFAULT_TIMESTAMP_BITS,
+					    SNOWFLAKE_DEFAULT_TIME_UNIT_MS);
+	h->a.quarantine = h->q;
+	h->a.st = &sim_store_ops;
+	h->a.store = h;
+	h->a.dev = &sim_device;
+	h->a.fenced = true;
+	getcontext(&h->uc);
+	h->uc.uc_stack.ss_sp = h->stack;
+	h->uc.uc_stack.ss_size = STACK;
+	h->uc.uc_link = &sched_uc;
+	makecontext(&h->uc, agent_entry, 0);
+	tr("h%d.%d started ppm=%lld wall_off=%lldms", h->id, h->run, (long long)h->ppm,
+	   (long long)(h->wall_off / NS_PER_MS));
+}
+
+static void host_kill(struct host *h)
+{
+	tr("h%d.%d killed (SIGKILL)", h->id, h->run);
+	h->alive = false;
+	h->d_lease = false;
+}
+
+static void resume(struct host *h)
+{
+	cur = h;
+	swapcontext(&sched_uc, &h->uc);
+	cur = NULL;
+	if (h->exited) {
+		h->alive = false;
+		h->d_lease = false;
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* Checks at the stop and the liveness                               */
+/* ---------------------------------------------------------------- */
+
+static void check_stop(struct host *h)
+{
+	if (!h->sig_at || !h->alive)
+		return;
+	if (!h->d_fenced && T - h->sig_at > SEC(1) && !h->frozen)
+		fail("h%d.%d not fenced %lld ms after its stop signal", h->id, h->run,
+		     (long long)((T - h->sig_at) / NS_PER_MS));
+	if (h->sig2_at && T - h->sig2_at > SEC(1) + MS(200) && !h->frozen)
+		fail("h%d.%d still running %lld ms after a second stop signal", h->id, h->run,
+		     (long long)((T - h->sig2_at) / NS_PER_MS));
+}
+
+static void check_exit(struct host *h)
+{
+	int i;
+
+	if (h->exit_code != 0 || !h->sig_at || h->lost_since_sig)
+		return;
+	for (i = 0; i < W.npairs; i++) {
+		struct rec *r = &W.p[i];
+
+		/* a claim it never heard back from (G6): given back at the latest at the stop */
+		if (key_alive(r) && r->owner_host == h->id && r->owner_run == h->run && !r->claim_known)
+			fail("h%d.%d stopped cleanly (every request answered) but left the key of a claim whose reply was lost on pair %d",
+			     h->id, h->run, i);
+	}
+}
+
+static bool serves(const struct host *h, int pair)
+{
+	return h->alive && !h->d_fenced && h->d_lease && h->a.held && h->a.serving &&
+	       pair_index_of(h->a.dc, h->a.w) == pair;
+}
+
+static void check_liveness(void)
+{
+	int i, j, idle = 0;
+
+	for (j = 0; j < W.nhosts; j++) {
+		bool s = false;
+
+		for (i = 0; i < W.npairs; i++)
+			s |= serves(&W.h[j], i);
+		if (W.h[j].alive && !s)
+			idle++;
+	}
+	for (i = 0; i < W.npairs && idle; i++) {
+		bool s = false;
+
+		for (j = 0; j < W.nhosts; j++)
+			s |= serves(&W.h[j], i);
+		if (!s)
+			fail("liveness: pair %d not served %lld ms into a calm phase while %d agent(s) serve nothing",
+			     i, (long long)((T - W.calm_from) / NS_PER_MS), idle);
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* Faults                                                            */
+/* ---------------------------------------------------------------- */
+
+static void fault(void)
+{
+	struct host *h = &W.h[rr(0, W.nhosts - 1)];
+	struct rec *r = &W.p[rr(0, W.npairs - 1)];
+	int k = (int)rr(0, 99);
+
+	if (k < 12) {
+		if (h->alive)
+			host_kill(h);
+		else
+			host_start(h);
+	} else if (k < 22) {
+		if (!h->alive) {
+			host_start(h);
+		} else if (!h->sig_at || (!h->sig2_at && chance(500))) {
+			tr("h%d.%d stop signal", h->id, h->run);
+			h->sig_pending++;
+			if (h->sig_at)
+				h->sig2_at = T;
+			else
+				h->sig_at = T;
+			h->lost_since_sig = false;
+		}
+	} else if (k < 34) {
+		if (h->alive && !h->frozen) {
+			h->clock_stops = chance(500);
+			rebase(h);	/* before the freeze: mono_of() of a stopped clock is mb */
+			h->frozen = true;
+			h->frozen_from = T;
+			h->frozen_until = T + rr(MS(100), 3 * W.ttl);
+			tr("h%d.%d frozen for %lld ms (its clocks %s)", h->id, h->run,
+			   (long long)((h->frozen_until - T) / NS_PER_MS),
+			   h->clock_stops ? "stop" : "run on");
+		}
+	} else if (k < 44) {
+		h->cut_until = T + rr(MS(100), 2 * W.ttl);
+		tr("h%d connection cut for %lld ms", h->id, (long long)((h->cut_until - T) / NS_PER_MS));
+	} else if (k < 56) {
+		h->lossy = (int)rr(0, 600);
+		tr("h%d network loss %d/1000", h->id, h->lossy);
+	} else if (k < 66) {
+		if (key_alive(r)) {
+			r->key = false;
+			tr("by hand: pair %ld's key deleted", (long)(r - W.p));
+		}
+	} else if (k < 72) {
+		r->mark_present = false;
+		tr("by hand: pair %ld's mark deleted", (long)(r - W.p));
+	} else if (k < 80) {
+		if (key_alive(r) && r->mark_present && r->mark > 1 && W.h[r->owner_host].alive &&
+		    W.h[r->owner_host].run == r->owner_run) {
+			uint64_t to = r->mark - (uint64_t)rr(1, (int64_t)(r->mark < 20000 ? r->mark - 1 : 20000));
+
+			if (!r->lowered) {
+				r->lowered = true;
+				r->lowered_from = r->mark;
+				r->lowered_host = r->owner_host;
+				r->lowered_run = r->owner_run;
+				r->lowered_told = 0;
+			} else if (r->lowered_host >= 0) {
+				/* lowered again: the holder now must be told again */
+				r->lowered_host = r->owner_host;
+				r->lowered_run = r->owner_run;
+				r->lowered_told = 0;
+			}
+			tr("by hand: pair %ld's mark lowered %llu -> %llu", (long)(r - W.p),
+			   (unsigned long long)r->mark, (unsigned long long)to);
+			r->mark = to;
+		}
+	} else if (k < 90) {
+		if (h->alive) {
+			rebase(h);
+			h->ppm = rr(-500, 500);
+			tr("h%d clock rate %lld ppm", h->id, (long long)h->ppm);
+		}
+	} else {
+		int64_t step = rr(-MS(500), MS(500));
+		int64_t err = mono_of(h, T) + h->wall_off - REF_WALL(T);
+
+		/* within 1 s of the true time: NTP's steps, not a wrong clock */
+		if (err + step > SEC(1) || err + step < -SEC(1))
+			step = -err / 2;
+
+		h->wall_off += step;
+		tr("h%d wall clock stepped %lld ms", h->id, (long long)(step / NS_PER_MS));
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* One seed                                                          */
+/* ---------------------------------------------------------------- */
+
+static int conf_for_seed(void)
+{
+	char ttl[32], dcs[32], ws[32], quar[48], tmo[48];
+	char *argv[16];
+	char err[512];
+	int argc = 0, ret;
+	int64_t q;
+
+	W.ttl = MS(rr(1, 4) * 1000);
+	W.timeout = MS(rr(2, 8) * 100);
+	/* the configuration's own rule: renew + timeout below ttl - margin */
+	if (W.timeout > W.ttl * 4 / 5 - W.ttl / 3 - MS(50))
+		W.timeout = W.ttl * 4 / 5 - W.ttl / 3 - MS(50);
+	/* quarantine: longer than the largest clock difference + TTL + step (+1 s) */
+	q = 2 * 2000 + 2 * W.ttl / NS_PER_MS + 1000;
+	snprintf(ttl, sizeof(ttl), "--ttl-ms=%lld", (long long)(W.ttl / NS_PER_MS));
+	snprintf(dcs, sizeof(dcs), "--datacenter-ids=0-0");
+	snprintf(ws, sizeof(ws), "--worker-ids=0-%d", W.npairs - 1);
+	snprintf(quar, sizeof(quar), "--mark-quarantine-ms=%lld", (long long)q);
+	snprintf(tmo, sizeof(tmo), "--redis-timeout-ms=%lld", (long long)(W.timeout / NS_PER_MS));
+	argv[argc++] = (char *)"snowflake-agent";
+	argv[argc++] = (char *)"--config=/dev/null";
+	argv[argc++] = (char *)"--dry-run";
+	argv[argc++] = (char *)"--state-file=";
+	argv[argc++] = (char *)"--owner=sim";
+	argv[argc++] = ttl;
+	argv[argc++] = dcs;
+	argv[argc++] = ws;
+	argv[argc++] = quar;
+	argv[argc++] = tmo;
+	argv[argc] = NULL;
+	optind = 0;
+	ret = ag_conf_load(&W.conf, argc, argv, err, sizeof(err));
+	if (!ret)
+		ret = ag_conf_finish(&W.conf, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "sim: configuration: %s\n", err);
+	return ret;
+}
+
+static void free_world(void)
+{
+	int i;
+
+	for (i = 0; i < MAX_AGENTS; i++) {
+		free(stacks[i]);
+		free(qtabs[i]);
+	}
+}
+
+/* The phases: faults for 30 s, then calm until the liveness check, twice. */
+static void phase(void)
+{
+	int i;
+
+	if (!W.calm) {
+		W.calm = true;
+		W.calm_from = T;
+		for (i = 0; i < W.nhosts; i++) {
+			struct host *h = &W.h[i];
+
+			h->cut_until = 0;
+			h->lossy = 0;
+			if (h->frozen) {
+				h->frozen = false;
+				if (h->clock_stops) {
+					h->tb = T;
+					h->stopped_total += T - h->frozen_from;
+				}
+				if (h->sig_at)
+					h->sig_at += T - h->frozen_from;
+				if (h->sig2_at)
+					h->sig2_at += T - h->frozen_from;
+			}
+			if (!h->alive && !h->sig_at)
+				host_start(h);
+			else if (!h->alive)
+				host_start(h);
+		}
+		/* orphans expire, a mark's quarantine passes, then ttl + settle + 1 s (+ a walk) */
+		W.calm_check = T + W.ttl + W.timeout + (int64_t)W.conf.mark_quarantine_ms * NS_PER_MS +
+			       W.ttl + (int64_t)W.conf.settle_ms * NS_PER_MS + SEC(1) +
+			       (int64_t)W.npairs * W.timeout;
+		W.next_phase = W.calm_check;
+		tr("calm phase: no faults; liveness checked at +%lld ms",
+		   (long long)((W.calm_check - T) / NS_PER_MS));
+	} else {
+		check_liveness();
+		if (W.round >= 2) {
+			W.done = true;
+			return;
+		}
+		W.calm = false;
+		W.round++;
+		W.next_phase = T + SEC(30);
+		tr("fault phase %d", W.round);
+	}
+}
+
+static int one_seed(uint64_t seed)
+{
+	int i;
+
+	static bool conf_loaded;
+
+	if (conf_loaded)
+		ag_conf_free(&W.conf);
+	memset(&W, 0, sizeof(W));
+	ev_hi = 0;
+	conf_loaded = true;
+	rng_s = seed * 0x2545f4914f6cdd1dULL + 1;
+	trace_len = 0;
+	violated = 0;
+	fail_msg[0] = '\0';
+	T = T0 = SEC(100000);
+	W.fl = (enum flavor)rr(0, 1);
+	W.nhosts = (int)rr(2, MAX_AGENTS);
+	W.npairs = (int)rr(1, 3);
+	if (conf_for_seed())
+		return 2;
+	W.store_off = rr(-SEC(5), SEC(5));
+	tr("seed %llu store=%s agents=%d pairs=%d ttl_ms=%lld timeout_ms=%lld settle_ms=%d", (unsigned long long)seed,
+	   flavor_name[W.fl], W.nhosts, W.npairs, (long long)(W.ttl / NS_PER_MS),
+	   (long long)(W.timeout / NS_PER_MS), W.conf.settle_ms);
+	for (i = 0; i < W.npairs; i++) {
+		W.p[i].mark_present = true;
+		/* below every clock: as --init-store with init-mark-ms at some past time */
+		W.p[i].mark = 1700000000000ULL + (uint64_t)rr(0, 100000);
+	}
+	for (i = 0; i < W.nhosts; i++) {
+		struct host *h = &W.h[i];
+
+		h->id = i;
+		if (!stacks[i])
+			stacks[i] = malloc(STACK);
+		if (!qtabs[i])
+			qtabs[i] = malloc(sizeof(*qtabs[i]));
+		if (!stacks[i] || !qtabs[i])
+			abort();
+		h->stack = stacks[i];
+		h->q = qtabs[i];
+		h->ppm = rr(-500, 500);
+		h->mb = rr(SEC(1), SEC(1000000));
+		h->tb = T;
+		/* wall clocks within 2 s of the store's: the quarantine covers that */
+		/* wall clocks within 1 s of the true time (the quarantine covers 2 s) */
+		h->wall_off = REF_WALL(T) - h->mb + rr(-SEC(1), SEC(1));
+		host_start(h);
+	}
+	W.end = T + SEC(200);
+	W.next_fault = T + rr(MS(100), SEC(2));
+	W.next_stamp = T;
+	W.round = 1;
+	W.next_phase = T + SEC(30);
+
+	while (!violated) {
+		int64_t t = W.next_phase;
+		int who = -1, evi = -1, kind = 0;
+		static int same;
+
+		if (!W.calm && W.next_fault < t) {
+			t = W.next_fault;
+			kind = 1;
+		}
+		if (W.next_stamp < t) {
+			t = W.next_stamp;
+			kind = 2;
+		}
+		while (ev_hi && !W.ev[ev_hi - 1].used)
+			ev_hi--;
+		for (i = 0; i < ev_hi; i++) {
+			struct ev *e = &W.ev[i];
+
+			if (e->used && (e->at < t || (e->at == t && kind == 4 && e->seq < W.ev[evi].seq))) {
+				t = e->at;
+				evi = i;
+				kind = 4;
+			}
+		}
+		for (i = 0; i < W.nhosts; i++) {
+			struct host *h = &W.h[i];
+			int64_t wt;
+
+			if (h->frozen && h->frozen_until < t) {
+				t = h->frozen_until;
+				who = i;
+				kind = 5;
+				continue;
+			}
+			if (!h->alive || h->frozen)
+				continue;
+			if (h->sig_pending && h->in_ppoll)
+				wt = T;
+			else if (h->waits_reply && h->reply_ready)
+				wt = T;
+			else
+				wt = true_of(h, h->wake_mono);
+			if (wt < t) {
+				t = wt;
+				who = i;
+				kind = 3;
+			}
+		}
+		if (t < T)
+			t = T;
+		if (t == T && ++same > 100000) {
+			fail("the scheduler is stuck at one instant (kind %d, host %d)", kind, who);
+			break;
+		}
+		if (t != T)
+			same = 0;
+		T = t;
+		switch (kind) {
+		case 0:
+			phase();
+			break;
+		case 1:
+			fault();
+			W.next_fault = T + rr(MS(50), SEC(2));
+			break;
+		case 2:
+			for (i = 0; i < W.nhosts; i++)
+				stamp(&W.h[i]);
+			W.next_stamp = T + MS(7);
+			break;
+		case 3:
+			resume(&W.h[who]);
+			if (W.h[who].exited)
+				check_exit(&W.h[who]);
+			break;
+		case 4: {
+			struct ev *e = &W.ev[evi];
+			struct host *h = &W.h[e->host];
+
+			if (e->kind == EV_APPLY) {
+				struct ev *rep;
+
+				store_apply(e);
+				if (!W.calm && chance(h->lossy)) {
+					tr("h%d.%d reply to id=%llu lost", e->host, e->run,
+					   (unsigned long long)e->id);
+				} else {
+					int copies = !W.calm && chance(30) ? 2 : 1;
+
+					while (copies--) {
+						rep = ev_new();
+						*rep = *e;
+						rep->used = true;
+						rep->seq = ++W.seq;
+						rep->kind = EV_REPLY;
+						rep->at = T + net_delay();
+					}
+				}
+			} else if (h->alive && h->run == e->run && h->waiting == e->id && !h->reply_ready) {
+				h->reply_ready = true;
+				h->reply_res = e->res;
+				h->reply_mark = e->mark;
+				h->reply_exp = e->exp;
+				if (e->op == OP_CLAIM && W.p[e->pair].claim_id == e->id)
+					W.p[e->pair].claim_known = true;
+			}
+			e->used = false;
+			break;
+		}
+		case 5: {
+			struct host *h = &W.h[who];
+
+			h->frozen = false;
+			if (h->clock_stops) {
+				h->tb = T;
+				h->stopped_total += T - h->frozen_from;
+			}
+			/* the stop's clock runs while the host runs */
+			if (h->sig_at)
+				h->sig_at += T - h->frozen_from;
+			if (h->sig2_at)
+				h->sig2_at += T - h->frozen_from;
+			tr("h%d.%d thawed", h->id, h->run);
+			break;
+		}
+		}
+		for (i = 0; i < W.nhosts && !violated; i++)
+			check_stop(&W.h[i]);
+		if (W.done)
+			break;
+	}
+	return violated;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t from = 1, n = 100, seed = 0;
+	double budget = 0;
+	struct timespec t0, t1;
+	uint64_t s, found = 0, ran = 0;
+	bool one = false;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
+			n = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--from") && i + 1 < argc)
+			from = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+			seed = strtoull(argv[++i], NULL, 10);
+			one = true;
+		} else if (!strcmp(argv[i], "--budget-s") && i + 1 < argc)
+			budget = strtod(argv[++i], NULL);
+		else if (!strcmp(argv[i], "--trace"))
+			opt_trace = true;
+		else if (!strcmp(argv[i], "--late"))
+			opt_late = true;
+		else if (!strcmp(argv[i], "--quiet"))
+			opt_quiet = true;
+		else {
+			fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--trace] [--budget-s S] [--late] [--quiet]\n");
+			return 2;
+		}
+	}
+	log_level = opt_trace ? AG_DEBUG : AG_ERR;
+	if (opt_trace) {
+		/* the engine's log (stderr) and the schedule in one stream, in order */
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		if (dup2(STDOUT_FILENO, STDERR_FILENO) < 0)
+			return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (one) {
+		from = seed;
+		n = 1;
+	}
+	for (s = from; s < from + n; s++) {
+		int r = one_seed(s);
+
+		ran++;
+		if (r == 2)
+			return 2;
+		if (!opt_trace && r && !opt_quiet)
+			fwrite(trace_buf, 1, trace_len, stdout);
+		if (r) {
+			printf("sim: seed %llu FAILED: %s\nsim: replay: make sim SEED=%llu (this build: %s --seed %llu --trace)\n",
+			       (unsigned long long)s, fail_msg, (unsigned long long)s, argv[0],
+			       (unsigned long long)s);
+			found = s;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (budget > 0 && (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9 > budget)
+			break;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("sim: %llu seed(s) from %llu, %s, %.1f s\n", (unsigned long long)ran,
+	       (unsigned long long)from, found ? "a violation found" : "no violation",
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	free_world();
+	free(trace_buf);
+	return found ? 1 : 0;
+}
