@@ -84,6 +84,17 @@ done
 # programs), and the Prometheus metrics of `snowflake stats --prometheus`.
 # long_opts FILE: the names of the struct option tables of a C file.
 long_opts() { sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)", [a-z_]*_argument.*/\1/p' "$1" | sort -u; }
+# man_has_opt MAN OPT: MAN names --OPT whole: groff writes - as \-, and
+# --dry-run is not found in --dry-run-bits (issue 42, finding 12).
+man_has_opt() { grep -qP -- "\\\\-\\\\-${2//-/\\\\-}(?![a-z0-9]|\\\\-)" "$1"; }
+tmpd=$(mktemp -d)
+trap 'rm -rf "$tmpd"' EXIT
+printf '%s\n' '.TP' '\fB\-\-dry\-run\-bits\fR' >"$tmpd/opt.8"
+if ! man_has_opt "$tmpd/opt.8" dry-run && man_has_opt "$tmpd/opt.8" dry-run-bits; then
+	ok "the option check reads names whole (--dry-run is not in a page that has --dry-run-bits only)"
+else
+	bad "the option check finds --dry-run in a page that has --dry-run-bits only"
+fi
 for pair in userspace/cli/opts.c:userspace/man/snowflake.1 \
 	userspace/agent/conf.c:userspace/man/snowflake-agent.8 \
 	userspace/floord/main.c:userspace/man/snowflake-floord.8; do
@@ -91,8 +102,7 @@ for pair in userspace/cli/opts.c:userspace/man/snowflake.1 \
 	names=$(long_opts "$src")
 	[ -n "$names" ] || bad "no options found in $src"
 	for o in $names; do
-		# groff writes - as \-
-		if grep -qF -- "\\-\\-${o//-/\\-}" "$man"; then
+		if man_has_opt "$man" "$o"; then
 			ok "option --$o in ${man##*/}"
 		else
 			bad "option --$o of $src not in $man"
