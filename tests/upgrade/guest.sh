@@ -70,7 +70,7 @@ readers_stop() {
 		fig "reader $m: $(sed -E 's/^reader [^ ]+ //; s/ first=.*//' <<<"$line")"
 		t "$what: the $m reader's IDs each above the one before (not_above=0)" \
 			grep -q ' not_above=0$' "/tmp/sfup-r-$m.txt"
-		t "$what: the $m reader was served" grep -qv ' ids=0 ' "/tmp/sfup-r-$m.txt"
+		t "$what: the $m reader was served" grep -qE '^reader .* ids=[1-9][0-9]* ' "/tmp/sfup-r-$m.txt"
 	done
 	say "# $($READER check "$above" /tmp/sfup-r-*.bin)"
 	t "$what: no ID repeats, none at or below $above (the highest before)" \
