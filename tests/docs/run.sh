@@ -310,5 +310,35 @@ if [ "$rc" -ne 0 ] && [ "$fail" -eq "$ex_fail" ]; then
 	bad "tests/docs/readme-examples.sh exited $rc"
 fi
 
+# Every agent configuration a document shows (its ```ini blocks) is one
+# the agent takes: `snowflake-agent --config FILE --print-config` exits 0
+# on it (issue 42, finding 12).  The check's own case first: a block with
+# a key the agent does not know must be refused.
+build=${SNOWFLAKE_BUILD:-$PWD/build}
+agent=$build/userspace/snowflake-agent
+if [ -x "$agent" ] || make -s -C userspace OUT="$build/userspace" "$agent" >/dev/null 2>&1; then
+	ini_ok() { "$agent" --config "$1" --print-config >/dev/null 2>"$1.err"; }
+	printf '%s\n' 'backend = redis' 'redis-hots = 127.0.0.1' >"$tmpd/bad.conf"
+	if ini_ok "$tmpd/bad.conf"; then
+		bad "the ini check takes a configuration with an unknown key (redis-hots)"
+	else
+		ok "the ini check refuses an unknown key ($(head -c 120 "$tmpd/bad.conf.err"))"
+	fi
+	for f in README.md docs/*.md; do
+		awk -v d="$tmpd/ini" '/^```ini$/ { n++; on = 1; next } /^```/ { on = 0 } on { print > (d "." n) }' "$f"
+		for b in "$tmpd"/ini.*; do
+			[ -e "$b" ] || continue
+			if ini_ok "$b"; then
+				ok "$f: its ini block ${b##*.} is a configuration the agent takes"
+			else
+				bad "$f: its ini block ${b##*.} is refused by snowflake-agent --print-config: $(head -c 200 "$b.err")"
+			fi
+			rm -f "$b" "$b.err"
+		done
+	done
+else
+	bad "snowflake-agent could not be built for the ini check (make -C userspace)"
+fi
+
 echo "docs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
