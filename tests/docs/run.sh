@@ -77,6 +77,27 @@ for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/||p'
 done
 [ -n "$uuid_files" ] || bad "could not read the /dev/uuidv7 files from $uuid_drv"
 
+# And the other way (issue 42, finding 12): every ioctl the documents and
+# man pages name exists in the uapi header, every module parameter
+# snowflake(4)'s PARAMETERS names exists in the driver.
+for name in $(cat "$readme" README.md userspace/man/* | grep -oE 'SNOWFLAKE_IOC_[A-Z_]+' | sort -u); do
+	[ "$name" = SNOWFLAKE_IOC_MAGIC ] && continue
+	if grep -qx "$name" <<<"$ioctls"; then ok "documented ioctl $name exists"; else bad "documented ioctl $name is not in $uapi"; fi
+done
+man_params=$(awk '/^\.SH/ { on = ($0 ~ /PARAMETERS/) } on && prev ~ /^\.TP/ { print } { prev = $0 }' userspace/man/snowflake.4 |
+	sed -n 's/^\.B[IR]* *\([a-z_]*\).*/\1/p' | sort -u)
+for name in $man_params; do
+	if grep -qx "$name" <<<"$params"; then ok "snowflake(4)'s parameter $name exists"; else bad "snowflake(4) names a parameter $name the driver does not have"; fi
+done
+[ -n "$man_params" ] || bad "no parameter read from snowflake(4)'s PARAMETERS section"
+# Every page of this project a SEE ALSO names exists.
+for m in userspace/man/*.[0-9]; do
+	for ref in $(awk '/^\.SH SEE ALSO/ { on = 1; next } /^\.SH/ { on = 0 } on' "$m" |
+		sed -n 's/^\.BR *\(\(lib\)\{0,1\}snowflake[a-z\\-]*\) *(\([0-9]\)).*/\1.\3/p' | sed 's/\\-/-/g'); do
+		if [ -e "userspace/man/$ref" ]; then ok "${m##*/}: SEE ALSO $ref exists"; else bad "${m##*/}: SEE ALSO names $ref, which is not in userspace/man"; fi
+	done
+done
+
 [ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
 	bad "could not read the names from the sources"
 
