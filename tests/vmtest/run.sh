@@ -177,8 +177,23 @@ test_kernel() {
 	secs=$(($(now) - start))
 
 	echo "==== vm $kver: results ===="
-	grep -v '^COUNTS ' <<<"$counts" || true
+	grep -v '^COUNTS \|^SKIPPED ' <<<"$counts" || true
 	read -r _ pass fail skip vmdone insmod nrun rmmod < <(grep '^COUNTS ' <<<"$counts")
+	# A skip is not a pass (vmlog.awk counts it apart): each one must be
+	# one tests/vmtest/allowed-skips allows for this kind of kernel, else
+	# it fails.
+	local kind=debian line bin why
+	is_debug_kver "$kver" && kind=debug
+	while read -r _ bin line; do
+		why=${line#*# SKIP}
+		if awk -v k="$kind" -v b="$bin" -v r="$why" '$1 == k && $2 == b && r ~ $3 { f = 1 } END { exit !f }' \
+			"$ROOT/tests/vmtest/allowed-skips"; then
+			echo "  skipped, as allowed for a $kind kernel: $bin $line"
+		else
+			echo "  skipped, not allowed (tests/vmtest/allowed-skips): $bin $line"
+			fail=$((fail + 1))
+		fi
+	done < <(grep '^SKIPPED ' <<<"$counts")
 
 	if [ "$insmod" = - ]; then
 		echo "  insmod /snowflake.ko never returned"
