@@ -390,4 +390,22 @@ else
 	"$ROOT/scripts/bench-db.sh"
 fi
 echo
+# P10 (issue 41): a fleet of dry-run agents against each real store on this
+# host, started at once, then killed with SIGKILL and started again at
+# once; one agent more says pool_full (bench/fleet.py).  The smoke run: 4
+# agents on Redis, to prove the program (BENCH_FLEET_STORES and
+# BENCH_FLEET_COUNTS choose).
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+	fleet_stores=${BENCH_FLEET_STORES:-redis} fleet_counts=${BENCH_FLEET_COUNTS:-4} fleet_hold=1
+else
+	fleet_stores=${BENCH_FLEET_STORES:-etcd,redis,zookeeper,mysql}
+	fleet_counts=${BENCH_FLEET_COUNTS:-128,256,512,1024} fleet_hold=10
+fi
+make -C "$ROOT/userspace" OUT="$BUILD/userspace" ${V:+V="$V"} "$BUILD/userspace/snowflake-agent" >/dev/null
+rm -rf "$OUT/fleet"
+mkdir -p "$OUT/fleet"
+python3 "$ROOT/bench/fleet.py" "$BUILD/userspace/snowflake-agent" "$OUT/fleet" \
+	--stores "$fleet_stores" --counts "$fleet_counts" --hold-s "$fleet_hold" | tee "$OUT/fleet/p10.txt.tmp"
+mv "$OUT/fleet/p10.txt.tmp" "$OUT/fleet/p10.txt"
+echo
 msg "done in $(($(now) - start_all))s (guest ${guest_secs}s)"

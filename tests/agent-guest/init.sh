@@ -287,5 +287,4 @@ rmmod snowflake
 echo "SNOWFLAKE-RMMOD rc=$?"
 echo "AGENT-GUEST-COUNTS $pass $fail"
 dmesg | grep snowflake | tail -n 20
-vm_kernel_log
 vm_done

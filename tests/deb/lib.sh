@@ -42,6 +42,18 @@ deb_guest_unit() {
 		"ExecStart=/usr/local/sbin/$tag-test" 'StandardOutput=tty' 'StandardError=tty' \
 		'TTYPath=/dev/ttyS0' >"$ov/etc/systemd/system/$tag-test.service"
 	ln -s "../$tag-test.service" "$ov/etc/systemd/system/multi-user.target.wants/$tag-test.service"
+	# Every guest's end step (tests/lib/kernel-log.sh): at the shutdown the
+	# test asks for, the kernel log at warning level and above and the
+	# check's canary, for deb_guest_results' vm_problems.  Started before
+	# the test's unit (which asks for the poweroff itself: a unit ordered
+	# after it would never start), so stopped after it, last.
+	install -m 0644 "$ROOT/tests/lib/kernel-log.sh" "$ov/usr/local/lib/sf-kernel-log.sh"
+	printf '%s\n' '[Unit]' 'Description=snowflake tests: the kernel log at the end (tests/lib/kernel-log.sh)' \
+		"Before=$tag-test.service" '' '[Service]' 'Type=oneshot' 'RemainAfterExit=yes' 'ExecStart=/bin/true' \
+		"ExecStop=/bin/sh -c '. /usr/local/lib/sf-kernel-log.sh; sf_kernel_log'" \
+		'StandardOutput=tty' 'StandardError=tty' 'TTYPath=/dev/ttyS0' \
+		>"$ov/etc/systemd/system/sf-kernel-log.service"
+	ln -s ../sf-kernel-log.service "$ov/etc/systemd/system/multi-user.target.wants/sf-kernel-log.service"
 	ln -s /dev/null "$ov/etc/systemd/system/serial-getty@ttyS0.service"
 	ln -s /dev/null "$ov/etc/systemd/system/getty@tty1.service"
 	echo "$tag" >"$ov/etc/hostname"

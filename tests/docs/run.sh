@@ -77,6 +77,27 @@ for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/||p'
 done
 [ -n "$uuid_files" ] || bad "could not read the /dev/uuidv7 files from $uuid_drv"
 
+# And the other way (issue 42, finding 12): every ioctl the documents and
+# man pages name exists in the uapi header, every module parameter
+# snowflake(4)'s PARAMETERS names exists in the driver.
+for name in $(cat "$readme" README.md userspace/man/* | grep -oE 'SNOWFLAKE_IOC_[A-Z_]+' | sort -u); do
+	[ "$name" = SNOWFLAKE_IOC_MAGIC ] && continue
+	if grep -qx "$name" <<<"$ioctls"; then ok "documented ioctl $name exists"; else bad "documented ioctl $name is not in $uapi"; fi
+done
+man_params=$(awk '/^\.SH/ { on = ($0 ~ /PARAMETERS/) } on && prev ~ /^\.TP/ { print } { prev = $0 }' userspace/man/snowflake.4 |
+	sed -n 's/^\.B[IR]* *\([a-z_]*\).*/\1/p' | sort -u)
+for name in $man_params; do
+	if grep -qx "$name" <<<"$params"; then ok "snowflake(4)'s parameter $name exists"; else bad "snowflake(4) names a parameter $name the driver does not have"; fi
+done
+[ -n "$man_params" ] || bad "no parameter read from snowflake(4)'s PARAMETERS section"
+# Every page of this project a SEE ALSO names exists.
+for m in userspace/man/*.[0-9]; do
+	for ref in $(awk '/^\.SH SEE ALSO/ { on = 1; next } /^\.SH/ { on = 0 } on' "$m" |
+		sed -n 's/^\.BR *\(\(lib\)\{0,1\}snowflake[a-z\\-]*\) *(\([0-9]\)).*/\1.\3/p' | sed 's/\\-/-/g'); do
+		if [ -e "userspace/man/$ref" ]; then ok "${m##*/}: SEE ALSO $ref exists"; else bad "${m##*/}: SEE ALSO names $ref, which is not in userspace/man"; fi
+	done
+done
+
 [ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
 	bad "could not read the names from the sources"
 
@@ -84,6 +105,17 @@ done
 # programs), and the Prometheus metrics of `snowflake stats --prometheus`.
 # long_opts FILE: the names of the struct option tables of a C file.
 long_opts() { sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)", [a-z_]*_argument.*/\1/p' "$1" | sort -u; }
+# man_has_opt MAN OPT: MAN names --OPT whole: groff writes - as \-, and
+# --dry-run is not found in --dry-run-bits (issue 42, finding 12).
+man_has_opt() { grep -qP -- "\\\\-\\\\-${2//-/\\\\-}(?![a-z0-9]|\\\\-)" "$1"; }
+tmpd=$(mktemp -d)
+trap 'rm -rf "$tmpd"' EXIT
+printf '%s\n' '.TP' '\fB\-\-dry\-run\-bits\fR' >"$tmpd/opt.8"
+if ! man_has_opt "$tmpd/opt.8" dry-run && man_has_opt "$tmpd/opt.8" dry-run-bits; then
+	ok "the option check reads names whole (--dry-run is not in a page that has --dry-run-bits only)"
+else
+	bad "the option check finds --dry-run in a page that has --dry-run-bits only"
+fi
 for pair in userspace/cli/opts.c:userspace/man/snowflake.1 \
 	userspace/agent/conf.c:userspace/man/snowflake-agent.8 \
 	userspace/floord/main.c:userspace/man/snowflake-floord.8; do
@@ -91,8 +123,7 @@ for pair in userspace/cli/opts.c:userspace/man/snowflake.1 \
 	names=$(long_opts "$src")
 	[ -n "$names" ] || bad "no options found in $src"
 	for o in $names; do
-		# groff writes - as \-
-		if grep -qF -- "\\-\\-${o//-/\\-}" "$man"; then
+		if man_has_opt "$man" "$o"; then
 			ok "option --$o in ${man##*/}"
 		else
 			bad "option --$o of $src not in $man"
@@ -298,6 +329,36 @@ while IFS= read -r line; do
 done <<<"$ex_out"
 if [ "$rc" -ne 0 ] && [ "$fail" -eq "$ex_fail" ]; then
 	bad "tests/docs/readme-examples.sh exited $rc"
+fi
+
+# Every agent configuration a document shows (its ```ini blocks) is one
+# the agent takes: `snowflake-agent --config FILE --print-config` exits 0
+# on it (issue 42, finding 12).  The check's own case first: a block with
+# a key the agent does not know must be refused.
+build=${SNOWFLAKE_BUILD:-$PWD/build}
+agent=$build/userspace/snowflake-agent
+if [ -x "$agent" ] || make -s -C userspace OUT="$build/userspace" "$agent" >/dev/null 2>&1; then
+	ini_ok() { "$agent" --config "$1" --print-config >/dev/null 2>"$1.err"; }
+	printf '%s\n' 'backend = redis' 'redis-hots = 127.0.0.1' >"$tmpd/bad.conf"
+	if ini_ok "$tmpd/bad.conf"; then
+		bad "the ini check takes a configuration with an unknown key (redis-hots)"
+	else
+		ok "the ini check refuses an unknown key ($(head -c 120 "$tmpd/bad.conf.err"))"
+	fi
+	for f in README.md docs/*.md; do
+		awk -v d="$tmpd/ini" '/^```ini$/ { n++; on = 1; next } /^```/ { on = 0 } on { print > (d "." n) }' "$f"
+		for b in "$tmpd"/ini.*; do
+			[ -e "$b" ] || continue
+			if ini_ok "$b"; then
+				ok "$f: its ini block ${b##*.} is a configuration the agent takes"
+			else
+				bad "$f: its ini block ${b##*.} is refused by snowflake-agent --print-config: $(head -c 200 "$b.err")"
+			fi
+			rm -f "$b" "$b.err"
+		done
+	done
+else
+	bad "snowflake-agent could not be built for the ini check (make -C userspace)"
 fi
 
 echo "docs: $pass passed, $fail failed"

@@ -54,15 +54,35 @@ t0=$(now)
 # run_stage NAME CMD...: run CMD, streaming its output; take its counts from
 # its "NAME: N passed, M failed" line, or count the stage itself as one.
 run_stage() {
-	local name=$1 log start rc
+	local name=$1 log start rc cpu0
 	shift
 	log=$BUILD/check-stage-$name.log
 	start=$(now)
 	echo
 	echo "======== $name ========"
 	rc=0
+	cpu_cs
+	cpu0=$CPU_CS
 	"$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+	cpu_cs
+	STAGE_CPU=$(((CPU_CS - cpu0) / 100))
 	count_stage "$name" "$rc" "$(($(now) - start))"
+}
+
+# cpu_cs: the CPU time (user + system, centiseconds) of every child this
+# shell has waited for, from bash's `times`, in $CPU_CS (`times` runs in
+# this shell, not in a $(...) subshell, whose children are not these): a
+# stage's CPU seconds are the difference across it (its processes that
+# were waited for: a lane stops every process it starts by its pid and
+# waits for it).
+# (FILE, when given, is where `times` is written: one per background stage.)
+cpu_cs() {
+	local f=${1:-$BUILD/.check-times}
+	times >"$f"
+	CPU_CS=$(sed -n 2p "$f" | awk '{
+		t = 0
+		for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+		printf "%d\n", t * 100 }')
 }
 
 # bg_stage NAME CMD...: start a stage in the background, its output only in
@@ -81,6 +101,8 @@ bg_stage() {
 		rc=0
 		"$@" >"$BUILD/check-stage-$name.log" 2>&1 </dev/null || rc=$?
 		now >"$BUILD/check-stage-$name.end"
+		cpu_cs "$BUILD/check-stage-$name.times"
+		echo $((CPU_CS / 100)) >"$BUILD/check-stage-$name.cpu"
 		exit "$rc"
 	) &
 	bg_pid[$name]=$!
@@ -93,6 +115,7 @@ join_stage() {
 	echo
 	echo "======== $name (ran in the background) ========"
 	cat "$BUILD/check-stage-$name.log"
+	STAGE_CPU=$(cat "$BUILD/check-stage-$name.cpu" 2>/dev/null || echo '?')
 	count_stage "$name" "$rc" "$((end - ${bg_start[$name]}))"
 	unset "bg_pid[$name]"
 }

@@ -46,7 +46,10 @@ count_stage() {
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
-	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss%s' "$name" "$p" "$f" "$secs" "${note:+  ($note)}")")
+	# Wall seconds, then the CPU seconds of its processes ($STAGE_CPU, set
+	# by check.sh's run_stage and join_stage; "?" where unknown).
+	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss  %5s cpu-s%s' "$name" "$p" "$f" "$secs" "${STAGE_CPU:-?}" "${note:+  ($note)}")")
+	STAGE_CPU=
 	[ "$f" -eq 0 ] || failed_stages+=("$name")
 	return 0
 }

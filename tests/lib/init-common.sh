@@ -29,33 +29,19 @@ fi
 # Print the marker the host waits for, then power off.  The host treats a
 # console without the marker as a crash or a hang.
 vm_done() {
+	vm_kernel_log
 	sync
 	echo "SNOWFLAKE-VM-DONE"
 	poweroff -f
 	sleep 10
 }
 
-# vm_kernel_log: the kernel's own messages of level warning and above
-# (kernel facility only: not what user space wrote to /dev/kmsg), each
-# line prefixed "KMSG ", between two markers.  The guests boot quiet
-# loglevel=4 (tests/lib/vm.sh): the console shows only error and above as
-# they happen, and a WARN, refcount_t or lockdep report (level warning)
-# never reaches it; printed here at the end, it reaches the host's console
-# check (vm_problems, KERNEL_PROBLEMS) without every boot message crossing
-# the emulated serial port.  With sf_canary_report on the kernel's command
-# line, a backtrace at warning level is made first (sysrq l: a "Call
-# Trace" the console never shows), the check's own test.
-vm_kernel_log() {
-	if grep -qw sf_canary_report /proc/cmdline; then
-		echo l >/proc/sysrq-trigger
-	fi
-	echo "---- kernel log, warning and above (dmesg) ----"
-	dmesg -r | awk 'match($0, /^<[0-9]+>/) {
-		n = substr($0, 2, RLENGTH - 2) + 0
-		if (n < 8 && n % 8 <= 4) print "KMSG " substr($0, RLENGTH + 1)
-	}'
-	echo "---- end of kernel log ----"
-}
+# vm_kernel_log: the kernel log at warning level and above, and the
+# check's canary (tests/lib/kernel-log.sh, sf_kernel_log): vm_done prints
+# it, so every busybox guest ends with it.
+# shellcheck source=tests/lib/kernel-log.sh
+. /etc/sf-kernel-log.sh
+vm_kernel_log() { sf_kernel_log; }
 
 # vm_cpus_online: in a guest booted with VM_MODE=parallel (one CPU online,
 # tests/lib/vm.sh), start sf-textpoke, which records every text patch of
@@ -82,8 +68,17 @@ vm_cpus_online() {
 			echo 1 >"$_c" || echo "SNOWFLAKE-CPUS ${_c%/online} did not come up"
 		fi
 	done
-	echo "SNOWFLAKE-CPUS online=$(grep -c '^processor' /proc/cpuinfo) ($(cat /sys/devices/system/cpu/online))"
-	[ "$(cat /sys/devices/system/cpu/online)" = "$(cat /sys/devices/system/cpu/present)" ]
+	# The tests start only once the recorder follows every CPU that came
+	# up (its OUT.cpus): a poke before that is before any of them ran.
+	_n=$(grep -c '^processor' /proc/cpuinfo)
+	_i=0
+	while [ "$(cat /run/textpoke.out.cpus 2>/dev/null)" != "$_n" ] && [ "$_i" -lt 100 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	echo "SNOWFLAKE-CPUS online=$_n followed=$(cat /run/textpoke.out.cpus 2>/dev/null) ($(cat /sys/devices/system/cpu/online))"
+	[ "$(cat /sys/devices/system/cpu/online)" = "$(cat /sys/devices/system/cpu/present)" ] &&
+		[ "$(cat /run/textpoke.out.cpus 2>/dev/null)" = "$_n" ]
 }
 
 # vm_cpus_report: stop sf-textpoke and print what it recorded (the host's

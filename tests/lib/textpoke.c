@@ -17,7 +17,14 @@
  * they come online (a side-band event only sees the pokes made on its own
  * CPU), and on SIGTERM writes to OUT:
  *   SNOWFLAKE-TEXTPOKE poke cpu=C addr=0xA len=N kernel|module sym=SYMBOL
- *   SNOWFLAKE-TEXTPOKE-END pokes=P core=K module=M lost=L cpus=N
+ *   SNOWFLAKE-TEXTPOKE-END pokes=P core=K module=M lost=L cpus=N failed=F online=O
+ * cpus: the CPUs it followed; failed: the times an event could not be
+ * opened on an online CPU; online: the CPUs online at the stop.  The host
+ * (tests/lib/vm.sh, vm_textpoke) requires failed=0 and cpus=online: a CPU
+ * without a recorder would hide its pokes.  While it runs, OUT.cpus holds
+ * how many CPUs it follows, so that the guest starts its tests only once
+ * a CPU that came up is followed (a poke in the 20 ms before that is
+ * before any test ran with two CPUs).
  * "core" counts pokes into the kernel's own text (_stext.._etext), "module"
  * the others (module space: a module's jump labels are patched while it
  * is being loaded, before any CPU can run its code; a key that changes
@@ -60,7 +67,7 @@ struct poke {
 
 static struct ring rings[MAX_CPUS];
 static struct poke pokes[MAX_POKES];
-static unsigned long npokes, lost, dropped;
+static unsigned long npokes, lost, dropped, open_failed;
 static uint64_t stext, etext;	/* the kernel's own text: [_stext, _etext) */
 static long page;
 static int ncpus;	/* the CPUs this kernel may bring up: each has a ring */
@@ -191,6 +198,7 @@ static int follow_cpus(FILE *err)
 			continue;
 		ret = open_cpu(cpu);
 		if (ret < 0) {
+			open_failed++;
 			if (err)
 				fprintf(err, "sf-textpoke: perf_event_open(text_poke) on cpu %d: %s\n",
 					cpu, strerror(-ret));
@@ -254,8 +262,44 @@ static int text_range(void)
 	return stext && etext > stext ? 0 : -1;
 }
 
+/* The CPUs online now (cpu0 often has no "online" file: it is always up). */
+static int online_cpus(void)
+{
+	int cpu, n = 0;
+
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		char path[64], c = '0';
+		int fd;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+		fd = open(path, O_RDONLY);
+		if (fd >= 0) {
+			if (read(fd, &c, 1) != 1)
+				c = '0';
+			close(fd);
+		} else if (cpu == 0) {
+			c = '1';
+		}
+		n += c == '1';
+	}
+	return n;
+}
+
+/* OUT.cpus: how many CPUs are followed now (the guest waits on it). */
+static void say_cpus(const char *cpus_path, int cpus)
+{
+	FILE *f = fopen(cpus_path, "w");
+
+	if (f) {
+		fprintf(f, "%d\n", cpus);
+		fclose(f);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	char cpus_path[4096];
+	int followed;
 	unsigned long i, core = 0, module = 0;
 	char ready[4096];
 	struct sigaction sa;
@@ -291,6 +335,9 @@ int main(int argc, char **argv)
 		fclose(out);
 		return 1;
 	}
+	snprintf(cpus_path, sizeof(cpus_path), "%s.cpus", argv[1]);
+	say_cpus(cpus_path, cpus);
+	followed = cpus;
 	snprintf(ready, sizeof(ready), "%s.ready", argv[1]);
 	fclose(fopen(ready, "w"));
 
@@ -301,6 +348,10 @@ int main(int argc, char **argv)
 		/* A CPU that came online since: its event, from now on. */
 		if (cpus < ncpus)
 			cpus = follow_cpus(stderr);
+		if (cpus != followed) {
+			say_cpus(cpus_path, cpus);
+			followed = cpus;
+		}
 		for (cpu = 0; cpu < ncpus; cpu++)
 			drain(cpu);
 		nanosleep(&ts, NULL);
@@ -319,8 +370,8 @@ int main(int argc, char **argv)
 	}
 	/* Pokes past MAX_POKES were not looked up: count them as core. */
 	core += dropped;
-	fprintf(out, "SNOWFLAKE-TEXTPOKE-END pokes=%lu core=%lu module=%lu lost=%lu cpus=%d\n",
-		npokes, core, module, lost, cpus);
+	fprintf(out, "SNOWFLAKE-TEXTPOKE-END pokes=%lu core=%lu module=%lu lost=%lu cpus=%d failed=%lu online=%d\n",
+		npokes, core, module, lost, cpus, open_failed, online_cpus());
 	fclose(out);
 	return 0;
 }

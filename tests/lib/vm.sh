@@ -42,9 +42,9 @@
 # The guests boot "quiet loglevel=4": the console shows error and above as
 # it happens (every message through the emulated serial port slows a TCG
 # guest), so a WARN, refcount_t or lockdep report (level warning) is not
-# on it then.  The guests print the kernel's warning-and-above messages at
-# their end (tests/lib/init-common.sh vm_kernel_log, the quickstart's
-# init.sh; vmtest its dmesg -c), where the check below sees them;
+# on it then.  Every guest, busybox or systemd, prints the kernel's
+# warning-and-above messages at its end, then the check's canary
+# (tests/lib/kernel-log.sh, sf_kernel_log), where vm_problems sees them;
 # VM_APPEND=sf_canary_report makes such a report first, to test that.
 #
 # Kernel messages that make a run fail wherever they appear on the console.
@@ -69,6 +69,7 @@ vm_stage() {
 	done < <("$bb" --list-full)
 	[ -e "$dir/bin/sh" ] || ln -s /bin/busybox "$dir/bin/sh"
 	install -m 0644 "$ROOT/tests/lib/init-common.sh" "$dir/etc/init-common.sh"
+	install -m 0644 "$ROOT/tests/lib/kernel-log.sh" "$dir/etc/sf-kernel-log.sh"
 	install -m 0644 "$ROOT/tests/lib/agent-common.sh" "$dir/etc/agent-common.sh"
 	install -m 0755 "$init" "$dir/init"
 	vm_textpoke_bin || die "building sf-textpoke (tests/lib/textpoke.c) failed"
@@ -118,14 +119,20 @@ vm_tsc_khz() {
 # vm_clock_check LOG: 1, with a message, when the guest's kernel runs its TSC
 # at a rate more than 15 % from the host's (its last "Refined TSC" or
 # "Detected ... MHz" line of the boot messages, which vmtest's guests print:
-# SNOWFLAKE-BOOT-DMESG): every clock of such a guest runs wrong, and what
+# SNOWFLAKE-BOOT-DMESG; every guest's end step prints them too as "KTSC",
+# tests/lib/kernel-log.sh): every clock of such a guest runs wrong, and what
 # its tests measure in time means nothing.  0 when it agrees, or when the
-# console has no such line or the host's rate cannot be measured.
+# host's rate cannot be measured; 1 when the console has no such line (the
+# check would be blind: issue 42, finding 13).
 vm_clock_check() {
 	local log=$1 mhz
 	vm_tsc_khz 2>/dev/null || return 0
 	mhz=$(tr -d '\r' <"$log" | sed -nE 's/.*tsc: (Refined TSC clocksource calibration:|Detected) ([0-9]+)\.[0-9]+ MHz.*/\2/p' | tail -n1)
-	[ -n "$mhz" ] || return 0
+	if [ -z "$mhz" ]; then
+		echo "  guest clock unknown: the console has no \"tsc: Detected\" or \"Refined TSC\" line (${log#"$ROOT"/})"
+		echo "guest clock unknown: no TSC line on the console" >>"$VM_NOTES"
+		return 1
+	fi
 	# ("Detected" is the CPU's rate, which the kernel keeps only within
 	# 10 % of the TSC's.)
 	if [ $((mhz * 1000 * 100)) -lt $((VM_TSC_KHZ * 85)) ] || [ $((mhz * 1000 * 100)) -gt $((VM_TSC_KHZ * 115)) ]; then
@@ -201,19 +208,34 @@ vm_boot() {
 # lane's notes (vm_notes) and to $VM_PROBLEM_WHERE for the caller's own
 # line; returns 0 when there is none.
 vm_problems() {
-	local log=$1
+	local log=$1 main canary
 	VM_PROBLEM_WHERE=
 	if ! vm_clock_check "$log"; then
-		VM_PROBLEM_WHERE="guest clock wrong"
+		VM_PROBLEM_WHERE="guest clock wrong or unknown"
 		return 1
 	fi
-	if ! log_has "$log" "$KERNEL_PROBLEMS"; then
-		return 0
+	# The console without the canary's section (tests/lib/kernel-log.sh):
+	# its report must be found there, and only there.
+	main=$(mktemp) canary=$(mktemp)
+	tr -d '\r' <"$log" | awk -v c="$canary" '
+		/^---- canary kernel log ----$/ { on = 1 }
+		on { if (sub(/^KCANARY /, "KMSG ")) print >c; if (/^---- end of canary kernel log ----$/) { on = 0; seen = 1 }; next }
+		{ print }
+		END { if (seen) print "---- canary section seen ----" >c }' >"$main"
+	if ! grep -q '^---- end of kernel log ----$' "$main"; then
+		VM_PROBLEM_WHERE="the guest printed no kernel log (its end step, tests/lib/kernel-log.sh, did not run)"
+	elif ! grep -q '^---- canary section seen ----$' "$canary"; then
+		VM_PROBLEM_WHERE="the guest printed no canary section (tests/lib/kernel-log.sh)"
+	elif ! log_has "$canary" "$KERNEL_PROBLEMS"; then
+		VM_PROBLEM_WHERE="the canary's planted report did not reach the check (no problem found in its section)"
+	elif log_has "$main" "$KERNEL_PROBLEMS"; then
+		echo "---- kernel problems in ${log#"$ROOT"/} ----"
+		grep -n -E -B 4 -A 30 "$KERNEL_PROBLEMS" "$main"
+		echo "---- end of kernel problems ----"
+		VM_PROBLEM_WHERE=$(vm_problem_where "$main")
 	fi
-	echo "---- kernel problems in ${log#"$ROOT"/} ----"
-	tr -d '\r' <"$log" | grep -n -E -B 4 -A 30 "$KERNEL_PROBLEMS"
-	echo "---- end of kernel problems ----"
-	VM_PROBLEM_WHERE=$(vm_problem_where "$log")
+	rm -f "$main" "$canary"
+	[ -n "$VM_PROBLEM_WHERE" ] || return 0
 	echo "  $VM_PROBLEM_WHERE (${log#"$ROOT"/})"
 	echo "$VM_PROBLEM_WHERE" >>"$VM_NOTES"
 	return 1
@@ -260,17 +282,29 @@ vm_notes() {
 
 # vm_textpoke LOG: the text patches sf-textpoke recorded in a VM_MODE=parallel
 # guest after its other CPUs came up (vm_cpus_online).  Returns 0 when it
-# reported and none was in kernel text (a patch of a module's text is made
+# reported, followed every CPU the guest brought up (cpus= equal to online=
+# and to the guest's "SNOWFLAKE-CPUS online=N", no event that failed to
+# open) and none was in kernel text (a patch of a module's text is made
 # while that module loads, before anything runs it); 1, with the patches
-# printed, when there were; 2 when the guest printed no report.
+# printed, when there were, or when a CPU went unfollowed; 2 when the guest
+# printed no report.  tests/static/vm-test.sh feeds it each case.
 vm_textpoke() {
-	local log=$1 end
+	local log=$1 end n cpus online failed
 	end=$(tr -d '\r' <"$log" | grep -E '^SNOWFLAKE-TEXTPOKE-END ' | tail -n1) || true
 	if [ -z "$end" ] || [[ "$end" != *" core="* ]]; then
 		echo "  sf-textpoke gave no report (${end:-no SNOWFLAKE-TEXTPOKE-END line})"
 		return 2
 	fi
 	echo "  text patches while more than one CPU was up: ${end#SNOWFLAKE-TEXTPOKE-END }"
+	n=$(tr -d '\r' <"$log" | sed -n 's/^SNOWFLAKE-CPUS online=\([0-9]*\).*/\1/p' | tail -n1)
+	cpus=$(sed -n 's/.* cpus=\([0-9]*\).*/\1/p' <<<"$end")
+	online=$(sed -n 's/.* online=\([0-9]*\).*/\1/p' <<<"$end")
+	failed=$(sed -n 's/.* failed=\([0-9]*\).*/\1/p' <<<"$end")
+	if [ -z "$n" ] || [ "$cpus" != "$n" ] || [ "$online" != "$n" ] || [ "$failed" != 0 ]; then
+		echo "  sf-textpoke did not follow every CPU: followed ${cpus:-?}, online ${online:-?} at its end, ${n:-?} brought up, ${failed:-?} events failed to open"
+		echo "a CPU without a text-patch recorder" >>"$VM_NOTES"
+		return 1
+	fi
 	if [[ "$end" == *" core=0 "* ]] && [[ "$end" == *" lost=0 "* ]]; then
 		return 0
 	fi

@@ -1,7 +1,9 @@
 # Parse the console log of a vmtest guest (tests/vmtest/init.sh).
 #
 # Counts the top-level TAP results of every test binary: "ok N ..." passes
-# ("ok N ... # SKIP" is a skipped pass), "not ok N ..." fails.  A binary that
+# ("ok N ... # SKIP" is counted as skipped, and printed as a line
+# "SKIPPED BINARY CASE # REASON" for the lane to judge), "not ok N ..."
+# fails.  A binary that
 # exited nonzero without a failing result, printed no result, or did not
 # finish counts one more failure.  Prints one line per binary (with the
 # figures a lane prints as "# fuzz: N calls ..." under it) and, last,
@@ -17,9 +19,14 @@
 	next
 }
 inbin && /^ok [0-9]+([ \t]|$)/ {
-	if ($0 ~ /#[ \t]*(SKIP|skip)/)
+	if ($0 ~ /#[ \t]*(SKIP|skip)/) {
 		s++
-	else
+		# Each skip, for the lane's list of the skips it allows
+		# (tests/vmtest/allowed-skips): "SKIPPED BINARY CASE # REASON".
+		line = $0
+		sub(/^ok [0-9]+[ \t]+/, "", line)
+		skips = skips "\nSKIPPED " cur " " line
+	} else
 		p++
 	next
 }
@@ -43,9 +50,9 @@ inbin && /^# fuzz: [0-9]+ calls \(/ { figures = figures "\n      " $0 }
 	}
 	if (rc == 124 || rc == 137 || rc == 143)
 		note = note " (killed: per-binary timeout)"
-	P += p + s; F += f + extra; S += s; nrun++
+	P += p; F += f + extra; S += s; nrun++
 	printf "  %-32s %d passed, %d failed, %d skipped, exit %d, %ss%s%s%s\n", \
-		cur, p + s, f + extra, s, rc, secs, note, figures, fails
+		cur, p, f + extra, s, rc, secs, note, figures, fails
 	next
 }
 /^SNOWFLAKE-RMMOD rc=/ {
@@ -58,9 +65,11 @@ END {
 	if (inbin) {
 		F++; nrun++
 		printf "  %-32s did not finish (hang, timeout or crash): %d passed, %d failed before%s\n", \
-			cur, p + s, f, fails
-		P += p + s; F += f; S += s
+			cur, p, f, fails
+		P += p; F += f; S += s
 	}
+	if (skips != "")
+		print substr(skips, 2)
 	printf "COUNTS %d %d %d %d %s %d %s\n", P, F, S, done ? 1 : 0, \
 		(insmod == "" ? "-" : insmod), nrun, (rmmod == "" ? "-" : rmmod)
 }

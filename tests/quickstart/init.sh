@@ -24,14 +24,11 @@ while IFS=$'\t' read -r n user cmd; do
 	sed "s/^/QS $n| /" /tmp/qs.out
 	echo "QS rc $n $rc"
 done </etc/quickstart/commands
-# The kernel's messages of level warning and above (the console shows
-# error and above: quiet loglevel=4): a WARN, refcount_t or lockdep report
-# reaches the host's console check (vm_problems) too.  With
-# sf_canary_report on the kernel's command line, a backtrace at warning
-# level first (sysrq l), the check's own test.
-if grep -qw sf_canary_report /proc/cmdline; then
-	echo l >/proc/sysrq-trigger
-fi
-dmesg -k --level=emerg,alert,crit,err,warn | sed 's/^/QS kmsg| /'
+# The kernel's messages of level warning and above, and the check's
+# canary (tests/lib/kernel-log.sh): the host's console check
+# (vm_problems) reads them.
+# shellcheck source=tests/lib/kernel-log.sh
+. /usr/local/lib/sf-kernel-log.sh
+sf_kernel_log
 echo "QS done"
 systemctl poweroff --no-block

@@ -298,6 +298,7 @@ guest() {
 	mkdir -p "$ov"/{usr/local/sbin,etc/quickstart,etc/systemd/system/multi-user.target.wants,dev,proc,sys,run,tmp}
 	chmod 1777 "$ov/tmp"
 	install -m 0755 "$HERE/init.sh" "$ov/usr/local/sbin/quickstart-guest"
+	install -D -m 0644 "$ROOT/tests/lib/kernel-log.sh" "$ov/usr/local/lib/sf-kernel-log.sh"
 	echo "$TREE" >"$ov/etc/quickstart/dir"
 	for ((i = from; i < count; i++)); do
 		printf '%d\t%s\t%s\n' "$((i + 1))" "${users[i]}" "${cmds[i]}"

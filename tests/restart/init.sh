@@ -49,7 +49,6 @@ while [ ! -b /dev/vda ] || [ ! -b /dev/vdb ]; do
 done
 mount -t ext4 /dev/vda /mnt || fail "mount /dev/vda"
 mkdir -p "$STATE"
-dmesg -c >/dev/null
 
 if [ "$phase" = 1 ]; then
 	insmod /snowflake.ko || fail "insmod snowflake.ko"

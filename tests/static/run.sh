@@ -48,6 +48,9 @@ run "clang-tidy ${#srcs[@]} files" \
 
 # The scripts' own helpers (tests/lib/lib.sh) that the other stages rely on.
 run "lib-test (tests/lib/lib.sh)" bash tests/static/lib-test.sh
+# The guests' console checks, each fed the failure it exists for
+# (tests/static/vm-test.sh).
+run "vm-test (tests/lib/vm.sh)" bash tests/static/vm-test.sh
 # An unknown stage name is an error that lists the stages
 # (tests/static/stages-test.sh).
 run "stages-test (STAGES=)" bash tests/static/stages-test.sh

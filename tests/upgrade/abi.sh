@@ -39,6 +39,18 @@ summary=$(grep -E 'changes summary:' "$OUT/abidiff.txt" | tr '\n' ' ')
 res "abidiff libsnowflake.so.1 $OLDV -> $NEWV: nothing removed or changed (exit $rc: ${summary:-no summary})" \
 	sh -c "[ \$(( $rc & 11 )) -eq 0 ] && ! grep -qE '[1-9][0-9]* (Removed|Changed)' '$OUT/abidiff.txt' &&
 		grep -q 'Functions changes summary' '$OUT/abidiff.txt'"
+# Without the -dbgsym packages' DWARF, abidiff compares ELF symbols alone
+# and passes a changed type (issue 42, finding 6; abidiff 2.2's
+# --fail-no-debug-info does not bite on a stripped library): so each side
+# must show abidw the types of its functions, and the same count on a
+# stripped library with no debug tree, the canary, must be 0.
+typed() { abidw --debug-info-dir "$2" "$1" 2>/dev/null | grep -c '<function-decl'; }
+mkdir -p "$OUT/stripped" "$OUT/nodebug"
+strip --strip-all --remove-section=.gnu_debuglink -o "$OUT/stripped/libsnowflake.so.1" "$OUT/new/$lib"
+told=$(typed "$OUT/old/$lib" "$OUT/old/usr/lib/debug") tnew=$(typed "$OUT/new/$lib" "$OUT/new/usr/lib/debug")
+tstrip=$(typed "$OUT/stripped/libsnowflake.so.1" "$OUT/nodebug")
+res "abidiff read both libraries' types from their debug info ($OLDV: $told functions typed, $NEWV: $tnew; a stripped one: $tstrip)" \
+	test "$told" -gt 0 -a "$tnew" -gt 0 -a "$tstrip" -eq 0
 # The exported symbols, name@NODE (the node's own symbol too), sorted.
 # (A node's own symbol, ABS, is printed without its @NODE by readelf.)
 exported() {

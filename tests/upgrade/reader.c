@@ -16,6 +16,8 @@
  *	T0 and T1 are CLOCK_REALTIME ms, and not_above counts the IDs not
  *	above the ID read before them by this reader.  Every gap of 100 ms
  *	or more is also printed as "gap NAME MS from T0 to T1 errno=E".
+ *	A gap still open when STOPFILE appears (no read served since, or
+ *	none at all: from the start) counts too, its line ending "open".
  *
  *   sf-upgrade-reader check ABOVE FILE...
  *	The IDs of all FILEs: how many, how many repeat (across the files
@@ -55,12 +57,15 @@ static int do_read(int argc, char **argv)
 	int reopen = !strcmp(argv[6], "reopen");
 	uint64_t reads = 0, ids = 0, errs = 0, not_above = 0, first = 0, last = 0;
 	uint64_t last_ok = 0, last_ok_rt = 0, gap = 0, gap_from = 0, gap_to = 0;
+	uint64_t start, start_rt;
 	unsigned long errno_count[256] = { 0 };
 	int last_errno = 0, fd = -1, i;
 	const struct timespec ms = { 0, 1000000 };
 	FILE *out;
 
 	(void)argc;
+	start = ms_of(CLOCK_MONOTONIC);
+	start_rt = ms_of(CLOCK_REALTIME);
 	out = fopen(argv[4], "w");
 	if (!out) {
 		perror(argv[4]);
@@ -116,6 +121,24 @@ static int do_read(int argc, char **argv)
 			}
 		}
 		nanosleep(&ms, NULL);
+	}
+	/*
+	 * A gap still open at the stop (the device never served again, or
+	 * never served at all: then since the start) is a gap like any other:
+	 * a device that stays dark must not read as one that was never dark.
+	 */
+	{
+		uint64_t now = ms_of(CLOCK_MONOTONIC), now_rt = ms_of(CLOCK_REALTIME);
+		uint64_t from = last_ok ? last_ok : start, from_rt = last_ok ? last_ok_rt : start_rt;
+
+		if (now - from > gap) {
+			gap = now - from;
+			gap_from = from_rt;
+			gap_to = now_rt;
+		}
+		if (now - from >= 100)
+			printf("gap %s %" PRIu64 " from %" PRIu64 " to %" PRIu64 " errno=%d open\n",
+			       name, now - from, from_rt, now_rt, last_errno);
 	}
 	if (fclose(out)) {
 		perror(argv[4]);

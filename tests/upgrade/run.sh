@@ -45,6 +45,16 @@ finish() {
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
+# ---- 0. the lane's own checks, fed the failures they exist for --------------
+# (the verdict on the old selftests, the readers' open gap:
+# tests/upgrade/verdict-test.sh)
+if out=$(bash "$ROOT/tests/upgrade/verdict-test.sh" 2>&1); then
+	ok "the lane's own checks fail on what they exist for ($(tail -n 1 <<<"$out" | sed 's/^# //'))"
+else
+	indent <<<"$out"
+	notok "the lane's own checks fail on what they exist for"
+fi
+
 # ---- 1. the previous release ------------------------------------------------
 start=$(now)
 if rel=$("$ROOT/tests/upgrade/old-release.sh" 2>&1); then
@@ -76,6 +86,14 @@ else
 	notok "uapi: an older release's structure, size or ioctl changed"
 fi
 indent <"$OUT/uapi.log"
+# The comparison itself, fed one planted change at a time (a STATE_* bit,
+# a device name, an ioctl in another form...): each must be found.
+if python3 "$ROOT/tests/upgrade/uapi.py" --self-test "$ROOT" >"$OUT/uapi-self.log" 2>&1; then
+	ok "uapi: every planted change of a macro is found ($(grep -c '^ok' "$OUT/uapi-self.log") cases)"
+else
+	notok "uapi: a planted change of a macro went unseen"
+fi
+indent <"$OUT/uapi-self.log"
 
 # ---- 3. the library's ABI ----------------------------------------------------
 "$ROOT/tests/upgrade/abi.sh" "$OUT/abi" "$OLDD/debs" "$BUILD/deb" "$OLDV" "$VERSION" >"$OUT/abi.log" 2>&1 || true
@@ -162,9 +180,14 @@ overlay() {
 	# selftests whose source differs from today's.
 	dpkg-deb --fsys-tarfile "$OLDD/debs/snowflake-tools_${OLDV}_"*.deb | tar -xOf - ./usr/bin/snowflake >"$ov/usr/local/old/snowflake"
 	chmod 0755 "$ov/usr/local/old/snowflake"
+	# Every listed selftest is copied, or the overlay fails (it runs under
+	# `||`, where set -e does not stop it); the guest runs the list, and a
+	# binary missing there is a failure, not a skip.
 	for d in $(cat "$OUT/old-selftests"); do
-		cp "$OLDD/selftests/$d" "$ov/usr/local/old/selftests/"
+		cp "$OLDD/selftests/$d" "$ov/usr/local/old/selftests/" || return 1
 	done
+	cp "$OUT/old-selftests" "$ov/etc/sfup-old-selftests" || return 1
+	install -D -m 0644 "$ROOT/tests/upgrade/verdict.sh" "$ov/usr/local/lib/sfup-verdict.sh" || return 1
 	cp "$OUT"/ko-old/snowflake.ko* "$ov/usr/local/old/"
 	# A program built against the previous release's library (abi.sh).
 	[ ! -x "$OUT/abi/old-client" ] || install -m 0755 "$OUT/abi/old-client" "$ov/usr/local/old/old-client"

@@ -12,7 +12,18 @@ header defined is still defined with the same value, and each older
 structure's size is one of today's SIZE_VERs of it (the sizes the kernel
 documents as accepted: an older binary's ioctl carries its size in the
 command, _IOC_SIZE).  Every ioctl an older header defined keeps its
-direction, magic, number and structure.  Exit 1 on any difference."""
+direction, magic, number and structure.  Every other macro an older
+header defined (flags, STATE_* bits, limits, device names, NO_DEADLINE:
+all of them, not only one form) is still defined with the same value,
+evaluated by the compiler; a *_FLAGS_ALL may only gain bits, an ioctl
+(any macro whose value has the magic in its type field) keeps its
+direction, type and number and its size does not shrink; a function-like
+macro keeps its text.  Exit 1 on any difference.
+
+uapi.py --self-test ROOT: today's header against itself with one change
+planted at a time (a STATE_* bit, a device name, an ioctl written in
+another form with another number, NO_DEADLINE, a flag removed from
+*_FLAGS_ALL): each must be found (issue 42, finding 5)."""
 import os
 import re
 import subprocess
@@ -60,8 +71,91 @@ def layout(text):
     return res, defs, ioc, magic.group(1) if magic else None
 
 
+def macros(text):
+    """{name: ('u', int) | ('s', str) | ('f', text)}: every macro the header
+    defines (but its include guard), its value as the compiler computes it."""
+    names, funcs = [], {}
+    for m in re.finditer(r'^#define\s+(\w+)(\(?)(.*(?:\\\n.*)*)', text, re.M):
+        name, paren, body = m.groups()
+        if name.startswith('_UAPI_'):
+            continue
+        if paren:
+            funcs[name] = ('f', ' '.join(body.replace('\\\n', ' ').split()))
+        else:
+            names.append(name)
+    res = dict(funcs)
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(f'{d}/linux')
+        with open(f'{d}/linux/snowflake.h', 'w') as f:
+            f.write(text)
+        with open(f'{d}/t.c', 'w') as f:
+            f.write('#include <stdio.h>\n#include <linux/ioctl.h>\n#include <linux/snowflake.h>\n'
+                    'static void pu(const char *n, unsigned long long v) { printf("%s u %llu\\n", n, v); }\n'
+                    'static void ps(const char *n, const char *v) { printf("%s s %s\\n", n, v); }\n'
+                    '#define P(x) _Generic((x), char *: ps, const char *: ps, default: pu)(#x, x)\n'
+                    'int main(void)\n{\n')
+            for n in names:
+                f.write(f'\tP({n});\n')
+            f.write('\treturn 0;\n}\n')
+        subprocess.run(['gcc', '-I', d, '-o', f'{d}/t', f'{d}/t.c'], check=True)
+        out = subprocess.run([f'{d}/t'], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        n, kind, val = line.split(' ', 2)
+        res[n] = (kind, int(val) if kind == 'u' else val)
+    return res
+
+
+def compare_macros(old_m, new_m, magic):
+    """The differences of the macros an older header defined, in today's."""
+    errs = []
+    for n, (kind, val) in sorted(old_m.items()):
+        nv = new_m.get(n)
+        if nv is None:
+            errs.append(f'{n} removed')
+        elif nv[0] != kind:
+            errs.append(f'{n} {val!r} -> {nv[1]!r} (another kind)')
+        elif kind == 'u' and magic is not None and (val >> 8) & 0xff == magic and n.startswith('SNOWFLAKE_IOC_') \
+                and n != 'SNOWFLAKE_IOC_MAGIC':
+            # _IOC: nr bits 0-7, type 8-15, size 16-29, dir 30-31.
+            if (val & 0xc000ffff) != (nv[1] & 0xc000ffff) or (nv[1] >> 16) & 0x3fff < (val >> 16) & 0x3fff:
+                errs.append(f'{n} {val:#x} -> {nv[1]:#x} (direction, type, number or a smaller size)')
+        elif kind == 'u' and n.endswith('_FLAGS_ALL'):
+            if val & ~nv[1]:
+                errs.append(f'{n} {val:#x} -> {nv[1]:#x} (lost bits {val & ~nv[1]:#x})')
+        elif nv[1] != val:
+            errs.append(f'{n} {val!r} -> {nv[1]!r}')
+    return errs
+
+
+if len(sys.argv) > 2 and sys.argv[1] == '--self-test':
+    root = sys.argv[2]
+    today = open(os.path.join(root, HDR)).read()
+    base = macros(today)
+    magic = base['SNOWFLAKE_IOC_MAGIC'][1]
+    plants = [
+        ('a STATE_* bit', r'(#define SNOWFLAKE_STATE_LOCKED\s+)0x8U', r'\g<1>0x100U'),
+        ('a device name', r'(#define SNOWFLAKE_UUID_DEVICE_NAME\s+)"uuidv7"', r'\1"uuid7"'),
+        ('an ioctl in another form, another number',
+         r'(#define SNOWFLAKE_IOC_GET_FENCE\s+)_IOR\(SNOWFLAKE_IOC_MAGIC, 0x07, struct snowflake_fence\)',
+         r'\1_IOC(_IOC_READ, SNOWFLAKE_IOC_MAGIC, 0x08, sizeof(struct snowflake_fence))'),
+        ('NO_DEADLINE', r'(#define SNOWFLAKE_NO_DEADLINE\s+)\(~0ULL\)', r'\1(~1ULL)'),
+        ('a flag gone from *_FLAGS_ALL', r'(#define SNOWFLAKE_FENCE_FLAGS_ALL\s+)SNOWFLAKE_FENCE_ON', r'\g<1>0U'),
+        ('CONFIG_RANDOM_SEQUENCE', r'(#define SNOWFLAKE_CONFIG_RANDOM_SEQUENCE\s+)0x1U', r'\g<1>0x2U'),
+    ]
+    bad = 0
+    same = compare_macros(base, base, magic)
+    print(f'{"ok" if not same else "not ok"} 1 today against itself: {len(base)} macros, no difference {same}')
+    bad += bool(same)
+    for i, (what, pat, rep) in enumerate(plants, 2):
+        text, k = re.subn(pat, rep, today)
+        errs = compare_macros(base, macros(text), magic) if k == 1 else []
+        print(f'{"ok" if errs else "not ok"} {i} {what} changed is found: {errs if k == 1 else "pattern not in the header"}')
+        bad += not errs
+    sys.exit(1 if bad else 0)
+
 today = open(os.path.join(root, HDR)).read()
 new, new_defs, new_ioc, new_magic = layout(today)
+new_macros = macros(today)
 cur_version = open(os.path.join(root, 'VERSION')).read().strip()
 versions = re.findall(r'^snowflake \(([^)]+)\)', open(os.path.join(root, 'debian/changelog')).read(), re.M)
 last = {}
@@ -108,9 +202,11 @@ for v in versions:
     for n, spec in old_ioc.items():
         if new_ioc.get(n) != spec:
             errs.append(f'{n} {spec} -> {new_ioc.get(n)}')
+    old_macros = macros(text)
+    errs += compare_macros(old_macros, new_macros, new_macros.get('SNOWFLAKE_IOC_MAGIC', ('u', None))[1])
     sizes = ' '.join(f'{s.replace("snowflake_", "")}={old[s][0]}' for s in sorted(old))
     print(f'# release {v} ({git("rev-parse", "--short", last[v]).strip()}): {len(old)} structs ({sizes}), '
-          f'{len(old_defs)} SIZE_VERs, {len(old_ioc)} ioctls: {"kept" if not errs else "CHANGED"}')
+          f'{len(old_defs)} SIZE_VERs, {len(old_ioc)} ioctls, {len(old_macros)} macros: {"kept" if not errs else "CHANGED"}')
     for e in errs:
         print(f'#   {e}')
     bad += len(errs)

@@ -195,16 +195,22 @@ clone_run() {
 		notok "savevm"
 		return 1
 	fi
-	wait_for "$plog" '^VMCLONE-DONE' "$TIMEOUT" || true
+	# (SNOWFLAKE-VM-DONE comes after VMCLONE-DONE and the kernel log,
+	# tests/lib/kernel-log.sh)
+	wait_for "$plog" '^SNOWFLAKE-VM-DONE' "$TIMEOUT" || true
 	stop_qemu "$sock"
 
 	# The clone: the same machine from the snapshot, another vmgenid.
 	qemu "$kver" "$initrd" "$disk" "$GUID_CLONE" "$sock" "$clog" -loadvm clone
-	wait_for "$clog" '^VMCLONE-DONE' "$TIMEOUT" || true
+	wait_for "$clog" '^SNOWFLAKE-VM-DONE' "$TIMEOUT" || true
 	stop_qemu "$sock"
 	echo "# parent and clone in $(($(now) - t0)) s; consoles in ${dir#"$ROOT"/}"
 	check "the parent ran to its end" grep -q '^VMCLONE-DONE' <(tr -d '\r' <"$plog")
 	check "the clone ran to its end" grep -q '^VMCLONE-DONE' <(tr -d '\r' <"$clog")
+	# Every guest's kernel log at warning level and above, and its canary
+	# (tests/lib/kernel-log.sh): the clone's covers the parent's boot too.
+	check "no kernel problem on the parent's console" vm_problems "$plog"
+	check "no kernel problem on the clone's console" vm_problems "$clog"
 }
 
 # Static ids: the clone refuses until an administrator's re-arm.

@@ -177,8 +177,23 @@ test_kernel() {
 	secs=$(($(now) - start))
 
 	echo "==== vm $kver: results ===="
-	grep -v '^COUNTS ' <<<"$counts" || true
+	grep -v '^COUNTS \|^SKIPPED ' <<<"$counts" || true
 	read -r _ pass fail skip vmdone insmod nrun rmmod < <(grep '^COUNTS ' <<<"$counts")
+	# A skip is not a pass (vmlog.awk counts it apart): each one must be
+	# one tests/vmtest/allowed-skips allows for this kind of kernel, else
+	# it fails.
+	local kind=debian line bin why
+	is_debug_kver "$kver" && kind=debug
+	while read -r _ bin line; do
+		why=${line#*# SKIP}
+		if awk -v k="$kind" -v b="$bin" -v r="$why" '$1 == k && $2 == b && r ~ $3 { f = 1 } END { exit !f }' \
+			"$ROOT/tests/vmtest/allowed-skips"; then
+			echo "  skipped, as allowed for a $kind kernel: $bin $line"
+		else
+			echo "  skipped, not allowed (tests/vmtest/allowed-skips): $bin $line"
+			fail=$((fail + 1))
+		fi
+	done < <(grep '^SKIPPED ' <<<"$counts")
 
 	if [ "$insmod" = - ]; then
 		echo "  insmod /snowflake.ko never returned"
@@ -293,21 +308,35 @@ sys.exit(0 if rows and len(rows) == 32 and not bad and ordered else 1)'; then
 # Mutants (tests/vmtest/mutants/*.patch): the driver with a defect put
 # back, on the first kernel, with only the tests that must catch it (the
 # parallel ones, VM_PARALLEL_TESTS of tests/vmtest/init.sh).  Each must be
-# killed: one of its tests fails.  A mutant that survives fails the lane:
-# the suite has lost the power to see that defect (for unlocked-reserve,
-# the guests' second CPU, see tests/lib/vm.sh).  VMTEST_MUTANTS=0 skips
-# them, VMTEST_MUTANTS=1 runs them always; by default a run with KERNELS,
-# TESTS or MODULE_KO set skips them.
-test_mutant() {
-	local patch=$1 kver=$2 name src mlog line failed
+# killed by its defect: the module loaded (insmod rc=0), concurrency_test
+# printed a failing case, and the console has a line that matches the
+# patch's "# Killed-by: ERE" line (what its defect prints: a duplicate, a
+# read out of order), not merely any failure (a timeout, no TAP output, an
+# insmod that failed).  A mutant that survives, or does not build, fails
+# the lane: the suite has lost the power to see that defect (for
+# unlocked-reserve, the guests' second CPU, see tests/lib/vm.sh).  Its
+# console is removed first: a log left by an earlier run is never read.
+# The lane's canary (the last job): a patch that does not build must come
+# out "not killed".  VMTEST_MUTANTS=0 skips them, VMTEST_MUTANTS=1 runs
+# them always; by default a run with KERNELS, TESTS or MODULE_KO set skips
+# them.
+#
+# mutant_verdict PATCH KVER: 0 killed by its reason, 1 not (one line why).
+mutant_verdict() {
+	local patch=$1 kver=$2 name src mlog line failed ere counts insmod
 	name=$(basename "$patch" .patch)
 	src=$BUILD/mutant-$name
-	echo "==== mutant $name on $kver: ${patch#"$ROOT"/} ===="
+	mlog=$BUILD/vm-$kver-mutant-$name.log
+	rm -f "$mlog"
+	ere=$(sed -n 's/^# Killed-by: //p' "$patch" | head -n 1)
+	if [ -z "$ere" ]; then
+		echo "${patch#"$ROOT"/} has no '# Killed-by: ERE' line"
+		return 1
+	fi
 	sync_module_src "$src"
 	if ! patch -s -d "$src" -p1 <"$patch"; then
-		summary+=("mutant $name: 0 passed, 1 failed (${patch#"$ROOT"/} does not apply)")
-		total_fail=$((total_fail + 1))
-		return 0
+		echo "${patch#"$ROOT"/} does not apply"
+		return 1
 	fi
 	# Its guest's own counts are expected to fail: shown indented, not
 	# counted.
@@ -317,18 +346,67 @@ test_mutant() {
 		export MODULE_SRC
 		tests=(concurrency_test)
 		test_kernel "$kver"
-	) 2>&1 | sed 's/^/    | /' || true
-	mlog=$BUILD/vm-$kver-mutant-$name.log
+	) 2>&1 | sed 's/^/    | /' >&2 || true
+	if [ ! -s "$mlog" ]; then
+		echo "no guest ran (the mutant did not build, or its guest did not boot)"
+		return 1
+	fi
+	counts=$(awk -f "$ROOT/tests/lib/vmlog.awk" "$mlog" | grep '^COUNTS ') || true
+	insmod=$(awk '{ print $6 }' <<<"$counts")
 	line=$(awk -f "$ROOT/tests/lib/vmlog.awk" "$mlog" | grep -E '^  concurrency_test ' | head -n1) || true
-	failed=$(sed -nE 's/.* passed, ([0-9]+) failed.*/\1/p' <<<"$line")
-	if [ -n "$failed" ] && [ "$failed" -gt 0 ]; then
-		echo "  mutant $name killed: concurrency_test failed $failed of its checks"
-		summary+=("mutant $name: 1 passed, 0 failed (killed by concurrency_test)")
+	failed=$(grep -c '^not ok [0-9]' < <(tr -d '\r' <"$mlog" | sed -n '/^SNOWFLAKE-TEST-BEGIN concurrency_test/,/^SNOWFLAKE-TEST-END/p')) || true
+	if [ "$insmod" != 0 ]; then
+		echo "the module did not load (insmod rc=${insmod:-none})"
+		return 1
+	elif [ "${failed:-0}" -eq 0 ]; then
+		echo "concurrency_test failed no case: ${line:-no result}"
+		return 1
+	elif ! tr -d '\r' <"$mlog" | grep -qE -- "$ere"; then
+		echo "concurrency_test failed $failed cases, but none as its defect does (no line matches $ere): ${line:-}"
+		return 1
+	fi
+	echo "concurrency_test failed $failed cases, as its defect does: $(tr -d '\r' <"$mlog" | grep -m1 -oE -- "$ere")"
+}
+test_mutant() {
+	local patch=$1 kver=$2 name why
+	name=$(basename "$patch" .patch)
+	echo "==== mutant $name on $kver: ${patch#"$ROOT"/} ===="
+	if why=$(mutant_verdict "$patch" "$kver"); then
+		echo "  mutant $name killed: $why"
+		summary+=("mutant $name: 1 passed, 0 failed (killed: $why)")
 		total_pass=$((total_pass + 1))
 	else
-		echo "  mutant $name SURVIVED: ${line:-concurrency_test gave no result} (console: ${mlog#"$ROOT"/})"
-		summary+=("mutant $name: 0 passed, 1 failed (survived)")
+		echo "  mutant $name SURVIVED: $why (console: $BUILD/vm-$kver-mutant-$name.log)"
+		summary+=("mutant $name: 0 passed, 1 failed (survived: $why)")
 		total_fail=$((total_fail + 1))
+	fi
+}
+# The canary: a mutant that does not build is never "killed" (its guest
+# never boots; a console an earlier run left is not read).
+test_canary() {
+	local kver=$1 patch=$BUILD/vmtest-canary-nobuild.patch why
+	cat >"$patch" <<'PATCH'
+# The canary of test_mutant: the driver does not build.
+# Killed-by: .
+diff --git a/driver/snowflake_main.c b/driver/snowflake_main.c
+--- a/driver/snowflake_main.c
++++ b/driver/snowflake_main.c
+@@ -1,1 +1,2 @@
++#error "vmtest canary: this mutant does not build"
+PATCH
+	sed -n 1p "$ROOT/driver/snowflake_main.c" | sed 's/^/ /' >>"$patch"
+	# A stale console of the same name, as an earlier run would leave.
+	printf 'SNOWFLAKE-INSMOD rc=0\nSNOWFLAKE-TEST-BEGIN concurrency_test\nnot ok 1 conc.processes\nSNOWFLAKE-TEST-END concurrency_test rc=1 secs=1\n' \
+		>"$BUILD/vm-$kver-mutant-vmtest-canary-nobuild.log"
+	echo "==== the canary: a mutant that does not build ===="
+	if why=$(mutant_verdict "$patch" "$kver" 2>/dev/null); then
+		echo "  the canary was counted killed: $why"
+		summary+=("canary nobuild: 0 passed, 1 failed (a mutant that does not build counted as killed)")
+		total_fail=$((total_fail + 1))
+	else
+		echo "  the canary is not killed: $why"
+		summary+=("canary nobuild: 1 passed, 0 failed (not killed: $why)")
+		total_pass=$((total_pass + 1))
 	fi
 }
 mutants=()
@@ -352,6 +430,7 @@ if [ "$VMTEST_JOBS" -le 1 ] || [ "${#kvers[@]}" -le 1 ]; then
 	for m in "${mutants[@]}"; do
 		test_mutant "$m" "${kvers[0]}"
 	done
+	[ "${#mutants[@]}" -eq 0 ] || test_canary "${kvers[0]}"
 	finish
 fi
 # The jobs: every kernel, then every mutant (on the first kernel).
@@ -359,6 +438,7 @@ jobs_list=("${kvers[@]}")
 for m in "${mutants[@]}"; do
 	jobs_list+=("mutant:$m")
 done
+[ "${#mutants[@]}" -eq 0 ] || jobs_list+=("canary:nobuild")
 for job in "${jobs_list[@]}"; do
 	while [ "$(jobs -rp | wc -l)" -ge "$VMTEST_JOBS" ]; do
 		wait -n || true
@@ -372,6 +452,7 @@ for job in "${jobs_list[@]}"; do
 		total_fail=0
 		case $job in
 		mutant:*) test_mutant "${job#mutant:}" "${kvers[0]}" ;;
+		canary:*) test_canary "${kvers[0]}" ;;
 		*) test_kernel "$job" ;;
 		esac
 		printf '%s %s\n' "$total_pass" "$total_fail" >"$BUILD/vmtest-$id.res"
