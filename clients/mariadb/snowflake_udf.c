@@ -10,17 +10,19 @@
  *   snowflake_datacenter(id), snowflake_worker(id), snowflake_sequence(id)
  *
  * Order: one read per call, no cache: the kernel orders every call on the
- * host.  The device is opened once per server thread (a thread-local
- * handle, closed when the thread ends), again after a fork or a failed
- * read.  The init function of each statement opens it and checks the
- * device's state, so that a missing module, a permission, a foreign device
- * or a device that refuses (no lease) fails the statement before any row,
- * with what to do in the message; a read that fails later in the statement
- * sets the row's error, which ends the statement (ER_UDF_ERROR) instead of
- * handing out NULL.
+ * host.  The device is opened by the init function of each statement and
+ * closed by its deinit function: its handle lives in initid->ptr, the
+ * statement's own state of the UDF interface, and nothing of the library
+ * outlives a statement.  No thread-specific key or destructor: the server
+ * unloads the library when the last function is dropped, and a thread that
+ * ends after that must find nothing of it to run (a key's destructor in
+ * the library sent such a thread into unmapped memory: issue 43).  The init
+ * function also checks the device's state, so that a missing module, a
+ * permission, a foreign device or a device that refuses (no lease) fails
+ * the statement before any row, with what to do in the message; a read
+ * that fails later in the statement sets the row's error.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,71 +39,25 @@
 #include <snowflake.h>
 #undef snowflake_next
 
-struct sf_dev {
+/* A statement's open device (initid->ptr), closed by its deinit function. */
+struct sf_stmt {
 	struct snowflake *h;
-	pid_t pid;
 };
 
-static pthread_key_t sf_key[2];
-static pthread_once_t sf_once = PTHREAD_ONCE_INIT;
-static int sf_key_err;
-
-static void sf_free(void *p)
+static int sf_open_dev(int uuid, struct snowflake **h)
 {
-	struct sf_dev *d = p;
-
-	if (d && d->h && d->pid == getpid())
-		snowflake_close(d->h);
-	free(d);
+	return uuid ? snowflake_uuid_open(h, NULL, 0) : snowflake_open(h, NULL, 0);
 }
 
-static void sf_keys(void)
+static void sf_deinit(UDF_INIT *initid)
 {
-	sf_key_err = pthread_key_create(&sf_key[0], sf_free) ||
-		     pthread_key_create(&sf_key[1], sf_free);
-}
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
 
-/* The thread's handle of kind @uuid (0: /dev/snowflake), opened if needed. */
-static int sf_get(int uuid, struct snowflake **h)
-{
-	struct sf_dev *d;
-	int err;
-
-	if (pthread_once(&sf_once, sf_keys) || sf_key_err)
-		return -ENOMEM;
-	d = pthread_getspecific(sf_key[uuid]);
-	if (!d) {
-		d = calloc(1, sizeof(*d));
-		if (!d || pthread_setspecific(sf_key[uuid], d)) {
-			free(d);
-			return -ENOMEM;
-		}
+	if (st) {
+		snowflake_close(st->h);
+		free(st);
 	}
-	if (d->h && d->pid == getpid()) {
-		*h = d->h;
-		return 0;
-	}
-	/* A descriptor inherited from another process is left to it. */
-	d->h = NULL;
-	err = uuid ? snowflake_uuid_open(&d->h, NULL, 0) : snowflake_open(&d->h, NULL, 0);
-	if (err) {
-		d->h = NULL;
-		return err;
-	}
-	d->pid = getpid();
-	*h = d->h;
-	return 0;
-}
-
-/* After a failed read: the next call opens the device again. */
-static void sf_drop(int uuid)
-{
-	struct sf_dev *d = pthread_getspecific(sf_key[uuid]);
-
-	if (d && d->h && d->pid == getpid())
-		snowflake_close(d->h);
-	if (d)
-		d->h = NULL;
+	initid->ptr = NULL;
 }
 
 /*
@@ -112,8 +68,13 @@ static void sf_drop(int uuid)
 static void sf_message(char *msg, int uuid, const char *op, int err)
 {
 	const char *path = uuid ? SNOWFLAKE_UUID_DEFAULT_PATH : SNOWFLAKE_DEFAULT_PATH;
-	struct passwd *pw = getpwuid(geteuid());
-	const char *user = pw ? pw->pw_name : "mysql";
+	struct passwd pwd, *pw = NULL;
+	char buf[1024];
+	const char *user = "mysql";
+
+	/* getpwuid() shares one buffer among the server's threads. */
+	if (!getpwuid_r(geteuid(), &pwd, buf, sizeof(buf), &pw) && pw)
+		user = pw->pw_name;
 
 	switch (-err) {
 	case ENOENT:
@@ -145,10 +106,11 @@ static void sf_message(char *msg, int uuid, const char *op, int err)
 static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 		       unsigned int nargs, const char *name)
 {
-	struct snowflake_stats st;
-	struct snowflake *h;
+	struct snowflake_stats stats;
+	struct sf_stmt *st;
 	int err;
 
+	initid->ptr = NULL;
 	if (args->arg_count != nargs) {
 		snprintf(msg, MYSQL_ERRMSG_SIZE, "%s() takes %u argument%s", name, nargs,
 			 nargs == 1 ? "" : "s");
@@ -156,19 +118,27 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 	}
 	if (nargs)
 		args->arg_type[0] = INT_RESULT;
-	err = sf_get(uuid, &h);
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		sf_message(msg, uuid, "open", -ENOMEM);
+		return 1;
+	}
+	err = sf_open_dev(uuid, &st->h);
 	if (err) {
+		free(st);
 		sf_message(msg, uuid, "open", err);
 		return 1;
 	}
+	initid->ptr = (char *)st;
 	if (!uuid) {
-		err = snowflake_get_stats(h, &st);
+		err = snowflake_get_stats(st->h, &stats);
 		if (err) {
-			sf_drop(uuid);
+			sf_deinit(initid);
 			sf_message(msg, uuid, "SNOWFLAKE_IOC_GET_STATS", err);
 			return 1;
 		}
-		if (!nargs && (st.state & SNOWFLAKE_STATE_REFUSING)) {
+		if (!nargs && (stats.state & SNOWFLAKE_STATE_REFUSING)) {
+			sf_deinit(initid);
 			sf_message(msg, uuid, "its state", -ENOTCONN);
 			return 1;
 		}
@@ -178,9 +148,19 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 	return 0;
 }
 
+/* The statement's handle (its init function opened it). */
+static struct snowflake *sf_h(UDF_INIT *initid)
+{
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
+
+	return st ? st->h : NULL;
+}
+
 my_bool snowflake_next_init(UDF_INIT *initid, UDF_ARGS *args, char *msg);
+void snowflake_next_deinit(UDF_INIT *initid);
 long long snowflake_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error);
 my_bool snowflake_uuidv7_init(UDF_INIT *initid, UDF_ARGS *args, char *msg);
+void snowflake_uuidv7_deinit(UDF_INIT *initid);
 char *snowflake_uuidv7(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		       unsigned long *length, char *is_null, char *error);
 
@@ -189,16 +169,19 @@ my_bool snowflake_next_init(UDF_INIT *initid, UDF_ARGS *args, char *msg)
 	return sf_init(initid, args, msg, 0, 0, "snowflake_next");
 }
 
+void snowflake_next_deinit(UDF_INIT *initid)
+{
+	sf_deinit(initid);
+}
+
 long long snowflake_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
-	struct snowflake *h;
+	struct snowflake *h = sf_h(initid);
 	uint64_t id;
 
-	(void)initid;
 	(void)args;
 	*is_null = 0;
-	if (sf_get(0, &h) || snowflake_next_n(h, &id, 1) != 1) {
-		sf_drop(0);
+	if (!h || snowflake_next_n(h, &id, 1) != 1) {
 		*error = 1;
 		return 0;
 	}
@@ -213,19 +196,22 @@ my_bool snowflake_uuidv7_init(UDF_INIT *initid, UDF_ARGS *args, char *msg)
 	return 0;
 }
 
+void snowflake_uuidv7_deinit(UDF_INIT *initid)
+{
+	sf_deinit(initid);
+}
+
 char *snowflake_uuidv7(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		       unsigned long *length, char *is_null, char *error)
 {
+	struct snowflake *h = sf_h(initid);
 	uint8_t u[SNOWFLAKE_UUID_SIZE];
-	struct snowflake *h;
 
-	(void)initid;
 	(void)args;
 	*is_null = 0;
 	/* result has room for 255 bytes, more than the 37 of the text form. */
-	if (sf_get(1, &h) || snowflake_uuid_next(h, u) ||
+	if (!h || snowflake_uuid_next(h, u) ||
 	    snowflake_uuid_format(u, result, SNOWFLAKE_UUID_STR_MAX) < 0) {
-		sf_drop(1);
 		*error = 1;
 		return NULL;
 	}
@@ -236,19 +222,19 @@ char *snowflake_uuidv7(UDF_INIT *initid, UDF_ARGS *args, char *result,
 /* The decoding functions: the ID's field, by the device's own layout. */
 enum sf_field { SF_UNIX_MS, SF_DATACENTER, SF_WORKER, SF_SEQUENCE };
 
-static long long sf_field(UDF_ARGS *args, char *is_null, char *error, enum sf_field f)
+static long long sf_field(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error,
+			  enum sf_field f)
 {
+	struct snowflake *h = sf_h(initid);
 	struct snowflake_config cfg;
 	struct snowflake_parts p;
-	struct snowflake *h;
 
 	*is_null = 0;
 	if (!args->args[0]) {
 		*is_null = 1;
 		return 0;
 	}
-	if (sf_get(0, &h) || snowflake_get_config(h, &cfg)) {
-		sf_drop(0);
+	if (!h || snowflake_get_config(h, &cfg)) {
 		*error = 1;
 		return 0;
 	}
@@ -271,15 +257,19 @@ static long long sf_field(UDF_ARGS *args, char *is_null, char *error, enum sf_fi
 
 #define SF_DECODER(name, field)							\
 	my_bool name##_init(UDF_INIT *initid, UDF_ARGS *args, char *msg);	\
+	void name##_deinit(UDF_INIT *initid);					\
 	long long name(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error); \
 	my_bool name##_init(UDF_INIT *initid, UDF_ARGS *args, char *msg)	\
 	{									\
 		return sf_init(initid, args, msg, 0, 1, #name);			\
 	}									\
+	void name##_deinit(UDF_INIT *initid)					\
+	{									\
+		sf_deinit(initid);						\
+	}									\
 	long long name(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error) \
 	{									\
-		(void)initid;							\
-		return sf_field(args, is_null, error, field);			\
+		return sf_field(initid, args, is_null, error, field);		\
 	}
 
 SF_DECODER(snowflake_unix_ms, SF_UNIX_MS)

@@ -2,6 +2,10 @@
 # The db stage of `make check` (issue 32): the database functions as a user
 # installs them, on the real module, in a guest.
 #
+#   0. On this host, without the module (tests/db/host.sh, db_host): the
+#      MariaDB functions built against this tree's libsnowflake in a
+#      private mariadbd: the server lives through a call, DROP FUNCTION and
+#      the caller's disconnect (issue 43).
 #   1. The guest's root (tests/db/lib.sh, db_root): the deb lane's Debian
 #      12 root with PostgreSQL 15 and MariaDB 10.11 (cached), the deb
 #      stage's packages installed with apt (DKMS builds snowflake.ko), and
@@ -32,6 +36,8 @@ set -euo pipefail
 OUT=$BUILD/db
 # shellcheck source=tests/db/lib.sh
 . "$ROOT/tests/db/lib.sh"
+# shellcheck source=tests/db/host.sh
+. "$ROOT/tests/db/host.sh"
 
 R=$OUT/root
 t0=$(now)
@@ -45,6 +51,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	finish
 fi
 mkdir -p "$OUT"
+db_host
 KVER=${DB_KERNEL:-$(all_kvers | sed -n 1p)}
 
 db_root "$KVER" "$R" || finish
