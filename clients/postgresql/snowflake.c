@@ -17,9 +17,13 @@
  * after any failed read the descriptor is closed and opened again by the
  * next call (the module may have been reloaded).
  *
- * Decoding asks the device for its layout (SNOWFLAKE_IOC_GET_CONFIG: epoch,
- * time unit, the four widths) on every call: nothing is assumed, and a
- * layout changed by the administrator is seen at once.
+ * Decoding by the device's layout asks the device for it
+ * (SNOWFLAKE_IOC_GET_CONFIG: epoch, time unit, the four widths): nothing is
+ * assumed.  Those forms are STABLE (the layout cannot change while a
+ * descriptor is open), so that a bound like from_timestamp(now() - ...) is
+ * an index condition.  The forms that take the layout as arguments
+ * (snowflake--1.0--1.1.sql) read no device and are IMMUTABLE: expression
+ * indexes, generated columns, and hosts without the module (a replica).
  */
 #include "postgres.h"
 
@@ -31,6 +35,7 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "access/htup_details.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -39,7 +44,7 @@
 
 /* PostgreSQL 18 names a module in pg_get_loaded_modules(). */
 #if PG_VERSION_NUM >= 180000
-PG_MODULE_MAGIC_EXT(.name = "snowflake", .version = "1.0");
+PG_MODULE_MAGIC_EXT(.name = "snowflake", .version = "1.1");
 #else
 PG_MODULE_MAGIC;
 #endif
@@ -84,7 +89,7 @@ _PG_init(void)
 static void
 sf_forget(struct sf_dev *d)
 {
-	if (d->h && d->pid == getpid())
+	if (d->h && d->pid == MyProcPid)
 		snowflake_close(d->h);
 	/* A descriptor of another process: not ours to close (CLOEXEC only). */
 	d->h = NULL;
@@ -158,7 +163,7 @@ sf_get(struct sf_dev *d)
 {
 	int err;
 
-	if (d->h && d->pid == getpid() && strcmp(d->opened, *d->path) == 0)
+	if (d->h && d->pid == MyProcPid && strcmp(d->opened, *d->path) == 0)
 		return d->h;
 	sf_forget(d);
 	if (d == &sf_ids)
@@ -169,7 +174,7 @@ sf_get(struct sf_dev *d)
 		d->h = NULL;
 		sf_raise(d, "open", -err);
 	}
-	d->pid = getpid();
+	d->pid = MyProcPid;
 	strlcpy(d->opened, *d->path, sizeof(d->opened));
 	return d->h;
 }
@@ -212,14 +217,69 @@ sf_layout(struct snowflake_config *cfg)
 		sf_raise(&sf_ids, "SNOWFLAKE_IOC_GET_CONFIG", -err);
 }
 
+/*
+ * The layout given as arguments @first.. of the call: epoch (timestamptz,
+ * a whole ms at or after 1970), time unit (ms), the four widths; checked
+ * as the kernel checks a layout (snowflake_check_layout).
+ */
 static void
-sf_decode(int64 id, struct snowflake_config *cfg, struct snowflake_parts *p)
+sf_arg_layout(FunctionCallInfo fcinfo, int first, struct snowflake_config *cfg)
 {
-	sf_layout(cfg);
-	if (snowflake_decode(cfg, (uint64_t) id, p))
+	TimestampTz epoch = PG_GETARG_TIMESTAMPTZ(first);
+	int32 v[5];
+	int i;
+
+	for (i = 0; i < 5; i++)
+		v[i] = PG_GETARG_INT32(first + 1 + i);
+	if (TIMESTAMP_NOT_FINITE(epoch) || epoch % 1000 != 0 ||
+	    epoch < -PG_EPOCH_UNIX_MS * 1000)
 		ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("snowflake: " INT64_FORMAT " is not an ID of this device's layout", id),
+			 errmsg("snowflake: the epoch must be a whole millisecond at or after 1970-01-01 00:00:00+00")));
+	for (i = 0; i < 5; i++)
+		if (v[i] < 0)
+			ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snowflake: the time unit and the widths cannot be negative")));
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->epoch_ms = (uint64_t) (epoch / 1000 + PG_EPOCH_UNIX_MS);
+	cfg->time_unit_ms = (uint32_t) v[0];
+	cfg->timestamp_bits = (uint8_t) Min(v[1], 255);
+	cfg->datacenter_bits = (uint8_t) Min(v[2], 255);
+	cfg->worker_bits = (uint8_t) Min(v[3], 255);
+	cfg->sequence_bits = (uint8_t) Min(v[4], 255);
+	if (snowflake_check_layout(cfg))
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snowflake: not a valid layout: unit %d ms, %d/%d/%d/%d bits",
+				v[0], v[1], v[2], v[3], v[4]),
+			 errdetail("The time unit must be at least 1 ms and the four widths must fit 63 bits, as the module requires (snowflake.layout() shows a device's).")));
+}
+
+/*
+ * @id split by @cfg: the device's layout (@explicit false: read now) or
+ * the one given.
+ */
+static void
+sf_decode(int64 id, struct snowflake_config *cfg, struct snowflake_parts *p, bool explicit)
+{
+	int err;
+
+	if (!explicit)
+		sf_layout(cfg);
+	err = snowflake_decode(cfg, (uint64_t) id, p);
+	if (err == -EOVERFLOW)
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake: the time of " INT64_FORMAT " does not fit 64 bits of Unix ms", id),
+			 errdetail("Layout: %u/%u/%u/%u bits, epoch %llu ms, unit %u ms.",
+				   cfg->timestamp_bits, cfg->datacenter_bits, cfg->worker_bits,
+				   cfg->sequence_bits, (unsigned long long) cfg->epoch_ms, cfg->time_unit_ms)));
+	if (err)
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snowflake: " INT64_FORMAT " is not an ID of %s layout", id,
+				explicit ? "this" : "this device's"),
 			 errdetail("Layout: %u/%u/%u/%u bits, epoch %llu ms, unit %u ms: bits above those are set.",
 				   cfg->timestamp_bits, cfg->datacenter_bits, cfg->worker_bits,
 				   cfg->sequence_bits, (unsigned long long) cfg->epoch_ms, cfg->time_unit_ms)));
@@ -230,7 +290,8 @@ sf_unix_ms_to_tstz(uint64_t unix_ms)
 {
 	int64 ms = (int64) unix_ms - PG_EPOCH_UNIX_MS;
 
-	if (unix_ms > (uint64_t) PG_INT64_MAX / 2 || ms > PG_INT64_MAX / 1000)
+	if (unix_ms > (uint64_t) PG_INT64_MAX / 2 || ms > PG_INT64_MAX / 1000 ||
+	    !IS_VALID_TIMESTAMP(ms * 1000))
 		ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			 errmsg("snowflake: the ID's time is out of timestamptz's range")));
@@ -244,7 +305,11 @@ sf_timestamp(PG_FUNCTION_ARGS)
 	struct snowflake_config cfg;
 	struct snowflake_parts p;
 
-	sf_decode(PG_GETARG_INT64(0), &cfg, &p);
+	bool explicit = PG_NARGS() > 1;
+
+	if (explicit)
+		sf_arg_layout(fcinfo, 1, &cfg);
+	sf_decode(PG_GETARG_INT64(0), &cfg, &p, explicit);
 	PG_RETURN_TIMESTAMPTZ(sf_unix_ms_to_tstz(p.unix_ms));
 }
 
@@ -257,10 +322,13 @@ sf_decode_record(PG_FUNCTION_ARGS)
 	TupleDesc td;
 	Datum v[4];
 	bool nulls[4] = { false, false, false, false };
+	bool explicit = PG_NARGS() > 1;
 
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "snowflake.decode: a record type was expected");
-	sf_decode(PG_GETARG_INT64(0), &cfg, &p);
+	if (explicit)
+		sf_arg_layout(fcinfo, 1, &cfg);
+	sf_decode(PG_GETARG_INT64(0), &cfg, &p, explicit);
 	v[0] = TimestampTzGetDatum(sf_unix_ms_to_tstz(p.unix_ms));
 	v[1] = Int64GetDatum((int64) p.datacenter);
 	v[2] = Int64GetDatum((int64) p.worker);
@@ -311,7 +379,10 @@ sf_from_timestamp(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			 errmsg("snowflake.from_timestamp: infinite time has no ID")));
-	sf_layout(&cfg);
+	if (PG_NARGS() > 1)
+		sf_arg_layout(fcinfo, 1, &cfg);
+	else
+		sf_layout(&cfg);
 	epoch_us = ((int64) cfg.epoch_ms - PG_EPOCH_UNIX_MS) * 1000;
 	unit_us = (int64) cfg.time_unit_ms * 1000;
 	if (ts <= epoch_us) {
@@ -325,7 +396,7 @@ sf_from_timestamp(PG_FUNCTION_ARGS)
 	if (err)
 		ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			 errmsg("snowflake.from_timestamp: the time is past the device's %u timestamp bits",
+			 errmsg("snowflake.from_timestamp: the time is past the layout's %u timestamp bits",
 				cfg.timestamp_bits)));
 	PG_RETURN_INT64((int64) id);
 }

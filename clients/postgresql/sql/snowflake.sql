@@ -50,6 +50,24 @@ SELECT count(*) = 1000 AS all_rows_in_range FROM t
  WHERE id >= snowflake.from_timestamp(now() - interval '1 hour')
    AND id < snowflake.from_timestamp(clock_timestamp() + interval '1 hour');
 SELECT snowflake.from_timestamp('1970-01-01 00:00:00+00') AS before_epoch;
+-- The documented query (docs/databases.md) is a range scan of the key:
+-- from_timestamp is STABLE, so its bound is an index condition, not a
+-- filter that reads the device once per row.
+ANALYZE t;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t
+ WHERE id >= snowflake.from_timestamp(now() - interval '1 hour');
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+-- The layout given as arguments decodes as the device does.
+SELECT snowflake.timestamp(i.id, l.epoch, l.time_unit_ms, l.timestamp_bits,
+         l.datacenter_bits, l.worker_bits, l.sequence_bits) = snowflake.timestamp(i.id) AS same_time,
+       (snowflake.decode(i.id, l.epoch, l.time_unit_ms, l.timestamp_bits,
+         l.datacenter_bits, l.worker_bits, l.sequence_bits)).worker = l.worker_id AS same_worker,
+       snowflake.from_timestamp(now(), l.epoch, l.time_unit_ms, l.timestamp_bits,
+         l.datacenter_bits, l.worker_bits, l.sequence_bits) = snowflake.from_timestamp(now()) AS same_bound
+  FROM (SELECT snowflake.nextval() AS id) i, snowflake.layout() l;
 
 -- Bad input: an ID with bits above the layout's.
 SELECT sf_err('SELECT snowflake.decode(-1)') AS decode_minus_one;
