@@ -10,19 +10,34 @@
  *   snowflake_datacenter(id), snowflake_worker(id), snowflake_sequence(id)
  *
  * Order: one read per call, no cache: the kernel orders every call on the
- * host.  The device is opened by the init function of each statement and
- * closed by its deinit function: its handle lives in initid->ptr, the
- * statement's own state of the UDF interface, and nothing of the library
- * outlives a statement.  No thread-specific key or destructor: the server
- * unloads the library when the last function is dropped, and a thread that
- * ends after that must find nothing of it to run (a key's destructor in
- * the library sent such a thread into unmapped memory: issue 43).  The init
- * function also checks the device's state, so that a missing module, a
- * permission, a foreign device or a device that refuses (no lease) fails
- * the statement before any row, with what to do in the message; a read
- * that fails later in the statement sets the row's error.
+ * host.  The device is opened by the init function and closed by the
+ * deinit function: its handle lives in initid->ptr, the function call's
+ * own state of the UDF interface (a statement's, or, for a column's
+ * DEFAULT, the cached table's), and nothing of the library outlives it.
+ * No thread-specific key or destructor: the server unloads the library
+ * when the last function is dropped, and a thread that ends after that
+ * must find nothing of it to run (a key's destructor in the library sent
+ * such a thread into unmapped memory: issue 43).  The init function also
+ * checks the device's state, so that a missing module, a permission, a
+ * foreign device or a device that refuses (no lease) fails the statement
+ * before any row, with what to do in the message.
+ *
+ * A read that fails later raises the server's error (my_printf_error(),
+ * which mariadbd exports, found with dlsym()): the statement fails, also
+ * without strict mode, where a NULL would become 0 in a NOT NULL key with
+ * a warning.  The row's value is NULL, never the UDF error flag: the
+ * server keeps that flag for the rest of the function call's life, which
+ * for a DEFAULT is the cached table's, and would hand out NULL (0) without
+ * calling here again.  After a failure the next call opens the device
+ * again.
+ *
+ * A wait for the next tick (up to time_unit_ms) is a poll of the
+ * non-blocking device, 100 ms at a time, between which KILL QUERY and
+ * max_statement_time are seen (thd_kill_level(), also found with dlsym()).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,14 +54,24 @@
 #include <snowflake.h>
 #undef snowflake_next
 
-/* A statement's open device (initid->ptr), closed by its deinit function. */
+/* The server's error and kill check (mariadbd exports both). */
+typedef void (*sf_error_fn)(unsigned int code, const char *fmt, unsigned long flags, ...);
+typedef int (*sf_killed_fn)(const void *thd);
+#define SF_ER_UNKNOWN_ERROR 1105	/* HY000, ER_UNKNOWN_ERROR */
+#define SF_POLL_MS 100
+
+/* A function call's open device (initid->ptr), closed by its deinit function. */
 struct sf_stmt {
 	struct snowflake *h;
+	int uuid;
+	sf_error_fn error;
+	sf_killed_fn killed;
 };
 
 static int sf_open_dev(int uuid, struct snowflake **h)
 {
-	return uuid ? snowflake_uuid_open(h, NULL, 0) : snowflake_open(h, NULL, 0);
+	return uuid ? snowflake_uuid_open(h, NULL, SNOWFLAKE_NONBLOCK) :
+		      snowflake_open(h, NULL, SNOWFLAKE_NONBLOCK);
 }
 
 static void sf_deinit(UDF_INIT *initid)
@@ -129,6 +154,10 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 		sf_message(msg, uuid, "open", err);
 		return 1;
 	}
+	st->uuid = uuid;
+	/* A pointer to function from a data pointer: POSIX's dlsym(). */
+	*(void **)&st->error = dlsym(RTLD_DEFAULT, "my_printf_error");
+	*(void **)&st->killed = dlsym(RTLD_DEFAULT, "thd_kill_level");
 	initid->ptr = (char *)st;
 	if (!uuid) {
 		err = snowflake_get_stats(st->h, &stats);
@@ -148,12 +177,95 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 	return 0;
 }
 
-/* The statement's handle (its init function opened it). */
-static struct snowflake *sf_h(UDF_INIT *initid)
+/* The call's handle: its init function opened it; again after a failure. */
+static int sf_h(UDF_INIT *initid, struct snowflake **h)
 {
 	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
 
-	return st ? st->h : NULL;
+	if (!st)
+		return -EINVAL;
+	if (!st->h) {
+		int err = sf_open_dev(st->uuid, &st->h);
+
+		if (err) {
+			st->h = NULL;
+			return err;
+		}
+	}
+	*h = st->h;
+	return 0;
+}
+
+/* The statement was killed (KILL QUERY, max_statement_time). */
+static int sf_killed(const struct sf_stmt *st)
+{
+	return st->killed && st->killed(NULL) != 0;
+}
+
+/*
+ * One record into @buf: -EAGAIN (the tick used up) is waited out by poll()
+ * on the device, SF_POLL_MS at a time, checking for a kill in between
+ * (-EINTR then).
+ */
+static int sf_read(UDF_INIT *initid, void *buf)
+{
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
+	struct snowflake *h;
+	int err;
+
+	for (;;) {
+		err = sf_h(initid, &h);
+		if (err)
+			return err;
+		if (st->uuid) {
+			err = snowflake_uuid_next(h, buf);
+		} else {
+			long r = snowflake_next_n(h, buf, 1);
+
+			err = r == 1 ? 0 : r < 0 ? (int)r : -ENODATA;
+		}
+		if (err != -EAGAIN)
+			return err;
+		if (sf_killed(st))
+			return -EINTR;
+		{
+			struct pollfd p = { .fd = snowflake_fd(h), .events = POLLIN };
+
+			if (poll(&p, 1, SF_POLL_MS) < 0 && errno != EINTR)
+				return -errno;
+		}
+		if (sf_killed(st))
+			return -EINTR;
+	}
+}
+
+/*
+ * A failure after init: the server's error, so that the statement fails
+ * (see the top), the device closed (the next call opens it again), and
+ * the row's value NULL.  Without the server's error function (not
+ * MariaDB), the UDF error flag, the interface's own.
+ */
+static void sf_fail(UDF_INIT *initid, const char *op, int err, char *is_null, char *error)
+{
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
+	char msg[MYSQL_ERRMSG_SIZE];
+
+	*is_null = 1;
+	if (!st) {
+		*error = 1;
+		return;
+	}
+	snowflake_close(st->h);
+	st->h = NULL;
+	/* A kill: the server reports it. */
+	if (err == -EINTR && sf_killed(st))
+		return;
+	if (!st->error) {
+		*error = 1;
+		return;
+	}
+	sf_message(msg, st->uuid, op, err);
+	st->error(SF_ER_UNKNOWN_ERROR, "%s", 0, msg);
 }
 
 my_bool snowflake_next_init(UDF_INIT *initid, UDF_ARGS *args, char *msg);
@@ -176,13 +288,14 @@ void snowflake_next_deinit(UDF_INIT *initid)
 
 long long snowflake_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
-	struct snowflake *h = sf_h(initid);
 	uint64_t id;
+	int err;
 
 	(void)args;
 	*is_null = 0;
-	if (!h || snowflake_next_n(h, &id, 1) != 1) {
-		*error = 1;
+	err = sf_read(initid, &id);
+	if (err) {
+		sf_fail(initid, "read", err, is_null, error);
 		return 0;
 	}
 	return (long long)id;
@@ -204,15 +317,17 @@ void snowflake_uuidv7_deinit(UDF_INIT *initid)
 char *snowflake_uuidv7(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		       unsigned long *length, char *is_null, char *error)
 {
-	struct snowflake *h = sf_h(initid);
 	uint8_t u[SNOWFLAKE_UUID_SIZE];
+	int err;
 
 	(void)args;
 	*is_null = 0;
 	/* result has room for 255 bytes, more than the 37 of the text form. */
-	if (!h || snowflake_uuid_next(h, u) ||
-	    snowflake_uuid_format(u, result, SNOWFLAKE_UUID_STR_MAX) < 0) {
-		*error = 1;
+	err = sf_read(initid, u);
+	if (!err && snowflake_uuid_format(u, result, SNOWFLAKE_UUID_STR_MAX) < 0)
+		err = -EINVAL;
+	if (err) {
+		sf_fail(initid, "read", err, is_null, error);
 		return NULL;
 	}
 	*length = SNOWFLAKE_UUID_STR_MAX - 1;
@@ -225,17 +340,21 @@ enum sf_field { SF_UNIX_MS, SF_DATACENTER, SF_WORKER, SF_SEQUENCE };
 static long long sf_field(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error,
 			  enum sf_field f)
 {
-	struct snowflake *h = sf_h(initid);
 	struct snowflake_config cfg;
 	struct snowflake_parts p;
+	struct snowflake *h;
+	int err;
 
 	*is_null = 0;
 	if (!args->args[0]) {
 		*is_null = 1;
 		return 0;
 	}
-	if (!h || snowflake_get_config(h, &cfg)) {
-		*error = 1;
+	err = sf_h(initid, &h);
+	if (!err)
+		err = snowflake_get_config(h, &cfg);
+	if (err) {
+		sf_fail(initid, "SNOWFLAKE_IOC_GET_CONFIG", err, is_null, error);
 		return 0;
 	}
 	/* Not an ID of this layout (a bit above its widths): NULL. */

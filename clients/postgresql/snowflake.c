@@ -11,6 +11,14 @@
  * or out of order, and a failed read raises an error, which aborts the
  * statement (nothing half-inserted).
  *
+ * A wait for the next tick (up to time_unit_ms, an hour at most) is not a
+ * sleep in the kernel, which PostgreSQL's signal handlers (SA_RESTART)
+ * would restart: the device is opened non-blocking, and a read that finds
+ * the tick used up (-EAGAIN) waits on the backend's latch and the device
+ * (WaitLatchOrSocket, wait event "Extension"), then CHECK_FOR_INTERRUPTS():
+ * statement_timeout, pg_cancel_backend(), pg_terminate_backend() and a
+ * fast shutdown end it at once.
+ *
  * The device is opened once per backend and kept.  A backend is forked from
  * the postmaster: a descriptor opened in another process (the postmaster,
  * when the library is preloaded) is not used but reopened (pid check), and
@@ -37,10 +45,12 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "access/htup_details.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
+#include "utils/wait_event.h"
 
 /* PostgreSQL 18 names a module in pg_get_loaded_modules(). */
 #if PG_VERSION_NUM >= 180000
@@ -167,9 +177,9 @@ sf_get(struct sf_dev *d)
 		return d->h;
 	sf_forget(d);
 	if (d == &sf_ids)
-		err = snowflake_open(&d->h, *d->path, 0);
+		err = snowflake_open(&d->h, *d->path, SNOWFLAKE_NONBLOCK);
 	else
-		err = snowflake_uuid_open(&d->h, *d->path, 0);
+		err = snowflake_uuid_open(&d->h, *d->path, SNOWFLAKE_NONBLOCK);
 	if (err) {
 		d->h = NULL;
 		sf_raise(d, "open", -err);
@@ -179,17 +189,42 @@ sf_get(struct sf_dev *d)
 	return d->h;
 }
 
+/*
+ * One record of @d into @buf: the tick used up is waited out on the latch
+ * and the device's descriptor, with CHECK_FOR_INTERRUPTS() in between (see
+ * the top).  Raises the error of a failed read.
+ */
+static void
+sf_read(struct sf_dev *d, void *buf)
+{
+	for (;;) {
+		struct snowflake *h;
+		int err;
+
+		CHECK_FOR_INTERRUPTS();
+		h = sf_get(d);
+		err = d == &sf_ids ? snowflake_next(h, buf) : snowflake_uuid_next(h, buf);
+		if (err == 0)
+			return;
+		if (err != -EAGAIN)
+			sf_raise(d, "read", -err);
+		/* The device is readable at the next tick (its poll). */
+		(void) WaitLatchOrSocket(MyLatch,
+					 WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT |
+					 WL_EXIT_ON_PM_DEATH,
+					 snowflake_fd(h), 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
 PG_FUNCTION_INFO_V1(sf_nextval);
 Datum
 sf_nextval(PG_FUNCTION_ARGS)
 {
 	uint64_t id;
-	int err;
 
 	/* One read: the kernel's order across the host (see the top). */
-	err = snowflake_next(sf_get(&sf_ids), &id);
-	if (err)
-		sf_raise(&sf_ids, "read", -err);
+	sf_read(&sf_ids, &id);
 	PG_RETURN_INT64((int64) id);
 }
 
@@ -198,12 +233,9 @@ Datum
 sf_uuidv7(PG_FUNCTION_ARGS)
 {
 	pg_uuid_t *u = palloc(sizeof(*u));
-	int err;
 
 	StaticAssertStmt(sizeof(u->data) == SNOWFLAKE_UUID_SIZE, "uuid size");
-	err = snowflake_uuid_next(sf_get(&sf_uuids), u->data);
-	if (err)
-		sf_raise(&sf_uuids, "read", -err);
+	sf_read(&sf_uuids, u->data);
 	PG_RETURN_UUID_P(u);
 }
 

@@ -310,5 +310,134 @@ else
 fi
 sed "s/^/$TAG P9 /" /tmp/sfdb.p9
 
+# ---- a wait for the next tick, cancelled (issue 43) ---------------------------------
+# The module loaded again with a one-hour tick of 4 IDs (sequence_bits=2)
+# whose epoch is 10 s ago: once 4 IDs are read, the next read waits about
+# 3590 s.  The servers stopped first (their backends hold the device), and
+# snowflake-floor.service (floord holds it too).
+ms() { date +%s%3N; }
+# dur: the number in "... after N ms" / "at N" of a NOTICE line.
+num() { grep -o "$1 [0-9]*" | grep -o '[0-9]*$' | head -n 1; }
+systemctl stop postgresql.service mariadb.service snowflake-floor.service snowflake-metrics.timer 2>/dev/null
+t "the module unloaded (modprobe -r snowflake)" until_ok 60 modprobe -r snowflake
+epoch=$(($(ms) - 10000))
+t "modprobe snowflake time_unit_ms=3600000 sequence_bits=2 epoch_ms=$epoch (4 IDs an hour)" \
+	modprobe snowflake time_unit_ms=3600000 sequence_bits=2 epoch_ms="$epoch"
+t "snowflake config --worker 1" until_ok 30 snowflake config --datacenter 0 --worker 1
+info snowflake config
+t "the tick's 4 IDs read (snowflake next -n 4): the next read waits ~59 minutes" snowflake next -n 4
+systemctl start postgresql.service mariadb.service
+t "postgresql.service is active again" until_ok 120 systemctl is-active postgresql@15-main.service
+t "mariadb.service is active again" until_ok 120 systemctl is-active mariadb.service
+pgq() { timeout "$1" runuser -u postgres -- psql -X -q -A -t "${@:2}" 2>&1; }
+victim="DO \$\$ BEGIN PERFORM snowflake.nextval(); EXCEPTION WHEN query_canceled THEN
+	RAISE NOTICE 'ended after % ms, at %',
+		round(extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000),
+		floor(extract(epoch FROM clock_timestamp()) * 1000); END \$\$"
+# statement_timeout: the wait ends 1 s after the statement began, not at the tick.
+out=$(pgq 60 -c "SET statement_timeout = 1000" -c "$victim")
+sed "s/^/$TAG #     /" <<<"$out"
+d=$(num after <<<"$out")
+if [ -n "$d" ] && [ "$d" -ge 900 ] && [ "$d" -lt 2000 ]; then
+	say "ok PostgreSQL: statement_timeout = 1000 ends the wait for the next tick after $d ms"
+else
+	say "notok PostgreSQL: statement_timeout = 1000 did not end the wait within 1 s of it (${d:-no end} ms)"
+fi
+# pg_cancel_backend: the victim's end, less the time of the cancel (the server's clock).
+pgq 60 -c "$victim" >/tmp/sfdb.victim &
+vp=$!
+until_ok 30 sh -c "[ \$(runuser -u postgres -- psql -X -A -t -c \"SELECT count(*) FROM pg_stat_activity
+	WHERE query LIKE 'DO%snowflake.nextval%' AND wait_event = 'Extension'\") = 1 ]" ||
+	say "# no backend waiting in snowflake.nextval() (wait_event Extension)"
+sleep 1
+at=$(pgq 30 -c "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)
+	FROM pg_stat_activity WHERE query LIKE 'DO%snowflake.nextval%' AND pid <> pg_backend_pid()
+	AND pg_cancel_backend(pid)")
+wait "$vp" || true
+sed "s/^/$TAG #     /" /tmp/sfdb.victim
+end=$(num at </tmp/sfdb.victim)
+if [ -n "$end" ] && [ -n "$at" ] && [ "$((end - at))" -lt 1000 ]; then
+	say "ok PostgreSQL: pg_cancel_backend() ends the wait within $((end - at)) ms (1 s allowed)"
+else
+	say "notok PostgreSQL: pg_cancel_backend() did not end the wait within 1 s (cancel at ${at:-?}, end ${end:-none})"
+fi
+# pg_terminate_backend: the victim's session ends.
+pgq 60 -c 'SELECT snowflake.nextval()' >/tmp/sfdb.victim &
+vp=$!
+until_ok 30 sh -c "[ \$(runuser -u postgres -- psql -X -A -t -c \"SELECT count(*) FROM pg_stat_activity
+	WHERE query = 'SELECT snowflake.nextval()' AND wait_event = 'Extension'\") = 1 ]" || true
+sleep 1
+pgq 30 -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT snowflake.nextval()'" >/dev/null
+t0=$(ms)
+while kill -0 "$vp" 2>/dev/null && [ $(($(ms) - t0)) -lt 5000 ]; do sleep 0.05; done
+d=$(($(ms) - t0))
+sed "s/^/$TAG #     /" /tmp/sfdb.victim
+if ! kill -0 "$vp" 2>/dev/null && [ "$d" -lt 1000 ] && grep -q 'terminating connection' /tmp/sfdb.victim; then
+	say "ok PostgreSQL: pg_terminate_backend() ends the waiting session within $d ms"
+else
+	say "notok PostgreSQL: pg_terminate_backend() did not end the waiting session within 1 s ($d ms)"
+fi
+wait "$vp" 2>/dev/null || true
+# MariaDB: max_statement_time, then KILL QUERY from another connection.
+t0=$(ms)
+out=$(timeout 60 mariadb -N -B -e 'SET SESSION max_statement_time = 1; SELECT snowflake_next()' 2>&1)
+d=$(($(ms) - t0))
+sed "s/^/$TAG #     /" <<<"$out"
+if grep -q max_statement_time <<<"$out" && [ "$d" -lt 2500 ]; then
+	say "ok MariaDB: max_statement_time = 1 ends the wait ($d ms with the client's start; 1 s + 1 s + 0.5 s allowed)"
+else
+	say "notok MariaDB: max_statement_time = 1 did not end the wait ($d ms)"
+fi
+timeout 60 mariadb -N -B -e 'SELECT snowflake_next()' >/tmp/sfdb.victim 2>&1 &
+vp=$!
+until_ok 30 sh -c "[ -n \"\$(mariadb -N -B -e \"SELECT id FROM information_schema.processlist WHERE info = 'SELECT snowflake_next()'\")\" ]" || true
+sleep 1
+id=$(mariadb -N -B -e "SELECT id FROM information_schema.processlist WHERE info = 'SELECT snowflake_next()'")
+mariadb -e "KILL QUERY $id"
+t0=$(ms)
+while kill -0 "$vp" 2>/dev/null && [ $(($(ms) - t0)) -lt 5000 ]; do sleep 0.05; done
+d=$(($(ms) - t0))
+sed "s/^/$TAG #     /" /tmp/sfdb.victim
+if ! kill -0 "$vp" 2>/dev/null && [ "$d" -lt 1000 ] && grep -q 'interrupted' /tmp/sfdb.victim; then
+	say "ok MariaDB: KILL QUERY ends the wait within $d ms"
+else
+	say "notok MariaDB: KILL QUERY did not end the wait within 1 s ($d ms)"
+fi
+wait "$vp" 2>/dev/null || true
+
+# ---- MariaDB without strict mode: a failed read stores no 0 (issue 43) ------------
+# A multi-row INSERT through DEFAULT snowflake_next() under sql_mode='',
+# waiting for the next tick, while the device is fenced: its reads fail
+# (ENOTCONN).  The statement must fail whole, not store 0 with a warning.
+my -e "CREATE TABLE sf.k (id BIGINT NOT NULL DEFAULT snowflake_next(), n INT, KEY (id))"
+timeout 60 mariadb -N -B -e "SET sql_mode = ''; INSERT INTO sf.k (n) VALUES (1), (2), (3); SHOW WARNINGS" \
+	>/tmp/sfdb.victim 2>&1 &
+vp=$!
+until_ok 30 sh -c "[ -n \"\$(mariadb -N -B -e \"SELECT id FROM information_schema.processlist WHERE info LIKE 'INSERT INTO sf.k%'\")\" ]" || true
+sleep 1
+snowflake config --fence 1 >/dev/null
+rc=0
+wait "$vp" || rc=$?
+snowflake config --fence 0 >/dev/null
+sed "s/^/$TAG #     /" /tmp/sfdb.victim
+if [ "$rc" -ne 0 ] && grep -q 'no lease' /tmp/sfdb.victim; then
+	say "ok MariaDB, sql_mode='': the INSERT whose reads fail (fenced) fails, naming the cause"
+else
+	say "notok MariaDB, sql_mode='': the INSERT whose reads fail did not fail (exit $rc)"
+fi
+eq "MariaDB, sql_mode='': rows left (0 keys among them)" \
+	"$(my -e 'SELECT count(*), count(id = 0 OR NULL) FROM sf.k')" "$(printf '0\t0')"
+# The cached table's DEFAULT calls the function again (no error latched
+# in it): the read waits for the tick again, until max_statement_time.
+out=$(timeout 60 mariadb -N -B -e "SET sql_mode = ''; SET SESSION max_statement_time = 1;
+	INSERT INTO sf.k (n) VALUES (4), (5)" 2>&1)
+sed "s/^/$TAG #     /" <<<"$out"
+if grep -q max_statement_time <<<"$out"; then
+	say "ok MariaDB: the next INSERT through the DEFAULT reads the device again (it waits for the tick)"
+else
+	say "notok MariaDB: the next INSERT through the DEFAULT did not read the device"
+fi
+eq "MariaDB: rows after it" "$(my -e 'SELECT count(*) FROM sf.k')" 0
+
 say "done"
 systemctl poweroff
