@@ -59,6 +59,13 @@ db_boot "$KVER" "$R" "$ROOT/tests/db/guest.sh" sfdb \
 	"snowflake: the database functions (tests/db/run.sh)" "${DB_TIMEOUT:-900}" \
 	"$OUT/console.log" rows="${DB_ROWS:-1000000}" || finish
 deb_guest_results SFDB db "$OUT/console.log" "$OUT"
+# Every mutant this run built was killed in the guest (a line of its own,
+# not only no failure: a mutant the guest skipped is not a kill).
+for m in "$OUT"/mutants/*.so; do
+	[ -e "$m" ] || continue
+	m=$(basename "$m" .so)
+	check "mutant $m: the guest reports it killed" log_has "$OUT/console.log" "^SFDB ok mutant $m: killed"
+done
 # P9's report on the guest's one run of its program (BENCHMARKS.md; the
 # figures of a 2,000-row run mean nothing).
 tr -d '\r' <"$OUT/console.log" | sed -n 's/^SFDB P9 //p' >"$OUT/p9.txt"

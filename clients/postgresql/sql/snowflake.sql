@@ -14,6 +14,26 @@ SELECT count(*) AS out_of_order
   FROM (SELECT id, lag(id) OVER (ORDER BY g) AS prev FROM ids) s
  WHERE id <= prev;
 SELECT snowflake.nextval() > max(id) AS later_is_larger FROM ids;
+-- Order across backends, the reason there is no cache in a backend: IDs
+-- taken in turn here and in a second backend (dblink) increase in the
+-- order they were taken.
+CREATE EXTENSION dblink;
+SELECT dblink_connect('other', 'dbname=' || current_database()) AS connected;
+CREATE TEMP TABLE pp (n int, id bigint);
+DO $$
+BEGIN
+  FOR i IN 1..200 LOOP
+    IF i % 2 = 0 THEN
+      INSERT INTO pp VALUES (i, snowflake.nextval());
+    ELSE
+      INSERT INTO pp SELECT i, x FROM dblink('other', 'SELECT snowflake.nextval()') AS r(x bigint);
+    END IF;
+  END LOOP;
+END $$;
+SELECT count(*) AS ids, count(*) FILTER (WHERE id <= prev) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM pp) s;
+SELECT dblink_disconnect('other') AS disconnected;
+DROP EXTENSION dblink;
 
 -- As a column default.
 CREATE TEMP TABLE t (id bigint PRIMARY KEY DEFAULT snowflake.nextval(), v int);
