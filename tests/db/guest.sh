@@ -130,6 +130,8 @@ LIB=$(/usr/lib/postgresql/15/bin/pg_config --pkglibdir)/snowflake.so
 cp "$LIB" /tmp/snowflake.so.pkg
 for m in "$SHARE"/mutants/*.so; do
 	[ -e "$m" ] || continue
+	# Killed on the one-hour tick below.
+	[ -e "${m%.so}.tick" ] && continue
 	name=$(basename "$m" .so)
 	install -m 0644 "$m" "$LIB"
 	runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config \
@@ -366,6 +368,33 @@ if [ -n "$d" ] && [ "$d" -ge 900 ] && [ "$d" -lt 2000 ]; then
 else
 	say "notok PostgreSQL: statement_timeout = 1000 did not end the wait within 1 s of it (${d:-no end} ms)"
 fi
+# The mutants killed by that check (tests/db/mutants, "Killed by: the long
+# tick"): in place of the package's library, the check must fail; the
+# backend left waiting in the kernel is killed (the postmaster restarts).
+for m in "$SHARE"/mutants/*.tick; do
+	[ -e "$m" ] || continue
+	name=$(basename "$m" .tick)
+	install -m 0644 "$SHARE/mutants/$name.so" "$LIB"
+	# Into a file, not $(...): a client left waiting would hold the pipe.
+	pgq 20 -c "SET statement_timeout = 1000" -c "$victim" >/tmp/sfdb.mutant 2>&1 &
+	vp=$!
+	t0=$(ms)
+	while kill -0 "$vp" 2>/dev/null && [ $(($(ms) - t0)) -lt 25000 ]; do sleep 0.2; done
+	runuser -u postgres -- psql -X -q -A -t -c "SELECT pid FROM pg_stat_activity
+		WHERE query LIKE 'DO%snowflake.nextval%' AND pid <> pg_backend_pid()" 2>/dev/null |
+		while read -r pid; do kill -9 "$pid" 2>/dev/null; done
+	wait "$vp" 2>/dev/null || true
+	sed "s/^/$TAG #     /" /tmp/sfdb.mutant
+	d=$(num after </tmp/sfdb.mutant)
+	install -m 0644 /tmp/snowflake.so.pkg "$LIB"
+	until_ok 120 runuser -u postgres -- psql -X -q -c 'SELECT 1' || say "# PostgreSQL did not come back"
+	if [ -z "$d" ] || [ "$d" -ge 2000 ]; then
+		say "ok mutant $name: killed by the long tick (statement_timeout = 1000 did not end the wait: ${d:-no end within 20 s})"
+	else
+		say "notok mutant $name: SURVIVED the long tick (the wait ended after $d ms)"
+	fi
+done
+t "the package's snowflake.so is back after the long tick's mutants (cmp)" cmp -s /tmp/snowflake.so.pkg "$LIB"
 # pg_cancel_backend: the victim's end, less the time of the cancel (the server's clock).
 pgq 60 -c "$victim" >/tmp/sfdb.victim &
 vp=$!
