@@ -343,7 +343,9 @@ sed "s/^/$TAG P9 /" /tmp/sfdb.p9
 ms() { date +%s%3N; }
 # dur: the number in "... after N ms" / "at N" of a NOTICE line.
 num() { grep -o "$1 [0-9]*" | grep -o '[0-9]*$' | head -n 1; }
-systemctl stop postgresql.service mariadb.service snowflake-floor.service snowflake-metrics.timer 2>/dev/null
+for u in postgresql.service mariadb.service snowflake-floor.service snowflake-metrics.timer; do
+	systemctl stop "$u" 2>/dev/null || true
+done
 t "the module unloaded (modprobe -r snowflake)" until_ok 60 modprobe -r snowflake
 epoch=$(($(ms) - 10000))
 t "modprobe snowflake time_unit_ms=3600000 sequence_bits=2 epoch_ms=$epoch (4 IDs an hour)" \
@@ -351,7 +353,7 @@ t "modprobe snowflake time_unit_ms=3600000 sequence_bits=2 epoch_ms=$epoch (4 ID
 t "snowflake config --worker 1" until_ok 30 snowflake config --datacenter 0 --worker 1
 info snowflake config
 t "the tick's 4 IDs read (snowflake next -n 4): the next read waits ~59 minutes" snowflake next -n 4
-systemctl start postgresql.service mariadb.service
+systemctl start postgresql@15-main.service mariadb.service
 t "postgresql.service is active again" until_ok 120 systemctl is-active postgresql@15-main.service
 t "mariadb.service is active again" until_ok 120 systemctl is-active mariadb.service
 pgq() { timeout "$1" runuser -u postgres -- psql -X -q -A -t "${@:2}" 2>&1; }
