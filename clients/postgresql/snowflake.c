@@ -432,3 +432,61 @@ sf_from_timestamp(PG_FUNCTION_ARGS)
 				cfg.timestamp_bits)));
 	PG_RETURN_INT64((int64) id);
 }
+
+/*
+ * A UUIDv7's time (RFC 9562: the first 48 bits, Unix ms), read from the
+ * UUID alone: IMMUTABLE.  Anything but version 7 of the RFC's variant is
+ * refused.
+ */
+PG_FUNCTION_INFO_V1(sf_uuid_timestamp);
+Datum
+sf_uuid_timestamp(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t *u = PG_GETARG_UUID_P(0);
+	uint64_t ms = 0;
+	int i;
+
+	if ((u->data[6] >> 4) != 7 || (u->data[8] & 0xc0) != 0x80)
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snowflake.uuid_timestamp: not a UUIDv7 (version %d, variant bits %d%d)",
+				u->data[6] >> 4, u->data[8] >> 7, (u->data[8] >> 6) & 1),
+			 errdetail("A UUIDv7 has version 7 and the RFC 9562 variant (binary 10).")));
+	for (i = 0; i < 6; i++)
+		ms = (ms << 8) | u->data[i];
+	PG_RETURN_TIMESTAMPTZ(sf_unix_ms_to_tstz(ms));
+}
+
+/*
+ * The lowest UUIDv7 of the first millisecond at or after @ts (the lowest
+ * of 1970-01-01 before it): u >= uuid_from_timestamp(a) AND
+ * u < uuid_from_timestamp(b) is every UUIDv7 of [a, b).  IMMUTABLE.
+ */
+PG_FUNCTION_INFO_V1(sf_uuid_from_timestamp);
+Datum
+sf_uuid_from_timestamp(PG_FUNCTION_ARGS)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	pg_uuid_t *u = palloc0(sizeof(*u));
+	int64 unix_us;
+	uint64_t ms;
+	int i;
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake.uuid_from_timestamp: infinite time has no UUID")));
+	unix_us = ts + PG_EPOCH_UNIX_MS * 1000;
+	ms = unix_us <= 0 ? 0 : (uint64_t) (unix_us / 1000 + (unix_us % 1000 != 0));
+	if (ms >> 48)
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake.uuid_from_timestamp: the time is past a UUIDv7's 48 bits of ms")));
+	for (i = 5; i >= 0; i--) {
+		u->data[i] = (uint8) (ms & 0xff);
+		ms >>= 8;
+	}
+	u->data[6] = 0x70;
+	u->data[8] = 0x80;
+	PG_RETURN_UUID_P(u);
+}

@@ -84,8 +84,8 @@ q() {
 out=$(q 'CREATE EXTENSION snowflake' \
 	"SELECT extversion FROM pg_extension WHERE extname = 'snowflake'" \
 	"SELECT count(*) FROM pg_proc WHERE pronamespace = 'snowflake'::regnamespace")
-if [ "$(echo "$out" | xargs)" = "1.1 9" ]; then
-	say "ok CREATE EXTENSION snowflake: version 1.1 (1.0 and its update script), the 9 functions of the schema snowflake"
+if [ "$(echo "$out" | xargs)" = "1.1 11" ]; then
+	say "ok CREATE EXTENSION snowflake: version 1.1 (1.0 and its update script), the 11 functions of the schema snowflake"
 else
 	echo "$out" | info
 	say "notok CREATE EXTENSION snowflake"

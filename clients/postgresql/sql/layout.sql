@@ -56,6 +56,21 @@ SELECT min(t), max(t) FROM ev;
 RESET enable_seqscan;
 DROP TABLE ev;
 
+-- UUIDv7: the time of a UUID (RFC 9562's example: 2022-02-22 19:22:22
+-- UTC), the lowest UUIDv7 of a time, and what is not a UUIDv7.
+SELECT snowflake.uuid_timestamp('017f22e2-79b0-7cc3-98c4-dc0c0c07398f');
+SELECT snowflake.uuid_from_timestamp('2022-02-22 19:22:22+00') AS lowest,
+       snowflake.uuid_from_timestamp('2022-02-22 19:22:22.0001+00') AS next_ms,
+       snowflake.uuid_from_timestamp('1960-01-01 00:00:00+00') AS before_1970;
+SELECT snowflake.uuid_from_timestamp('2022-02-22 19:22:22+00') <= '017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid AS at_or_below,
+       snowflake.uuid_from_timestamp('2022-02-22 19:22:22.001+00') > '017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid AS next_ms_above;
+\set VERBOSITY terse
+SELECT snowflake.uuid_timestamp('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11');
+SELECT snowflake.uuid_timestamp('017f22e2-79b0-7cc3-58c4-dc0c0c07398f');
+SELECT snowflake.uuid_from_timestamp('infinity');
+SELECT snowflake.uuid_from_timestamp('20000-01-01 00:00:00+00');
+\set VERBOSITY default
+
 -- 1.0 updated to 1.1: the same functions, volatility and overloads.
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake VERSION '1.0';

@@ -29,3 +29,12 @@ CREATE FUNCTION from_timestamp(ts timestamptz, epoch timestamptz, time_unit_ms i
 		timestamp_bits integer, datacenter_bits integer, worker_bits integer,
 		sequence_bits integer) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'sf_from_timestamp' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- A UUIDv7's time (its first 48 bits), and the lowest UUIDv7 of the first
+-- millisecond at or after a time (for a range scan of a UUIDv7 key):
+-- IMMUTABLE, no device.  PostgreSQL 18's uuid_extract_timestamp() does
+-- the first; on 15 to 17 there is none.
+CREATE FUNCTION uuid_timestamp(u uuid) RETURNS timestamptz
+	AS 'MODULE_PATHNAME', 'sf_uuid_timestamp' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION uuid_from_timestamp(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'sf_uuid_from_timestamp' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
