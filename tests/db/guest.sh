@@ -209,7 +209,7 @@ else
 fi
 pg -c 'CREATE TABLE seq8 (s int, n int, id bigint DEFAULT snowflake.nextval())'
 for s in 1 2 3 4 5 6 7 8; do
-	pg -c "INSERT INTO seq8 (s, n) SELECT $s, g FROM generate_series(1, 20000) g"
+	pg -c "INSERT INTO seq8 (s, n) SELECT $s, g FROM generate_series(1, 2000) g"
 done
 # shellcheck disable=SC2059
 b=$(pg -c "$(printf "$bounds" seq8)")
