@@ -81,9 +81,7 @@ db_debs() {
 # built with PGXS in the build root (db_root's, unpacked) into
 # $OUT/mutants/NAME.so, which tests/db/guest.sh puts in place of the
 # installed snowflake.so and runs pg_regress on: the mutant must fail it,
-# in the test its header names; a mutant whose "Killed by:" is "the long
-# tick" (NAME.tick beside it) must fail the statement_timeout check on the
-# one-hour tick instead.  A patch that no longer applies or builds
+# in the test its header names.  A patch that no longer applies or builds
 # is a failure.
 db_mutants() {
 	local p m mr=$BUILD/db/build-root/root/mut
@@ -101,10 +99,6 @@ db_mutants() {
 				"make -C /root/mut/clients/postgresql PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config" \
 				>>"$OUT/mutant-$m.log" 2>&1; then
 			cp "$mr/clients/postgresql/snowflake.so" "$OUT/mutants/$m.so"
-			# Killed by the long tick's statement_timeout, not pg_regress.
-			if grep -q '^Killed by: the long tick' "$p"; then
-				touch "$OUT/mutants/$m.tick"
-			fi
 			ok "mutant $m: applies and builds"
 		else
 			tail -n 10 "$OUT/mutant-$m.log" | indent
@@ -241,7 +235,6 @@ db_boot() {
 	if compgen -G "$OUT/mutants/*.so" >/dev/null; then
 		mkdir -p "$ov/usr/local/share/sf-db/mutants"
 		cp "$OUT"/mutants/*.so "$ov/usr/local/share/sf-db/mutants/"
-		cp "$OUT"/mutants/*.tick "$ov/usr/local/share/sf-db/mutants/" 2>/dev/null || true
 	fi
 	# The documents whose SQL examples run there.
 	cp "$ROOT/README.md" "$ROOT/docs/databases.md" "$ov/usr/local/share/sf-db/"
