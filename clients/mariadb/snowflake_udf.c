@@ -10,17 +10,34 @@
  *   snowflake_datacenter(id), snowflake_worker(id), snowflake_sequence(id)
  *
  * Order: one read per call, no cache: the kernel orders every call on the
- * host.  The device is opened once per server thread (a thread-local
- * handle, closed when the thread ends), again after a fork or a failed
- * read.  The init function of each statement opens it and checks the
- * device's state, so that a missing module, a permission, a foreign device
- * or a device that refuses (no lease) fails the statement before any row,
- * with what to do in the message; a read that fails later in the statement
- * sets the row's error, which ends the statement (ER_UDF_ERROR) instead of
- * handing out NULL.
+ * host.  The device is opened by the init function and closed by the
+ * deinit function: its handle lives in initid->ptr, the function call's
+ * own state of the UDF interface (a statement's, or, for a column's
+ * DEFAULT, the cached table's), and nothing of the library outlives it.
+ * No thread-specific key or destructor: the server unloads the library
+ * when the last function is dropped, and a thread that ends after that
+ * must find nothing of it to run (a key's destructor in the library sent
+ * such a thread into unmapped memory: issue 43).  The init function also
+ * checks the device's state, so that a missing module, a permission, a
+ * foreign device or a device that refuses (no lease) fails the statement
+ * before any row, with what to do in the message.
+ *
+ * A read that fails later raises the server's error (my_printf_error(),
+ * which mariadbd exports, found with dlsym()): the statement fails, also
+ * without strict mode, where a NULL would become 0 in a NOT NULL key with
+ * a warning.  The row's value is NULL, never the UDF error flag: the
+ * server keeps that flag for the rest of the function call's life, which
+ * for a DEFAULT is the cached table's, and would hand out NULL (0) without
+ * calling here again.  After a failure the next call opens the device
+ * again.
+ *
+ * A wait for the next tick (up to time_unit_ms) is a poll of the
+ * non-blocking device, 100 ms at a time, between which KILL QUERY and
+ * max_statement_time are seen (thd_kill_level(), also found with dlsym()).
  */
+#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,71 +54,35 @@
 #include <snowflake.h>
 #undef snowflake_next
 
-struct sf_dev {
+/* The server's error and kill check (mariadbd exports both). */
+typedef void (*sf_error_fn)(unsigned int code, const char *fmt, unsigned long flags, ...);
+typedef int (*sf_killed_fn)(const void *thd);
+#define SF_ER_UNKNOWN_ERROR 1105	/* HY000, ER_UNKNOWN_ERROR */
+#define SF_POLL_MS 100
+
+/* A function call's open device (initid->ptr), closed by its deinit function. */
+struct sf_stmt {
 	struct snowflake *h;
-	pid_t pid;
+	int uuid;
+	sf_error_fn error;
+	sf_killed_fn killed;
 };
 
-static pthread_key_t sf_key[2];
-static pthread_once_t sf_once = PTHREAD_ONCE_INIT;
-static int sf_key_err;
-
-static void sf_free(void *p)
+static int sf_open_dev(int uuid, struct snowflake **h)
 {
-	struct sf_dev *d = p;
-
-	if (d && d->h && d->pid == getpid())
-		snowflake_close(d->h);
-	free(d);
+	return uuid ? snowflake_uuid_open(h, NULL, SNOWFLAKE_NONBLOCK) :
+		      snowflake_open(h, NULL, SNOWFLAKE_NONBLOCK);
 }
 
-static void sf_keys(void)
+static void sf_deinit(UDF_INIT *initid)
 {
-	sf_key_err = pthread_key_create(&sf_key[0], sf_free) ||
-		     pthread_key_create(&sf_key[1], sf_free);
-}
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
 
-/* The thread's handle of kind @uuid (0: /dev/snowflake), opened if needed. */
-static int sf_get(int uuid, struct snowflake **h)
-{
-	struct sf_dev *d;
-	int err;
-
-	if (pthread_once(&sf_once, sf_keys) || sf_key_err)
-		return -ENOMEM;
-	d = pthread_getspecific(sf_key[uuid]);
-	if (!d) {
-		d = calloc(1, sizeof(*d));
-		if (!d || pthread_setspecific(sf_key[uuid], d)) {
-			free(d);
-			return -ENOMEM;
-		}
+	if (st) {
+		snowflake_close(st->h);
+		free(st);
 	}
-	if (d->h && d->pid == getpid()) {
-		*h = d->h;
-		return 0;
-	}
-	/* A descriptor inherited from another process is left to it. */
-	d->h = NULL;
-	err = uuid ? snowflake_uuid_open(&d->h, NULL, 0) : snowflake_open(&d->h, NULL, 0);
-	if (err) {
-		d->h = NULL;
-		return err;
-	}
-	d->pid = getpid();
-	*h = d->h;
-	return 0;
-}
-
-/* After a failed read: the next call opens the device again. */
-static void sf_drop(int uuid)
-{
-	struct sf_dev *d = pthread_getspecific(sf_key[uuid]);
-
-	if (d && d->h && d->pid == getpid())
-		snowflake_close(d->h);
-	if (d)
-		d->h = NULL;
+	initid->ptr = NULL;
 }
 
 /*
@@ -112,8 +93,13 @@ static void sf_drop(int uuid)
 static void sf_message(char *msg, int uuid, const char *op, int err)
 {
 	const char *path = uuid ? SNOWFLAKE_UUID_DEFAULT_PATH : SNOWFLAKE_DEFAULT_PATH;
-	struct passwd *pw = getpwuid(geteuid());
-	const char *user = pw ? pw->pw_name : "mysql";
+	struct passwd pwd, *pw = NULL;
+	char buf[1024];
+	const char *user = "mysql";
+
+	/* getpwuid() shares one buffer among the server's threads. */
+	if (!getpwuid_r(geteuid(), &pwd, buf, sizeof(buf), &pw) && pw)
+		user = pw->pw_name;
 
 	switch (-err) {
 	case ENOENT:
@@ -145,10 +131,11 @@ static void sf_message(char *msg, int uuid, const char *op, int err)
 static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 		       unsigned int nargs, const char *name)
 {
-	struct snowflake_stats st;
-	struct snowflake *h;
+	struct snowflake_stats stats;
+	struct sf_stmt *st;
 	int err;
 
+	initid->ptr = NULL;
 	if (args->arg_count != nargs) {
 		snprintf(msg, MYSQL_ERRMSG_SIZE, "%s() takes %u argument%s", name, nargs,
 			 nargs == 1 ? "" : "s");
@@ -156,19 +143,31 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 	}
 	if (nargs)
 		args->arg_type[0] = INT_RESULT;
-	err = sf_get(uuid, &h);
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		sf_message(msg, uuid, "open", -ENOMEM);
+		return 1;
+	}
+	err = sf_open_dev(uuid, &st->h);
 	if (err) {
+		free(st);
 		sf_message(msg, uuid, "open", err);
 		return 1;
 	}
+	st->uuid = uuid;
+	/* A pointer to function from a data pointer: POSIX's dlsym(). */
+	*(void **)&st->error = dlsym(RTLD_DEFAULT, "my_printf_error");
+	*(void **)&st->killed = dlsym(RTLD_DEFAULT, "thd_kill_level");
+	initid->ptr = (char *)st;
 	if (!uuid) {
-		err = snowflake_get_stats(h, &st);
+		err = snowflake_get_stats(st->h, &stats);
 		if (err) {
-			sf_drop(uuid);
+			sf_deinit(initid);
 			sf_message(msg, uuid, "SNOWFLAKE_IOC_GET_STATS", err);
 			return 1;
 		}
-		if (!nargs && (st.state & SNOWFLAKE_STATE_REFUSING)) {
+		if (!nargs && (stats.state & SNOWFLAKE_STATE_REFUSING)) {
+			sf_deinit(initid);
 			sf_message(msg, uuid, "its state", -ENOTCONN);
 			return 1;
 		}
@@ -178,9 +177,102 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 	return 0;
 }
 
+/* The call's handle: its init function opened it; again after a failure. */
+static int sf_h(UDF_INIT *initid, struct snowflake **h)
+{
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
+
+	if (!st)
+		return -EINVAL;
+	if (!st->h) {
+		int err = sf_open_dev(st->uuid, &st->h);
+
+		if (err) {
+			st->h = NULL;
+			return err;
+		}
+	}
+	*h = st->h;
+	return 0;
+}
+
+/* The statement was killed (KILL QUERY, max_statement_time). */
+static int sf_killed(const struct sf_stmt *st)
+{
+	return st->killed && st->killed(NULL) != 0;
+}
+
+/*
+ * One record into @buf: -EAGAIN (the tick used up) is waited out by poll()
+ * on the device, SF_POLL_MS at a time, checking for a kill in between
+ * (-EINTR then).
+ */
+static int sf_read(UDF_INIT *initid, void *buf)
+{
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
+	struct snowflake *h;
+	int err;
+
+	for (;;) {
+		err = sf_h(initid, &h);
+		if (err)
+			return err;
+		if (st->uuid) {
+			err = snowflake_uuid_next(h, buf);
+		} else {
+			long r = snowflake_next_n(h, buf, 1);
+
+			err = r == 1 ? 0 : r < 0 ? (int)r : -ENODATA;
+		}
+		if (err != -EAGAIN)
+			return err;
+		if (sf_killed(st))
+			return -EINTR;
+		{
+			struct pollfd p = { .fd = snowflake_fd(h), .events = POLLIN };
+
+			if (poll(&p, 1, SF_POLL_MS) < 0 && errno != EINTR)
+				return -errno;
+		}
+		if (sf_killed(st))
+			return -EINTR;
+	}
+}
+
+/*
+ * A failure after init: the server's error, so that the statement fails
+ * (see the top), the device closed (the next call opens it again), and
+ * the row's value NULL.  Without the server's error function (not
+ * MariaDB), the UDF error flag, the interface's own.
+ */
+static void sf_fail(UDF_INIT *initid, const char *op, int err, char *is_null, char *error)
+{
+	struct sf_stmt *st = (struct sf_stmt *)initid->ptr;
+	char msg[MYSQL_ERRMSG_SIZE];
+
+	*is_null = 1;
+	if (!st) {
+		*error = 1;
+		return;
+	}
+	snowflake_close(st->h);
+	st->h = NULL;
+	/* A kill: the server reports it. */
+	if (err == -EINTR && sf_killed(st))
+		return;
+	if (!st->error) {
+		*error = 1;
+		return;
+	}
+	sf_message(msg, st->uuid, op, err);
+	st->error(SF_ER_UNKNOWN_ERROR, "%s", 0, msg);
+}
+
 my_bool snowflake_next_init(UDF_INIT *initid, UDF_ARGS *args, char *msg);
+void snowflake_next_deinit(UDF_INIT *initid);
 long long snowflake_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error);
 my_bool snowflake_uuidv7_init(UDF_INIT *initid, UDF_ARGS *args, char *msg);
+void snowflake_uuidv7_deinit(UDF_INIT *initid);
 char *snowflake_uuidv7(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		       unsigned long *length, char *is_null, char *error);
 
@@ -189,17 +281,21 @@ my_bool snowflake_next_init(UDF_INIT *initid, UDF_ARGS *args, char *msg)
 	return sf_init(initid, args, msg, 0, 0, "snowflake_next");
 }
 
+void snowflake_next_deinit(UDF_INIT *initid)
+{
+	sf_deinit(initid);
+}
+
 long long snowflake_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
-	struct snowflake *h;
 	uint64_t id;
+	int err;
 
-	(void)initid;
 	(void)args;
 	*is_null = 0;
-	if (sf_get(0, &h) || snowflake_next_n(h, &id, 1) != 1) {
-		sf_drop(0);
-		*error = 1;
+	err = sf_read(initid, &id);
+	if (err) {
+		sf_fail(initid, "read", err, is_null, error);
 		return 0;
 	}
 	return (long long)id;
@@ -213,20 +309,25 @@ my_bool snowflake_uuidv7_init(UDF_INIT *initid, UDF_ARGS *args, char *msg)
 	return 0;
 }
 
+void snowflake_uuidv7_deinit(UDF_INIT *initid)
+{
+	sf_deinit(initid);
+}
+
 char *snowflake_uuidv7(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		       unsigned long *length, char *is_null, char *error)
 {
 	uint8_t u[SNOWFLAKE_UUID_SIZE];
-	struct snowflake *h;
+	int err;
 
-	(void)initid;
 	(void)args;
 	*is_null = 0;
 	/* result has room for 255 bytes, more than the 37 of the text form. */
-	if (sf_get(1, &h) || snowflake_uuid_next(h, u) ||
-	    snowflake_uuid_format(u, result, SNOWFLAKE_UUID_STR_MAX) < 0) {
-		sf_drop(1);
-		*error = 1;
+	err = sf_read(initid, u);
+	if (!err && snowflake_uuid_format(u, result, SNOWFLAKE_UUID_STR_MAX) < 0)
+		err = -EINVAL;
+	if (err) {
+		sf_fail(initid, "read", err, is_null, error);
 		return NULL;
 	}
 	*length = SNOWFLAKE_UUID_STR_MAX - 1;
@@ -236,20 +337,24 @@ char *snowflake_uuidv7(UDF_INIT *initid, UDF_ARGS *args, char *result,
 /* The decoding functions: the ID's field, by the device's own layout. */
 enum sf_field { SF_UNIX_MS, SF_DATACENTER, SF_WORKER, SF_SEQUENCE };
 
-static long long sf_field(UDF_ARGS *args, char *is_null, char *error, enum sf_field f)
+static long long sf_field(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error,
+			  enum sf_field f)
 {
 	struct snowflake_config cfg;
 	struct snowflake_parts p;
 	struct snowflake *h;
+	int err;
 
 	*is_null = 0;
 	if (!args->args[0]) {
 		*is_null = 1;
 		return 0;
 	}
-	if (sf_get(0, &h) || snowflake_get_config(h, &cfg)) {
-		sf_drop(0);
-		*error = 1;
+	err = sf_h(initid, &h);
+	if (!err)
+		err = snowflake_get_config(h, &cfg);
+	if (err) {
+		sf_fail(initid, "SNOWFLAKE_IOC_GET_CONFIG", err, is_null, error);
 		return 0;
 	}
 	/* Not an ID of this layout (a bit above its widths): NULL. */
@@ -271,15 +376,19 @@ static long long sf_field(UDF_ARGS *args, char *is_null, char *error, enum sf_fi
 
 #define SF_DECODER(name, field)							\
 	my_bool name##_init(UDF_INIT *initid, UDF_ARGS *args, char *msg);	\
+	void name##_deinit(UDF_INIT *initid);					\
 	long long name(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error); \
 	my_bool name##_init(UDF_INIT *initid, UDF_ARGS *args, char *msg)	\
 	{									\
 		return sf_init(initid, args, msg, 0, 1, #name);			\
 	}									\
+	void name##_deinit(UDF_INIT *initid)					\
+	{									\
+		sf_deinit(initid);						\
+	}									\
 	long long name(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error) \
 	{									\
-		(void)initid;							\
-		return sf_field(args, is_null, error, field);			\
+		return sf_field(initid, args, is_null, error, field);		\
 	}
 
 SF_DECODER(snowflake_unix_ms, SF_UNIX_MS)

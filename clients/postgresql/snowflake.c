@@ -11,15 +11,27 @@
  * or out of order, and a failed read raises an error, which aborts the
  * statement (nothing half-inserted).
  *
+ * A wait for the next tick (up to time_unit_ms, an hour at most) is not a
+ * sleep in the kernel, which PostgreSQL's signal handlers (SA_RESTART)
+ * would restart: the device is opened non-blocking, and a read that finds
+ * the tick used up (-EAGAIN) waits on the backend's latch and the device
+ * (WaitLatchOrSocket, wait event "Extension"), then CHECK_FOR_INTERRUPTS():
+ * statement_timeout, pg_cancel_backend(), pg_terminate_backend() and a
+ * fast shutdown end it at once.
+ *
  * The device is opened once per backend and kept.  A backend is forked from
  * the postmaster: a descriptor opened in another process (the postmaster,
  * when the library is preloaded) is not used but reopened (pid check), and
  * after any failed read the descriptor is closed and opened again by the
  * next call (the module may have been reloaded).
  *
- * Decoding asks the device for its layout (SNOWFLAKE_IOC_GET_CONFIG: epoch,
- * time unit, the four widths) on every call: nothing is assumed, and a
- * layout changed by the administrator is seen at once.
+ * Decoding by the device's layout asks the device for it
+ * (SNOWFLAKE_IOC_GET_CONFIG: epoch, time unit, the four widths): nothing is
+ * assumed.  Those forms are STABLE (the layout cannot change while a
+ * descriptor is open), so that a bound like from_timestamp(now() - ...) is
+ * an index condition.  The forms that take the layout as arguments
+ * (snowflake--1.0--1.1.sql) read no device and are IMMUTABLE: expression
+ * indexes, generated columns, and hosts without the module (a replica).
  */
 #include "postgres.h"
 
@@ -31,15 +43,18 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "access/htup_details.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
+#include "utils/wait_event.h"
 
 /* PostgreSQL 18 names a module in pg_get_loaded_modules(). */
 #if PG_VERSION_NUM >= 180000
-PG_MODULE_MAGIC_EXT(.name = "snowflake", .version = "1.0");
+PG_MODULE_MAGIC_EXT(.name = "snowflake", .version = "1.1");
 #else
 PG_MODULE_MAGIC;
 #endif
@@ -84,7 +99,7 @@ _PG_init(void)
 static void
 sf_forget(struct sf_dev *d)
 {
-	if (d->h && d->pid == getpid())
+	if (d->h && d->pid == MyProcPid)
 		snowflake_close(d->h);
 	/* A descriptor of another process: not ours to close (CLOEXEC only). */
 	d->h = NULL;
@@ -158,20 +173,48 @@ sf_get(struct sf_dev *d)
 {
 	int err;
 
-	if (d->h && d->pid == getpid() && strcmp(d->opened, *d->path) == 0)
+	if (d->h && d->pid == MyProcPid && strcmp(d->opened, *d->path) == 0)
 		return d->h;
 	sf_forget(d);
 	if (d == &sf_ids)
-		err = snowflake_open(&d->h, *d->path, 0);
+		err = snowflake_open(&d->h, *d->path, SNOWFLAKE_NONBLOCK);
 	else
-		err = snowflake_uuid_open(&d->h, *d->path, 0);
+		err = snowflake_uuid_open(&d->h, *d->path, SNOWFLAKE_NONBLOCK);
 	if (err) {
 		d->h = NULL;
 		sf_raise(d, "open", -err);
 	}
-	d->pid = getpid();
+	d->pid = MyProcPid;
 	strlcpy(d->opened, *d->path, sizeof(d->opened));
 	return d->h;
+}
+
+/*
+ * One record of @d into @buf: the tick used up is waited out on the latch
+ * and the device's descriptor, with CHECK_FOR_INTERRUPTS() in between (see
+ * the top).  Raises the error of a failed read.
+ */
+static void
+sf_read(struct sf_dev *d, void *buf)
+{
+	for (;;) {
+		struct snowflake *h;
+		int err;
+
+		CHECK_FOR_INTERRUPTS();
+		h = sf_get(d);
+		err = d == &sf_ids ? snowflake_next(h, buf) : snowflake_uuid_next(h, buf);
+		if (err == 0)
+			return;
+		if (err != -EAGAIN)
+			sf_raise(d, "read", -err);
+		/* The device is readable at the next tick (its poll). */
+		(void) WaitLatchOrSocket(MyLatch,
+					 WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT |
+					 WL_EXIT_ON_PM_DEATH,
+					 snowflake_fd(h), 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 PG_FUNCTION_INFO_V1(sf_nextval);
@@ -179,12 +222,9 @@ Datum
 sf_nextval(PG_FUNCTION_ARGS)
 {
 	uint64_t id;
-	int err;
 
 	/* One read: the kernel's order across the host (see the top). */
-	err = snowflake_next(sf_get(&sf_ids), &id);
-	if (err)
-		sf_raise(&sf_ids, "read", -err);
+	sf_read(&sf_ids, &id);
 	PG_RETURN_INT64((int64) id);
 }
 
@@ -193,12 +233,9 @@ Datum
 sf_uuidv7(PG_FUNCTION_ARGS)
 {
 	pg_uuid_t *u = palloc(sizeof(*u));
-	int err;
 
 	StaticAssertStmt(sizeof(u->data) == SNOWFLAKE_UUID_SIZE, "uuid size");
-	err = snowflake_uuid_next(sf_get(&sf_uuids), u->data);
-	if (err)
-		sf_raise(&sf_uuids, "read", -err);
+	sf_read(&sf_uuids, u->data);
 	PG_RETURN_UUID_P(u);
 }
 
@@ -212,14 +249,69 @@ sf_layout(struct snowflake_config *cfg)
 		sf_raise(&sf_ids, "SNOWFLAKE_IOC_GET_CONFIG", -err);
 }
 
+/*
+ * The layout given as arguments @first.. of the call: epoch (timestamptz,
+ * a whole ms at or after 1970), time unit (ms), the four widths; checked
+ * as the kernel checks a layout (snowflake_check_layout).
+ */
 static void
-sf_decode(int64 id, struct snowflake_config *cfg, struct snowflake_parts *p)
+sf_arg_layout(FunctionCallInfo fcinfo, int first, struct snowflake_config *cfg)
 {
-	sf_layout(cfg);
-	if (snowflake_decode(cfg, (uint64_t) id, p))
+	TimestampTz epoch = PG_GETARG_TIMESTAMPTZ(first);
+	int32 v[5];
+	int i;
+
+	for (i = 0; i < 5; i++)
+		v[i] = PG_GETARG_INT32(first + 1 + i);
+	if (TIMESTAMP_NOT_FINITE(epoch) || epoch % 1000 != 0 ||
+	    epoch < -PG_EPOCH_UNIX_MS * 1000)
 		ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("snowflake: " INT64_FORMAT " is not an ID of this device's layout", id),
+			 errmsg("snowflake: the epoch must be a whole millisecond at or after 1970-01-01 00:00:00+00")));
+	for (i = 0; i < 5; i++)
+		if (v[i] < 0)
+			ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snowflake: the time unit and the widths cannot be negative")));
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->epoch_ms = (uint64_t) (epoch / 1000 + PG_EPOCH_UNIX_MS);
+	cfg->time_unit_ms = (uint32_t) v[0];
+	cfg->timestamp_bits = (uint8_t) Min(v[1], 255);
+	cfg->datacenter_bits = (uint8_t) Min(v[2], 255);
+	cfg->worker_bits = (uint8_t) Min(v[3], 255);
+	cfg->sequence_bits = (uint8_t) Min(v[4], 255);
+	if (snowflake_check_layout(cfg))
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snowflake: not a valid layout: unit %d ms, %d/%d/%d/%d bits",
+				v[0], v[1], v[2], v[3], v[4]),
+			 errdetail("The time unit must be at least 1 ms and the four widths must fit 63 bits, as the module requires (snowflake.layout() shows a device's).")));
+}
+
+/*
+ * @id split by @cfg: the device's layout (@explicit false: read now) or
+ * the one given.
+ */
+static void
+sf_decode(int64 id, struct snowflake_config *cfg, struct snowflake_parts *p, bool explicit)
+{
+	int err;
+
+	if (!explicit)
+		sf_layout(cfg);
+	err = snowflake_decode(cfg, (uint64_t) id, p);
+	if (err == -EOVERFLOW)
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake: the time of " INT64_FORMAT " does not fit 64 bits of Unix ms", id),
+			 errdetail("Layout: %u/%u/%u/%u bits, epoch %llu ms, unit %u ms.",
+				   cfg->timestamp_bits, cfg->datacenter_bits, cfg->worker_bits,
+				   cfg->sequence_bits, (unsigned long long) cfg->epoch_ms, cfg->time_unit_ms)));
+	if (err)
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snowflake: " INT64_FORMAT " is not an ID of %s layout", id,
+				explicit ? "this" : "this device's"),
 			 errdetail("Layout: %u/%u/%u/%u bits, epoch %llu ms, unit %u ms: bits above those are set.",
 				   cfg->timestamp_bits, cfg->datacenter_bits, cfg->worker_bits,
 				   cfg->sequence_bits, (unsigned long long) cfg->epoch_ms, cfg->time_unit_ms)));
@@ -230,7 +322,8 @@ sf_unix_ms_to_tstz(uint64_t unix_ms)
 {
 	int64 ms = (int64) unix_ms - PG_EPOCH_UNIX_MS;
 
-	if (unix_ms > (uint64_t) PG_INT64_MAX / 2 || ms > PG_INT64_MAX / 1000)
+	if (unix_ms > (uint64_t) PG_INT64_MAX / 2 || ms > PG_INT64_MAX / 1000 ||
+	    !IS_VALID_TIMESTAMP(ms * 1000))
 		ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			 errmsg("snowflake: the ID's time is out of timestamptz's range")));
@@ -244,7 +337,11 @@ sf_timestamp(PG_FUNCTION_ARGS)
 	struct snowflake_config cfg;
 	struct snowflake_parts p;
 
-	sf_decode(PG_GETARG_INT64(0), &cfg, &p);
+	bool explicit = PG_NARGS() > 1;
+
+	if (explicit)
+		sf_arg_layout(fcinfo, 1, &cfg);
+	sf_decode(PG_GETARG_INT64(0), &cfg, &p, explicit);
 	PG_RETURN_TIMESTAMPTZ(sf_unix_ms_to_tstz(p.unix_ms));
 }
 
@@ -257,10 +354,13 @@ sf_decode_record(PG_FUNCTION_ARGS)
 	TupleDesc td;
 	Datum v[4];
 	bool nulls[4] = { false, false, false, false };
+	bool explicit = PG_NARGS() > 1;
 
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "snowflake.decode: a record type was expected");
-	sf_decode(PG_GETARG_INT64(0), &cfg, &p);
+	if (explicit)
+		sf_arg_layout(fcinfo, 1, &cfg);
+	sf_decode(PG_GETARG_INT64(0), &cfg, &p, explicit);
 	v[0] = TimestampTzGetDatum(sf_unix_ms_to_tstz(p.unix_ms));
 	v[1] = Int64GetDatum((int64) p.datacenter);
 	v[2] = Int64GetDatum((int64) p.worker);
@@ -311,7 +411,10 @@ sf_from_timestamp(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			 errmsg("snowflake.from_timestamp: infinite time has no ID")));
-	sf_layout(&cfg);
+	if (PG_NARGS() > 1)
+		sf_arg_layout(fcinfo, 1, &cfg);
+	else
+		sf_layout(&cfg);
 	epoch_us = ((int64) cfg.epoch_ms - PG_EPOCH_UNIX_MS) * 1000;
 	unit_us = (int64) cfg.time_unit_ms * 1000;
 	if (ts <= epoch_us) {
@@ -325,7 +428,65 @@ sf_from_timestamp(PG_FUNCTION_ARGS)
 	if (err)
 		ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			 errmsg("snowflake.from_timestamp: the time is past the device's %u timestamp bits",
+			 errmsg("snowflake.from_timestamp: the time is past the layout's %u timestamp bits",
 				cfg.timestamp_bits)));
 	PG_RETURN_INT64((int64) id);
+}
+
+/*
+ * A UUIDv7's time (RFC 9562: the first 48 bits, Unix ms), read from the
+ * UUID alone: IMMUTABLE.  Anything but version 7 of the RFC's variant is
+ * refused.
+ */
+PG_FUNCTION_INFO_V1(sf_uuid_timestamp);
+Datum
+sf_uuid_timestamp(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t *u = PG_GETARG_UUID_P(0);
+	uint64_t ms = 0;
+	int i;
+
+	if ((u->data[6] >> 4) != 7 || (u->data[8] & 0xc0) != 0x80)
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snowflake.uuid_timestamp: not a UUIDv7 (version %d, variant bits %d%d)",
+				u->data[6] >> 4, u->data[8] >> 7, (u->data[8] >> 6) & 1),
+			 errdetail("A UUIDv7 has version 7 and the RFC 9562 variant (binary 10).")));
+	for (i = 0; i < 6; i++)
+		ms = (ms << 8) | u->data[i];
+	PG_RETURN_TIMESTAMPTZ(sf_unix_ms_to_tstz(ms));
+}
+
+/*
+ * The lowest UUIDv7 of the first millisecond at or after @ts (the lowest
+ * of 1970-01-01 before it): u >= uuid_from_timestamp(a) AND
+ * u < uuid_from_timestamp(b) is every UUIDv7 of [a, b).  IMMUTABLE.
+ */
+PG_FUNCTION_INFO_V1(sf_uuid_from_timestamp);
+Datum
+sf_uuid_from_timestamp(PG_FUNCTION_ARGS)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	pg_uuid_t *u = palloc0(sizeof(*u));
+	int64 unix_us;
+	uint64_t ms;
+	int i;
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake.uuid_from_timestamp: infinite time has no UUID")));
+	unix_us = ts + PG_EPOCH_UNIX_MS * 1000;
+	ms = unix_us <= 0 ? 0 : (uint64_t) (unix_us / 1000 + (unix_us % 1000 != 0));
+	if (ms >> 48)
+		ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowflake.uuid_from_timestamp: the time is past a UUIDv7's 48 bits of ms")));
+	for (i = 5; i >= 0; i--) {
+		u->data[i] = (uint8) (ms & 0xff);
+		ms >>= 8;
+	}
+	u->data[6] = 0x70;
+	u->data[8] = 0x80;
+	PG_RETURN_UUID_P(u);
 }

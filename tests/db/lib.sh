@@ -242,6 +242,7 @@ db_boot() {
 	install -m 0755 "$ROOT/bench/db/p9-guest.sh" "$ov/usr/local/share/sf-db/p9-guest.sh"
 	deb_guest_initramfs "$r" "$ov" "$img"
 	echo "# initramfs: $(($(stat -c %s "$img") >> 20)) MiB"
-	vm_boot_systemd "$kver" "$img" "$log" "$timeout" || return 1
+	# Two vCPUs: the concurrent sessions of tests/db/guest.sh overlap.
+	VM_SYSTEMD_CPUS=2 vm_boot_systemd "$kver" "$img" "$log" "$timeout" || return 1
 	rm -f "$img"
 }

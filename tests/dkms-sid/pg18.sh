@@ -84,8 +84,8 @@ q() {
 out=$(q 'CREATE EXTENSION snowflake' \
 	"SELECT extversion FROM pg_extension WHERE extname = 'snowflake'" \
 	"SELECT count(*) FROM pg_proc WHERE pronamespace = 'snowflake'::regnamespace")
-if [ "$(echo "$out" | xargs)" = "1.0 6" ]; then
-	say "ok CREATE EXTENSION snowflake: version 1.0, the 6 functions of the schema snowflake"
+if [ "$(echo "$out" | xargs)" = "1.1 11" ]; then
+	say "ok CREATE EXTENSION snowflake: version 1.1 (1.0 and its update script), the 11 functions of the schema snowflake"
 else
 	echo "$out" | info
 	say "notok CREATE EXTENSION snowflake"
@@ -118,11 +118,11 @@ else
 fi
 # 18's module information (PG_MODULE_MAGIC_EXT), once the library is loaded.
 out=$(q "LOAD 'snowflake'" "SELECT module_name || ' ' || version FROM pg_get_loaded_modules() WHERE file_name = 'snowflake.so'")
-if [ "$(tail -n 1 <<<"$out")" = "snowflake 1.0" ]; then
-	say "ok pg_get_loaded_modules(): snowflake 1.0"
+if [ "$(tail -n 1 <<<"$out")" = "snowflake 1.1" ]; then
+	say "ok pg_get_loaded_modules(): snowflake 1.1"
 else
 	echo "$out" | info
-	say "notok pg_get_loaded_modules(): no 'snowflake 1.0'"
+	say "notok pg_get_loaded_modules(): no 'snowflake 1.1'"
 fi
 
 # PostgreSQL's harness on what needs no device: PGXS's installcheck with

@@ -432,11 +432,12 @@ vm_guest_results() {
 
 # vm_boot_systemd KVER IMG LOG TIMEOUT: boot IMG on KVER with systemd as PID
 # 1, the console into LOG; qemu's exit code in $rc.  notok and 1 when there
-# is no guest kernel.  One CPU, one TCG thread (vm_accel_args); the
+# is no guest kernel.  One CPU (VM_SYSTEMD_CPUS), one TCG thread (vm_accel_args); the
 # initramfs is unpacked into RAM.  The
 # deb lane's systemd and containers guests and the quickstart guest.
 # VM_SYSTEMD_ARGS (an array): more qemu arguments (the upgrade lane's
-# second serial port).
+# second serial port); VM_SYSTEMD_CPUS: vCPUs (default 1; the db lane's
+# concurrent sessions take 2, still one TCG thread).
 vm_boot_systemd() {
 	local kver=$1 img=$2 log=$3 timeout=$4 kernel start
 	kernel=$(vmlinuz_of "$kver") || {
@@ -447,7 +448,7 @@ vm_boot_systemd() {
 	start=$(now)
 	rc=0
 	vm_accel_args single
-	timeout -k 10 "$timeout" qemu-system-x86_64 "${VM_ACCEL[@]}" -smp 1 -m 3072 \
+	timeout -k 10 "$timeout" qemu-system-x86_64 "${VM_ACCEL[@]}" -smp "${VM_SYSTEMD_CPUS:-1}" -m 3072 \
 		-nographic -no-reboot -nodefaults -serial mon:stdio \
 		-kernel "$kernel" -initrd "$img" "${VM_SYSTEMD_ARGS[@]}" \
 		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false ${VM_KARGS[*]} ${VM_APPEND:-}" \

@@ -14,6 +14,26 @@ SELECT count(*) AS out_of_order
   FROM (SELECT id, lag(id) OVER (ORDER BY g) AS prev FROM ids) s
  WHERE id <= prev;
 SELECT snowflake.nextval() > max(id) AS later_is_larger FROM ids;
+-- Order across backends, the reason there is no cache in a backend: IDs
+-- taken in turn here and in a second backend (dblink) increase in the
+-- order they were taken.
+CREATE EXTENSION dblink;
+SELECT dblink_connect('other', 'dbname=' || current_database()) AS connected;
+CREATE TEMP TABLE pp (n int, id bigint);
+DO $$
+BEGIN
+  FOR i IN 1..200 LOOP
+    IF i % 2 = 0 THEN
+      INSERT INTO pp VALUES (i, snowflake.nextval());
+    ELSE
+      INSERT INTO pp SELECT i, x FROM dblink('other', 'SELECT snowflake.nextval()') AS r(x bigint);
+    END IF;
+  END LOOP;
+END $$;
+SELECT count(*) AS ids, count(*) FILTER (WHERE id <= prev) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM pp) s;
+SELECT dblink_disconnect('other') AS disconnected;
+DROP EXTENSION dblink;
 
 -- As a column default.
 CREATE TEMP TABLE t (id bigint PRIMARY KEY DEFAULT snowflake.nextval(), v int);
@@ -50,6 +70,24 @@ SELECT count(*) = 1000 AS all_rows_in_range FROM t
  WHERE id >= snowflake.from_timestamp(now() - interval '1 hour')
    AND id < snowflake.from_timestamp(clock_timestamp() + interval '1 hour');
 SELECT snowflake.from_timestamp('1970-01-01 00:00:00+00') AS before_epoch;
+-- The documented query (docs/databases.md) is a range scan of the key:
+-- from_timestamp is STABLE, so its bound is an index condition, not a
+-- filter that reads the device once per row.
+ANALYZE t;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t
+ WHERE id >= snowflake.from_timestamp(now() - interval '1 hour');
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+-- The layout given as arguments decodes as the device does.
+SELECT snowflake.timestamp(i.id, l.epoch, l.time_unit_ms, l.timestamp_bits,
+         l.datacenter_bits, l.worker_bits, l.sequence_bits) = snowflake.timestamp(i.id) AS same_time,
+       (snowflake.decode(i.id, l.epoch, l.time_unit_ms, l.timestamp_bits,
+         l.datacenter_bits, l.worker_bits, l.sequence_bits)).worker = l.worker_id AS same_worker,
+       snowflake.from_timestamp(now(), l.epoch, l.time_unit_ms, l.timestamp_bits,
+         l.datacenter_bits, l.worker_bits, l.sequence_bits) = snowflake.from_timestamp(now()) AS same_bound
+  FROM (SELECT snowflake.nextval() AS id) i, snowflake.layout() l;
 
 -- Bad input: an ID with bits above the layout's.
 SELECT sf_err('SELECT snowflake.decode(-1)') AS decode_minus_one;

@@ -1,0 +1,130 @@
+#!/bin/bash
+# tests/db/host.sh: the db stage's checks that need no device, on this
+# host's own MariaDB 10.11 (issue 43): snowflake_udf.so built against this
+# tree's libsnowflake, loaded by a private mariadbd (a socket in a temporary
+# directory, no TCP port, thread_cache_size=0 so that a connection's thread
+# ends with it, as a thread-pool worker's idle exit does).
+#
+#   - The server lives through a call of every function (each fails: no
+#     device here), DROP FUNCTION of the six functions (the server unloads
+#     the library) and the caller's disconnect: a per-thread key whose
+#     destructor lived in the library sent the ending thread into unmapped
+#     memory ("mariadbd got signal 11", issue 43 defect 1).  Twice: the
+#     functions created again in between.
+#
+# tests/db/run.sh runs it first (db_host); alone: tests/db/host.sh, which
+# prints "db-host: N passed, M failed".  Needs mariadbd, mariadb-install-db,
+# mariadb_config (libmariadb-dev) and a C compiler.
+
+# db_host: the checks above, counted with ok/notok.
+db_host() {
+	local t m plugin mpid a round err
+	t=$(mktemp -d "${TMPDIR:-/tmp}/sf-db-host.XXXXXX")
+	plugin=$t/plugin
+	mkdir -p "$plugin"
+	if ! make -C "$ROOT/userspace" "$BUILD/userspace/libsnowflake.so" >"$t/lib.log" 2>&1 ||
+		! make -C "$ROOT/clients/mariadb" -B snowflake_udf.so \
+			SNOWFLAKE_CFLAGS="-I$ROOT/userspace/include -I$ROOT/uapi" \
+			SNOWFLAKE_LIBS="-L$BUILD/userspace -lsnowflake -Wl,-rpath,$BUILD/userspace" \
+			>>"$t/lib.log" 2>&1; then
+		indent <"$t/lib.log" | tail -n 20
+		notok "host: libsnowflake and clients/mariadb/snowflake_udf.so build"
+		rm -rf "$t"
+		return
+	fi
+	mv "$ROOT/clients/mariadb/snowflake_udf.so" "$plugin/"
+	ok "host: snowflake_udf.so built against this tree's libsnowflake"
+	if ! mariadb-install-db --no-defaults --datadir="$t/data" --user="$(id -un)" \
+		--auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=8M \
+		>"$t/install-db.log" 2>&1; then
+		indent <"$t/install-db.log" | tail -n 20
+		notok "host: mariadb-install-db"
+		rm -rf "$t"
+		return
+	fi
+	mariadbd --no-defaults --datadir="$t/data" --user="$(id -un)" --skip-networking \
+		--socket="$t/sock" --pid-file="$t/mysql.pid" --plugin-dir="$plugin" \
+		--thread-cache-size=0 --innodb-buffer-pool-size=32M --innodb-log-file-size=8M \
+		--log-error="$t/mariadbd.err" >/dev/null 2>&1 &
+	mpid=$!
+	m=(mariadb --no-defaults -uroot -S "$t/sock" --batch --skip-column-names)
+	for _ in $(seq 300); do
+		"${m[@]}" -e 'SELECT 1' >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	alive() { kill -0 "$mpid" 2>/dev/null && "${m[@]}" -e 'SELECT 1' >/dev/null 2>&1; }
+	if alive; then
+		ok "host: mariadbd $("${m[@]}" -e 'SELECT VERSION()') (thread_cache_size=$("${m[@]}" -e 'SELECT @@thread_cache_size'))"
+	else
+		indent <"$t/mariadbd.err" | tail -n 20
+		notok "host: mariadbd started"
+		kill "$mpid" 2>/dev/null || true
+		wait "$mpid" 2>/dev/null || true
+		rm -rf "$t"
+		return
+	fi
+	for round in 1 2; do
+		"${m[@]}" <"$ROOT/clients/mariadb/snowflake.sql" >"$t/create.log" 2>&1 || true
+		check "host: round $round: CREATE FUNCTION ... SONAME 'snowflake_udf.so' (snowflake.sql): 6 functions" \
+			test "$("${m[@]}" -e "SELECT COUNT(*) FROM mysql.func WHERE dl = 'snowflake_udf.so'")" = 6
+		# The caller: a call of each function (each fails: no device), then
+		# it waits for the DROP before it disconnects.
+		rm -f "$t/dropped"
+		{
+			for f in "snowflake_next()" "snowflake_uuidv7()" "snowflake_unix_ms(1)" \
+				"snowflake_datacenter(1)" "snowflake_worker(1)" "snowflake_sequence(1)"; do
+				echo "SELECT $f;"
+			done
+			echo "SELECT 'called';"
+			for _ in $(seq 300); do
+				[ -e "$t/dropped" ] && break
+				sleep 0.1
+			done
+		} | "${m[@]}" --force --unbuffered >"$t/caller.log" 2>&1 &
+		a=$!
+		for _ in $(seq 100); do
+			grep -q '^called' "$t/caller.log" && break
+			sleep 0.1
+		done
+		check "host: round $round: each call fails without a device and says so" \
+			sh -c "[ \$(grep -c 'no /dev/' '$t/caller.log') -eq 6 ] && grep -q '^called' '$t/caller.log'"
+		# The statements' last references go in the second after them
+		# (a DROP at once leaves the library loaded until the caller ends).
+		sleep 1
+		"${m[@]}" -e "DROP FUNCTION snowflake_next; DROP FUNCTION snowflake_uuidv7;
+			DROP FUNCTION snowflake_unix_ms; DROP FUNCTION snowflake_datacenter;
+			DROP FUNCTION snowflake_worker; DROP FUNCTION snowflake_sequence" >"$t/drop.log" 2>&1 &&
+			err=0 || err=$?
+		check "host: round $round: DROP FUNCTION of the six from another connection" test "$err" = 0
+		# The server unloads the library once no statement holds it (not
+		# at once after a call): the caller stays connected until then.
+		for _ in $(seq 100); do
+			grep -q snowflake_udf.so "/proc/$mpid/maps" || break
+			sleep 0.1
+		done
+		check "host: round $round: the server unloaded snowflake_udf.so (gone from /proc/PID/maps) while the caller is connected" \
+			sh -c "! grep -q snowflake_udf.so /proc/$mpid/maps && kill -0 $a"
+		touch "$t/dropped"
+		wait "$a" || true # the client's status: the calls failed
+		# The caller's thread ends after its disconnect: give it time.
+		sleep 1
+		alive && err=0 || err=1
+		check "host: round $round: mariadbd lives through the caller's disconnect after the DROP (no signal 11)" \
+			sh -c "[ $err = 0 ] && ! grep -q 'got signal' '$t/mariadbd.err'"
+		[ "$err" = 0 ] || break
+	done
+	grep -A 12 'got signal' "$t/mariadbd.err" | indent || true
+	[ -z "${DB_HOST_KEEP:-}" ] || { echo "# kept $t"; return; }
+	kill "$mpid" 2>/dev/null || true
+	wait "$mpid" 2>/dev/null || true
+	rm -rf "$t"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	set -euo pipefail
+	# shellcheck source=tests/lib/lib.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+	db_host
+	echo "db-host: $pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+fi
