@@ -73,7 +73,7 @@ say "# kernel $(uname -r), $(runuser -u postgres -- psql -X -A -t -c 'SHOW serve
 t "postgresql.service is active" until_ok 120 systemctl is-active postgresql@15-main.service
 t "mariadb.service is active" until_ok 120 systemctl is-active mariadb.service
 t "the device is there, strict, refusing (no worker id yet)" \
-	sh -c 'test -c /dev/snowflake && grep -q . /sys/class/misc/snowflake/strict'
+	sh -c 'test -c /dev/snowflake && test "$(cat /sys/class/misc/snowflake/strict)" = 1 && ! snowflake next >/dev/null 2>&1'
 info id postgres
 info id mysql
 info ls -l /dev/snowflake /dev/uuidv7
