@@ -673,8 +673,8 @@ static int save_open(const char *path, char *tmp, size_t len)
 	snprintf(tmp, len, "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		msg("config: --save: cannot write %s: %s (it needs root); nothing changed", tmp,
-		    strerror(errno));
+		msg("config: --save: cannot write %s: %s%s; nothing changed", tmp, strerror(errno),
+		    errno == EACCES || errno == EPERM || errno == EROFS ? " (it needs root)" : "");
 	return fd;
 }
 
