@@ -1045,6 +1045,7 @@ enum sf_value {
 	SF_WORKER_BITS,
 	SF_SEQUENCE_BITS,
 	SF_STRICT,
+	SF_WORKER_SET,
 	SF_REFUSING,
 	SF_FENCED,
 	SF_LAST_TIMESTAMP_MS,
@@ -1087,6 +1088,7 @@ static void sf_values(const struct sf_core *c,
 	v[SF_WORKER_BITS] = cfg->worker_bits;
 	v[SF_SEQUENCE_BITS] = cfg->sequence_bits;
 	v[SF_STRICT] = !!(st->state & SNOWFLAKE_STATE_STRICT);
+	v[SF_WORKER_SET] = !!(st->state & SNOWFLAKE_STATE_WORKER_SET);
 	v[SF_REFUSING] = !!(st->state & SNOWFLAKE_STATE_REFUSING);
 	v[SF_FENCED] = !!(st->state & SNOWFLAKE_STATE_FENCED);
 	v[SF_LAST_TIMESTAMP_MS] = st->last_timestamp_ms;
@@ -1143,6 +1145,7 @@ SF_VALUE_ATTR(datacenter_bits, SF_DATACENTER_BITS);
 SF_VALUE_ATTR(worker_bits, SF_WORKER_BITS);
 SF_VALUE_ATTR(sequence_bits, SF_SEQUENCE_BITS);
 SF_VALUE_ATTR(strict, SF_STRICT);
+SF_VALUE_ATTR(worker_set, SF_WORKER_SET);
 SF_VALUE_ATTR(refusing, SF_REFUSING);
 SF_VALUE_ATTR(fenced, SF_FENCED);
 SF_VALUE_ATTR(last_timestamp_ms, SF_LAST_TIMESTAMP_MS);
@@ -1179,6 +1182,7 @@ static struct attribute *sf_attrs[] = {
 	&sf_attr_worker_bits.attr.attr,
 	&sf_attr_sequence_bits.attr.attr,
 	&sf_attr_strict.attr.attr,
+	&sf_attr_worker_set.attr.attr,
 	&sf_attr_refusing.attr.attr,
 	&sf_attr_fenced.attr.attr,
 	&sf_attr_last_timestamp_ms.attr.attr,
@@ -1402,6 +1406,14 @@ static int __init snowflake_init(void)
 		sf->core.cfg.epoch_ms, sf->core.cfg.time_unit_ms,
 		sf->core.cfg.datacenter_id, sf->core.cfg.worker_id,
 		sf->core.refusing ? ", strict: reads refused until a worker id is set" : "");
+	/*
+	 * A host never given an identity serves the default ids, as every
+	 * other such host does: said at load, so that it is in the journal
+	 * of every boot (snowflake(1), "config --save").
+	 */
+	if (!sf->core.strict && !sf->core.worker_set)
+		pr_notice("no worker id was given to this host: it issues IDs as datacenter %u, worker %u, as every host without one does; give it its own with: snowflake config --datacenter D --worker W --save\n",
+			  sf->core.cfg.datacenter_id, sf->core.cfg.worker_id);
 	return 0;
 
 err_deregister:

@@ -467,7 +467,7 @@ TEST_F(cli, config_shows_the_sysfs_values)
 	static const char * const names[] = {
 		"epoch_ms", "time_unit_ms", "timestamp_bits", "datacenter_bits",
 		"worker_bits", "sequence_bits", "datacenter_id", "worker_id",
-		"random_sequence", "strict", "refusing", "fenced", "floor_ms",
+		"random_sequence", "strict", "worker_set", "refusing", "fenced", "floor_ms",
 		"last_timestamp_ms",
 	};
 	char *lines[64];
@@ -840,7 +840,7 @@ static const char * const stat_names[] = {
 	"ids_issued", "reads", "exhausted_waits", "eagain", "clock_catchups",
 	"floor_jumps", "refused_reads", "clock_ms", "clock_offset_ms",
 	"last_timestamp_ms", "floor_ms", "strict", "refusing", "datacenter_id",
-	"worker_id", "fenced", "fences",
+	"worker_id", "fenced", "fences", "worker_set",
 };
 
 TEST_F(cli, stats_plain)
@@ -952,6 +952,43 @@ TEST_F(cli, config_json)
 	}
 	run_free(&r);
 	run_free(&p);
+}
+
+/*
+ * Issue 44, item 2: a host never given a worker id says so (config's note,
+ * worker_set 0); config --save gives it one at once and records it for the
+ * next load, in $SNOWFLAKE_MODPROBE_CONF here.
+ */
+TEST_F(cli, save_gives_the_identity_at_once_and_records_it)
+{
+	static const char conf[] = "/tmp/cli_test-identity.conf";
+	char buf[1024];
+	struct run r;
+
+	ASSERT_EQ(0, sf_reload(""));
+	RUN(&r, "config");
+	ASSERT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	EXPECT_NE(NULL, strstr(r.out, "worker_set 0\n")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.err, "no worker id was given to this host")) TH_LOG("%s", r.err);
+	run_free(&r);
+	EXPECT_EQ(0, sf_sysfs_u64("worker_set"));
+
+	unlink(conf);
+	setenv("SNOWFLAKE_MODPROBE_CONF", conf, 1);
+	RUN(&r, "config", "--datacenter", "3", "--worker", "9", "--save");
+	unsetenv("SNOWFLAKE_MODPROBE_CONF");
+	ASSERT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	EXPECT_STREQ("", r.err);
+	run_free(&r);
+	EXPECT_EQ(3, sf_sysfs_u64("datacenter_id"));
+	EXPECT_EQ(9, sf_sysfs_u64("worker_id"));
+	EXPECT_EQ(1, sf_sysfs_u64("worker_set"));
+	ASSERT_LT(0, sf_read_path(conf, buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "\noptions snowflake datacenter_id=3 worker_id=9\n")) TH_LOG("%s", buf);
+	RUN(&r, "config");
+	EXPECT_STREQ("", r.err);
+	run_free(&r);
+	unlink(conf);
 }
 
 /* --version: the version of the VERSION file, as the module's. */

@@ -23,7 +23,7 @@ static const char * const rw_files[] = {
 
 static const char * const ro_files[] = {
 	"epoch_ms", "time_unit_ms", "timestamp_bits", "datacenter_bits",
-	"worker_bits", "sequence_bits", "strict", "refusing",
+	"worker_bits", "sequence_bits", "strict", "worker_set", "refusing",
 	"last_timestamp_ms", "clock_ms", "clock_offset_ms",
 	"statistics/ids_issued", "statistics/reads",
 	"statistics/exhausted_waits", "statistics/eagain",

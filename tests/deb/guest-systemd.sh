@@ -76,6 +76,48 @@ no_floor_warning() {
 	[ -z "$w" ]
 }
 
+SYS=/sys/class/misc/snowflake
+IDENTITY=/etc/modprobe.d/snowflake.identity.conf
+# dc_worker: the datacenter and worker of an ID read now, "D/W".
+dc_worker() {
+	snowflake next | xargs snowflake decode --layout-from-device |
+		sed -n 's/.* datacenter=\([0-9]*\) worker=\([0-9]*\) .*/\1\/\2/p'
+}
+# identity_is D W: the device's ids, worker_set 1, and an ID read now.
+identity_is() {
+	local got
+	got=$(dc_worker)
+	echo "sysfs $(cat $SYS/datacenter_id)/$(cat $SYS/worker_id) worker_set $(cat $SYS/worker_set); an ID read: $got"
+	[ "$(cat $SYS/datacenter_id)/$(cat $SYS/worker_id)/$(cat $SYS/worker_set)" = "$1/$2/1" ] &&
+		[ "$got" = "$1/$2" ]
+}
+# no_identity_note: `snowflake config` prints no note of a missing identity.
+no_identity_note() {
+	snowflake config >/dev/null 2>/tmp/sfsd.err
+	cat /tmp/sfsd.err
+	! grep -q 'no worker id was given' /tmp/sfsd.err
+}
+# boot_said_no_identity: the module's load in this boot said "no worker id".
+boot_said_no_identity() { journalctl -k -b --no-pager -q -o cat | grep 'no worker id was given'; }
+
+# Issue 44, item 2, after the reboot (tests/deb/systemd.sh boots the guest
+# a second time with the file `snowflake config --save` wrote in the first
+# boot, as a host's disk keeps it; no sfsd-test.conf: a static host).
+if [ "$(cat /etc/sfsd-phase 2>/dev/null)" = 2 ]; then
+	say "# after the reboot: $(cat $IDENTITY 2>&1 | grep -v '^#')"
+	t "after the reboot: snowflake-floor.service is active" systemctl is-active snowflake-floor.service
+	t "after the reboot: the module was loaded with the saved identity (datacenter 3, worker 9; a read says so too)" \
+		identity_is 3 9
+	t "after the reboot: the kernel did not say \"no worker id was given\" at this boot" \
+		eval '! boot_said_no_identity'
+	t "after the reboot: snowflake config says nothing of a missing identity" no_identity_note
+	failed=$(systemctl list-units --failed --no-legend --plain 'snowflake*' 2>&1)
+	t "after the reboot: no snowflake unit failed${failed:+ ($failed)}" test -z "$failed"
+	say 'done'
+	systemctl poweroff --no-block
+	exit 0
+fi
+
 say "# $(systemctl --version | head -n 1); kernel $(uname -r)"
 info systemctl is-system-running
 t "snowflake-floor.service is active" systemctl is-active snowflake-floor.service
@@ -129,6 +171,19 @@ t "the agent holds no capability (it configures through the device opened for wr
 key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*' | head -n 1)
 say "# Redis: $key = $(redis-cli -p 6379 get "$key" 2>/dev/null)"
 t "the device serves a member, with the pair of the lease in Redis" served_with "$key"
+# strict_save_refused: config --save of a fixed identity on the strict
+# device the agent leases: exit 1, says why, nothing changed, nothing saved.
+strict_save_refused() {
+	local before rc=0
+	before=$(cat $SYS/datacenter_id)/$(cat $SYS/worker_id)
+	snowflake config --datacenter 3 --worker 9 --save 2>/tmp/sfsd.err || rc=$?
+	cat /tmp/sfsd.err
+	echo "exit $rc; ids before $before, after $(cat $SYS/datacenter_id)/$(cat $SYS/worker_id)"
+	[ "$rc" = 1 ] && grep -q 'this device is strict' /tmp/sfsd.err &&
+		[ "$(cat $SYS/datacenter_id)/$(cat $SYS/worker_id)" = "$before" ] && [ ! -e $IDENTITY ]
+}
+t "config --datacenter 3 --worker 9 --save on the strict device the agent leases: refused (exit 1), nothing changed or saved" \
+	strict_save_refused
 t "the agent runs as snowflake-daemon" test "$(user_of snowflake-agent.service)" = snowflake-daemon
 t "systemctl stop snowflake-agent: stopped cleanly" systemctl stop snowflake-agent.service
 t "after the stop the device refuses reads (fenced)" refused
@@ -153,7 +208,7 @@ t "the restart logged no warning (no \"may repeat\")" no_floor_warning "$cursor"
 # snowflake-admin.  At boot the module may come before udev's coldplug
 # (systemd-modules-load.service runs before systemd-udev-trigger.service):
 # the same window here at will, udev's event queue held while the unit
-# loads the module, on a host without the agent (strict=0, static ids).
+# loads the module, on a host without the agent (strict=0).
 # The old unit restored through the read-only node (EPERM), failed, and a
 # service ordered after it (as every ordinary service is, through
 # sysinit.target) read below the saved floor.
@@ -162,7 +217,8 @@ t "the floor unit is ordered after udev's coldplug (After=systemd-udev-trigger.s
 	sh -c "systemctl show -P After snowflake-floor.service | grep -qw systemd-udev-trigger.service"
 systemctl stop snowflake-floor.service
 saved=$(snowflake-floord --show | sed -n 's/^floor_ms \([0-9]*\).*/\1/p')
-echo 'options snowflake strict=0 datacenter_id=1 worker_id=2' >/etc/modprobe.d/sfsd-test.conf
+# (No ids: this load is also the host never given an identity, below.)
+echo 'options snowflake strict=0' >/etc/modprobe.d/sfsd-test.conf
 
 # A metrics run that the module's unload overtakes: its condition
 # (ConditionPathExists=/sys/class/misc/snowflake) held when it started, the
@@ -243,6 +299,45 @@ ms=$(snowflake decode --layout-from-device "$id" 2>/dev/null | sed -n 's/.*unix_
 say "# saved floor_ms ${saved:-?}; the service read ${id:-nothing}, stamped ${ms:-?}"
 t "that ID is stamped at or above the saved floor (strict=0: no read below it)" \
 	test -n "$ms" -a -n "$saved" -a "${ms:-0}" -ge "${saved:-1}"
+
+# Issue 44, item 2: a host never given an identity says so, and one
+# command gives it one, at once and for every later load.
+t "a host never given an identity: worker_set 0 in sysfs" test "$(cat $SYS/worker_set)" = 0
+t "... snowflake config says so (worker_set 0, and a note on stderr)" \
+	sh -c 'snowflake config 2>/tmp/sfsd.err | grep -qx "worker_set 0" && cat /tmp/sfsd.err &&
+		grep -q "no worker id was given to this host" /tmp/sfsd.err'
+t "... the kernel said so at the load (the journal)" boot_said_no_identity
+t "... the metrics say so (snowflake_worker_set 0 in node_exporter's file)" \
+	sh -c 'systemctl reset-failed snowflake-metrics.service 2>/dev/null; systemctl start snowflake-metrics.service &&
+		grep -x "snowflake_worker_set 0" /var/lib/prometheus/node-exporter/snowflake.prom'
+# strict_saved: --strict --save on a device loaded without it: recorded for
+# the next load, and it says that the running device stays as it is.
+strict_saved() {
+	local rc=0
+	snowflake config --strict --save 2>/tmp/sfsd.err || rc=$?
+	cat /tmp/sfsd.err $IDENTITY
+	[ "$rc" = 0 ] && grep -q 'recorded for the module.s next load' /tmp/sfsd.err &&
+		grep -qx 'options snowflake strict=1' $IDENTITY && [ "$(cat $SYS/strict)" = 0 ]
+}
+t "config --strict --save: strict=1 recorded for the next load; the loaded device stays non-strict, and says so" \
+	strict_saved
+inst=$(cat $SYS/instance_id)
+say "# before: an ID read is $(dc_worker 2>&1) (datacenter/worker)"
+t "snowflake config --datacenter 3 --worker 9 --save: exit 0" \
+	snowflake config --datacenter 3 --worker 9 --save
+t "at once, without a reload: the ids are 3/9, worker_set 1, and the next ID says so" identity_is 3 9
+t "... the same module instance (no reload)" test "$(cat $SYS/instance_id)" = "$inst"
+t "... recorded for the next load: $IDENTITY" \
+	sh -c "cat $IDENTITY && grep -qx 'options snowflake datacenter_id=3 worker_id=9' $IDENTITY"
+t "... snowflake config no longer notes a missing identity" no_identity_note
+# (The metrics through sysfs, as the service's user reads them, without
+# another run of the service.)
+t "... the metrics say snowflake_worker_set 1 (from sysfs, as nobody)" \
+	sh -c 'as_other() { setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- "$@"; }
+		as_other snowflake stats --prometheus | grep -x "snowflake_worker_set 1"'
+# The file, to the host (tests/deb/systemd.sh): the next boot's disk.
+base64 -w 0 $IDENTITY | sed 's/^/SFSD-IDENTITY /'
+echo
 echo 'options snowflake strict=1' >/etc/modprobe.d/sfsd-test.conf
 
 for u in snowflake-floor.service snowflake-agent.service; do

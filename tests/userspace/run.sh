@@ -268,6 +268,17 @@ bad 2 "config: --json shows the configuration; it takes no change" -- config --j
 bad 2 "config: --floor 9999999999999 is" -- config --floor 9999999999999
 bad 2 "config: --floor: 9223372036854775808 is out of range" -- config --floor 9223372036854775808
 bad 2 "config: unexpected argument 'x'" -- config x
+# Issue 44, item 2: a host's identity, applied and recorded (config --save).
+bad 2 "config: --save records the identity given now: it needs --worker N" -- config --save
+bad 2 "config: --save records the identity given now: it needs --worker N" -- config --save --datacenter 1
+bad 2 "config: --strict needs --save" -- config --strict
+bad 2 "config: --strict leaves the ids to snowflake-agent" -- config --strict --save --worker 7
+bad 2 "config: --strict leaves the ids to snowflake-agent" -- config --strict --save --datacenter 1
+bad 2 "config: --save records the ids or strict mode only" -- config --save --worker 7 --floor 1
+bad 2 "config: --save records the ids or strict mode only" -- config --save --worker 7 --fence 0
+bad 2 "config: --json shows the configuration; it takes no change" -- config --json --strict --save
+bad 2 "config: --worker: '-1' is not an unsigned decimal number" -- config --save --worker -1
+bad 2 "config: unknown option --strict" -- config --strict=1 --save
 bad 2 "stats: --json and --prometheus exclude each other" -- stats --json --prometheus
 bad 2 "stats: unknown option --worker" -- stats --worker 1
 bad 2 "stats: unexpected argument 'x'" -- stats x

@@ -9,11 +9,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <snowflake.h>
@@ -99,6 +101,8 @@ static const char usage_config[] =
 "       snowflake config [--worker N] [--datacenter N] [--random-sequence 0|1]\n"
 "                        [--floor MS [--force]] [--fence 0|1] [--rearm]\n"
 "                        [--device PATH]\n"
+"       snowflake config --datacenter N --worker N --save\n"
+"       snowflake config --strict --save\n"
 "\n"
 "Without options, show the configuration, one 'name value' per line (the\n"
 "names of the sysfs files).  With options, change it (needs CAP_SYS_ADMIN or\n"
@@ -115,6 +119,12 @@ static const char usage_config[] =
 "                        lifted); 0: lift the fence (applied after the ids)\n"
 "  --rearm               with --worker, after a VM clone or snapshot restore:\n"
 "                        assign it for the VM forks seen (ends that refusal)\n"
+"  --save                with --worker (and --datacenter): this host's\n"
+"                        identity, applied now and recorded in\n"
+"                        " SF_IDENTITY_CONF " for every\n"
+"                        later load (needs root); refused on a strict device\n"
+"  --strict              with --save: record strict=1 (the agent leases the\n"
+"                        ids) for the module's next load\n"
 "  --device PATH         the device\n"
 "  -h, --help            show this help\n";
 
@@ -488,6 +498,18 @@ static void put_end(bool json)
 		puts("}");
 }
 
+/*
+ * A host never given a worker id serves the default ids, as every other
+ * such host does: fine alone, a duplicate ID across hosts.  Said on stderr.
+ */
+static void no_identity_note(const struct snowflake_config *c, uint32_t state)
+{
+	if (state & (SNOWFLAKE_STATE_STRICT | SNOWFLAKE_STATE_WORKER_SET))
+		return;
+	msg("note: no worker id was given to this host: it issues IDs as datacenter %u, worker %u, as every host without one does (fine on a single host); give it its own with 'snowflake config --datacenter D --worker W --save'",
+	    c->datacenter_id, c->worker_id);
+}
+
 static int show_config(struct snowflake *sf, bool json)
 {
 	struct snowflake_config c;
@@ -511,11 +533,13 @@ static int show_config(struct snowflake *sf, bool json)
 	put_value(json, i++, "worker_id", c.worker_id);
 	put_value(json, i++, "random_sequence", !!(c.flags & SNOWFLAKE_CONFIG_RANDOM_SEQUENCE));
 	put_value(json, i++, "strict", !!(st.state & SNOWFLAKE_STATE_STRICT));
+	put_value(json, i++, "worker_set", !!(st.state & SNOWFLAKE_STATE_WORKER_SET));
 	put_value(json, i++, "refusing", !!(st.state & SNOWFLAKE_STATE_REFUSING));
 	put_value(json, i++, "fenced", !!(st.state & SNOWFLAKE_STATE_FENCED));
 	put_value(json, i++, "floor_ms", st.floor_ms);
 	put_value(json, i++, "last_timestamp_ms", st.last_timestamp_ms);
 	put_end(json);
+	no_identity_note(&c, st.state);
 	return finish_output();
 }
 
@@ -629,10 +653,120 @@ static int set_config(struct snowflake *sf, const struct sf_cli *cli)
 	return SF_EXIT_OK;
 }
 
+/* Where --save writes: $SNOWFLAKE_MODPROBE_CONF when set, else SF_IDENTITY_CONF. */
+static const char *identity_conf(void)
+{
+	const char *p = getenv("SNOWFLAKE_MODPROBE_CONF");
+
+	return p && *p ? p : SF_IDENTITY_CONF;
+}
+
+/*
+ * --save, first half: the temporary file beside @path, created before the
+ * device is changed (no right to write there: nothing changed).  Its
+ * descriptor, or -1 with the message said.
+ */
+static int save_open(const char *path, char *tmp, size_t len)
+{
+	int fd;
+
+	snprintf(tmp, len, "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		msg("config: --save: cannot write %s: %s%s; nothing changed", tmp, strerror(errno),
+		    errno == EACCES || errno == EPERM || errno == EROFS ? " (it needs root)" : "");
+	return fd;
+}
+
+/* --save, second half: @options into the file, synced, renamed over @path. */
+static int save_finish(int fd, const char *tmp, const char *path, const char *options)
+{
+	char buf[1024];
+	size_t len;
+	FILE *f;
+	int ret;
+
+	len = (size_t)snprintf(buf, sizeof(buf),
+		"# %s: this host's identity, written by 'snowflake config --save'\n"
+		"# (snowflake(1)) and applied by modprobe at every load of the module\n"
+		"# (at boot, by snowflake-floor.service).  Its name sorts after\n"
+		"# snowflake.conf: these options win over that file's.  Change it with\n"
+		"# the same command, which also applies the ids to the running device.\n"
+		"options snowflake %s\n", path, options);
+	f = fdopen(fd, "w");
+	if (!f) {
+		ret = errno;
+		close(fd);
+	} else {
+		ret = fwrite(buf, 1, len, f) == len && fflush(f) == 0 && fsync(fd) == 0 ? 0 : errno;
+		if (fclose(f) && !ret)
+			ret = errno;
+	}
+	if (!ret && rename(tmp, path))
+		ret = errno;
+	if (ret) {
+		unlink(tmp);
+		msg("config: --save: writing %s: %s; the next load will not apply it",
+		    path, strerror(ret));
+		return SF_EXIT_RUNTIME;
+	}
+	printf("saved in %s: options snowflake %s\n", path, options);
+	return finish_output();
+}
+
+/*
+ * config --save: the ids applied to the running device and recorded for
+ * every later load; or, with --strict, strict=1 recorded for the next load
+ * (a loaded module cannot turn strict mode on).
+ */
+static int save_config(struct snowflake *sf, const struct sf_cli *cli)
+{
+	const char *path = identity_conf();
+	struct snowflake_config c;
+	struct snowflake_stats st;
+	char tmp[4096], options[128];
+	int fd, ret;
+
+	ret = snowflake_get_config(sf, &c);
+	if (!ret)
+		ret = snowflake_get_stats(sf, &st);
+	if (ret)
+		return dev_err("config: reading the configuration", ret);
+	if (!cli->strict && (st.state & SNOWFLAKE_STATE_STRICT)) {
+		msg("config: --save: this device is strict (strict=1): its ids are leased by snowflake-agent, and a saved worker id would end strict mode's refusal at every load; nothing changed");
+		msg("hint: to give this host a fixed identity instead, stop and disable snowflake-agent, take strict=1 out of /etc/modprobe.d/, and run this command again after the next load");
+		return SF_EXIT_RUNTIME;
+	}
+	ret = check_settings(cli, &c);
+	if (ret)
+		return ret;
+	fd = save_open(path, tmp, sizeof(tmp));
+	if (fd < 0)
+		return SF_EXIT_RUNTIME;
+	if (cli->strict) {
+		if (!(st.state & SNOWFLAKE_STATE_STRICT))
+			msg("note: strict=1 is recorded for the module's next load (the next boot): a loaded module cannot turn strict mode on; until then the device serves as datacenter %u, worker %u",
+			    c.datacenter_id, c.worker_id);
+		return save_finish(fd, tmp, path, "strict=1");
+	}
+	ret = set_config(sf, cli);
+	if (!ret)
+		ret = snowflake_get_config(sf, &c) ? SF_EXIT_RUNTIME : 0;
+	if (ret) {
+		close(fd);
+		unlink(tmp);
+		msg("config: --save: the device was not changed as asked: nothing saved");
+		return ret;
+	}
+	snprintf(options, sizeof(options), "datacenter_id=%u worker_id=%u", c.datacenter_id,
+		 c.worker_id);
+	return save_finish(fd, tmp, path, options);
+}
+
 static int cmd_config(const struct sf_cli *cli)
 {
 	bool set = cli->set_worker || cli->set_datacenter || cli->set_random ||
-		   cli->set_floor || cli->set_fence;
+		   cli->set_floor || cli->set_fence || cli->save;
 	struct snowflake *sf;
 	int ret;
 
@@ -640,7 +774,9 @@ static int cmd_config(const struct sf_cli *cli)
 	ret = open_dev(cli, &sf, set ? SNOWFLAKE_CONFIGURE : 0);
 	if (ret)
 		return ret;
-	if (set)
+	if (cli->save)
+		ret = save_config(sf, cli);
+	else if (set)
 		ret = set_config(sf, cli);
 	else
 		ret = show_config(sf, cli->json);
@@ -681,9 +817,15 @@ static const struct metric metrics[] = {
 	{ "worker_id", M_LABEL, false, NULL },
 	{ "fenced", M_GAUGE, false, "1 while the device is fenced (reads fail with ENOTCONN)." },
 	{ "fences", M_COUNTER, true, "Times the device was fenced." },
+	/* Last: absent from the sysfs of a module older than this CLI (ABSENT). */
+	{ "worker_set", M_GAUGE, false, "1 once this host was given a worker id; 0: it serves "
+	  "the default ids, as every host never given one does (a duplicate across hosts)." },
 };
 
 #define NMETRICS	(sizeof(metrics) / sizeof(metrics[0]))
+#define M_WORKER_SET	(NMETRICS - 1)
+/* A value the module does not have (worker_set of an older module's sysfs). */
+#define ABSENT		UINT64_MAX
 #define SYSFS_DIR	"/sys/class/misc/snowflake"
 
 /* The values from the device (one ioctl each: a consistent snapshot). */
@@ -719,6 +861,7 @@ static int stats_from_device(struct snowflake *sf, uint64_t *v)
 	v[14] = c.worker_id;
 	v[15] = (uint64_t)fenced;
 	v[16] = fences;
+	v[M_WORKER_SET] = !!(st.state & SNOWFLAKE_STATE_WORKER_SET);
 	return 0;
 }
 
@@ -738,6 +881,11 @@ static int stats_from_sysfs(uint64_t *v)
 		snprintf(path, sizeof(path), SYSFS_DIR "/%s%s", metrics[i].stat ? "statistics/" : "",
 			 metrics[i].name);
 		f = fopen(path, "re");
+		if (!f && errno == ENOENT && i == M_WORKER_SET && !access(SYSFS_DIR, F_OK)) {
+			/* A module loaded before this CLI was installed. */
+			v[i] = ABSENT;
+			continue;
+		}
 		if (!f)
 			return -errno;
 		ok = fgets(buf, sizeof(buf), f) != NULL;
@@ -761,6 +909,8 @@ static void put_prometheus(const uint64_t *v)
 		const struct metric *m = &metrics[i];
 		size_t len = strlen(m->name);
 
+		if (v[i] == ABSENT && i == M_WORKER_SET)
+			continue;
 		switch (m->kind) {
 		case M_LABEL:
 			continue;
@@ -816,8 +966,15 @@ static int cmd_stats(const struct sf_cli *cli)
 		return finish_output();
 	}
 	for (i = 0; i < NMETRICS; i++)
-		put_value(cli->json, i, metrics[i].name, (unsigned long long)v[i]);
+		if (!(v[i] == ABSENT && i == M_WORKER_SET))
+			put_value(cli->json, i, metrics[i].name, (unsigned long long)v[i]);
 	put_end(cli->json);
+	if (!v[M_WORKER_SET] && !v[11]) {
+		struct snowflake_config c = { .datacenter_id = (uint32_t)v[13],
+					      .worker_id = (uint32_t)v[14] };
+
+		no_identity_note(&c, 0);
+	}
 	return finish_output();
 }
 

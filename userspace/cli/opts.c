@@ -179,6 +179,8 @@ enum {
 	OPT_PROMETHEUS,
 	OPT_VERSION,
 	OPT_FORCE,
+	OPT_SAVE,
+	OPT_STRICT,
 };
 
 static const struct option global_opts[] = {
@@ -216,6 +218,8 @@ static const struct option config_opts[] = {
 	{ "floor", required_argument, NULL, OPT_FLOOR },
 	{ "fence", required_argument, NULL, OPT_FENCE },
 	{ "rearm", no_argument, NULL, OPT_REARM },
+	{ "save", no_argument, NULL, OPT_SAVE },
+	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -404,8 +408,20 @@ static int check_cmd(struct sf_cli *cli, char *err, size_t errlen)
 	if (cli->cmd != SF_CMD_CONFIG)
 		return SF_EXIT_OK;
 	if (cli->json && (cli->set_worker || cli->set_datacenter || cli->set_random ||
-			  cli->set_floor || cli->set_fence))
+			  cli->set_floor || cli->set_fence || cli->save || cli->strict))
 		return usage_err(err, errlen, "config: --json shows the configuration; it takes no change");
+	if (cli->strict && !cli->save)
+		return usage_err(err, errlen,
+				 "config: --strict needs --save: a loaded module cannot turn strict mode on; it is recorded for the module's next load");
+	if (cli->strict && (cli->set_worker || cli->set_datacenter))
+		return usage_err(err, errlen,
+				 "config: --strict leaves the ids to snowflake-agent: not with --worker or --datacenter (a saved worker id would end strict mode's refusal at every load)");
+	if (cli->save && !cli->strict && !cli->set_worker)
+		return usage_err(err, errlen,
+				 "config: --save records the identity given now: it needs --worker N (with --datacenter N), or --strict");
+	if (cli->save && (cli->set_random || cli->set_floor || cli->set_fence))
+		return usage_err(err, errlen,
+				 "config: --save records the ids or strict mode only: not with --random-sequence, --floor or --fence");
 	if (cli->force && !cli->set_floor)
 		return usage_err(err, errlen, "config: --force goes with --floor");
 	if (!cli->set_floor)
@@ -536,6 +552,12 @@ static int parse_cmd(struct sf_cli *cli, int argc, char **argv, char *err, size_
 			break;
 		case OPT_REARM:
 			cli->rearm = true;
+			break;
+		case OPT_SAVE:
+			cli->save = true;
+			break;
+		case OPT_STRICT:
+			cli->strict = true;
 			break;
 		case OPT_PROMETHEUS:
 			cli->prometheus = true;

@@ -63,11 +63,21 @@ struct sf_cli {
 	bool rearm;			/* --rearm: end a VM fork's refusal */
 	uint64_t floor_ms;
 	bool force;			/* --force: a --floor far ahead of now */
+	bool save;			/* --save: record the ids (or strict) for the next load */
+	bool strict;			/* --strict: with --save, strict=1 at the next load */
 
 	/* stats */
 	bool prometheus;
 	/* config and stats also take --json (the field of decode) */
 };
+
+/*
+ * Where `config --save` records the identity: a modprobe.d file read at
+ * every load of the module (its name sorts after the package's
+ * snowflake.conf, so its options come last and win).  The environment
+ * variable SNOWFLAKE_MODPROBE_CONF names another (tests).
+ */
+#define SF_IDENTITY_CONF	"/etc/modprobe.d/snowflake.identity.conf"
 
 /* `config --floor` further ahead of now than this needs --force: a typo
  * (years ahead) would otherwise be kept by snowflake-floord across reboots. */
