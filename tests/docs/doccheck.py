@@ -283,6 +283,61 @@ def table_after(text, header_re):
     return rows
 
 
+def agent_defaults(conf, sect):
+    """(--help's defaults, the reference table's): {option: first word of
+    its default}, from userspace/agent/conf.c's usage text and the `| option
+    | default |` table of @sect (a row may name several options and as many
+    defaults, comma-separated)."""
+    usage = re.search(r"const char ag_usage\[\] =\n(.*?);\n", conf, re.S).group(1)
+    text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', usage)).replace("\\n", "\n")
+    norm = {"no": "off", "off": "off"}
+
+    def word(v):
+        w = v.strip().strip("`").split()[0].rstrip(":;") if v.strip() else ""
+        return norm.get(w, w)
+    helpdef = {}
+    for b in re.split(r"\n  (?=-)", text):
+        m = re.match(r"(?:-\w, )?--([a-z-]+)", b)
+        d = re.search(r"\(default:? ([^);,]+)", " ".join(b.split()))
+        if m and d:
+            helpdef[m.group(1)] = word(d.group(1))
+    refdef = {}
+    for r in table_after(sect, r"^\| option \| default \|") or []:
+        c = r.split("|")
+        names = re.findall(r"`(?:--)?([a-z][a-z-]*)[^`]*`", c[1])
+        defs = re.split(r",\s*(?![^()]*\))", c[2])
+        if len(names) == len(defs):
+            for n, d in zip(names, defs):
+                refdef[n] = word(d)
+    return helpdef, refdef
+
+
+def default_diffs(helpdef, refdef):
+    return ["--%s: --help says (default %s), docs/reference.md's table %s" % (o, helpdef[o], refdef[o])
+            for o in sorted(set(helpdef) & set(refdef)) if helpdef[o] != refdef[o]]
+
+
+def check_agent_defaults():
+    """Every default the agent's --help states is the one docs/reference.md's
+    options table states (issue 42, finding 12), and the comparison itself
+    finds a planted difference."""
+    n0 = bad
+    ref, conf = read("docs/reference.md"), read("userspace/agent/conf.c")
+    sect = ref.split("## Cluster worker ids", 1)[-1].split("\n## ", 1)[0]
+    helpdef, refdef = agent_defaults(conf, sect)
+    both = set(helpdef) & set(refdef)
+    if len(both) < 20:
+        fail("agent: only %d options' defaults read from both --help and docs/reference.md" % len(both))
+    for d in default_diffs(helpdef, refdef):
+        fail("agent: " + d)
+    planted, _ = agent_defaults(conf.replace("lease length (default 10000)", "lease length (default 9000)"), sect)
+    if not default_diffs(planted, refdef):
+        fail("agent: the defaults check missed a planted --ttl-ms default of 9000")
+    if bad == n0:
+        ok("agent: the %d defaults --help and docs/reference.md's table both state agree (a planted one differs)"
+           % len(both))
+
+
 def check_agent():
     n0 = bad
     ref, conf, confh = read("docs/reference.md"), read("userspace/agent/conf.c"), read("userspace/agent/conf.h")
@@ -407,6 +462,7 @@ def check_fuzz():
 
 
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
+          "agent-defaults": check_agent_defaults,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz}
 for name in args or list(CHECKS):
     if name not in CHECKS:
