@@ -98,7 +98,8 @@ const char ag_usage[] =
 "                            the device (CLOCK_BOOTTIME ns; default: none)\n"
 "  --metrics-file PATH       keep the agent's Prometheus metrics in PATH (for\n"
 "                            node_exporter's textfile collector; default: none)\n"
-"  --dry-run                 no device: log the claims and fences only\n"
+"  --dry-run                 no device (a simulated one, fences only logged);\n"
+"                            the leases in the store are real\n"
 "  --dry-run-bits D/W        datacenter/worker widths for --dry-run (default 5/5)\n"
 "  --dry-run-clock-offset-ms N\n"
 "                            (tests) the dry-run device's wall clock runs N ms\n"
@@ -121,9 +122,11 @@ const char ag_usage[] =
 "\n"
 "Exit status: 0 stopped by SIGTERM, SIGINT, SIGHUP or SIGQUIT (device fenced,\n"
 "lease released); 1 the device failed; 2 bad command line or configuration;\n"
-"4 the store refused the password (MySQL: or a privilege); 5 the store may lose leases (Redis without\n"
-"maxmemory-policy noeviction, Redis Cluster); 6 the device is not in strict\n"
-"mode.  See snowflake-agent(8).\n";
+"4 the store refused the password (MySQL: or a privilege); 5 the store may\n"
+"lose leases or marks (Redis without appendonly yes + appendfsync always,\n"
+"without maxmemory-policy noeviction, with replicas, or a Redis Cluster;\n"
+"MySQL with innodb_flush_log_at_trx_commit other than 1 or replicas);\n"
+"6 the device is not in strict mode.  See snowflake-agent(8).\n";
 
 enum {
 	O_CONFIG = 256, O_HOST, O_PORT, O_PASSWORD, O_DB, O_TIMEOUT, O_PREFIX,
