@@ -30,6 +30,7 @@ declare -A UNEXPRESSIBLE=(
 	[i23-3-quarantine-per-run]="adds a function-level static, which the simulated agents share (one process): what the sim sees is that artefact (one agent's quarantine timer read on another's clock), not the defect"
 	[i23-7-sigterm-ignored-in-walks]="every store call of the walk already ends on the stop (ag_wait asks ag_stop_pending), so the walk ends at once anyway; the defect needs --init-store or a walk whose calls all answer in less than the stop check, which the contract's sigterm_walk times on a real store"
 	[i31-7-durability-not-rechecked]="backend-level: the durability recheck is store_ops.recheck of Redis and MySQL (a replica added, fsync turned off); the simulated store has none to lose"
+	[i40-1-settle-dropped-on-readopt]="ZooKeeper only: a re-adoption while settling follows the library's report of a lost connection (ag_store_lost()), which the simulated Redis and etcd stores never make; the contract's settle_readopt kills it on a real ZooKeeper"
 )
 
 # build OUT AGENT_C: the simulator against that agent.c.
