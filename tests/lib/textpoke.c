@@ -167,34 +167,39 @@ static void drain(int cpu)
 	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
+/*
+ * Whether CPU @cpu is online now: its "online" file, or for cpu0, which
+ * often has none, always (a CPU that does not exist is not online).
+ */
+static bool cpu_online(int cpu)
+{
+	char path[64], c = '0';
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+		return c == '1';
+	}
+	return cpu == 0;
+}
+
 /* Open an event on every online CPU that has none; returns how many are open. */
 static int follow_cpus(FILE *err)
 {
 	int cpu, nopen = 0;
 
 	for (cpu = 0; cpu < ncpus; cpu++) {
-		char path[64];
-		int fd, ret;
-		char c = '1';
+		int ret;
 
 		if (rings[cpu].meta) {
 			nopen++;
 			continue;
 		}
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-		fd = open(path, O_RDONLY);
-		if (fd >= 0) {
-			if (read(fd, &c, 1) != 1)
-				c = '0';
-			close(fd);
-		} else if (cpu != 0) {
-			/* cpu0 often has no "online" file: it is always up. */
-			snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
-			if (access(path, F_OK))
-				continue;
-			c = '0';
-		}
-		if (c != '1')
+		if (!cpu_online(cpu))
 			continue;
 		ret = open_cpu(cpu);
 		if (ret < 0) {
@@ -267,21 +272,8 @@ static int online_cpus(void)
 {
 	int cpu, n = 0;
 
-	for (cpu = 0; cpu < ncpus; cpu++) {
-		char path[64], c = '0';
-		int fd;
-
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-		fd = open(path, O_RDONLY);
-		if (fd >= 0) {
-			if (read(fd, &c, 1) != 1)
-				c = '0';
-			close(fd);
-		} else if (cpu == 0) {
-			c = '1';
-		}
-		n += c == '1';
-	}
+	for (cpu = 0; cpu < ncpus; cpu++)
+		n += cpu_online(cpu);
 	return n;
 }
 
