@@ -74,6 +74,10 @@ if [ "$phase" = 1 ]; then
 	printf '%s\n' "$last" | dd of=/dev/vdb conv=fsync 2>/dev/null || fail "witness"
 	say old_count "$((n + 1))"
 	say old_max "$last"
+	# This boot ends in a crash, not in vm_done: its kernel log and the
+	# check's canary (tests/lib/kernel-log.sh) come first, so that the
+	# host's console check reads this boot's log as it reads every other.
+	vm_kernel_log
 	say crash now
 	# Let the serial console drain: the reset drops what it still holds.
 	sleep 1
