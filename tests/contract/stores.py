@@ -640,6 +640,7 @@ class ZooKeeper(Store):
 class MySQL(Store):
     name = "mysql"
     restart_wait = 0
+    extra_args = ()     # more mariadbd arguments (a scenario's own server: server-id, binlog)
 
     def start(self):
         d = os.path.join(self.out, "mysql")
@@ -672,7 +673,8 @@ class MySQL(Store):
                 "--socket=" + os.path.join(d, "sock"), "--pid-file=" + os.path.join(d, "pid"),
                 "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
                 "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=1",
-                "--max-connections=200", "--log-error=" + os.path.join(self.out, "mariadbd.err")]
+                "--max-connections=200", "--log-error=" + os.path.join(self.out, "mariadbd.err")
+                ] + list(self.extra_args)
         self.m[0] = self.spawn(argv, os.path.join(self.out, "mariadbd.log"))
 
     def sql(self, q, timeout=5):
