@@ -1628,10 +1628,19 @@ def s_mysql_replica_connected(c):
             d = os.path.join(out, "mysql")
             self.extra_args = ["--server-id=%d" % sid] + (
                 ["--log-bin=" + os.path.join(d, "data", "binlog")] if sid == 1 else [])
+
+        def why(self):
+            """The last [ERROR] line of its error log, or what says there is none."""
+            try:
+                err = [ln for ln in open(os.path.join(self.out, "mariadbd.err"), errors="replace")
+                       if "[ERROR]" in ln]
+            except OSError:
+                return "no mariadbd.err"
+            return err[-1].strip() if err else "no [ERROR] line in mariadbd.err"
     srv = Server(os.path.join(c.dir, "primary"), c.run.procs, 1)
     rep = Server(os.path.join(c.dir, "replica"), c.run.procs, 2)
     try:
-        c.expect(srv.start(), "the primary (with a binary log) did not start")
+        c.expect(srv.start(), "the primary (with a binary log) did not start: %s" % srv.why())
         c.s, real = srv, c.s
         try:
             c.init()
@@ -1642,7 +1651,7 @@ def s_mysql_replica_connected(c):
             c.expect(srv.sql("CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'replpw'; GRANT "
                              "REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'") is not None,
                      "creating the replication user failed")
-            c.expect(rep.start(), "the replica did not start")
+            c.expect(rep.start(), "the replica did not start: %s" % rep.why())
             c.expect(rep.sql("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, "
                              "MASTER_USER='repl', MASTER_PASSWORD='replpw', MASTER_USE_GTID=no; "
                              "START SLAVE" % srv.port) is not None, "START SLAVE failed")

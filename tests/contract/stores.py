@@ -18,6 +18,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 import urllib.request
 
@@ -666,11 +667,21 @@ class MySQL(Store):
             "CREATE DATABASE snowflake; CREATE USER 'sf'@'127.0.0.1' IDENTIFIED BY 'sfpw'; "
             "GRANT SELECT, INSERT, UPDATE, CREATE ON snowflake.* TO 'sf'@'127.0.0.1'") is not None
 
+    def sock(self):
+        """The server's socket: in its directory, or in a directory of its own
+        under /tmp when that path would pass a socket's 107 bytes (a mutant's
+        scenario server in a clone at a long path: mariadbd would not start)."""
+        if getattr(self, "_sock", None) is None:
+            self._sock = os.path.join(os.path.abspath(self.out), "mysql", "sock")
+            if len(self._sock.encode()) > 100:
+                self._sock = os.path.join(tempfile.mkdtemp(prefix="sf-mysql-"), "sock")
+        return self._sock
+
     def start_member(self, i):
         d = os.path.join(self.out, "mysql")
         argv = ["mariadbd", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
                 "--user=" + self.user, "--bind-address=127.0.0.1", "--port=%d" % self.port,
-                "--socket=" + os.path.join(d, "sock"), "--pid-file=" + os.path.join(d, "pid"),
+                "--socket=" + self.sock(), "--pid-file=" + os.path.join(d, "pid"),
                 "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
                 "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=1",
                 "--max-connections=200", "--log-error=" + os.path.join(self.out, "mariadbd.err")
@@ -680,8 +691,7 @@ class MySQL(Store):
     def sql(self, q, timeout=5):
         """Run @q as root over the server's socket: its output, or None."""
         try:
-            r = subprocess.run(["mariadb", "--no-defaults", "-S",
-                                os.path.join(self.out, "mysql", "sock"), "-uroot", "-N", "-B",
+            r = subprocess.run(["mariadb", "--no-defaults", "-S", self.sock(), "-uroot", "-N", "-B",
                                 "-e", q], capture_output=True, text=True, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired):
             return None
@@ -760,7 +770,7 @@ class MySQL(Store):
         return out.strip() or None if out is not None else None
 
     def mark_set(self, cl, pair, text):
-        r = subprocess.run(["mariadb", "--no-defaults", "-S", os.path.join(self.out, "mysql", "sock"),
+        r = subprocess.run(["mariadb", "--no-defaults", "-S", self.sock(),
                             "-uroot", "-N", "-B", "-e",
                             "SET SESSION sql_mode = 'STRICT_ALL_TABLES'; UPDATE "
                             "snowflake.snowflake_lease SET mark = %s WHERE %s"
