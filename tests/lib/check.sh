@@ -63,10 +63,64 @@ run_stage() {
 	rc=0
 	cpu_cs
 	cpu0=$CPU_CS
-	"$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+	busy0=$(machine_busy)
+	(
+		cg_enter "$name"
+		exec "$@"
+	) 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
 	cpu_cs
-	STAGE_CPU=$(((CPU_CS - cpu0) / 100))
+	STAGE_CPU=$(cg_cpu "$name") || STAGE_CPU=$(((CPU_CS - cpu0) / 100))
+	STAGE_BUSY=$(machine_busy "$busy0")
 	count_stage "$name" "$rc" "$(($(now) - start))"
+}
+# The CPU seconds of a stage: every process it started (QEMU, the stores'
+# servers, daemons it left running) is in a cgroup of its own,
+# snowflake-check.PID.STAGE (cgroup v2, or v1's cpuacct hierarchy), read
+# when it ends; where no cgroup can be made (not root, no cgroupfs), the
+# CPU time of its processes that the shell waited for (bash's times: a
+# background helper reaped during a stage counts there).
+CG_ROOT=
+for d in /sys/fs/cgroup /sys/fs/cgroup/cpuacct; do
+	if [ -e "$d/cgroup.procs" ] && { [ -e "$d/cgroup.controllers" ] || [ -e "$d/cpuacct.usage" ]; } &&
+		mkdir "$d/snowflake-check.$$.probe" 2>/dev/null; then
+		rmdir "$d/snowflake-check.$$.probe"
+		CG_ROOT=$d
+		break
+	fi
+done
+cg_enter() {
+	[ -n "$CG_ROOT" ] || return 0
+	if mkdir -p "$CG_ROOT/snowflake-check.$$.$1" 2>/dev/null; then
+		echo "$BASHPID" >"$CG_ROOT/snowflake-check.$$.$1/cgroup.procs" 2>/dev/null || true
+	fi
+}
+# cg_cpu STAGE: its CPU seconds (and its cgroup removed, when empty), or
+# nothing and status 1.
+cg_cpu() {
+	local d=$CG_ROOT/snowflake-check.$$.$1 us
+	[ -n "$CG_ROOT" ] && [ -d "$d" ] || return 1
+	if [ -e "$d/cpu.stat" ]; then
+		us=$(awk '$1 == "usage_usec" { print $2 }' "$d/cpu.stat")
+	else
+		us=$(($(cat "$d/cpuacct.usage") / 1000))
+	fi
+	rmdir "$d" 2>/dev/null || true
+	[ -n "$us" ] || return 1
+	echo $((us / 1000000))
+}
+# machine_busy [START]: the machine's CPU jiffies busy and in all (from
+# /proc/stat), or with START (an earlier reading) the percentage of the
+# machine's CPU time busy since then: where a stage ran beside others on
+# idle CPUs, or on saturated ones.
+machine_busy() {
+	local now_
+	now_=$(awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat)
+	if [ -z "${1:-}" ]; then
+		echo "$now_"
+		return
+	fi
+	awk -v a="$1" -v b="$now_" 'BEGIN { split(a, x, " "); split(b, y, " ")
+		d = y[2] - x[2]; printf "%d\n", (d > 0 ? 100 * (y[1] - x[1]) / d : 0) }'
 }
 
 # cpu_cs: the CPU time (user + system, centiseconds) of every child this
@@ -99,8 +153,11 @@ bg_stage() {
 	echo "======== $name: started in the background (log: ${BUILD#"$ROOT"/}/check-stage-$name.log) ========"
 	(
 		rc=0
+		busy0=$(machine_busy)
+		cg_enter "$name"
 		"$@" >"$BUILD/check-stage-$name.log" 2>&1 </dev/null || rc=$?
 		now >"$BUILD/check-stage-$name.end"
+		machine_busy "$busy0" >"$BUILD/check-stage-$name.busy"
 		cpu_cs "$BUILD/check-stage-$name.times"
 		echo $((CPU_CS / 100)) >"$BUILD/check-stage-$name.cpu"
 		exit "$rc"
@@ -115,7 +172,8 @@ join_stage() {
 	echo
 	echo "======== $name (ran in the background) ========"
 	cat "$BUILD/check-stage-$name.log"
-	STAGE_CPU=$(cat "$BUILD/check-stage-$name.cpu" 2>/dev/null || echo '?')
+	STAGE_CPU=$(cg_cpu "$name") || STAGE_CPU=$(cat "$BUILD/check-stage-$name.cpu" 2>/dev/null || echo '?')
+	STAGE_BUSY=$(cat "$BUILD/check-stage-$name.busy" 2>/dev/null || echo '?')
 	count_stage "$name" "$rc" "$((end - ${bg_start[$name]}))"
 	unset "bg_pid[$name]"
 }
@@ -180,6 +238,7 @@ if [ "${1:-}" = --selected ]; then
 	exit 0
 fi
 
+busy_t0=$(machine_busy)
 run_stage deps scripts/deps.sh
 run_stage ksrc scripts/ksrc.sh
 # The debug kernel's build (about 14 CPU-minutes on a fresh clone, cached in
@@ -188,9 +247,22 @@ run_stage ksrc scripts/ksrc.sh
 # lease's agents waiting between renewals, the deb stage's downloads) and
 # yields it to everything else.  The debug-kernel stage waits for it; a
 # build that failed is made again there, where its failure is counted.
+# The helpers in the background, each in a cgroup of its own (its CPU
+# seconds on a line of the summary: "helper NAME"); its output in
+# $BUILD/NAME.log.
+helpers=()
+helper() {
+	local name=$1
+	shift
+	helpers+=("$name")
+	(
+		cg_enter "helper-$name"
+		exec "$@"
+	) >"$BUILD/$name.log" 2>&1 &
+}
 prebuild_pid=
 if want debug-kernel; then
-	nice -n 19 scripts/debug-kernel.sh >"$BUILD/debug-kernel-build.log" 2>&1 &
+	helper debug-kernel-build nice -n 19 scripts/debug-kernel.sh
 	prebuild_pid=$!
 fi
 # The deb stage's Debian 12 root (mmdebstrap, cached in build/deb/): made
@@ -198,17 +270,17 @@ fi
 # mostly waits on the mirror.  The deb stage waits for it (a lock) and
 # counts its result; one that failed here is made again there.
 if want deb; then
-	nice -n 10 tests/deb/root.sh >"$BUILD/deb-root-prefetch.log" 2>&1 &
+	helper deb-root-prefetch nice -n 10 tests/deb/root.sh
 fi
 # The db stage's roots (tests/db/root.sh: that root with PostgreSQL and
 # MariaDB; it waits for the one above), the same way.
 if want db; then
-	nice -n 10 tests/db/root.sh >"$BUILD/db-root-prefetch.log" 2>&1 &
+	helper db-root-prefetch nice -n 10 tests/db/root.sh
 fi
 # The dkms-sid stage's sid root with PostgreSQL 18 (tests/dkms-sid/pg18-root.sh),
 # the same way.
 if want dkms-sid; then
-	nice -n 10 tests/dkms-sid/pg18-root.sh >"$BUILD/dkms-sid-root-prefetch.log" 2>&1 &
+	helper dkms-sid-root-prefetch nice -n 10 tests/dkms-sid/pg18-root.sh
 fi
 export SNOWFLAKE_SKIP_DEPS=1
 # The quickstart lane mostly waits on the Debian mirror (apt in fresh
@@ -348,6 +420,10 @@ fi
 	echo "======== summary ($(($(now) - t0))s) ========"
 	echo "commit: $commit"
 	printf '%s\n' "${table[@]}"
+	for h in "${helpers[@]}"; do
+		printf '  helper %s: %s cpu-s\n' "$h" "$(cg_cpu "helper-$h" || echo '?')"
+	done
+	echo "  the machine's CPUs: $(machine_busy "$busy_t0")% busy"
 	if [ "${#failed_stages[@]}" -gt 0 ]; then
 		echo "failed:"
 		failures || true

@@ -48,8 +48,10 @@ count_stage() {
 	total_fail=$((total_fail + f))
 	# Wall seconds, then the CPU seconds of its processes ($STAGE_CPU, set
 	# by check.sh's run_stage and join_stage; "?" where unknown).
-	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss  %5s cpu-s%s' "$name" "$p" "$f" "$secs" "${STAGE_CPU:-?}" "${note:+  ($note)}")")
-	STAGE_CPU=
+	# and how busy the machine's CPUs were meanwhile ($STAGE_BUSY, percent).
+	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss  %5s cpu-s %4s%% busy%s' "$name" "$p" "$f" "$secs" "${STAGE_CPU:-?}" "${STAGE_BUSY:-?}" "${note:+  ($note)}")")
+	STAGE_CPU=''
+	STAGE_BUSY=''
 	[ "$f" -eq 0 ] || failed_stages+=("$name")
 	return 0
 }
