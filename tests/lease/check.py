@@ -89,6 +89,53 @@ def parse(paths):
     return ev, bad
 
 
+def evidence(paths, pair, o1, o2, a, label):
+    """The history lines behind a timestamp overlap on @pair: @o2's from
+    its start to its first window reaching @a, and @o1's last lines on the
+    pair before then (its start, claims, windows, marks, fences, exit),
+    with the harness's faults meanwhile; so that a failing run's log alone
+    tells the story (CI keeps no history file)."""
+    space, _, dw = pair.partition("/")
+    lines = []
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                words = line.split()
+                if not words:
+                    continue
+                kv = dict(w.partition("=")[::2] for w in words[1:])
+                t = kv.get("at") or kv.get("from")
+                if not t or not t.lstrip("-").isdigit():
+                    continue
+                same = kv.get("pair") == dw and kv.get("space", "") == space
+                if words[0] in ("start", "exit") and kv.get("owner") in (o1, o2):
+                    lines.append((int(t), line.rstrip()))
+                elif words[0] in ("interval", "mark", "claim", "fence") and same and \
+                        kv.get("owner") in (o1, o2):
+                    lines.append((int(t), line.rstrip()))
+                elif words[0] in ("fault", "clock"):
+                    lines.append((int(t), line.rstrip()))
+    lines.sort()
+    t_end = None
+    for t, ln in lines:
+        if ln.startswith("interval ") and " owner=%s " % o2 in ln + " " and \
+                "ts_until=" in ln and int(ln.split("ts_until=")[1].split()[0]) >= a:
+            t_end = t
+            break
+    if t_end is None:
+        return
+    own = [(t, ln) for t, ln in lines if t <= t_end and (" owner=%s" % o1 in ln or
+                                                          " owner=%s" % o2 in ln)]
+    first = min(t for t, _ in own)
+    keep = [x for x in own if " owner=%s" % o2 in x[1]][-15:] + \
+        [x for x in own if " owner=%s" % o1 in x[1]][-15:]
+    keep += [x for x in own if x[1].startswith("start ")]
+    keep += [x for x in lines if first <= x[0] <= t_end and x[1].startswith(("fault ", "clock "))][-8:]
+    print(f"lease-check: {label}the history behind {pair} ({o1} then {o2}):")
+    for _, ln in sorted(set(keep))[-45:]:
+        print(f"lease-check: {label}  {ln}")
+
+
 def merge(spans):
     out = []
     for a, b in sorted(spans):
@@ -352,6 +399,8 @@ def main():
     for pair, o1, o2, a, b in ts_overlaps[:10]:
         print(f"lease-check: {label}TIMESTAMP OVERLAP {pair}: {o1} stamped up to {b}, {o2} "
               f"from {a} ({b - a + 1} ms of timestamps)")
+    for pair, o1, o2, a, b in ts_overlaps[:3]:
+        evidence(args.history + ([args.faults] if args.faults else []), pair, o1, o2, a, label)
     if underived:
         print(f"lease-check: {label}{underived} intervals without a window or a clock offset")
     print(f"lease-check: {label}{len(overlaps)} overlaps, {len(ts_overlaps)} timestamp overlaps")

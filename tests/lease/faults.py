@@ -98,7 +98,12 @@ class Run:
         self.passed = 0
         self.failed = 0
         self.counts = {}
-        self.rng = random.Random(args.seed)
+        # The seed of the faults' draws: given, or drawn and printed (a
+        # failing run's faults are drawn again with --seed; the agents'
+        # and servers' timing is not).
+        self.seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
+        print("# seed %d (--seed %d draws these faults again)" % (self.seed, self.seed), flush=True)
+        self.rng = random.Random(self.seed)
         self.lock = threading.Lock()
         self.polling_done = threading.Event()
         self.restarts = 0        # store members restarted since the poller looked
