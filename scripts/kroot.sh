@@ -157,6 +157,17 @@ if [ "${#suites[@]}" -eq 0 ]; then
 		[[ " ${suites[*]} " == *" $s "* ]] || suites+=("$s")
 	done
 fi
+# The suites at once: each mmdebstrap mostly waits on the mirror (a fresh
+# machine made bullseye, trixie and sid in 33, 282 and 40 s one after
+# another).  Each in a subshell of its own (die ends only it); any that
+# failed fails the whole.
+pids=()
 for s in "${suites[@]}"; do
-	make_root "$s"
+	make_root "$s" &
+	pids+=("$!")
 done
+rc=0
+for p in "${pids[@]}"; do
+	wait "$p" || rc=1
+done
+exit "$rc"

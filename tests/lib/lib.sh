@@ -18,7 +18,7 @@ KERNEL_META_PKGS=(linux-headers-6.12-amd64 linux-headers-amd64 linux-headers-6.1
 # cached in build/kroots/), booted from that suite's kernel image.  The
 # oldest first; the newest (the last) also runs the handoff, vmclone and
 # restart guests (newest_kver).
-SUITE_KERNELS=("bullseye linux-headers-amd64" "sid linux-headers-amd64" "sid linux-headers-rt-amd64")
+SUITE_KERNELS=("bullseye linux-headers-amd64" "trixie linux-headers-amd64" "sid linux-headers-amd64" "sid linux-headers-rt-amd64")
 # The package shipping the kernel source tarball (kselftest headers,
 # checkpatch.pl).
 # shellcheck disable=SC2034
