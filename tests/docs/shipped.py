@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""The files a project ships (issue 45, item 5), against the tree.  Run by
-tests/docs/run.sh beside doccheck.py, whose helpers it uses; one "ok   ..." or "FAIL ..." line per check.
+"""The files a project ships and the operator's questions (issue 45, items
+4 and 5), against the tree.  Run by tests/docs/run.sh beside doccheck.py,
+whose helpers it uses; one "ok   ..." or "FAIL ..." line per check.
 
   licences  every licence and exception an SPDX-License-Identifier line of
             a tracked file (or a client's package manifest) names has its
@@ -16,9 +17,16 @@ tests/docs/run.sh beside doccheck.py, whose helpers it uses; one "ok   ..." or "
             page says where (/usr/share/doc/PKG); every /usr/share/doc/PKG/
             path a document, page, program or debian/control cites is a
             file the package ships (.docs, .examples).
+  layout    docs/operations.md's tables of when a layout runs out and what
+            it holds are those this script computes from the header's
+            defaults (--write regenerates them).
+  events    every event= name snowflake-agent and snowflake-floord log has
+            a row in docs/operations.md's troubleshooting table, and every
+            row names an event the code logs.
 
-Usage: shipped.py [CHECK...]
+Usage: shipped.py [--write] [CHECK...]
 """
+import datetime
 import glob
 import os
 import re
@@ -227,9 +235,134 @@ def check_pkgdocs():
         ok("pkgdocs: the %d docs/ and /usr/share/doc/ citations are files their packages ship" % n)
 
 
-CHECKS = {"licences": check_licences, "news": check_news, "pkgdocs": check_pkgdocs}
+def header_defaults():
+    h = read("uapi/linux/snowflake.h")
+    d = {k.lower(): int(v) for k, v in re.findall(r"#define SNOWFLAKE_DEFAULT_(\w+)\s+(\d+)", h)}
+    d["epoch_ms"] = int(re.search(r"#define SNOWFLAKE_TWITTER_EPOCH_MS\s+(\d+)", h).group(1))
+    return d
+
+
+def utc(ms):
+    t = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def layout_tables():
+    """The two tables of docs/operations.md, from the header's defaults."""
+    d = header_defaults()
+    ep = d["epoch_ms"]
+    e2025 = 1735689600000   # 2025-01-01T00:00:00Z
+    rows = [(41, 1, ep), (40, 1, ep), (42, 1, ep), (41, 1, e2025), (39, 10, ep), (41, 10, ep),
+            (32, 1000, ep), (31, 1000, e2025)]
+    out = ["| timestamp bits | time unit | epoch | last tick starts | years |", "| --- | --- | --- | --- | --- |"]
+    for bits, unit, epoch in rows:
+        end = epoch + (1 << bits) * unit
+        deflt = " (the default)" if (bits, unit, epoch) == (d["timestamp_bits"], d["time_unit_ms"], ep) else ""
+        out.append("| %d%s | %d ms | %s (`%d`) | %s | %.1f |" % (
+            bits, deflt, unit, utc(epoch), epoch, utc(end - unit), (end - epoch) / 1000 / 86400 / 365.2425))
+    t1 = "\n".join(out)
+    layouts = [(d["timestamp_bits"], d["datacenter_bits"], d["worker_bits"], d["sequence_bits"], d["time_unit_ms"]),
+               (41, 0, 10, 12, 1), (41, 5, 7, 10, 1), (41, 4, 4, 14, 1), (40, 6, 6, 11, 1), (41, 5, 5, 12, 10)]
+    out = ["| timestamp / datacenter / worker / sequence bits, unit | pairs (hosts) | IDs per tick per host | IDs per second per host, at most |",
+           "| --- | --- | --- | --- |"]
+    for ts, dc, w, seq, unit in layouts:
+        deflt = " (the default)" if (ts, dc, w, seq, unit) == layouts[0] else ""
+        out.append("| %d / %d / %d / %d, %d ms%s | %s (%s × %s) | %s | %s |" % (
+            ts, dc, w, seq, unit, deflt, "{:,}".format(1 << (dc + w)), "{:,}".format(1 << dc),
+            "{:,}".format(1 << w), "{:,}".format(1 << seq), "{:,}".format((1 << seq) * 1000 // unit)))
+    return {"runs-out": t1, "capacity": "\n".join(out)}
+
+
+def check_layout(write=False):
+    n0 = doccheck.bad
+    rel = "docs/operations.md"
+    text = read(rel)
+    for name, table in layout_tables().items():
+        table += "\n"
+        begin, end = "<!-- table %s: tests/docs/shipped.py --write -->\n" % name, "<!-- end table %s -->" % name
+        m = re.search(re.escape(begin) + r"(.*?)" + re.escape(end), text, re.S)
+        if not m:
+            fail("layout: %s has no region %s...%s" % (rel, begin.strip(), end.strip()))
+            continue
+        if write:
+            text = text[:m.start(1)] + table + text[m.end(1):]
+        elif m.group(1) != table:
+            got, want = m.group(1).split("\n"), table.split("\n")
+            diff = [(g, w) for g, w in zip(got, want) if g != w] or [("%d lines" % len(got), "%d lines" % len(want))]
+            fail("layout: %s's table %s is not the computed one (tests/docs/shipped.py --write): %r, computed %r"
+                 % (rel, name, diff[0][0], diff[0][1]))
+        else:
+            ok("layout: %s's table %s is the computed one (%d rows)" % (rel, name, len(table.split("\n")) - 3))
+    if write:
+        with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+            f.write(text)
+    return doccheck.bad == n0
+
+
+# Event names built at run time: (file, the format's name part) -> (a
+# regular expression over that file whose groups are the values, the name
+# made of each value).  A tag appended to a fixed name (fenced%s: the
+# device's) is the fixed name.
+DYNAMIC = {
+    ("userspace/agent/agent.c", "%s_failed"): (r'assign \? "(\w+)" : "(\w+)"', "{}_failed"),
+    ("userspace/agent/agent.c", "fenced%s"): (r'"event=(fenced)%s datacenter', "{}"),
+    ("userspace/agent/agent.c", "unfenced%s"): (r'"event=(unfenced)%s datacenter', "{}"),
+    ("userspace/agent/mysql.c", "%s"): (r'mysql_fatal\(a, \w+, "(\w+)"', "{}"),
+    ("userspace/agent/redis.c", "%s"): (r'code == AG_EXIT_AUTH \? "(\w+)" : "(\w+)"', "{}"),
+    ("userspace/agent/zookeeper.c", "zookeeper_%s%s"): (r'return "([\w-]+)";', "zookeeper_{}"),
+}
+
+
+def code_events():
+    """{event name: file} of snowflake-agent and snowflake-floord."""
+    out = {}
+    for f in tracked("userspace/agent/*.c") + tracked("userspace/floord/*.c"):
+        text = read(f)
+        for m in re.finditer(r"event=([\w%-]*)", text):
+            name = m.group(1)
+            if "%" not in name:
+                out.setdefault(name, f)
+                continue
+            pat, made = DYNAMIC.get((f, name), (None, None))
+            if pat is None:
+                fail("events: %s: event=%s is built at run time: teach tests/docs/shipped.py's DYNAMIC its values"
+                     % (f, name))
+                continue
+            vals = [v for t in re.findall(pat, text) for v in (t if isinstance(t, tuple) else (t,)) if v]
+            if not vals:
+                fail("events: %s: no value of event=%s found (DYNAMIC's pattern is stale)" % (f, name))
+            for v in vals:
+                out.setdefault(made.format(v), f)
+    return out
+
+
+def check_events():
+    n0 = doccheck.bad
+    events = code_events()
+    if len(events) < 50:
+        fail("events: only %d event names read from userspace/agent and userspace/floord" % len(events))
+    rows = doccheck.table_after(read("docs/operations.md"), r"^\| event \| program \| cause \| what to do \|") or []
+    if not rows:
+        fail("events: docs/operations.md has no `| event | program | cause | what to do |` table")
+    doc = {}
+    for r in rows:
+        for name in re.findall(r"`([\w-]+)`", r.split("|")[1]):
+            doc[name] = r
+    for e in sorted(set(events) - set(doc)):
+        fail("events: event=%s (%s) has no row in docs/operations.md's troubleshooting table" % (e, events[e]))
+    for e in sorted(set(doc) - set(events)):
+        fail("events: docs/operations.md's troubleshooting row %s is no event the agent or floord logs" % e)
+    if doccheck.bad == n0:
+        ok("events: the %d events of snowflake-agent and snowflake-floord each have a row, and every row names one"
+           % len(events))
+
+
+CHECKS = {"licences": check_licences, "news": check_news, "pkgdocs": check_pkgdocs,
+          "layout": check_layout, "events": check_events}
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args[:1] == ["--write"]:
+        sys.exit(0 if check_layout(write=True) else 1)
     for name in args or list(CHECKS):
         if name not in CHECKS:
             sys.exit("shipped.py: no check %s (%s)" % (name, " ".join(CHECKS)))
