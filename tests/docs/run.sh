@@ -287,8 +287,11 @@ done
 
 # The documents against the tree (tests/docs/doccheck.py: links and paths,
 # make targets and STAGES names, the agent's tables, run figures and their
-# commits, templates copied by hand, the fuzz targets), one line per finding.
-doc_out=$(python3 tests/docs/doccheck.py 2>&1) || true
+# commits, templates copied by hand, the fuzz targets; tests/docs/shipped.py:
+# the licences and COPYING, NEWS, the docs the packages ship, the layout
+# tables and the troubleshooting events of docs/operations.md), one line
+# per finding.
+doc_out=$(python3 tests/docs/doccheck.py 2>&1; python3 tests/docs/shipped.py 2>&1) || true
 while IFS= read -r line; do
 	case $line in
 	"ok   "*) ok "${line#ok   }" ;;
