@@ -225,7 +225,7 @@ make -s -C "$ROOT/selftests" OUT="$BUILD/selftests" KSFT_DIR="$BUILD/ksrc/$KSFT_
 	bad "building the static CLI"
 	finish
 }
-for b in "${backends[@]}"; do
-	run_backend "$b"
-done
+# The stores' guests side by side (AGENT_GUEST_JOBS, default 3: each
+# mostly waits on its agent's timers), their outputs whole, in order.
+parallel_each "${AGENT_GUEST_JOBS:-3}" run_backend "${backends[@]}"
 finish

@@ -117,7 +117,7 @@ test_kernel() {
 	echo "handoff on $kver: ${secs}s"
 }
 
-for kver in "${kvers[@]}"; do
-	test_kernel "$kver"
-done
+# The kernels' guests side by side (HANDOFF_JOBS, default 4), their
+# outputs whole, in order.
+parallel_each "${HANDOFF_JOBS:-4}" test_kernel "${kvers[@]}"
 finish

@@ -231,6 +231,57 @@ vmlinuz_of() {
 # Seconds since the epoch, for timings.
 now() { date +%s; }
 
+# parallel_each N FUNC ITEM...: FUNC ITEM for every ITEM, at most N at once
+# (N of 1 or less: one after another, in this shell).  Each runs in a
+# subshell of its own, its output kept and printed whole, in ITEM order,
+# once all have ended; the pass and fail counts each added (ok, notok,
+# and the lanes' own ok/bad) are added to this shell's, and its TAP lines
+# ("ok N", "not ok N") numbered on from this shell's.  One that ended
+# without its counts (an exit inside FUNC) is a failure.  The guest lanes
+# use it: a TCG guest of these suites is mostly waiting on timers (a
+# vmtest guest: about 70 CPU seconds in 160 s), so guests side by side
+# fill the CPUs that one leaves idle.
+parallel_each() {
+	local n=$1 fn=$2 dir k=0 item p f
+	shift 2
+	if [ "$n" -le 1 ] || [ "$#" -le 1 ]; then
+		for item in "$@"; do
+			"$fn" "$item"
+		done
+		return 0
+	fi
+	dir=$(mktemp -d "$BUILD/parallel.XXXXXX")
+	for item in "$@"; do
+		while [ "$(jobs -rp | wc -l)" -ge "$n" ]; do
+			wait -n 2>/dev/null || true
+		done
+		(
+			p=$pass f=$fail
+			"$fn" "$item"
+			echo "$((pass - p)) $((fail - f))" >"$dir/$k.count"
+		) >"$dir/$k.out" 2>&1 </dev/null &
+		k=$((k + 1))
+	done
+	wait
+	k=0
+	for item in "$@"; do
+		awk -v n="$ntap" '
+			/^ok [0-9]+( |$)/ { n++; sub(/^ok [0-9]+/, "ok " n) }
+			/^not ok [0-9]+( |$)/ { n++; sub(/^not ok [0-9]+/, "not ok " n) }
+			{ print }
+			END { print n > "/dev/stderr" }' "$dir/$k.out" 2>"$dir/$k.ntap"
+		ntap=$(cat "$dir/$k.ntap")
+		if [ -s "$dir/$k.count" ] && read -r p f <"$dir/$k.count"; then
+			pass=$((pass + p)) fail=$((fail + f))
+		else
+			fail=$((fail + 1)) ntap=$((ntap + 1))
+			echo "not ok $ntap $fn $item ended without its counts (it exited: above)"
+		fi
+		k=$((k + 1))
+	done
+	rm -rf "$dir"
+}
+
 # Copy the module sources (Kbuild, driver/, uapi/) of $MODULE_SRC (default:
 # the repository) into a fresh DIR.  kbuild
 # writes its objects beside the sources, so each kernel and each set of build

@@ -374,7 +374,7 @@ test_kernel() {
 	echo "# $kver: $((t1 - t0)) s"
 }
 
-for kver in "${kvers[@]}"; do
-	test_kernel "$kver"
-done
+# The kernels' guests side by side (RESTART_JOBS, default 3), their
+# outputs whole, in order.
+parallel_each "${RESTART_JOBS:-3}" test_kernel "${kvers[@]}"
 finish

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Tests of the scripts' own helpers (tests/lib/lib.sh), run by the static
 # stage: log_has, which the guest stages use to read console logs, under
-# the pipefail they all set.  Prints "lib-test: N passed, M failed".
+# the pipefail they all set; parallel_each, which runs their guests side by
+# side.  Prints "lib-test: N passed, M failed".
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
@@ -31,5 +32,24 @@ echo "# tr | grep -q under pipefail failed $old times of 20 on a line that is th
 check "log_has finds the first line of a 4 MiB console, 20 of 20 ($early)" test "$early" -eq 20
 check "log_has finds the last line, 20 of 20 ($late)" test "$late" -eq 20
 check "log_has does not find a line that is not there, 20 of 20 ($absent)" test "$absent" -eq 20
+# parallel_each: the items' outputs whole and in order, their counts
+# added, TAP numbers continued, an item that exits counted as a failure.
+# (A subshell of its own: the counts it makes are its, not this test's.)
+item() {
+	case $1 in
+	slow) sleep 1; ok "slow one"; ok "slow two" ;;
+	fast) notok "fast one" ;;
+	gone) exit 3 ;;
+	esac
+}
+BUILD=$tmp
+got=$(pass=0 fail=0 ntap=0; parallel_each 3 item slow fast gone; echo "counts $pass $fail $ntap")
+want=$(printf '%s\n' "ok 1 slow one" "ok 2 slow two" "not ok 3 fast one" \
+	"not ok 4 item gone ended without its counts (it exited: above)" "counts 2 2 4")
+check "parallel_each: outputs in order, counts and TAP numbers carried on" test "$got" = "$want"
+[ "$got" = "$want" ] || diff <(echo "$want") <(echo "$got") | sed 's/^/#   /'
+got=$(pass=0 fail=0 ntap=0; parallel_each 1 item fast slow; echo "counts $pass $fail $ntap")
+want=$(printf '%s\n' "not ok 1 fast one" "ok 2 slow one" "ok 3 slow two" "counts 2 1 3")
+check "parallel_each 1: one after another, in this shell" test "$got" = "$want"
 echo "lib-test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
