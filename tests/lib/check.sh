@@ -6,7 +6,7 @@
 #   -> userspace -> sim -> packaging -> static -> docs -> model -> clients -> deb
 #   -> dkms-sid
 #   -> contract -> agent-guest -> handoff -> lease -> bench-smoke -> vmtest
-#   -> vmclone -> restart -> debug-kernel
+#   -> vmclone -> restart -> debug-kernel (its count: it runs beside vmtest)
 # and beside them, in the background (each waits mostly on the Debian
 # mirror or on timers, where the stages in front use the CPUs):
 #   - the debug kernel's build (nice 19, from after ksrc; the debug-kernel
@@ -18,13 +18,15 @@
 #   - the lease stage (from after the contract, beside agent-guest and
 #     handoff, joined after them),
 #   - the vmclone stage (beside vmtest, joined after it),
+#   - the debug-kernel stage (from before vmtest, once its build is done,
+#     beside vmtest, vmclone and restart; joined after restart),
 #   - the piuparts stage (beside the lease stage, joined with it),
 #   - the upgrade stage (from after the contract to the end, joined last),
 #   - the dkms-sid stage's sid root with PostgreSQL 18
 #     (tests/dkms-sid/pg18-root.sh, from after ksrc; the stage waits for it),
 #   - the db stage (its roots made from after ksrc, as the deb stage's; the
-#     stage from after vmclone, beside restart and debug-kernel, joined
-#     last),
+#     stage from after vmclone, beside restart and the end of
+#     debug-kernel, joined last),
 #   - the fuzz stage (nice 10, from after unit, beside userspace,
 #     packaging, static, docs, clients and deb, joined after dkms-sid).
 # vmtest boots its kernels three at a time (VMTEST_JOBS=3 on two or more
@@ -344,6 +346,13 @@ want bench-smoke && run_stage bench-smoke env BENCH_SMOKE=1 SNOWFLAKE_SKIP_DEPS=
 # runs beside vmtest, whose two guests left 48 % of the CPUs idle; joined
 # after it.
 want vmclone && bg_stage vmclone tests/vmclone/run.sh
+# The debug kernel's suite (one guest, about one CPU: KASAN, lockdep and
+# kmemleak under TCG) beside vmtest too, once its build is done: the guests
+# of vmtest leave about half the CPUs idle; joined last.
+if want debug-kernel; then
+	[ -z "$prebuild_pid" ] || wait "$prebuild_pid" || true
+	bg_stage debug-kernel tests/debug-kernel/run.sh
+fi
 # Three guests at a time on two CPUs (one more than the CPUs): a guest of
 # the suite uses about 70 CPU seconds in its 160 s (its tests wait on
 # timers and ticks), and two left 48 % of the CPUs idle
@@ -351,14 +360,11 @@ want vmclone && bg_stage vmclone tests/vmclone/run.sh
 want vmtest && run_stage vmtest env VMTEST_JOBS="${VMTEST_JOBS:-$(($(nproc) >= 2 ? $(nproc) + 1 : 1))}" tests/vmtest/run.sh
 join_stage vmclone
 # The database functions on the deb stage's packages (tests/db/run.sh): one
-# guest (one busy CPU) and apt in chroots, beside restart and the debug
-# kernel, whose one guest leaves the other CPU mostly idle; joined last.
+# guest (one busy CPU) and apt in chroots, beside restart and the end of
+# the debug kernel's suite; joined last.
 want db && bg_stage db tests/db/run.sh
 want restart && run_stage restart tests/restart/run.sh
-if want debug-kernel; then
-	[ -z "$prebuild_pid" ] || wait "$prebuild_pid" || true
-	run_stage debug-kernel tests/debug-kernel/run.sh
-fi
+join_stage debug-kernel
 join_stage upgrade
 join_stage db
 

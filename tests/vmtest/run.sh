@@ -89,7 +89,12 @@ echo "==== building selftests (${SELFTESTS_SRC#"$ROOT"/}) ===="
 tests=()
 if [ ! -f "$SELFTESTS_SRC/Makefile" ]; then
 	echo "vmtest: $SELFTESTS_SRC/Makefile is missing: no tests to run" >&2
-elif ! prune_stale_tests || ! make -C "$SELFTESTS_SRC" OUT="$TESTS_OUT" KSFT_DIR="$KSFT_DIR" ${V:+V="$V"}; then
+elif ! mkdir -p "$TESTS_OUT" || ! (
+	# One build at a time in $TESTS_OUT: the debug-kernel lane runs this
+	# script beside vmtest's own run (tests/lib/check.sh).
+	flock 9
+	prune_stale_tests && make -C "$SELFTESTS_SRC" OUT="$TESTS_OUT" KSFT_DIR="$KSFT_DIR" ${V:+V="$V"}
+) 9>"$TESTS_OUT/.build-lock"; then
 	echo "vmtest: building the selftests failed" >&2
 else
 	while IFS= read -r t; do
