@@ -2288,6 +2288,85 @@ def s_init_node_refused(c):
     c.note("0:1 refused (node said), 0:2 created, exit 1")
 
 
+def s_main_loop_stuck(c):
+    """A holder S whose main loop is stuck (its --history a pipe the test
+    fills and never reads: the next write, at a renewal, blocks) while its
+    process and its store library's threads live on, and B waits for the
+    same pair: the pair is free for B within TTL (S's kernel deadline) +
+    the store's own expiry (the lease's TTL; ZooKeeper: the session's
+    timeout, negotiated at TTL) + B's backoff + settle + 2 s, where ZooKeeper's
+    library kept S's session, and so its key, alive by its own pings for
+    as long as S lived (issue 40 D9)."""
+    c.init()
+    fifo = os.path.join(c.dir, "stuck.history")
+    os.mkfifo(fifo)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    wfd = None
+    try:
+        argv = c.flags()
+        argv[argv.index("--history") + 1] = fifo
+        s = Agent(c, argv + ["--dry-run-clock-offset-ms", "0"],
+                  os.path.join(c.dir, "agent.0.log"), 0)
+        c.agents.append(s)
+        c.expect(s.wait("event=unfenced", 15), "S never served")
+        b = c.agent()
+        c.expect(b.wait("event=pool_full", 10), "B never found the pair held")
+        # the pipe filled: S's next history line (a renewal's) blocks it
+        wfd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            while True:
+                os.write(wfd, b"#" * 4095 + b"\n")
+        except BlockingIOError:
+            pass
+        t = time.monotonic() + 5
+        wchan = ""
+        while time.monotonic() < t:
+            try:
+                wchan = open("/proc/%d/wchan" % s.p.pid).read()
+            except OSError:
+                wchan = "?"
+            if "pipe" in wchan:
+                break
+            time.sleep(0.02)
+        t0 = time.monotonic()
+        c.expect("pipe" in wchan, "S's main loop never blocked on its history (wchan %r: the "
+                 "fault never fired)" % wchan)
+        # S's heartbeat (ZooKeeper: TTL after its last step) + the store's
+        # expiry (TTL) + B's backoff (at most TTL) + settle + 2 s
+        bound = (3 * TTL + SETTLE) / 1000 + 2
+        c.expect(b.wait("event=unfenced", bound + 10),
+                 "B never served within %.0f s of S's main loop stuck (S alive: %s; its key "
+                 "%r): the store kept S's pair for a process that cannot renew" % (
+                     bound + 10, s.alive(), c.s.key_get(c.cl, (0, 0))))
+        took = time.monotonic() - t0
+        c.expect(took < bound, "B served %.1f s after S's main loop stuck (bound %.1f s: TTL + "
+                 "the store's expiry + B's backoff + settle + 2 s)" % (took, bound))
+        c.expect(s.alive(), "S exited while stuck")
+        c.note("B served %.1f s after S's main loop stuck (bound %.1f s)%s" % (
+            took, bound, "; S's relay cut" if s.has("event=zookeeper_relay_cut") else ""))
+        s.kill9()
+        # S's history lines (the one its write blocked on is lost with it)
+        data = b""
+        try:
+            while True:
+                chunk = os.read(rfd, 65536)
+                if not chunk:
+                    break
+                data += chunk
+        except BlockingIOError:
+            pass
+        with open(c.hist, "a") as f:
+            for ln in data.decode(errors="replace").splitlines():
+                if ln and not ln.startswith("#"):
+                    f.write(ln + "\n")
+    finally:
+        os.close(rfd)
+        if wfd is not None:
+            os.close(wfd)
+    c.stop_agents()
+    c.history()
+
+
 def s_release_owner_kept(c):
     """MySQL (82dc3a8): a holder's release at SIGTERM leaves its row with
     its owner (the run that last held the pair) and an expiry in the past;
@@ -2351,6 +2430,7 @@ SCENARIOS = [
     ("name_lookup_hangs", s_name_lookup_hangs),
     ("stop_within_1s", s_stop_within_1s),
     ("init_node_refused", s_init_node_refused),
+    ("main_loop_stuck", s_main_loop_stuck),
     ("redis_store_unable", s_redis_store_unable),
     ("claim_committed_late", s_claim_committed_late),
     ("mysql_replica_connected", s_mysql_replica_connected),

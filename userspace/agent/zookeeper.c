@@ -690,6 +690,20 @@ static bool handle_stuck(struct agent *a)
 }
 
 /*
+ * The main loop's heartbeat (zk_bound.c), given at every store step: while
+ * this session holds our key, the relay serves it for ttl-ms after the
+ * step only, so that a main loop stuck anywhere lets the session expire
+ * (the library's pings would keep it, and the pair, alive); none (0) while
+ * it holds no key.
+ */
+static void heartbeat(struct agent *a)
+{
+	struct zstore *z = Z(a);
+
+	zkb_live(z->relay, z->mine ? boot_ns() + (int64_t)a->c->ttl_ms * NS_PER_MS : 0);
+}
+
+/*
  * A session to work with, connected by @deadline (0: within
  * zookeeper-timeout-ms): a new one when there is none or the last one
  * expired.  false when not connected in time (or a->fatal).
@@ -764,6 +778,7 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 			}
 		}
 	}
+	heartbeat(a);
 	/* The library connects by itself: woken at every state change (ev_wait()). */
 	for (;;) {
 		int r;
@@ -1317,6 +1332,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		} else {
 			/* Our own key, claimed before and not served: ours still. */
 			z->mine = true;
+			heartbeat(a);
 			z->mine_dc = dc;
 			z->mine_w = w;
 			z->mine_session = session;
@@ -1357,6 +1373,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	rc = call_wait(z, c, dl_of(a, 0));
 	if (rc == ZOK) {
 		z->mine = true;
+		heartbeat(a);
 		z->mine_dc = dc;
 		z->mine_w = w;
 		z->mine_session = session;
@@ -1648,7 +1665,10 @@ static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 static int z_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
 		   uint64_t *mark)
 {
-	int ret = renew_key(a, deadline, sent, raise_to, mark);
+	int ret;
+
+	heartbeat(a);
+	ret = renew_key(a, deadline, sent, raise_to, mark);
 
 	if (ret != 1)
 		*mark = AG_MARK_UNREAD;
