@@ -1924,6 +1924,21 @@ def s_oversized_spin(c):
 STOP_S, STOP_MARGIN_S = 1.0, 0.2
 
 
+def sigterm_release_held(c, extra, who):
+    """A new holder through the proxy, serving; every reply held from its
+    release on; SIGTERM.  (The agent, its log's offset before the
+    SIGTERM, the SIGTERM's monotonic time.)"""
+    c.with_proxy()
+    a = c.agent(extra=extra, proxy=True)
+    c.expect(a.wait("event=unfenced", 15), "%s never served" % who)
+    off = a.size()
+    c.arm_hold("release")
+    t0 = time.monotonic()
+    a.ended_by_test = True
+    a.p.send_signal(signal.SIGTERM)
+    return a, off, t0
+
+
 def s_sigterm_release_slow(c):
     """A serving holder's SIGTERM, its release held by a store that stops
     answering at it (its reply held by the proxy; TTL 9 s, the store's
@@ -1937,14 +1952,7 @@ def s_sigterm_release_slow(c):
     extra = ["--ttl-ms", "9000", "--renew-ms", "1000",
              "--%s-timeout-ms" % c.s.name, str(slow)]
     c.init(extra=extra)
-    c.with_proxy()
-    a = c.agent(extra=extra, proxy=True)
-    c.expect(a.wait("event=unfenced", 15), "A never served")
-    off = a.size()
-    c.arm_hold("release")
-    t0 = time.monotonic()
-    a.ended_by_test = True
-    a.p.send_signal(signal.SIGTERM)
+    a, off, t0 = sigterm_release_held(c, extra, "A")
     c.expect(a.wait("event=stopping", 3, off), "A never began to stop after its SIGTERM")
     c.fired("release", 3, fault="hold")
     rc, secs = a.term(4)
@@ -2062,14 +2070,7 @@ def s_stop_within_1s(c):
     finally:
         dns.close()
     # (2) the store stopped answering
-    c.with_proxy()
-    b = c.agent(extra=extra, proxy=True)
-    c.expect(b.wait("event=unfenced", 15), "B never served")
-    off = b.size()
-    c.arm_hold("release")
-    t0 = time.monotonic()
-    b.ended_by_test = True
-    b.p.send_signal(signal.SIGTERM)
+    b, off, t0 = sigterm_release_held(c, extra, "B")
     rc, took = stop_timed(b, t0, slow / 1000 + 6)
     c.fired("release", 1, fault="hold")
     if not (rc == 0 and took < STOP_S + STOP_MARGIN_S):
