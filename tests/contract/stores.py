@@ -623,15 +623,15 @@ class ZooKeeper(Store):
     def mark_del(self, cl, pair):
         self.cli("delete " + self.path(cl, "mark", pair))
 
-    def mark_read_only(self, cl, pair):
-        """The mark node's ACL set to world:anyone:r (readable, not
-        writable: ZNOAUTH on a setData), by the Java zkCli.sh (cli_mt has no
-        setAcl); its getAcl read back."""
+    def mark_read_only(self, cl, pair, perms="r"):
+        """The mark node's ACL set to world:anyone:@perms (r: readable, not
+        writable: ZNOAUTH on a setData; wa: not readable), by the Java
+        zkCli.sh (cli_mt has no setAcl); its getAcl read back."""
         p = self.path(cl, "mark", pair)
         env = dict(os.environ, CLIENT_JVMFLAGS="-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
                    ZOO_LOG_DIR=self.out)
         out = ""
-        for cmd in ("setAcl %s world:anyone:r" % p, "getAcl %s" % p):
+        for cmd in ("setAcl %s world:anyone:%s" % (p, perms), "getAcl %s" % p):
             r = subprocess.run([ZK_JCLI, "-server", self.hosts()] + cmd.split(),
                                capture_output=True, text=True, timeout=60, env=env)
             out = r.stdout + r.stderr

@@ -9,8 +9,8 @@
  * the sleep, the wait and randomness only through the libc calls
  * substituted below (clock_gettime, ppoll/timerfd_settime, poll,
  * sigtimedwait, getrandom), and the store only through store_ops; its
- * signal flags (stop_signal, stopping, stop_again, store_lost, wd_fired)
- * are swapped with the running agent at every switch.  Nothing of agent.c
+ * signal flags (stop_signal, stopping, stop_again, store_lost, wd_fired,
+ * and the stop's bound: stop_seen_ns, stop_bound_said) are swapped with the running agent at every switch.  Nothing of agent.c
  * is changed.
  *
  *   sim [--seeds N] [--from S] [--seed S] [--trace] [--budget-s S] [--late]
@@ -194,6 +194,8 @@ struct host {
 	/* the engine's statics, this agent's copy */
 	volatile sig_atomic_t g_stop_signal, g_wd_fired;
 	bool g_stopping, g_stop_again;
+	int64_t g_stop_seen_ns;
+	bool g_stop_bound_said;
 	int g_store_lost;
 	int sig_pending;	/* stop signals sent, not yet taken */
 	/* what it waits for: mono time, and/or a reply */
@@ -326,6 +328,8 @@ static void swap_in(struct host *h)
 	stop_signal = h->g_stop_signal;
 	stopping = h->g_stopping;
 	stop_again = h->g_stop_again;
+	stop_seen_ns = h->g_stop_seen_ns;
+	stop_bound_said = h->g_stop_bound_said;
 	store_lost = h->g_store_lost;
 	wd_fired = h->g_wd_fired;
 }
@@ -335,6 +339,8 @@ static void swap_out(struct host *h)
 	h->g_stop_signal = stop_signal;
 	h->g_stopping = stopping;
 	h->g_stop_again = stop_again;
+	h->g_stop_seen_ns = stop_seen_ns;
+	h->g_stop_bound_said = stop_bound_said;
 	h->g_store_lost = store_lost;
 	h->g_wd_fired = wd_fired;
 	cur = NULL;
@@ -951,6 +957,8 @@ static void host_start(struct host *h)
 	h->frozen = false;
 	h->g_stop_signal = 0;
 	h->g_stopping = h->g_stop_again = false;
+	h->g_stop_seen_ns = 0;
+	h->g_stop_bound_said = false;
 	h->g_store_lost = 0;
 	h->g_wd_fired = 0;
 	h->sig_pending = 0;
@@ -1017,6 +1025,10 @@ static void check_stop(struct host *h)
 	if (h->sig2_at && T - h->sig2_at > SEC(1) + MS(200) && !h->frozen)
 		fail("h%d.%d still running %lld ms after a second stop signal", h->id, h->run,
 		     (long long)((T - h->sig2_at) / NS_PER_MS));
+	/* issue 40 D9: every stop within 1 s, whatever the store does */
+	if (T - h->sig_at > SEC(1) + MS(200) && !h->frozen)
+		fail("h%d.%d still running %lld ms after its stop signal", h->id, h->run,
+		     (long long)((T - h->sig_at) / NS_PER_MS));
 }
 
 static void check_exit(struct host *h)

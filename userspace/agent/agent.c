@@ -76,6 +76,18 @@ static volatile sig_atomic_t stop_signal;
  * sigterm_release_slow (mutant i31-10).
  */
 static bool stopping, stop_again;
+/*
+ * When the first stop signal was seen (boot_ns(); 0 none): the stop is
+ * bounded from then (issue 40 D9): the store calls of the stop (the
+ * release, an unknown claim's give-back) end by STOP_STORE_MS, the
+ * store's close by STOP_EXIT_MS (ag_stop_exit_by()), so the agent exits
+ * within 1 s of the signal whatever the store does (seen within 100 ms:
+ * ag_wait()); what was not given back expires by itself.  Contract scenario stop_within_1s.
+ */
+#define STOP_STORE_MS	550
+#define STOP_EXIT_MS	800
+static volatile int64_t stop_seen_ns;
+static bool stop_bound_said;
 /* The mark quarantine's table (missing_mark()): fixed size, ~96 KiB. */
 static struct ag_quarantine quarantine;
 static enum ag_level log_level = AG_INFO;
@@ -224,6 +236,25 @@ static void notify(const char *msg)
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+	if (!stop_seen_ns)
+		stop_seen_ns = boot_ns();	/* clock_gettime: async-signal-safe */
+}
+
+int64_t ag_stop_exit_by(void)
+{
+	return stop_seen_ns ? stop_seen_ns + STOP_EXIT_MS * NS_PER_MS : 0;
+}
+
+/* The stop's store calls are over their time (STOP_STORE_MS): said once. */
+static bool stop_bound_over(void)
+{
+	if (!stopping || !stop_seen_ns || boot_ns() < stop_seen_ns + STOP_STORE_MS * NS_PER_MS)
+		return false;
+	if (!stop_bound_said)
+		logm(AG_WARN, "event=stop_bound stop_ms=%d: the store did not answer the stop's calls within %d ms of the stop signal; they are given up (what was not given back expires by itself)",
+		     STOP_STORE_MS, STOP_STORE_MS);
+	stop_bound_said = true;
+	return true;
 }
 
 /*
@@ -244,7 +275,7 @@ bool ag_stop_pending(void)
 
 	if (stop_signal && !stopping)
 		return true;
-	if (stop_again)
+	if (stop_again || stop_bound_over())
 		return true;
 	sigemptyset(&set);
 	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
@@ -257,15 +288,19 @@ bool ag_stop_pending(void)
 		stop_again = true;
 		return true;
 	}
-	if (sig > 0)
+	if (sig > 0) {
 		stop_signal = sig;
+		if (!stop_seen_ns)
+			stop_seen_ns = boot_ns();
+	}
 	return stop_signal != 0 && !stopping;
 }
 
 /*
  * ag_wait() (agent.h): the stop is asked before every poll and the poll
  * lasts at most 100 ms, so a stop signal ends any store call within
- * 100 ms, whichever store it is; @end is checked before every poll, so no
+ * 100 ms, whichever store it is (and the stop's own calls end by its
+ * bound, STOP_STORE_MS); @end is checked before every poll, so no
  * call outlives its deadline by more than a poll's rounding (1 ms).
  */
 int ag_wait(struct pollfd *p, unsigned int n, int64_t end)
@@ -1625,12 +1660,12 @@ static int run(struct agent *a)
 	/*
 	 * A claim whose outcome is unknown: given back too, not left for a
 	 * TTL; asked again (a store reconnecting) for up to half a TTL, or
-	 * until a second stop signal.
+	 * until a second stop signal or the stop's bound (ag_stop_pending()).
 	 */
 	if (a->unknown) {
 		int64_t end = boot_ns() + (int64_t)c->ttl_ms / 2 * NS_PER_MS;
 
-		while (resolve_unknown(a) && !stop_again && boot_ns() < end)
+		while (resolve_unknown(a) && !ag_stop_pending() && boot_ns() < end)
 			(void)poll(NULL, 0, 50);
 		if (a->unknown)
 			logm(AG_WARN, "event=release_failed datacenter=%u worker=%u: a claim whose reply was lost could not be given back; it expires by itself",
@@ -1812,6 +1847,8 @@ static int init_store(struct agent *a)
 		 * decides it, never a store.  Each init_mark() is conditional
 		 * (created only where absent, replaced only over the text read),
 		 * so asking again after a lost reply finds the mark present.
+		 * A pair whose record refuses us (INIT_REFUSED) is not asked
+		 * again: counted failed, and the walk goes on.
 		 */
 		for (tries = 0; tries < 3 && r < 0 && !a->fatal && (!tries || !ag_stop_pending()); tries++)
 			r = a->st->init_mark(a, dc, w, c->init_mark_ms, c->init_mark_given);

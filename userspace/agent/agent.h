@@ -48,6 +48,8 @@ enum {
 	INIT_CREATED = 1,	/* it was missing: created */
 	INIT_REPLACED = 2,	/* it was invalid and @replace_invalid: replaced */
 	INIT_INVALID = 3,	/* it is invalid and not @replace_invalid: left alone */
+	INIT_REFUSED = 4,	/* the pair's record refuses this client (its ACL): said, */
+				/* counted failed, not asked again; the walk goes on */
 };
 
 /*
@@ -199,7 +201,9 @@ struct store_ops {
 	/*
 	 * --init-store: create the mark of pair (@dc, @w) at @mark where it is
 	 * missing; where it is invalid, replace it only with @replace_invalid
-	 * (the operator gave --init-mark-ms).  INIT_*, or -1 failed.
+	 * (the operator gave --init-mark-ms).  INIT_*, or -1 failed.  A
+	 * record that refuses this client is INIT_REFUSED (said by the
+	 * backend with its key or node), never fatal.
 	 */
 	int (*init_mark)(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 			 bool replace_invalid);
@@ -230,10 +234,19 @@ void ag_store_lost(void);
  * A stop signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT) has come and the agent
  * has not begun to stop yet: a backend's wait for a reply asks this
  * between polls (at least every 100 ms) and gives up the call (TRY_ERROR,
- * -1) when it is true: the agent then fences, releases (release() is not
- * interrupted: this is false by then) and exits.  Main thread only.
+ * -1) when it is true: the agent then fences, releases and exits.  While
+ * it stops, true again once a second stop signal came or the stop's store
+ * calls are over their bound (550 ms after the first signal): the release
+ * is given up.  Main thread only.
  */
 bool ag_stop_pending(void);
+
+/*
+ * 0 while no stop signal was seen; else the time (boot_ns()) by which
+ * the agent must have exited (800 ms after the signal was seen): a
+ * backend's close (fini()) waits no longer for its store.
+ */
+int64_t ag_stop_exit_by(void);
 
 /*
  * The one wait of every store call (agent.c), main thread only: poll

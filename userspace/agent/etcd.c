@@ -49,7 +49,12 @@
  * moves the endpoint the next request goes to.  Every request waits in
  * the engine's one wait, ag_wait(), through libcurl's multi interface:
  * it ends at its deadline (the fence time, or etcd-timeout-ms), name
- * lookup and connecting included, or at a stop signal.
+ * lookup and connecting included, or at a stop signal.  The endpoint's
+ * name is resolved by resolve_bounded() (that same wait) and handed to
+ * libcurl (CURLOPT_RESOLVE): libcurl's own resolver thread is never used,
+ * whose removal of a transfer joins a lookup that has not ended (the main
+ * thread blocked for the resolver's own timeout, 30 s, a stop unseen:
+ * issue 40 D9, contract scenario stop_within_1s).
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -227,7 +232,7 @@ static CURLcode perform(struct agent *a, int64_t end, bool *stopped)
 			if (ev)
 				p[n++] = (struct pollfd){ .fd = fd, .events = ev };
 		}
-		/* No socket and no timer (a name lookup on libcurl's thread): ask again in 100 ms. */
+		/* No socket and no timer: asked again in 100 ms. */
 		if (tmo < 0 && !n)
 			tmo = 100;
 		if (tmo >= 0 && boot_ns() + tmo * NS_PER_MS < until)
@@ -253,6 +258,45 @@ static CURLcode perform(struct agent *a, int64_t end, bool *stopped)
 }
 
 /*
+ * The host of endpoint @ep resolved within @ms (resolve_bounded(): the
+ * engine's wait, a stop signal ends it): *@pin the CURLOPT_RESOLVE entry
+ * (NULL for an address).  0, -ECANCELED (a stop signal), or another
+ * negative errno with *@err said.
+ */
+static int pin_host(const char *ep, int64_t ms, struct curl_slist **pin, char *err, size_t len)
+{
+	CURLU *u = curl_url();
+	char *host = NULL, *port = NULL, addr[256], line[700];
+	int r = -EINVAL;
+
+	*pin = NULL;
+	if (!u || curl_url_set(u, CURLUPART_URL, ep, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+		snprintf(err, len, "%s: not a URL", ep);
+		goto out;
+	}
+	r = 0;
+	if (host[0] == '[')	/* an IPv6 address */
+		goto out;
+	r = resolve_bounded(host, ms, addr, sizeof(addr), err, len);
+	if (r || !strcmp(addr, host))
+		goto out;
+	snprintf(line, sizeof(line), strchr(addr, ':') ? "%s:%s:[%s]" : "%s:%s:%s", host, port,
+		 addr);
+	*pin = curl_slist_append(NULL, line);
+	if (!*pin) {
+		snprintf(err, len, "out of memory");
+		r = -ENOMEM;
+	}
+out:
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return r;
+}
+
+/*
  * POST @body to @path at the current endpoint, by @deadline (0: within
  * etcd-timeout-ms): one request, to one endpoint, never sent again.  The
  * parsed reply (caller puts it), or NULL with *@grpc_code the code etcd
@@ -265,18 +309,30 @@ static struct json_object *post(struct agent *a, int64_t deadline, const char *p
 				const char *body, int *grpc_code)
 {
 	struct estore *e = E(a);
-	struct curl_slist *hdrs = NULL;
+	struct curl_slist *hdrs = NULL, *pin;
 	struct json_object *j = NULL, *err = NULL, *c;
 	const char *ep = e->eps[e->cur];
-	int64_t t = ms_left(deadline, a->c->etcd_timeout_ms);
-	char url[1024];
+	int64_t t = ms_left(deadline, a->c->etcd_timeout_ms), end;
+	char url[1024], why[512];
 	bool stopped;
 	long http = 0;
 	CURLcode rc;
+	int r;
 
 	*grpc_code = NOT_SENT;
 	if (!t)
 		return NULL;
+	end = boot_ns() + t * NS_PER_MS;
+	r = pin_host(ep, t, &pin, why, sizeof(why));
+	if (r == -ECANCELED) {
+		logm(AG_DEBUG, "etcd %s%s: given up at a stop signal", ep, path);
+		return NULL;
+	}
+	if (r) {
+		etcd_down(a, why);
+		return NULL;
+	}
+	t = ms_left(end, a->c->etcd_timeout_ms);
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	if (e->auth[0])
 		hdrs = curl_slist_append(hdrs, e->auth);
@@ -287,7 +343,10 @@ static struct json_object *post(struct agent *a, int64_t deadline, const char *p
 	curl_easy_setopt(e->h, CURLOPT_URL, url);
 	curl_easy_setopt(e->h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(e->h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e->h, CURLOPT_RESOLVE, pin);
 	rc = perform(a, boot_ns() + t * NS_PER_MS, &stopped);
+	curl_easy_setopt(e->h, CURLOPT_RESOLVE, NULL);
+	curl_slist_free_all(pin);
 	curl_slist_free_all(hdrs);
 	if (rc != CURLE_OK) {
 		if (rc != CURLE_COULDNT_CONNECT && rc != CURLE_COULDNT_RESOLVE_HOST)

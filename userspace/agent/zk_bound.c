@@ -58,6 +58,8 @@ struct zkb {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int threads;				/* relay threads running, under mu */
+	int64_t until;				/* zkb_live(), atomic; 0: no limit */
+	int cut_said;				/* atomic: the cut logged once per heartbeat */
 };
 
 struct relay {
@@ -124,6 +126,33 @@ fail:
 	return -1;
 }
 
+void zkb_live(struct zkb *b, int64_t until)
+{
+	if (!b)
+		return;
+	__atomic_store_n(&b->until, until, __ATOMIC_RELEASE);
+	__atomic_store_n(&b->cut_said, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * The poll timeout (ms) until the heartbeat: -1 none, or 0 and said once
+ * when it has passed (the connection is to be cut or refused).
+ */
+static int live_ms(struct zkb *b, int i)
+{
+	int64_t u = __atomic_load_n(&b->until, __ATOMIC_ACQUIRE), left;
+
+	if (!u)
+		return -1;
+	left = u - boot_ns();
+	if (left > 0)
+		return (int)((left + NS_PER_MS - 1) / NS_PER_MS);
+	if (!__atomic_exchange_n(&b->cut_said, 1, __ATOMIC_ACQ_REL))
+		logm(AG_WARN, "event=zookeeper_relay_cut server=%s: the agent's main loop made no store step for ttl-ms while a lease is held: its connection is cut and none is taken, so that the session and the pair's key expire after the session's timeout instead of being kept alive by the library's own pings",
+		     b->name[i]);
+	return 0;
+}
+
 static void *relay_run(void *arg)
 {
 	struct relay *r = arg;
@@ -138,12 +167,18 @@ static void *relay_run(void *arg)
 				       { .fd = srv, .events = POLLIN },
 				       { .fd = b->stopfd, .events = POLLIN } };
 		ssize_t n, i;
+		int tmo = live_ms(b, r->i), pr;
 
-		if (poll(p, 3, -1) < 0) {
+		if (!tmo)
+			break;		/* past the heartbeat: cut */
+		pr = poll(p, 3, tmo);
+		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (!pr)
+			continue;	/* the heartbeat asked again */
 		if (p[2].revents)
 			break;
 		if (p[0].revents) {
@@ -237,6 +272,10 @@ static void *accept_run(void *arg)
 			fd = accept4(b->lfd[i], NULL, NULL, SOCK_CLOEXEC);
 			if (fd < 0)
 				continue;
+			if (!live_ms(b, i)) {
+				close(fd);	/* past the heartbeat: refused */
+				continue;
+			}
 			r = malloc(sizeof(*r));
 			if (!r) {
 				close(fd);

@@ -33,6 +33,16 @@ struct zkb *zkb_start(const char *hosts, char *out, size_t len, char *err, size_
  */
 int zkb_frame_ok(const unsigned char hdr[4], uint32_t *len);
 
+/*
+ * The main loop's heartbeat (issue 40 D9): until @until (boot_ns(); 0: no
+ * limit) the relay hands bytes on; past it, it cuts every connection and
+ * takes no new one until a later @until is given, so that the library's
+ * own threads (its pings) cannot keep the session, and the pair's key,
+ * alive for an agent whose main loop no longer runs: the ensemble expires
+ * the session after its timeout.  Any thread.
+ */
+void zkb_live(struct zkb *b, int64_t until);
+
 /* Stop it: every relayed connection closed, its threads ended. */
 void zkb_stop(struct zkb *b);
 

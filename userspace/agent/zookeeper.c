@@ -690,6 +690,20 @@ static bool handle_stuck(struct agent *a)
 }
 
 /*
+ * The main loop's heartbeat (zk_bound.c), given at every store step: while
+ * this session holds our key, the relay serves it for ttl-ms after the
+ * step only, so that a main loop stuck anywhere lets the session expire
+ * (the library's pings would keep it, and the pair, alive); none (0) while
+ * it holds no key.
+ */
+static void heartbeat(struct agent *a)
+{
+	struct zstore *z = Z(a);
+
+	zkb_live(z->relay, z->mine ? boot_ns() + (int64_t)a->c->ttl_ms * NS_PER_MS : 0);
+}
+
+/*
  * A session to work with, connected by @deadline (0: within
  * zookeeper-timeout-ms): a new one when there is none or the last one
  * expired.  false when not connected in time (or a->fatal).
@@ -764,6 +778,7 @@ static bool zk_connect(struct agent *a, int64_t deadline)
 			}
 		}
 	}
+	heartbeat(a);
 	/* The library connects by itself: woken at every state change (ev_wait()). */
 	for (;;) {
 		int r;
@@ -924,12 +939,90 @@ static int z_init(struct agent *a)
 	return 0;
 }
 
+/* The handle closed on a thread of its own (z_fini()): done writes @fd. */
+struct closer {
+	zhandle_t *zh;
+	struct zkb *relay;
+	int fd;
+};
+
+static void *closer_run(void *arg)
+{
+	struct closer *k = arg;
+	uint64_t one = 1;
+
+	zookeeper_close(k->zh);
+	zkb_stop(k->relay);
+	(void)!write(k->fd, &one, sizeof(one));
+	return NULL;
+}
+
+/*
+ * The agent exits: the handle closed (the session ends, the ensemble
+ * deletes its ephemerals) by the stop's bound (ag_stop_exit_by(), issue
+ * 40 D9).  zookeeper_close() waits up to 1.5 s for the ensemble's reply
+ * to its close, and longer to send it: it runs on a thread of its own,
+ * waited for until the bound; one that ensemble has not answered by then
+ * is left (the process exits): the session, and its key if any, expire
+ * by themselves after the session's timeout (said).  No stop signal (a
+ * fatal error): waited for as before.
+ */
 static void z_fini(struct agent *a)
 {
 	struct zstore *z = Z(a);
+	int64_t by = ag_stop_exit_by(), left;
+	struct closer *k;
+	struct pollfd p = { .events = POLLIN };
+	sigset_t all, old;
+	pthread_t t;
+	int r = 1;
 
 	if (!z)
 		return;
+	if (!by || !z->zh) {
+		zk_close(z);
+		close(z->evfd);
+		free(z);
+		a->store = NULL;
+		return;
+	}
+	/* The thread's own (freed by nobody when it is left running). */
+	k = calloc(1, sizeof(*k));
+	if (k) {
+		k->zh = z->zh;
+		k->relay = z->relay;
+		k->fd = eventfd(0, EFD_CLOEXEC);
+	}
+	/* The thread with every signal blocked: the agent's are the main thread's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (!k || k->fd < 0 || pthread_create(&t, NULL, closer_run, k)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (k && k->fd >= 0)
+			close(k->fd);
+		free(k);
+		logm(AG_WARN, "event=zookeeper_not_closed session=0x%" PRIx64 " timeout_ms=%d: no thread to close it: the session and its key, if any, expire by themselves after its timeout",
+		     session_of(z), z->session_ms);
+		return;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	p.fd = k->fd;
+	left = (by - boot_ns()) / NS_PER_MS;
+	if (left > 0)
+		do
+			r = poll(&p, 1, (int)left);
+		while (r < 0 && errno == EINTR && (left = (by - boot_ns()) / NS_PER_MS) > 0);
+	if (left <= 0 || r <= 0) {
+		/* Left to the thread: it may still use z; the process exits. */
+		logm(AG_WARN, "event=zookeeper_not_closed session=0x%" PRIx64 " timeout_ms=%d: the ensemble did not answer the session's close by the stop's bound: the session and its ephemeral key, if any, are not released; they expire by themselves after the session's timeout",
+		     session_of(z), z->session_ms);
+		return;
+	}
+	pthread_join(t, NULL);
+	close(k->fd);
+	free(k);
+	z->zh = NULL;
+	z->relay = NULL;
 	zk_close(z);
 	close(z->evfd);
 	free(z);
@@ -968,6 +1061,20 @@ static int prove(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w, int
  * (a->fatal, exit 1) with the reason, rather than one pair given up and
  * the next ones tried, or each of them waiting as long again.
  */
+/*
+ * --init-store: a node of the pair refuses this client (ZNOAUTH: its
+ * ACL): said with the node, and this pair is refused (INIT_REFUSED,
+ * counted failed by the engine, which goes on with the next pair); only
+ * the root's refusal (root_ready()) or a failed authentication is fatal.
+ */
+static int init_refused(uint32_t dc, uint32_t w, const char *path,
+			const char *what)
+{
+	logm(AG_ERR, "event=zookeeper_node_refused datacenter=%u worker=%u node=%s: --init-store %s: %s: the node's ACL refuses this client; this pair is not initialised, the others are",
+	     dc, w, path, what, zerror(ZNOAUTH));
+	return INIT_REFUSED;
+}
+
 #define INIT_WAIT_MS	10000
 static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 		       bool replace_invalid)
@@ -990,6 +1097,8 @@ static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 		return INIT_CREATED;
 	if (rc == ZNODEEXISTS)
 		rc = prove(a, dl, dc, w, &sent, &k, &m);
+	if (rc == ZNOAUTH)
+		return init_refused(dc, w, path, "creating or reading the mark");
 	if (rc != ZOK) {
 		zk_error(a, rc, "creating a mark");
 		goto failed;
@@ -1023,6 +1132,8 @@ static int z_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
 	call_put(m);
 	if (rc == ZOK)
 		return INIT_REPLACED;
+	if (rc == ZNOAUTH)
+		return init_refused(dc, w, path, "replacing an invalid mark");
 	zk_error(a, rc, "replacing an invalid mark");
 failed:
 	/* Refused (an ACL, the node changed): this pair failed; a stop: the engine's. */
@@ -1221,6 +1332,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 		} else {
 			/* Our own key, claimed before and not served: ours still. */
 			z->mine = true;
+			heartbeat(a);
 			z->mine_dc = dc;
 			z->mine_w = w;
 			z->mine_session = session;
@@ -1261,6 +1373,7 @@ static int z_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint
 	rc = call_wait(z, c, dl_of(a, 0));
 	if (rc == ZOK) {
 		z->mine = true;
+		heartbeat(a);
 		z->mine_dc = dc;
 		z->mine_w = w;
 		z->mine_session = session;
@@ -1552,7 +1665,10 @@ static int z_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, ui
 static int z_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
 		   uint64_t *mark)
 {
-	int ret = renew_key(a, deadline, sent, raise_to, mark);
+	int ret;
+
+	heartbeat(a);
+	ret = renew_key(a, deadline, sent, raise_to, mark);
 
 	if (ret != 1)
 		*mark = AG_MARK_UNREAD;

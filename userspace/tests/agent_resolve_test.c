@@ -40,6 +40,23 @@ int64_t boot_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/*
+ * The engine's wait (agent.c) without its stop signals: this test has
+ * none; a stop during a lookup is the contract's (stop_within_1s).
+ */
+int ag_wait(struct pollfd *p, unsigned int n, int64_t end)
+{
+	int64_t left = end - boot_ns();
+	int r;
+
+	if (left <= 0)
+		return 0;
+	do
+		r = poll(p, n, (int)((left + NS_PER_MS - 1) / NS_PER_MS));
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
 /* ---- the namespaces: 0, or -1 with *why */
 static int write_file(const char *path, const char *text)
 {
