@@ -27,20 +27,7 @@ for tool in mmdebstrap zstd dpkg-deb unshare depmod; do
 done
 can_be_root || die "building in a chroot needs root (or sudo)"
 
-# The host's Debian mirror: the URIs of the sources that serve bookworm.
-host_mirror() {
-	local f u
-	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		u=$(awk '/^URIs:/ { u = $2 } /^Suites:.*bookworm( |$)/ && u { print u; exit }
-			$1 == "deb" && $3 == "bookworm" { print $2; exit }' "$f")
-		if [ -n "$u" ]; then
-			echo "$u"
-			return 0
-		fi
-	done
-	echo http://deb.debian.org/debian
-}
+# The Debian mirror (host_mirror in lib.sh: the host's).
 MIRROR=${KROOT_MIRROR:-$(host_mirror)}
 
 # The meta-packages of SUITE, from SUITE_KERNELS.

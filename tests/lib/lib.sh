@@ -113,6 +113,23 @@ bookworm_sources() {
 	return 1
 }
 
+# host_mirror: the host's Debian mirror, the URIs of its apt sources that
+# serve bookworm (deb.debian.org when none does): the other suites' roots
+# come from it (scripts/kroot.sh, tests/quickstart/run.sh).
+host_mirror() {
+	local f u
+	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		u=$(awk '/^URIs:/ { u = $2 } /^Suites:.*bookworm( |$)/ && u { print u; exit }
+			$1 == "deb" && $3 == "bookworm" { print $2; exit }' "$f")
+		if [ -n "$u" ]; then
+			echo "$u"
+			return 0
+		fi
+	done
+	echo http://deb.debian.org/debian
+}
+
 # All kernel releases to test, default kernel first.  $KERNELS overrides
 # (space separated kernel releases).
 all_kvers() {
@@ -140,6 +157,15 @@ suite_kvers() {
 		[ -n "$k" ] || die "no kernel for $meta of Debian $suite (run scripts/kroot.sh)"
 		printf '%s\n' "$k"
 	done
+}
+
+# suite_kver SUITE: the kernel of SUITE's first meta-package in
+# SUITE_KERNELS (trixie: its own 6.12), as scripts/kroot.sh recorded it;
+# nothing and status 1 when it has not.
+suite_kver() {
+	local k
+	k=$(awk 'NR == 1 { print $2 }' "$BUILD/kroots/$1.kvers" 2>/dev/null)
+	[ -n "$k" ] && printf '%s\n' "$k"
 }
 
 # Every kernel the guest suite runs on: Debian 12's (all_kvers), then the

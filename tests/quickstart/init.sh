@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# In a Debian 12 root of tests/quickstart/run.sh, booted with systemd as
+# In a Debian root of tests/quickstart/run.sh, booted with systemd as
 # PID 1 (quickstart.service, once the system is up): the documentation's
 # commands that need the running kernel, each as its user would type it in
 # a login shell, in the source tree, "y" answered to any question.

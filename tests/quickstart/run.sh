@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The quickstart stage of `make check`: the documentation's install commands
-# run as written, in a fresh Debian 12 root, as a newcomer types them.
+# run as written, in fresh Debian 12 roots, as a newcomer types them; the
+# README's (the Quick start) in a fresh Debian 13 root too.
 #
 #   - Every install block of every document (README.md, docs/*.md): each
 #     ```sh block with an install command in it (apt/apt-get install or
@@ -11,11 +12,17 @@
 #     Each block runs in its own fresh root (they are alternatives, not
 #     steps of one path), except that the install blocks of one section,
 #     one after the other, share one.
-#   - The root: mmdebstrap bookworm from the host's Debian 12 apt sources with
-#     what a new user starts from (apt, sudo, git, make, build-essential,
-#     ca-certificates, and the systemd, udev and kmod every Debian 12 host
-#     boots with), cached as build/quickstart/base-*.tar.zst (its name
-#     carries its recipe) and extracted afresh for each block; NOT the build
+#   - The suites (QUICKSTART_SUITES, default "bookworm trixie"): the first
+#     runs every block, the others the README's only (its Quick start: the
+#     path a newcomer follows first; every block on Debian 13 as well would
+#     double the lane).  Each check line starts with its suite.
+#   - The root: mmdebstrap SUITE, bookworm from the host's Debian 12 apt
+#     sources, another suite as "deb MIRROR SUITE main" from the host's
+#     mirror (host_mirror, as scripts/kroot.sh), with what a new user
+#     starts from (apt, sudo, git, make, build-essential, ca-certificates,
+#     and the systemd, udev, kmod and passwd every Debian host has), cached
+#     as build/quickstart/base-SUITE-*.tar.zst (its name carries its
+#     recipe) and extracted afresh for each block; NOT the build
 #     dependencies: those must come from the documented commands.  apt's
 #     downloads are kept in build/quickstart/apt-archives (bind-mounted).
 #   - The user "newcomer" (sudo without a password: a person types theirs),
@@ -32,31 +39,34 @@
 #   - The commands run in a chroot up to the first that needs the running
 #     system (modprobe, /dev/..., snowflake, systemctl, udevadm); that one
 #     and the rest run in a QEMU guest (TCG): the same root booted with
-#     systemd as PID 1 on the kernel whose headers the block installed,
+#     systemd as PID 1 on the kernel whose headers the block installed
+#     (bookworm: QUICKSTART_KVER, default the first of all_kvers, Debian
+#     12's 6.12; another suite: its own, the kernel scripts/kroot.sh
+#     recorded for it, suite_kver: Debian 13's 6.12.y+deb13),
 #     the module DKMS (or `make install`) put there, the CLI as installed
 #     (tests/quickstart/init.sh runs them).  `snowflake next -n N` must
 #     print N increasing IDs, `od ... -N B /dev/snowflake` B/8 IDs.
 #
-# `uname -r` in the chroot: the host runs its own kernel (no Debian 12
+# `uname -r` in the chroot: the host runs its own kernel (no Debian
 # headers exist for it), and the block's `linux-headers-$(uname -r)` must
 # name the kernel the guest will boot.  Linux has no per-namespace release,
 # so the chroot's /usr/bin/uname is, for the chroot's lifetime only
 # (a bind mount in its private mount namespace; the root's file is not
 # changed and the guest runs the real one), a wrapper printing the real
-# uname's output with the host's release replaced by the guest kernel's
-# (QUICKSTART_KVER, default: the first of all_kvers, Debian 12's 6.12).
+# uname's output with the host's release replaced by the guest kernel's.
 # The person's `uname -r`, make's and DKMS's then all agree with the guest.
 #
 # Environment: QUICKSTART_README, QUICKSTART_REFERENCE (other copies of
 # README.md and docs/reference.md, e.g. to show that a broken command
 # fails), QUICKSTART_BLOCKS (the documents whose blocks run, by name:
 # readme, reference, or the name of a docs/*.md file without .md; default:
-# all), QUICKSTART_KVER,
-# QUICKSTART_SOURCES (an apt .sources/.list file; default: the host's
-# Debian 12 sources).  Prints "quickstart: N passed, M failed".
+# all), QUICKSTART_SUITES (above), QUICKSTART_KVER (bookworm's guest kernel),
+# QUICKSTART_SOURCES (bookworm's: an apt .sources/.list file; default: the
+# host's Debian 12 sources), KROOT_MIRROR (the other suites' mirror, as
+# scripts/kroot.sh).  Prints "quickstart: N passed, M failed".
 set -euo pipefail
 # The shared harness (lib.sh: ok/notok/check, ROOT, BUILD, all_kvers;
-# vm.sh: vmlinuz_of, vm_problems).
+# host_mirror, suite_kver; vm.sh: vmlinuz_of, vm_problems).
 HARNESS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)
 # shellcheck source=tests/lib/lib.sh
 . "$HARNESS/lib.sh"
@@ -88,12 +98,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	notok "the quickstart needs root (chroot, mounts)"
 	finish
 fi
-mapfile -t kvers < <(all_kvers)
-KREL=${QUICKSTART_KVER:-${kvers[0]}}
-if ! vmlinuz_of "$KREL" >/dev/null; then
-	notok "no guest kernel for $KREL (run scripts/deps.sh)"
-	finish
-fi
+read -ra SUITES <<<"${QUICKSTART_SUITES:-bookworm trixie}"
+[ "${#SUITES[@]}" -gt 0 ] || { notok "QUICKSTART_SUITES names no suite"; finish; }
 mkdir -p "$OUT"
 
 # ---- the documented commands -----------------------------------------------
@@ -135,42 +141,84 @@ INSTALL_RE='(^|[;&|[:space:]])(apt(-get)?[[:space:]]+(install|build-dep)|make[[:
 SYSTEM_RE='(^|[;&|][[:space:]]*|sudo[[:space:]]+)(modprobe|insmod|systemctl|udevadm|snowflake)([[:space:]]|$)|/dev/'
 
 # ---- the fresh root ----------------------------------------------------------
-sources=$(bookworm_sources "${QUICKSTART_SOURCES:-}") || true
-if [ -z "$sources" ]; then
-	notok "no apt sources for Debian 12 (bookworm) on this host: set QUICKSTART_SOURCES"
-	finish
-fi
-# What a newcomer's Debian 12 has before reading the README.  apt's own
-# defaults (Recommends installed) are left as they are in the root.
-include=sudo,git,make,build-essential,ca-certificates,systemd-sysv,udev,kmod
-mmopts=(--variant=apt --skip=cleanup/apt/lists --include="$include")
-key=$(printf '%s\n' "${mmopts[@]}" "$(cat "$sources")" | sha256sum | cut -c1-12)
-base=$OUT/base-$key.tar.zst
-if [ ! -s "$base" ]; then
-	start=$(now)
-	rm -f "$OUT"/base-*.tar.zst
-	echo "# mmdebstrap bookworm (first run: a few minutes), sources: $sources"
-	if mmdebstrap "${mmopts[@]}" bookworm "$base.tmp.tar.zst" "$sources" >"$OUT/mmdebstrap.log" 2>&1; then
-		mv "$base.tmp.tar.zst" "$base"
-		echo "# a fresh Debian 12 root with $include ($(($(now) - start)) s)"
-	else
-		tail -n 30 "$OUT/mmdebstrap.log" | indent
-		rm -f "$base.tmp.tar.zst"
-		notok "mmdebstrap (log: ${OUT#"$ROOT"/}/mmdebstrap.log)"
-		finish
-	fi
-else
-	echo "# cached Debian 12 root ${base#"$ROOT"/}"
-fi
+# What a newcomer's Debian has before reading the README (passwd: every
+# installed host has it, and the newcomer is made with its useradd; Debian
+# 13 no longer counts it as required, so mmdebstrap's apt variant left it
+# out).  apt's own defaults (Recommends installed) are left as they are.
+include=sudo,git,make,build-essential,ca-certificates,systemd-sysv,udev,kmod,passwd
+debian_name() {
+	case $1 in
+	bookworm) echo "Debian 12 (bookworm)" ;;
+	trixie) echo "Debian 13 (trixie)" ;;
+	*) echo "Debian $1" ;;
+	esac
+}
 
-# The chroot's uname (see the top): the host's release replaced by KREL.
-hostrel=$(uname -r | sed 's/[][\.*^$/]/\\&/g')
-cat >"$OUT/uname" <<EOF
+# suite_vars SUITE: SUITE's guest kernel (KREL), apt sources (sources: a
+# file or a line, as mmdebstrap takes them), cached base root (base) and
+# chroot uname (UNAME); notok and status 1 when SUITE cannot be had.  The
+# blocks started afterwards (in subshells) keep them.
+suite_vars() {
+	local suite=$1 src key
+	local -a kvers
+	SUITE=$suite
+	if [ "$suite" = bookworm ]; then
+		mapfile -t kvers < <(all_kvers)
+		KREL=${QUICKSTART_KVER:-${kvers[0]}}
+		sources=$(bookworm_sources "${QUICKSTART_SOURCES:-}") || true
+		if [ -z "$sources" ]; then
+			notok "bookworm: no apt sources for Debian 12 on this host: set QUICKSTART_SOURCES"
+			return 1
+		fi
+		src=$(cat "$sources")
+	else
+		if ! KREL=$(suite_kver "$suite"); then
+			notok "$suite: no kernel of $(debian_name "$suite") (run scripts/kroot.sh $suite)"
+			return 1
+		fi
+		sources="deb ${KROOT_MIRROR:-$(host_mirror)} $suite main" src=$sources
+	fi
+	if ! vmlinuz_of "$KREL" >/dev/null; then
+		notok "$suite: no guest kernel for $KREL (run scripts/deps.sh)"
+		return 1
+	fi
+	mmopts=(--variant=apt --skip=cleanup/apt/lists --include="$include")
+	key=$(printf '%s\n' "${mmopts[@]}" "$src" | sha256sum | cut -c1-12)
+	base=$OUT/base-$suite-$key.tar.zst
+	UNAME=$OUT/uname-$suite
+}
+
+# suite_root SUITE: its cached base root (suite_vars), made when missing,
+# and its chroot uname (see the top: the host's release replaced by KREL).
+suite_root() {
+	local suite=$1 start hostrel dname
+	suite_vars "$suite" || return 1
+	dname=$(debian_name "$suite")
+	if [ ! -s "$base" ]; then
+		start=$(now)
+		# An older recipe's, and the unnamed ones before the suites.
+		rm -f "$OUT/base-$suite"-*.tar.zst "$OUT"/base-????????????.tar.zst
+		echo "# mmdebstrap $suite (first run: a few minutes), sources: $sources"
+		if mmdebstrap "${mmopts[@]}" "$suite" "$base.tmp.tar.zst" "$sources" >"$OUT/mmdebstrap-$suite.log" 2>&1; then
+			mv "$base.tmp.tar.zst" "$base"
+			echo "# a fresh $dname root with $include ($(($(now) - start)) s)"
+		else
+			tail -n 30 "$OUT/mmdebstrap-$suite.log" | indent
+			rm -f "$base.tmp.tar.zst"
+			notok "$suite: mmdebstrap (log: ${OUT#"$ROOT"/}/mmdebstrap-$suite.log)"
+			return 1
+		fi
+	else
+		echo "# cached $dname root ${base#"$ROOT"/}"
+	fi
+	hostrel=$(uname -r | sed 's/[][\.*^$/]/\\&/g')
+	cat >"$UNAME" <<EOF
 #!/bin/sh
 # tests/quickstart/run.sh: this chroot's "running kernel" is the guest's.
 /run/quickstart-uname "\$@" | sed 's/$hostrel/$KREL/g'
 EOF
-chmod 0755 "$OUT/uname"
+	chmod 0755 "$UNAME"
+}
 
 # inroot R USER CMD: CMD in USER's login shell in the chroot R, in its own
 # mount, PID and UTS namespace (its /proc, /sys, /dev, /run and the uname
@@ -187,7 +235,7 @@ inroot() {
 		mount --bind "$W" "$R/usr/bin/uname" &&
 		mount --bind "$A" "$R/var/cache/apt/archives" &&
 		exec chroot "$R" env -i TERM=dumb PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			runuser -l "$U" -c "$C"' sh "$1" "$archives" "$OUT/uname" "$2" "$3" < <(yes 2>/dev/null)
+			runuser -l "$U" -c "$C"' sh "$1" "$archives" "$UNAME" "$2" "$3" < <(yes 2>/dev/null)
 }
 
 # fresh_root R: a new copy of the base with the newcomer and the tree.
@@ -374,7 +422,7 @@ doc_blocks() {
 	local name=$1 file=$2 kind a b nb=0 title='' asroot=0 ptitle='' proot=0 inst=0 line
 	local -a cur=() pending=()
 	if [ ! -r "$file" ]; then
-		notok "$name: $file is missing"
+		notok "$SUITE $name: $file is missing"
 		return 0
 	fi
 	# One block ends: an install block joins the pending one of its
@@ -383,7 +431,7 @@ doc_blocks() {
 		[ "$inst" = 1 ] || { cur=(); return 0; }
 		if [ "${#pending[@]}" -gt 0 ] && { [ "$title" != "$ptitle" ] || [ "$asroot" != "$proot" ]; }; then
 			nb=$((nb + 1))
-			start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+			start_block "$SUITE-$name$nb" "$SUITE $name: $ptitle" "$proot" "${pending[@]}"
 			pending=()
 		fi
 		pending+=("${cur[@]}") ptitle=$title proot=$asroot cur=() inst=0
@@ -400,9 +448,9 @@ doc_blocks() {
 	end_of_block
 	if [ "${#pending[@]}" -gt 0 ]; then
 		nb=$((nb + 1))
-		start_block "$name$nb" "$name: $ptitle" "$proot" "${pending[@]}"
+		start_block "$SUITE-$name$nb" "$SUITE $name: $ptitle" "$proot" "${pending[@]}"
 	fi
-	[ "$nb" -gt 0 ] || echo "# $name: no install block in ${file#"$ROOT"/}"
+	[ "$nb" -gt 0 ] || echo "# $SUITE $name: no install block in ${file#"$ROOT"/}"
 }
 start_block() {
 	echo "# started: $2"
@@ -418,18 +466,9 @@ start_block() {
 }
 
 want_block() { [ -z "${QUICKSTART_BLOCKS:-}" ] || [[ " $QUICKSTART_BLOCKS " == *" $1 "* ]]; }
-want_block readme && doc_blocks readme "$README"
-for doc in "$ROOT"/docs/*.md; do
-	d=$(basename "$doc" .md)
-	[ "$d" != reference ] || doc=$REFERENCE
-	! want_block "$d" || doc_blocks "$d" "$doc"
-done
-if [ "${#started[@]}" -eq 0 ]; then
-	notok "no install block found (QUICKSTART_BLOCKS=${QUICKSTART_BLOCKS:-})"
-fi
-# Each block's lines in order, its checks counted here.
-for j in "${started[@]}"; do
-	wait "${j#*:}" 2>/dev/null || true
+# recount FILE: FILE's lines, its checks ("ok"/"not ok" lines) counted here.
+recount() {
+	local line
 	while IFS= read -r line; do
 		if [[ $line =~ ^ok\ [0-9]+\ (.*) ]]; then
 			ok "${BASH_REMATCH[1]}"
@@ -438,7 +477,45 @@ for j in "${started[@]}"; do
 		else
 			printf '%s\n' "$line"
 		fi
-	done <"$OUT/${j%%:*}.tap"
+	done <"$1"
+}
+
+# The suites' roots at once (each mmdebstrap mostly waits on the mirror),
+# then each suite's blocks as soon as its root is there: the first suite's
+# every block, the others' the README's.
+setups=()
+for suite in "${SUITES[@]}"; do
+	rm -f "$OUT/setup-$suite.rc"
+	( (pass=0 fail=0 ntap=0; suite_root "$suite") </dev/null >"$OUT/setup-$suite.tap" 2>&1
+		echo "$?" >"$OUT/setup-$suite.rc") &
+	setups+=("$!")
+done
+for i in "${!SUITES[@]}"; do
+	suite=${SUITES[i]}
+	wait "${setups[i]}" 2>/dev/null || true
+	recount "$OUT/setup-$suite.tap"
+	rc=$(cat "$OUT/setup-$suite.rc" 2>/dev/null) || rc=none
+	if [ "$rc" != 0 ]; then
+		grep -q '^not ok' "$OUT/setup-$suite.tap" ||
+			notok "$suite: its root (status $rc; log: ${OUT#"$ROOT"/}/setup-$suite.tap)"
+		continue
+	fi
+	suite_vars "$suite" || continue
+	! want_block readme || doc_blocks readme "$README"
+	[ "$i" -eq 0 ] || continue
+	for doc in "$ROOT"/docs/*.md; do
+		d=$(basename "$doc" .md)
+		[ "$d" != reference ] || doc=$REFERENCE
+		! want_block "$d" || doc_blocks "$d" "$doc"
+	done
+done
+if [ "${#started[@]}" -eq 0 ]; then
+	notok "no install block found (QUICKSTART_BLOCKS=${QUICKSTART_BLOCKS:-})"
+fi
+# Each block's lines in order, its checks counted here.
+for j in "${started[@]}"; do
+	wait "${j#*:}" 2>/dev/null || true
+	recount "$OUT/${j%%:*}.tap"
 	rc=$(cat "$OUT/${j%%:*}.rc" 2>/dev/null) || rc=none
 	[ "$rc" = 0 ] || notok "block ${j%%:*} ended early (status $rc; log: ${OUT#"$ROOT"/}/${j%%:*}.tap)"
 done
