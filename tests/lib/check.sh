@@ -4,7 +4,7 @@
 # alone; docs/reference.md says what each one checks), in this order:
 #   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit
 #   -> userspace -> sim -> packaging -> static -> docs -> model -> clients -> deb
-#   -> dkms-sid
+#   -> dkms-sid -> dkms-trixie
 #   -> contract -> agent-guest -> handoff -> lease -> bench-smoke -> vmtest
 #   -> vmclone -> restart -> debug-kernel (its count: it runs beside vmtest)
 # and beside them, in the background (each waits mostly on the Debian
@@ -22,13 +22,15 @@
 #     beside vmtest, vmclone and restart; joined after restart),
 #   - the piuparts stage (beside the lease stage, joined with it),
 #   - the upgrade stage (from after the contract to the end, joined last),
-#   - the dkms-sid stage's sid root with PostgreSQL 18
-#     (tests/dkms-sid/pg18-root.sh, from after ksrc; the stage waits for it),
+#   - the dkms-sid stage's sid root with PostgreSQL 18 and the dkms-trixie
+#     stage's Debian 13 root with PostgreSQL 17 and MariaDB 11.8
+#     (tests/dkms-suite/root.sh, from after ksrc; each stage waits for its
+#     own),
 #   - the db stage (its roots made from after ksrc, as the deb stage's; the
 #     stage from after vmclone, beside restart and the end of
 #     debug-kernel, joined last),
 #   - the fuzz stage (nice 10, from after unit, beside userspace,
-#     packaging, static, docs, clients and deb, joined after dkms-sid).
+#     packaging, static, docs, clients and deb, joined after dkms-trixie).
 # vmtest boots its kernels three at a time (VMTEST_JOBS=3 on two or more
 # CPUs), agent-guest, handoff and restart their guests side by side
 # (tests/lib/lib.sh, parallel_each) and fuzz runs two targets at a time
@@ -281,10 +283,17 @@ fi
 if want db; then
 	helper db-root-prefetch nice -n 10 tests/db/root.sh
 fi
-# The dkms-sid stage's sid root with PostgreSQL 18 (tests/dkms-sid/pg18-root.sh),
-# the same way.
+# The dkms-SUITE stages' roots (tests/dkms-suite/root.sh: the suite's root
+# with its PostgreSQL, and for trixie its MariaDB), the same way; the stage
+# and its helper take the same arguments (else the stage makes its root
+# again, in the foreground).
+DKMS_SID=(sid 18)
+DKMS_TRIXIE=(trixie 17 --mariadb)
 if want dkms-sid; then
-	helper dkms-sid-root-prefetch nice -n 10 tests/dkms-sid/pg18-root.sh
+	helper dkms-sid-root-prefetch nice -n 10 tests/dkms-suite/root.sh "${DKMS_SID[@]}"
+fi
+if want dkms-trixie; then
+	helper dkms-trixie-root-prefetch nice -n 10 tests/dkms-suite/root.sh "${DKMS_TRIXIE[@]}"
 fi
 export SNOWFLAKE_SKIP_DEPS=1
 # The quickstart lane mostly waits on the Debian mirror (apt in fresh
@@ -299,7 +308,7 @@ want unit && run_stage unit tests/unit/run.sh
 # The fuzzing (tests/fuzz/run.sh: a fixed time per target, what it
 # proves does not depend on the CPU it gets) in the background at nice 10
 # from here, beside userspace, packaging, static, docs, clients and the deb
-# stage (whose guests and apt leave CPU idle); joined after dkms-sid.
+# stage (whose guests and apt leave CPU idle); joined after dkms-trixie.
 want fuzz && bg_stage fuzz nice -n 10 tests/fuzz/run.sh
 want userspace && run_stage userspace tests/userspace/run.sh
 # The lease engine's deterministic simulator: a fixed budget (~60 s of CPU).
@@ -315,9 +324,12 @@ want docs && run_stage docs tests/docs/run.sh
 want model && run_stage model tests/model/run.sh
 want clients && run_stage clients tests/clients/run.sh
 want deb && run_stage deb tests/deb/run.sh
-# snowflake-dkms installed with apt into a fresh Debian sid root: DKMS
-# builds the module for 7.2 (tests/dkms-sid/run.sh, the deb stage's .deb).
-want dkms-sid && run_stage dkms-sid tests/dkms-sid/run.sh
+# snowflake-dkms installed with apt into a fresh Debian sid root and a
+# fresh Debian 13 root: DKMS builds the module for 7.2 and for 6.12, and
+# the PostgreSQL package for 18 and 17, MariaDB's for 11.8
+# (tests/dkms-suite/run.sh, the deb stage's .debs).
+want dkms-sid && run_stage dkms-sid tests/dkms-suite/run.sh "${DKMS_SID[@]}"
+want dkms-trixie && run_stage dkms-trixie tests/dkms-suite/run.sh "${DKMS_TRIXIE[@]}"
 join_stage fuzz
 join_stage quickstart
 want contract && run_stage contract tests/contract/run.sh
@@ -373,7 +385,7 @@ join_stage db
 # the counts above; this only names the work done.)
 lane_figures() {
 	local f
-	for f in "$BUILD"/check-stage-{kernels,dkms-sid,fuzz,vmtest,vmclone,debug-kernel,contract,agent-guest,handoff,lease,restart,upgrade}.log; do
+	for f in "$BUILD"/check-stage-{kernels,dkms-sid,dkms-trixie,fuzz,vmtest,vmclone,debug-kernel,contract,agent-guest,handoff,lease,restart,upgrade}.log; do
 		# only the logs of this run: not those an earlier run left in build/
 		if [ ! -f "$f" ] || [ "$(stat -c %Y "$f")" -lt "$t0" ]; then
 			continue

@@ -51,8 +51,15 @@ check "an uncounted stage (deps), exit 1: one failed" test "$(counted deps 1 'ap
 # Every stage but UNCOUNTED_STAGES prints its count line (the list kept true).
 # shellcheck source=tests/lib/count.sh
 . tests/lib/count.sh
+# (the dkms-SUITE stages: tests/dkms-suite/run.sh, its STAGE=dkms-$SUITE.)
 for st in $(bash tests/lib/check.sh --stages); do
 	uncounted "$st" && continue
+	if [[ $st == dkms-* ]]; then
+		# shellcheck disable=SC2016 # the script's text, not expanded here
+		check "stage $st prints \"$st: N passed, M failed\" (tests/dkms-suite/run.sh ${st#dkms-})" \
+			grep -qE 'echo "\$STAGE: \$[a-z_]+ passed, \$[a-z_]+ failed' tests/dkms-suite/run.sh
+		continue
+	fi
 	check "stage $st prints \"$st: N passed, M failed\" (tests/$st/run.sh)" \
 		grep -qE "echo \"$st: \\\$[a-z_]+ passed, \\\$[a-z_]+ failed" "tests/$st/run.sh"
 done

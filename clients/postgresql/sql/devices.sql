@@ -1,6 +1,7 @@
 -- pg_regress for CREATE EXTENSION snowflake: what needs no snowflake device
--- (run first; the dkms-sid stage runs it alone on PostgreSQL 18 in a sid
--- root, where no module is loaded).  The errors of a missing and of a
+-- (run first; the dkms-sid and dkms-trixie stages run it alone on
+-- PostgreSQL 18 in a sid root and 17 in a Debian 13 root, where no module
+-- is loaded).  The errors of a missing and of a
 -- foreign device, and who may point the functions at another device.
 -- sf_err(), made here, is snowflake.sql's too (one database for the run).
 
