@@ -17,7 +17,7 @@ kver=$(sed -n 's/^KVER=//p' "$BUILD/debug-kernel-kver.txt" | tail -n1)
 rc=0
 out=$BUILD/debug-kernel-vmtest.log
 # KASAN, lockdep and kmemleak under TCG: several times slower.  fuzz_test
-# makes 250,000 calls here (about 80 s; 1,000,000 on the other kernels).
+# makes 250,000 calls here (about 80 s; vmtest makes 1,000,000 on its first kernel).
 KERNELS=$kver VM_TIMEOUT=${VM_TIMEOUT:-2400} TEST_TIMEOUT=${TEST_TIMEOUT:-1200} \
 	SNOWFLAKE_FUZZ_CALLS=${SNOWFLAKE_FUZZ_CALLS:-250000} \
 	"$ROOT/tests/vmtest/run.sh" 2>&1 | tee "$out" || rc=${PIPESTATUS[0]}
