@@ -33,7 +33,8 @@
  *
  * A wait for the next tick (up to time_unit_ms) is a poll of the
  * non-blocking device, 100 ms at a time, between which KILL QUERY and
- * max_statement_time are seen (thd_kill_level(), also found with dlsym()).
+ * max_statement_time are seen (thd_kill_level() of _current_thd(), both
+ * found with dlsym()).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -57,6 +58,7 @@
 /* The server's error and kill check (mariadbd exports both). */
 typedef void (*sf_error_fn)(unsigned int code, const char *fmt, unsigned long flags, ...);
 typedef int (*sf_killed_fn)(const void *thd);
+typedef void *(*sf_thd_fn)(void);
 #define SF_ER_UNKNOWN_ERROR 1105	/* HY000, ER_UNKNOWN_ERROR */
 #define SF_POLL_MS 100
 
@@ -66,6 +68,7 @@ struct sf_stmt {
 	int uuid;
 	sf_error_fn error;
 	sf_killed_fn killed;
+	sf_thd_fn thd;
 };
 
 static int sf_open_dev(int uuid, struct snowflake **h)
@@ -158,6 +161,7 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 	/* A pointer to function from a data pointer: POSIX's dlsym(). */
 	*(void **)&st->error = dlsym(RTLD_DEFAULT, "my_printf_error");
 	*(void **)&st->killed = dlsym(RTLD_DEFAULT, "thd_kill_level");
+	*(void **)&st->thd = dlsym(RTLD_DEFAULT, "_current_thd");
 	initid->ptr = (char *)st;
 	if (!uuid) {
 		err = snowflake_get_stats(st->h, &stats);
@@ -196,10 +200,20 @@ static int sf_h(UDF_INIT *initid, struct snowflake **h)
 	return 0;
 }
 
-/* The statement was killed (KILL QUERY, max_statement_time). */
+/*
+ * The statement was killed (KILL QUERY, max_statement_time).  The calling
+ * thread's THD, not NULL: MariaDB 10.11's thd_kill_level() reads
+ * thd->killed without a NULL check (mariadbd got signal 11 at the first
+ * wait for the next tick).
+ */
 static int sf_killed(const struct sf_stmt *st)
 {
-	return st->killed && st->killed(NULL) != 0;
+	void *thd;
+
+	if (!st->killed || !st->thd)
+		return 0;
+	thd = st->thd();
+	return thd && st->killed(thd) != 0;
 }
 
 /*

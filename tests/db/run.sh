@@ -20,7 +20,10 @@
 #      (make installcheck), the 1,000,000-row INSERT ... SELECT with the
 #      wall clock stepped back one hour mid-statement, 8 concurrent
 #      sessions, the merge of two servers' databases (snowflake against
-#      bigserial and AUTO_INCREMENT), the MariaDB functions.
+#      bigserial and AUTO_INCREMENT), the MariaDB functions; then, on a
+#      one-hour tick, a wait ended by pg_cancel_backend() and
+#      pg_terminate_backend(), and a MariaDB INSERT under sql_mode='' whose
+#      read fails mid-statement.
 #
 # Needs the deb stage's packages (build/deb/*.deb: tests/deb/run.sh; this
 # stage runs after it).  Environment: DB_KERNEL (default: the first of
