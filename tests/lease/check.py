@@ -63,29 +63,31 @@ import subprocess
 import sys
 
 
-def parse(paths):
-    ev = collections.defaultdict(list)
-    bad = 0
+def records(paths):
+    """Every line of @paths as (kind, its key=value words as a dict of
+    strings, the line)."""
     for path in paths:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 words = line.split()
-                if not words:
-                    continue
-                kv = {}
-                for w in words[1:]:
-                    k, _, v = w.partition("=")
-                    kv[k] = v
-                try:
-                    for k in ("at", "from", "until", "pid", "code", "ts_from", "ts_until",
-                              "offset_ms", "clock_offset_ms", "boot_to_wall_ns", "value",
-                              "ttl_ms", "settle_ms"):
-                        if k in kv:
-                            kv[k] = int(kv[k])
-                except ValueError:
-                    bad += 1
-                    continue
-                ev[words[0]].append(kv)
+                if words:
+                    yield words[0], dict(w.partition("=")[::2] for w in words[1:]), line
+
+
+def parse(paths):
+    ev = collections.defaultdict(list)
+    bad = 0
+    for kind, kv, _ in records(paths):
+        try:
+            for k in ("at", "from", "until", "pid", "code", "ts_from", "ts_until",
+                      "offset_ms", "clock_offset_ms", "boot_to_wall_ns", "value",
+                      "ttl_ms", "settle_ms"):
+                if k in kv:
+                    kv[k] = int(kv[k])
+        except ValueError:
+            bad += 1
+            continue
+        ev[kind].append(kv)
     return ev, bad
 
 
@@ -97,24 +99,15 @@ def evidence(paths, pair, o1, o2, a, label):
     tells the story (CI keeps no history file)."""
     space, _, dw = pair.partition("/")
     lines = []
-    for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                words = line.split()
-                if not words:
-                    continue
-                kv = dict(w.partition("=")[::2] for w in words[1:])
-                t = kv.get("at") or kv.get("from")
-                if not t or not t.lstrip("-").isdigit():
-                    continue
-                same = kv.get("pair") == dw and kv.get("space", "") == space
-                if words[0] in ("start", "exit") and kv.get("owner") in (o1, o2):
-                    lines.append((int(t), line.rstrip()))
-                elif words[0] in ("interval", "mark", "claim", "fence") and same and \
-                        kv.get("owner") in (o1, o2):
-                    lines.append((int(t), line.rstrip()))
-                elif words[0] in ("fault", "clock"):
-                    lines.append((int(t), line.rstrip()))
+    for kind, kv, line in records(paths):
+        t = kv.get("at") or kv.get("from")
+        if not t or not t.lstrip("-").isdigit():
+            continue
+        same = kv.get("pair") == dw and kv.get("space", "") == space
+        if (kind in ("start", "exit") and kv.get("owner") in (o1, o2)) or \
+                (kind in ("interval", "mark", "claim", "fence") and same and
+                 kv.get("owner") in (o1, o2)) or kind in ("fault", "clock"):
+            lines.append((int(t), line.rstrip()))
     lines.sort()
     t_end = None
     for t, ln in lines:
