@@ -394,6 +394,9 @@ RUN_FIGURE = [
     r"\b\d[\d,]*\s+(?:checks|passed|failed)\b",
     r"\b(?:about|~)\s*\d[\d,]*\s+(?:of them|points|execs|calls)\b",
     r"\b(?:[Oo]ne (?:such )?run|[Aa] run on|[Ii]n one run)\b",
+    # a range over runs: "145 to 464 ms in four runs"
+    r"\b\d[\d,.]*\s*(?:to|-|\u2013)\s*\d[\d,.]*\s*(?:ms|s|seconds?|minutes?)\s+"
+    r"(?:in|over|across)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+runs\b",
 ]
 HASH = r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"
 CITED = re.compile(r"\bruns?\b.{0,40}?%s|\bat %s" % (HASH, HASH))
