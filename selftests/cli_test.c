@@ -165,6 +165,15 @@ static void take(struct snap *s)
 		s->v[i] = sf_sysfs_u64(watched[i]);
 }
 
+/*
+ * Every test here runs the CLI, a new process each time (up to 35 in one
+ * test).  Under the debug kernel (KASAN, lockdep, kmemleak) on TCG beside
+ * other guests one run took over a second: the harness' default of 30 s per
+ * test ended cli.usage_errors_exit_2_and_change_nothing in CI's run of
+ * 109e975.  Nothing here is timed; the limit only ends a hung test.
+ */
+#define CLI_TEST_TIMEOUT 300
+
 FIXTURE(cli) {
 	int unused;
 };
@@ -209,7 +218,7 @@ static void expect_ids(struct __test_metadata *_metadata, struct run *r, size_t 
 	}
 }
 
-TEST_F(cli, next_prints_increasing_decimal_ids)
+TEST_F_TIMEOUT(cli, next_prints_increasing_decimal_ids, CLI_TEST_TIMEOUT)
 {
 	uint64_t ids[5], before, after;
 	struct snowflake_config c;
@@ -234,7 +243,7 @@ TEST_F(cli, next_prints_increasing_decimal_ids)
 	run_free(&r);
 }
 
-TEST_F(cli, next_hex)
+TEST_F_TIMEOUT(cli, next_hex, CLI_TEST_TIMEOUT)
 {
 	uint64_t ids[4];
 	struct run r;
@@ -247,7 +256,7 @@ TEST_F(cli, next_hex)
 	run_free(&r);
 }
 
-TEST_F(cli, next_json_is_an_array_of_strings)
+TEST_F_TIMEOUT(cli, next_json_is_an_array_of_strings, CLI_TEST_TIMEOUT)
 {
 	uint64_t ids[8];
 	struct run r;
@@ -292,7 +301,7 @@ TEST_F(cli, next_json_is_an_array_of_strings)
 	run_free(&r);
 }
 
-TEST_F(cli, next_many_ids_across_short_reads)
+TEST_F_TIMEOUT(cli, next_many_ids_across_short_reads, CLI_TEST_TIMEOUT)
 {
 	uint64_t before, after, prev = 0;
 	size_t n = 0;
@@ -342,7 +351,7 @@ static void iso_ms(uint64_t ms, char *buf, size_t len)
 	snprintf(buf + strlen(buf), len - strlen(buf), ".%03uZ", (unsigned int)(ms % 1000));
 }
 
-TEST_F(cli, decode_shows_the_ids_and_the_current_utc_time)
+TEST_F_TIMEOUT(cli, decode_shows_the_ids_and_the_current_utc_time, CLI_TEST_TIMEOUT)
 {
 	char when[64], want[64], t0s[64], t1s[64], idbuf[32];
 	struct snowflake_config c;
@@ -398,7 +407,7 @@ TEST_F(cli, decode_shows_the_ids_and_the_current_utc_time)
 	run_free(&r);
 }
 
-TEST_F(cli, decode_offline_and_without_a_device)
+TEST_F_TIMEOUT(cli, decode_offline_and_without_a_device, CLI_TEST_TIMEOUT)
 {
 	struct snowflake_config c;
 	char idbuf[32], want[64], when[64];
@@ -462,7 +471,7 @@ TEST_F(cli, decode_offline_and_without_a_device)
 }
 
 /* `config`: one "name value" per line, each the sysfs file of that name. */
-TEST_F(cli, config_shows_the_sysfs_values)
+TEST_F_TIMEOUT(cli, config_shows_the_sysfs_values, CLI_TEST_TIMEOUT)
 {
 	static const char * const names[] = {
 		"epoch_ms", "time_unit_ms", "timestamp_bits", "datacenter_bits",
@@ -493,7 +502,7 @@ TEST_F(cli, config_shows_the_sysfs_values)
 	run_free(&r);
 }
 
-TEST_F(cli, config_sets_ids_random_sequence_and_floor_as_root)
+TEST_F_TIMEOUT(cli, config_sets_ids_random_sequence_and_floor_as_root, CLI_TEST_TIMEOUT)
 {
 	uint64_t floor_ms = sf_real_ms() - 10000;
 	char fbuf[32];
@@ -527,7 +536,7 @@ TEST_F(cli, config_sets_ids_random_sequence_and_floor_as_root)
 }
 
 /* config --fence 1|0: reads fail (exit 1, a hint) until the fence is lifted. */
-TEST_F(cli, config_fence_and_unfence)
+TEST_F_TIMEOUT(cli, config_fence_and_unfence, CLI_TEST_TIMEOUT)
 {
 	uint64_t before, after;
 	struct run r;
@@ -577,7 +586,7 @@ TEST_F(cli, config_fence_and_unfence)
 	EXPECT_EQ(1, sf_sysfs_u64("statistics/fences"));
 }
 
-TEST_F(cli, config_as_nobody_fails_with_eperm_and_changes_nothing)
+TEST_F_TIMEOUT(cli, config_as_nobody_fails_with_eperm_and_changes_nothing, CLI_TEST_TIMEOUT)
 {
 	const struct how nobody = { .nobody = true };
 	struct snap before, after;
@@ -626,7 +635,7 @@ TEST_F(cli, config_as_nobody_fails_with_eperm_and_changes_nothing)
  * configures (the CLI opens the device for writing); a reader gets EPERM,
  * told that it needs CAP_SYS_ADMIN or snowflake-admin, and changes nothing.
  */
-TEST_F(cli, config_as_a_member_of_the_write_group)
+TEST_F_TIMEOUT(cli, config_as_a_member_of_the_write_group, CLI_TEST_TIMEOUT)
 {
 	const struct how reader = { .nobody = true, .group = 4242 };
 	const struct how admin = { .nobody = true, .group = 4243 };
@@ -674,7 +683,7 @@ TEST_F(cli, config_as_a_member_of_the_write_group)
 	sf_node_reset();
 }
 
-TEST_F(cli, usage_errors_exit_2_and_change_nothing)
+TEST_F_TIMEOUT(cli, usage_errors_exit_2_and_change_nothing, CLI_TEST_TIMEOUT)
 {
 	char far_floor[32];	/* two days ahead: needs --force */
 	struct timespec now;
@@ -750,7 +759,7 @@ TEST_F(cli, usage_errors_exit_2_and_change_nothing)
 		EXPECT_EQ(before.v[i], after.v[i]) TH_LOG("%s", watched[i]);
 }
 
-TEST_F(cli, help_of_every_command)
+TEST_F_TIMEOUT(cli, help_of_every_command, CLI_TEST_TIMEOUT)
 {
 	static const char * const cmds[] = { "next", "decode", "config", "stats" };
 	char want[64];
@@ -775,7 +784,7 @@ TEST_F(cli, help_of_every_command)
 	}
 }
 
-TEST_F(cli, strict_mode_next_fails_until_config_sets_a_worker)
+TEST_F_TIMEOUT(cli, strict_mode_next_fails_until_config_sets_a_worker, CLI_TEST_TIMEOUT)
 {
 	struct run r;
 
@@ -804,7 +813,7 @@ TEST_F(cli, strict_mode_next_fails_until_config_sets_a_worker)
  * and off, --floor.  Only --worker assigns.  Before SNOWFLAKE_IDS_ASSIGN_WORKER
  * the first two ended the refusal and the host issued IDs as worker 0.
  */
-TEST_F(cli, strict_mode_only_config_worker_ends_refusal)
+TEST_F_TIMEOUT(cli, strict_mode_only_config_worker_ends_refusal, CLI_TEST_TIMEOUT)
 {
 	static const char *const paths[][3] = {
 		{ "--datacenter", "3" }, { "--random-sequence", "1" },
@@ -843,7 +852,7 @@ static const char * const stat_names[] = {
 	"worker_id", "fenced", "fences", "worker_set",
 };
 
-TEST_F(cli, stats_plain)
+TEST_F_TIMEOUT(cli, stats_plain, CLI_TEST_TIMEOUT)
 {
 	char *lines[64], path[128];
 	uint64_t c0, c1, v;
@@ -905,7 +914,7 @@ static int json_members(char *s, char **names, uint64_t *vals, int max)
 }
 
 /* stats --json: the names and values of the plain output, one object. */
-TEST_F(cli, stats_json)
+TEST_F_TIMEOUT(cli, stats_json, CLI_TEST_TIMEOUT)
 {
 	char *names[64];
 	uint64_t vals[64];
@@ -929,7 +938,7 @@ TEST_F(cli, stats_json)
 }
 
 /* config --json: the names and values of the plain output, one object. */
-TEST_F(cli, config_json)
+TEST_F_TIMEOUT(cli, config_json, CLI_TEST_TIMEOUT)
 {
 	char *plain[32], *names[32];
 	uint64_t vals[32];
@@ -959,7 +968,7 @@ TEST_F(cli, config_json)
  * worker_set 0); config --save gives it one at once and records it for the
  * next load, in $SNOWFLAKE_MODPROBE_CONF here.
  */
-TEST_F(cli, save_gives_the_identity_at_once_and_records_it)
+TEST_F_TIMEOUT(cli, save_gives_the_identity_at_once_and_records_it, CLI_TEST_TIMEOUT)
 {
 	static const char conf[] = "/tmp/cli_test-identity.conf";
 	char buf[1024];
@@ -992,7 +1001,7 @@ TEST_F(cli, save_gives_the_identity_at_once_and_records_it)
 }
 
 /* --version: the version of the VERSION file, as the module's. */
-TEST_F(cli, version)
+TEST_F_TIMEOUT(cli, version, CLI_TEST_TIMEOUT)
 {
 	char modver[64], want[96];
 	struct run r;
@@ -1011,7 +1020,7 @@ TEST_F(cli, version)
  * next stops at the first write error: into /dev/full, a million IDs are
  * not all taken from the device, at most the chunk being written.
  */
-TEST_F(cli, next_stops_at_the_first_write_error)
+TEST_F_TIMEOUT(cli, next_stops_at_the_first_write_error, CLI_TEST_TIMEOUT)
 {
 	uint64_t before, after;
 	int full, err, status;
@@ -1045,7 +1054,7 @@ TEST_F(cli, next_stops_at_the_first_write_error)
 }
 
 /* config --floor far ahead needs --force (without it: usage_errors_...). */
-TEST_F(cli, config_floor_far_ahead_with_force)
+TEST_F_TIMEOUT(cli, config_floor_far_ahead_with_force, CLI_TEST_TIMEOUT)
 {
 	char far_floor[32];
 	struct timespec now;
@@ -1079,7 +1088,7 @@ struct metric {
 	double value;
 };
 
-TEST_F(cli, stats_prometheus_text_format)
+TEST_F_TIMEOUT(cli, stats_prometheus_text_format, CLI_TEST_TIMEOUT)
 {
 	static const char * const required[] = {
 		"snowflake_ids_issued_total", "snowflake_clock_seconds",

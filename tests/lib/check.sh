@@ -193,12 +193,27 @@ join_stage() {
 # failure (their "not ok" and "FAIL" lines and the harness' own messages,
 # at most 10 a stage; else the stage's last lines), printed just above the
 # closing line so that a CI log cut to its end still says what failed.
+# reasons: a log's failure lines; a kselftest "not ok" comes after the last
+# three messages its test printed (the harness' "Test terminated by timeout",
+# a TH_LOG, an Expected line), which the summary of a guest would not give.
+reasons() {
+	awk '
+		/^#  RUN / { n = 0; next }
+		/^# / && !/^# +(OK|SKIP|FAIL|PASSED|Totals|Starting)/ { buf[n % 3] = $0; n++; next }
+		/^not ok [0-9]/ {
+			for (i = (n > 3 ? n - 3 : 0); i < n; i++) print "  " buf[i % 3]
+			n = 0; print; next
+		}
+		/^FAIL |^  [^ ].*( failed| missing|never | differ)/ { print }
+	'
+}
+
 failures() {
 	local name log lines
 	for name in "${failed_stages[@]}"; do
 		log=$BUILD/check-stage-$name.log
-		lines=$(tr -d '\r' <"$log" | grep -E '^(not ok [0-9]|FAIL )|^  [^ ].*( failed| missing|never | differ)' |
-			grep -vE '# *(SKIP|TODO)| 0 failed' | cut -c1-160 | head -n 10) || true
+		lines=$(tr -d '\r' <"$log" | reasons |
+			grep -vE '# *(SKIP|TODO)| 0 failed' | cut -c1-160 | head -n 14) || true
 		[ -n "$lines" ] || lines=$(tr -d '\r' <"$log" | tail -n 4 | cut -c1-160)
 		printf '  %s:\n' "$name"
 		printf '%s\n' "$lines" | sed 's/^/    /'
@@ -223,6 +238,11 @@ known_stages() {
 	sed -nE 's/^[[:space:]]*(want [a-z-]+ && )?(run_stage|bg_stage) ([a-z-]+) .*/\3/p' "${BASH_SOURCE[0]}" |
 		awk '!seen[$0]++'
 }
+# `tests/lib/check.sh --reasons <LOG`: the failure lines failures() would print.
+if [ "${1:-}" = --reasons ]; then
+	reasons
+	exit 0
+fi
 if [ "${1:-}" = --stages ]; then
 	known_stages
 	exit 0

@@ -27,6 +27,15 @@ sel=$(STAGES=$'style\nsparse' bash tests/lib/check.sh --selected 2>&1 | paste -s
 check "STAGES=\$'style\\nsparse' selects style and sparse ($sel)" test "$sel" = "style sparse"
 sel=$(STAGES=$' docs\tstatic  ' bash tests/lib/check.sh --selected 2>&1 | paste -sd ' ') || true
 check "STAGES=\$' docs\\tstatic  ' selects static and docs ($sel)" test "$sel" = "static docs"
+# The summary's failure lines give a kselftest failure's reason (CI's run
+# of 109e975 printed "not ok 12 cli.usage_errors_exit_2_and_change_nothing"
+# and nothing that said why): the last three messages of its test.
+reasons=$(printf '%s\n' '#  RUN           cli.a ...' '#            OK  cli.a' 'ok 11 cli.a' \
+	'#  RUN           cli.x ...' '# cli_test.c:730:x:Expected 2 (2) == r.rc (0)' \
+	'# x: Test terminated by timeout' '#          FAIL  cli.x' 'not ok 12 cli.x' 'ok 13 cli.y' |
+	bash tests/lib/check.sh --reasons | paste -sd '|')
+check "check.sh --reasons: a kselftest failure's messages before its not ok ($reasons)" \
+	test "$reasons" = '  # cli_test.c:730:x:Expected 2 (2) == r.rc (0)|  # x: Test terminated by timeout|not ok 12 cli.x'
 stages=$(bash tests/lib/check.sh --stages | paste -sd ' ')
 check "check.sh --stages: $stages" grep -qE '^deps ksrc .*\bdocs\b' <<<"$stages"
 
