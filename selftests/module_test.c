@@ -225,8 +225,12 @@ TEST_F_TIMEOUT(mod, unload_refused_while_poller_sleeps, 60)
 	ASSERT_EQ(0, sf_load(""));
 }
 
-/* Load/unload cycles: each load starts from scratch. */
-TEST_F(mod, reload_cycles)
+/*
+ * Load/unload cycles: each load starts from scratch.  Ten loads: under the
+ * debug kernel on TCG a load takes seconds, and the harness' default of 30 s
+ * a test would end a slow run, not a hung one.
+ */
+TEST_F_TIMEOUT(mod, reload_cycles, 300)
 {
 	int i;
 
