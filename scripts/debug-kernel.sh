@@ -65,6 +65,15 @@ verify_config() {
 	[ "$bad" = 0 ] || die "the .config lacks options of ${FRAG#"$ROOT"/} (unmet dependencies?)"
 }
 
+# One build at a time: check.sh's helper builds from the start at the
+# lowest priority, and the debug-kernel stage, started before the helper
+# is done, waits here and then reuses its tree.
+mkdir -p "$top"
+exec 9>"$top/.lock"
+if ! flock -n 9; then
+	log "waiting for the build in progress (${top#"$ROOT"/}/.lock)"
+	flock 9
+fi
 if [ ! -f "$dir/.done" ]; then
 	start=$(now)
 	rm -rf "$dir"
