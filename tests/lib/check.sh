@@ -28,8 +28,9 @@
 #     (tests/dkms-suite/root.sh, from after ksrc; each stage waits for its
 #     own),
 #   - the db stage (its roots made from after ksrc, as the deb stage's; the
-#     stage from after vmclone, beside restart and the end of
-#     debug-kernel, joined last),
+#     stage from after the contract, beside the guest lanes, joined last),
+#   - the previous release's build for the upgrade stage (nice 19, from
+#     after ksrc; the upgrade stage waits for it),
 #   - the fuzz stage (nice 10, from after unit, beside userspace,
 #     packaging, static, docs, clients and deb, joined after dkms-trixie).
 # vmtest boots its kernels three at a time (VMTEST_JOBS=3 on two or more
@@ -314,6 +315,13 @@ fi
 if want dkms-trixie; then
 	helper dkms-trixie-root-prefetch nice -n 10 tests/dkms-suite/root.sh "${DKMS_TRIXIE[@]}"
 fi
+# The previous release's packages and selftests for the upgrade stage
+# (tests/upgrade/old-release.sh: built from its commit, cached by it; the
+# stage waits for it, a lock), the same way: the upgrade stage's chain of
+# three boots, at the end of the run, then starts with its guests.
+if want upgrade; then
+	helper upgrade-old-release nice -n 19 tests/upgrade/old-release.sh
+fi
 export SNOWFLAKE_SKIP_DEPS=1
 # The quickstart lane mostly waits on the Debian mirror (apt in fresh
 # roots) and on its guests: it runs in the background from here and is
@@ -373,6 +381,11 @@ want piuparts && bg_stage piuparts tests/piuparts/run.sh
 # emulated CPU, much of it waiting on the guest's timers) from here to the
 # end, beside the guest lanes; joined after debug-kernel.
 want upgrade && bg_stage upgrade tests/upgrade/run.sh
+# The database functions on the deb stage's packages (tests/db/run.sh): one
+# guest (one busy CPU) and apt in chroots, from here to the end beside the
+# guest lanes (it once started after vmtest, beside the debug kernel's
+# suite, and ended last); joined last.
+want db && bg_stage db tests/db/run.sh
 want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff tests/handoff/run.sh
 join_stage lease
@@ -391,10 +404,6 @@ want vmclone && bg_stage vmclone tests/vmclone/run.sh
 # (tests/vmtest/run.sh, VMTEST_JOBS).
 want vmtest && run_stage vmtest env VMTEST_JOBS="${VMTEST_JOBS:-$(($(nproc) >= 2 ? $(nproc) + 1 : 1))}" tests/vmtest/run.sh
 join_stage vmclone
-# The database functions on the deb stage's packages (tests/db/run.sh): one
-# guest (one busy CPU) and apt in chroots, beside restart and the end of
-# the debug kernel's suite; joined last.
-want db && bg_stage db tests/db/run.sh
 want restart && run_stage restart tests/restart/run.sh
 join_stage debug-kernel
 join_stage upgrade
