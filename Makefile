@@ -17,7 +17,9 @@
 #                        then fuzz each target FUZZ_SECONDS (60) s
 #   make sim             the lease engine's deterministic simulator: SIM_SEEDS
 #                        (10000) seeded schedules of the real agent.c; SEED=n
-#                        replays one exactly, its schedule printed
+#                        replays one exactly, its schedule printed; FLAVOR=
+#                        redis|etcd|zookeeper|mysql: on that store's semantics
+#                        (default: each seed draws one)
 #   make debug-kernel    the guest suite on a lockdep/KASAN/UBSAN/kmemleak kernel
 #   make kernels-check   build W=1 against the newest headers the mirror has
 #                        (Debian sid's newest linux-headers-*-amd64, in a sid root)
@@ -169,7 +171,7 @@ fuzz: deps
 
 # The lease engine's deterministic simulator (tests/sim/; needs only a C compiler).
 sim:
-	$(Q)$(TESTS)/sim/run.sh $(if $(SEED),$(SEED),search)
+	$(Q)SIM_FLAVOR=$(FLAVOR) $(TESTS)/sim/run.sh $(if $(SEED),$(SEED),search)
 
 # Command-line variables (DESTDIR, PREFIX, ...) reach userspace/Makefile
 # through MAKEFLAGS; PREFIX ?= /usr above is the module's and is not passed.

@@ -3,7 +3,9 @@
  * The lease engine's deterministic simulator (issue 41; tests/README.md,
  * "sim"): the real engine (userspace/agent/agent.c, compiled in below,
  * not a copy) runs several agents in one process, each on a coroutine,
- * against a simulated store (struct store_ops), a simulated device
+ * against a simulated store (struct store_ops: the semantics of Redis,
+ * etcd, ZooKeeper or MySQL where they differ, as the backends speak them),
+ * a simulated device
  * (struct dev_ops), a clock per agent and a network, all driven by one
  * seeded random source and one scheduler.  The engine reaches the clock,
  * the sleep, the wait and randomness only through the libc calls
@@ -13,7 +15,29 @@
  * and the stop's bound: stop_seen_ns, stop_bound_said) are swapped with the running agent at every switch.  Nothing of agent.c
  * is changed.
  *
- *   sim [--seeds N] [--from S] [--seed S] [--trace] [--budget-s S] [--late]
+ *   sim [--seeds N] [--from S] [--seed S] [--flavor STORE] [--trace] [--budget-s S] [--late]
+ *
+ * Each seed draws its store (--flavor STORE replaces that draw only):
+ *   redis      a key per pair expiring on the store's clock; replies may
+ *              come twice;
+ *   etcd       keys bound to one lease per agent run, kept alive by every
+ *              request of the run that reaches the store;
+ *   zookeeper  zookeeper.c over a simulated server: a session per handle,
+ *              kept alive by requests and the library's pings (while the
+ *              relay's heartbeat lasts), expired on the server's clock; the
+ *              key an ephemeral node deleted with its session (expired,
+ *              closed at the exit or when given up); the mark a persistent
+ *              node with a data version and its writer; a claim is a proof
+ *              (sync, get, exists) then a multi (create, setData at the
+ *              version read), a raise a multi (check, setData at the version
+ *              known); over TCP: a lost request or reply is a dead
+ *              connection, noticed after 2/3 of the timeout, that fences the
+ *              device at once while a lease is held (ag_store_lost()); the
+ *              library reconnects with the same session or learns it expired;
+ *   mysql      mysql.c's row per pair (owner, expiry, mark), each step one
+ *              transaction that commits whole or not at all, the expiry on
+ *              the server's wall clock (UTC_TIMESTAMP), which steps (back by
+ *              up to 1 s, forward by less than the margin); over TCP.
  *
  * After every step the checker asks: no two holders' served timestamp
  * windows of one pair overlap; no device stamps past its kernel deadline
@@ -175,8 +199,9 @@ static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
 #define MAX_TEN		4096
 #define STACK		(256 * 1024)
 
-enum flavor { FL_REDIS, FL_ETCD };
-static const char *const flavor_name[] = { "redis", "etcd" };
+enum flavor { FL_REDIS, FL_ETCD, FL_ZK, FL_MYSQL, FL_N };
+static const char *const flavor_name[] = { "redis", "etcd", "zookeeper", "mysql" };
+static int opt_flavor = -1;	/* --flavor: every seed on that store */
 
 /* One simulated host: an agent process (one run at a time), its clocks, its device. */
 struct host {
@@ -225,6 +250,22 @@ struct host {
 	int nok;
 	int64_t lease_exp;	/* etcd: this run's lease expires (true), 0 none */
 	int exit_code;
+	/* requests and replies of one connection arrive in order (ZooKeeper, MySQL: TCP) */
+	int64_t last_at, last_rep;
+	struct ev *rep;		/* the last reply taken (ZooKeeper's results) */
+	struct ev *repbuf;	/* its copy */
+	/* ZooKeeper: the client library's handle, as zookeeper.c sees it */
+	int64_t zh;		/* its session id, 0: no handle */
+	bool zconn;		/* connected */
+	bool zexpired;		/* the library saw its session expired */
+	bool zbroken;		/* a request or reply lost: the connection is dead, not yet noticed */
+	bool zholding;		/* a lease is held: a lost connection fences (ag_store_lost()) */
+	bool zwake;		/* ag_store_lost()'s wake-up of the main loop */
+	bool zmine, zdrop, zmark_gone;
+	int zmine_pair, zmark_ver;
+	int64_t zmine_sess;
+	int64_t zheard;		/* the library last heard from the server (true time) */
+	int64_t zlive_until;	/* the relay's heartbeat (zkb_live()): 0 no limit */
 };
 
 struct rec {
@@ -242,6 +283,9 @@ struct rec {
 	/* marks read by claims while lowered and excused: those tenures are excused */
 	uint64_t damaged[256];
 	int ndamaged;
+	/* ZooKeeper: the key's session; the mark node's data version and owner (-1 nobody) */
+	int64_t owner_sess;
+	int mark_ver, mark_owner;
 };
 
 /* A served window: one tenure (a claim) of one run on one pair. */
@@ -251,21 +295,43 @@ struct tenure {
 };
 
 enum ev_kind { EV_APPLY, EV_REPLY };
-enum op { OP_CLAIM, OP_READOPT, OP_RENEW, OP_GIVEBACK };
-static const char *const op_name[] = { "claim", "readopt", "renew", "give_back" };
+enum op { OP_CLAIM, OP_READOPT, OP_RENEW, OP_GIVEBACK,
+	  /* ZooKeeper's requests (zookeeper.c): one each, or one pipeline / multi */
+	  OP_ZCONNECT, OP_ZPROVE, OP_ZMULTI, OP_ZRAISE, OP_ZDELETE, OP_ZMARK, OP_ZCLOSE };
+static const char *const op_name[] = { "claim", "readopt", "renew", "give_back",
+	"connect", "prove", "multi(create,setData)", "multi(check,set-mark)", "delete",
+	"create(mark)", "close" };
+
+/* ZooKeeper's result codes, as zookeeper.c tells them apart */
+enum { ZR_OK, ZR_LOST, ZR_EXPIRED, ZR_NODEEXISTS, ZR_NONODE, ZR_BADVERSION, ZR_ERR };
+static const char *const zr_name[] = { "ok", "connection-loss", "session-expired",
+	"node-exists", "no-node", "bad-version", "error" };
 
 struct ev {
-	bool used;
-	enum ev_kind kind;
 	int64_t at;
 	uint64_t seq, id;
+	uint64_t arg;	/* claim: init mark; renew: raise_to */
+	uint64_t mark;
+	int64_t exp;	/* the expiry the apply set (true time), for the deadline check */
+	/* ZooKeeper: the session, more arguments, the results */
+	int64_t sess, k_sess;
+	uint64_t arg2;
+	enum ev_kind kind;
 	int host, run;
 	enum op op;
 	int pair;
-	uint64_t arg;	/* claim: init mark; renew: raise_to */
 	int res;
-	uint64_t mark;
-	int64_t exp;	/* the expiry the apply set (true time), for the deadline check */
+	int arg3, zrc, step, m_ver, m_owner;
+	bool used, k_exists, m_present;
+};
+
+/* ZooKeeper's sessions as the server sees them: its own clock (true time) */
+#define MAX_ZS	64
+struct zsess {
+	int64_t id;
+	int host, run;
+	bool alive;
+	int64_t heard, ping_at;
 };
 
 static struct {
@@ -285,6 +351,9 @@ static struct {
 	bool done;
 	int64_t ttl, timeout;
 	int excused;
+	struct zsess zs[MAX_ZS];
+	int64_t zs_next, zto, ztick;	/* ZooKeeper: the last session id, the session timeout, tickTime */
+	int64_t store_step_at;		/* MySQL: the store clock's last forward step */
 } W;
 
 /* the true wall time (ns): 1.7e12 ms + 100 s at the start, above every initial mark */
@@ -292,6 +361,7 @@ static struct {
 
 static ucontext_t sched_uc;
 static char *stacks[MAX_AGENTS];
+static struct ev repbufs[MAX_AGENTS];
 static struct ag_quarantine *qtabs[MAX_AGENTS];
 static struct host *cur;
 
@@ -421,7 +491,7 @@ static int sim_ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const
 	(void)n;
 	(void)t;
 	(void)m;
-	if (!h->sig_pending) {
+	if (!h->sig_pending && !h->zwake) {
 		h->in_ppoll = true;
 		yield();
 		h->in_ppoll = false;
@@ -429,6 +499,11 @@ static int sim_ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const
 	if (h->sig_pending) {
 		h->sig_pending--;
 		on_signal(SIGTERM);
+		errno = EINTR;
+		return -1;
+	}
+	if (h->zwake) {	/* SIG_WAKE (ag_store_lost()) */
+		h->zwake = false;
 		errno = EINTR;
 		return -1;
 	}
@@ -478,6 +553,17 @@ static int64_t net_delay(void)
 	return rr(MS(20), opt_late ? 3 * W.timeout : W.timeout * 9 / 10);
 }
 
+/* ZooKeeper and MySQL speak TCP: one connection's messages arrive in order */
+static int64_t fifo_at(int64_t *last, int64_t at)
+{
+	if (W.fl != FL_ZK && W.fl != FL_MYSQL)
+		return at;
+	if (at <= *last)
+		at = *last + 1;
+	*last = at;
+	return at;
+}
+
 static int pair_index_of(uint32_t dc, uint32_t w)
 {
 	(void)dc;
@@ -515,7 +601,7 @@ static int net_call(struct host *h, enum op op, int pair, uint64_t arg, int64_t 
 		/* requests are never duplicated: no backend resends (G6); replies may be */
 		e = ev_new();
 		e->kind = EV_APPLY;
-		e->at = T + net_delay();
+		e->at = fifo_at(&h->last_at, T + net_delay());
 		e->id = id;
 		e->host = h->id;
 		e->run = h->run;
@@ -540,6 +626,8 @@ static int net_call(struct host *h, enum op op, int pair, uint64_t arg, int64_t 
 	return NET_UNKNOWN;
 }
 
+static void zs_update(void);
+
 static bool key_alive(struct rec *r)
 {
 	if (!r->key)
@@ -553,6 +641,10 @@ static bool key_alive(struct rec *r)
 		if (o->run != r->owner_run || o->lease_exp <= T)
 			r->key = false;
 	}
+	if (W.fl == FL_ZK)
+		zs_update();	/* the ephemeral dies with its session */
+	if (W.fl == FL_MYSQL)	/* the row keeps its owner; the lease is its expiry */
+		return r->key && r->mark_present && T + W.store_off < r->exp;
 	return r->key;
 }
 
@@ -566,12 +658,110 @@ static void keepalive(struct host *o, int run)
 	o->lease_exp = T + W.ttl;
 }
 
+static void zk_apply(struct ev *e);
+
+/* A claim takes the pair's key (every store): its owner, and what the checker keeps */
+static void claim_take(struct rec *r, const struct ev *e)
+{
+	/* a claim that reads a mark lowered by hand before its holder could raise it again */
+	if (r->lowered && (r->lowered_host < 0 || r->lowered_told < 2) && r->mark_present) {
+		if (r->ndamaged == 256)
+			abort();
+		r->damaged[r->ndamaged++] = r->mark;
+		tr("store: pair %d claimed at a mark lowered by hand (excused)", e->pair);
+	}
+	/* a takeover: the holder told of the lowering is gone; beyond any engine now */
+	if (r->lowered)
+		r->lowered_host = -1;
+	r->key = true;
+	r->claim_id = e->id;
+	r->claim_known = false;
+	r->owner_host = e->host;
+	r->owner_run = e->run;
+}
+
+/* The holder raised the mark back to what it had before it was lowered by hand */
+static void mark_raised(struct rec *r)
+{
+	if (r->lowered && r->mark >= r->lowered_from)
+		r->lowered = false;
+}
+
+/*
+ * MySQL (mysql.c): one row per pair, created with its mark and never
+ * deleted by the agent: owner, expiry on the SERVER's clock
+ * (UTC_TIMESTAMP(6): T + W.store_off, a clock that steps), mark.  Each
+ * step is one transaction that commits whole or not at all (an error
+ * reply: a deadlock, a lock wait timeout, rolled back).
+ *   claim:     UPDATE ... WHERE expiry < now: owner, expiry = now + TTL
+ *   renew:     UPDATE ... WHERE owner = O: expiry = now + TTL, mark = GREATEST
+ *              (an expired lease nobody took since is still renewed)
+ *   readopt:   the renewal, the mark raised to this run's own (a->mark_ms)
+ *   give_back: UPDATE expiry = 1970 WHERE owner = O (the owner stays; asked
+ *              twice it answers 1 again)
+ */
+static void mysql_apply(struct ev *e, struct rec *r)
+{
+	int64_t now = T + W.store_off;
+	bool ours = r->mark_present && r->key && r->owner_host == e->host && r->owner_run == e->run;
+
+	e->mark = r->mark_present ? r->mark : 0;
+	switch (e->op) {
+	case OP_CLAIM:
+		if (e->arg && !r->mark_present) {	/* INSERT the row (a quarantine passed) */
+			r->mark_present = true;
+			r->mark = e->arg;
+			r->key = false;
+			r->exp = 0;
+		}
+		if (!r->mark_present) {
+			e->res = TRY_NO_MARK;	/* no row */
+			break;
+		}
+		if (now < r->exp) {
+			e->res = TRY_HELD;	/* a live lease, whoever's (ours too: readopt takes that) */
+			break;
+		}
+		claim_take(r, e);
+		r->exp = now + W.ttl;
+		e->mark = r->mark;
+		e->res = TRY_TAKEN;
+		break;
+	case OP_READOPT:
+	case OP_RENEW:
+		if (!ours) {
+			e->res = e->op == OP_RENEW ? 0 : TRY_HELD;
+			break;
+		}
+		r->exp = now + W.ttl;
+		if (e->arg > r->mark)
+			r->mark = e->arg;
+		e->mark = r->mark;
+		mark_raised(r);
+		e->res = e->op == OP_RENEW ? 1 : TRY_TAKEN;
+		break;
+	case OP_GIVEBACK:
+		e->res = ours;
+		if (ours)
+			r->exp = 0;
+		break;
+	default:
+		abort();
+	}
+	e->exp = r->exp - W.store_off;
+}
+
 /* A request reaches the store: applied atomically, as one script or transaction. */
 static void store_apply(struct ev *e)
 {
 	struct rec *r = &W.p[e->pair];
 	struct host *o = &W.h[e->host];
 	bool ours;
+
+	if (W.fl == FL_ZK) {
+		zk_apply(e);
+		return;
+	}
 
 	if (!W.calm && chance(15)) {
 		e->res = -100;	/* an error reply: not committed */
@@ -580,6 +770,10 @@ static void store_apply(struct ev *e)
 		tr("store: h%d.%d %s pair=%d id=%llu error reply", e->host, e->run, op_name[e->op],
 		   e->pair, (unsigned long long)e->id);
 		return;
+	}
+	if (W.fl == FL_MYSQL) {
+		mysql_apply(e, r);
+		goto said;
 	}
 	if (e->op == OP_CLAIM || e->op == OP_RENEW || e->op == OP_READOPT)
 		keepalive(o, e->run);
@@ -599,21 +793,7 @@ static void store_apply(struct ev *e)
 			r->mark_present = true;
 			r->mark = e->arg;
 		}
-		/* a claim that reads a mark lowered by hand before its holder could raise it again */
-		if (r->lowered && (r->lowered_host < 0 || r->lowered_told < 2) && r->mark_present) {
-			if (r->ndamaged == 256)
-				abort();
-			r->damaged[r->ndamaged++] = r->mark;
-			tr("store: pair %d claimed at a mark lowered by hand (excused)", e->pair);
-		}
-		/* a takeover: the holder told of the lowering is gone; beyond any engine now */
-		if (r->lowered)
-			r->lowered_host = -1;
-		r->key = true;
-		r->claim_id = e->id;
-		r->claim_known = false;
-		r->owner_host = e->host;
-		r->owner_run = e->run;
+		claim_take(r, e);
 		r->exp = T + W.store_off + W.ttl;
 		e->mark = r->mark;
 		e->res = TRY_TAKEN;
@@ -633,16 +813,18 @@ static void store_apply(struct ev *e)
 			r->mark = e->arg;
 		}
 		e->mark = r->mark_present ? r->mark : 0;
-		if (r->lowered && r->mark >= r->lowered_from)
-			r->lowered = false;
+		mark_raised(r);
 		break;
 	case OP_GIVEBACK:
 		e->res = ours;
 		if (ours)
 			r->key = false;
 		break;
+	default:
+		abort();
 	}
 	e->exp = W.fl == FL_ETCD ? o->lease_exp : r->exp - W.store_off;
+said:
 	tr("store: h%d.%d %s pair=%d id=%llu arg=%llu -> %d mark=%llu%s", e->host, e->run,
 	   op_name[e->op], e->pair, (unsigned long long)e->id, (unsigned long long)e->arg, e->res,
 	   (unsigned long long)e->mark, e->run != o->run ? " (a dead run's request)" : "");
@@ -683,6 +865,713 @@ static int64_t call_end(struct agent *a, int64_t deadline)
 	return deadline && deadline < end ? deadline : end;
 }
 
+/* ---------------------------------------------------------------- */
+/* ZooKeeper (zookeeper.c): the server and the client library          */
+/* ---------------------------------------------------------------- */
+
+/*
+ * The server.  A session lives while it is heard from (a request, or the
+ * library's ping every third of its timeout) within its timeout, on the
+ * server's own clock (true time: no wall clock, no step); a request that
+ * reaches a follower counts at the leader up to half a tickTime later,
+ * so the session may expire that much sooner than the request suggests
+ * (W.ztick: docs/deployment-zookeeper.md, margin >= tickTime).  The
+ * pair's key is an ephemeral node of one session, deleted with it
+ * (expired, or closed); the mark is a persistent node with a data
+ * version and, in its data, the owner that wrote it last (-1 nobody:
+ * --init-store's, an operator's).
+ */
+static struct zsess *zs_find(int64_t id)
+{
+	int i;
+
+	for (i = 0; id && i < MAX_ZS; i++)
+		if (W.zs[i].id == id)
+			return &W.zs[i];
+	return NULL;
+}
+
+static void zs_kill(struct zsess *s, const char *how)
+{
+	int i;
+
+	s->alive = false;
+	tr("store: session %lld of h%d.%d %s", (long long)s->id, s->host, s->run, how);
+	for (i = 0; i < W.npairs; i++)
+		if (W.p[i].key && W.p[i].owner_sess == s->id) {
+			W.p[i].key = false;
+			tr("store: pair %d's key deleted with its session", i);
+		}
+}
+
+/* the leader expires every session not heard from for its timeout */
+static void zs_update(void)
+{
+	int i;
+
+	for (i = 0; i < MAX_ZS; i++)
+		if (W.zs[i].alive && T >= W.zs[i].heard + W.zto)
+			zs_kill(&W.zs[i], "expired");
+}
+
+/* heard from now (at a follower: counted at the leader as up to tickTime/2 earlier) */
+static void zs_touch(struct zsess *s)
+{
+	int64_t at = T - rr(0, W.ztick / 2);
+
+	if (at > s->heard)
+		s->heard = at;
+}
+
+static struct zsess *zs_new(int host, int run)
+{
+	int i;
+
+	for (i = 0; i < MAX_ZS; i++)
+		if (!W.zs[i].alive) {
+			W.zs[i] = (struct zsess){ ++W.zs_next, host, run, true, T, T };
+			return &W.zs[i];
+		}
+	fprintf(stderr, "sim: session table full\n");
+	abort();
+}
+
+static int z_owner(int host, int run)
+{
+	return host * 100000 + run;
+}
+
+static void zk_apply(struct ev *e)
+{
+	struct rec *r = &W.p[e->pair];
+	struct zsess *s;
+	int me = z_owner(e->host, e->run);
+
+	zs_update();
+	if (e->op == OP_ZCONNECT) {
+		s = zs_new(e->host, e->run);
+		e->sess = s->id;
+		e->zrc = ZR_OK;
+		tr("store: h%d.%d session %lld opened", e->host, e->run, (long long)s->id);
+		return;
+	}
+	s = zs_find(e->sess);
+	if (!s || !s->alive) {
+		e->zrc = ZR_EXPIRED;
+		tr("store: h%d.%d %s pair=%d id=%llu: session %lld expired", e->host, e->run,
+		   op_name[e->op], e->pair, (unsigned long long)e->id, (long long)e->sess);
+		return;
+	}
+	zs_touch(s);
+	e->exp = s->heard + W.zto;	/* no expiry before this: what this request proves (G2) */
+	if (!W.calm && e->op != OP_ZCLOSE && chance(10)) {
+		e->zrc = ZR_ERR;	/* an error reply: nothing done */
+		tr("store: h%d.%d %s pair=%d id=%llu error reply", e->host, e->run, op_name[e->op],
+		   e->pair, (unsigned long long)e->id);
+		return;
+	}
+	e->zrc = ZR_OK;
+	switch (e->op) {
+	case OP_ZPROVE:	/* sync; [get(mark);] exists(key) */
+		e->k_exists = r->key;
+		e->k_sess = r->key ? r->owner_sess : 0;
+		e->m_present = r->mark_present;
+		e->mark = r->mark_present ? r->mark : 0;
+		e->m_ver = r->mark_ver;
+		e->m_owner = r->mark_owner;
+		break;
+	case OP_ZMULTI:	/* create(key, EPHEMERAL), setData(mark, its value + our owner, version read) */
+		if (r->key)
+			e->zrc = ZR_NODEEXISTS, e->step = 0;
+		else if (!r->mark_present)
+			e->zrc = ZR_NONODE, e->step = 1;
+		else if (r->mark_ver != (int)e->arg2)
+			e->zrc = ZR_BADVERSION, e->step = 1;
+		if (e->zrc != ZR_OK)
+			break;
+		claim_take(r, e);
+		r->owner_sess = e->sess;
+		r->mark = e->arg;
+		r->mark_ver++;
+		r->mark_owner = me;
+		e->m_ver = r->mark_ver;
+		e->mark = r->mark;
+		break;
+	case OP_ZRAISE:	/* check(key, version 0: anyone's); setData(mark, at the version known) or create */
+		if (!r->key) {
+			e->zrc = ZR_NONODE, e->step = 0;
+			break;
+		}
+		if (e->arg3 && r->mark_present) {
+			e->zrc = ZR_NODEEXISTS, e->step = 1;
+			break;
+		}
+		if (!e->arg3 && !r->mark_present) {
+			e->zrc = ZR_NONODE, e->step = 1;
+			break;
+		}
+		if (!e->arg3 && r->mark_ver != (int)e->arg2) {
+			e->zrc = ZR_BADVERSION, e->step = 1;
+			break;
+		}
+		r->mark_ver = e->arg3 ? 0 : r->mark_ver + 1;
+		r->mark_present = true;
+		r->mark = e->arg;
+		r->mark_owner = me;
+		mark_raised(r);
+		e->m_ver = r->mark_ver;
+		e->mark = r->mark;
+		break;
+	case OP_ZDELETE:
+		if (!r->key)
+			e->zrc = ZR_NONODE;
+		else
+			r->key = false;
+		break;
+	case OP_ZMARK:	/* --init-store's create, or a quarantine's: the digits alone */
+		if (r->mark_present) {
+			e->zrc = ZR_NODEEXISTS;
+			break;
+		}
+		r->mark_present = true;
+		r->mark = e->arg;
+		r->mark_ver = 0;
+		r->mark_owner = -1;
+		break;
+	case OP_ZCLOSE:
+		zs_kill(s, "closed");
+		break;
+	default:
+		abort();
+	}
+	tr("store: h%d.%d %s pair=%d id=%llu arg=%llu -> %s mark=%llu v%d%s", e->host, e->run,
+	   op_name[e->op], e->pair, (unsigned long long)e->id, (unsigned long long)e->arg,
+	   zr_name[e->zrc], (unsigned long long)r->mark, r->mark_ver,
+	   e->run != W.h[e->host].run ? " (a dead run's request)" : "");
+}
+
+/*
+ * The client library, on its own threads (run here at every 7 ms step):
+ * its pings while connected, its notice of a dead connection (no answer
+ * for two thirds of the timeout; at once when the server closed it or
+ * the relay cut it), its reconnection with the same session, or the
+ * news that the session expired.  A connection lost or a session expired
+ * while a lease is held fences the device at once and wakes the main
+ * loop (zookeeper.c on_event(): ag_store_lost()).
+ */
+#define ZWAIT	UINT64_MAX	/* zk_ready() waits for the connection */
+
+static void zk_store_lost(struct host *h, const char *why)
+{
+	h->zholding = false;
+	h->g_store_lost = 1;	/* agent.c's store_lost, this agent's copy (it is not running) */
+	h->zwake = true;
+	tr("h%d.%d zookeeper %s: ag_store_lost(), device fenced", h->id, h->run, why);
+	h->d_fenced = true;	/* the ioctl on the device, from the library's thread */
+}
+
+static void zk_disconnect(struct host *h, const char *why)
+{
+	h->zconn = false;
+	h->zbroken = false;
+	tr("h%d.%d zookeeper disconnected (%s)", h->id, h->run, why);
+	if (h->zholding)
+		zk_store_lost(h, "connection lost");
+	if (h->waiting && h->waiting != ZWAIT && !h->reply_ready) {
+		static struct ev lost;
+
+		lost.zrc = ZR_LOST;	/* the pending call completes with ZCONNECTIONLOSS */
+		h->rep = &lost;
+		h->reply_ready = true;
+	}
+}
+
+static bool zk_relay_cut(const struct host *h)
+{
+	return h->zmine && h->zlive_until && T >= h->zlive_until;
+}
+
+static void zk_tick(void)
+{
+	int i;
+
+	for (i = 0; i < W.nhosts; i++) {
+		struct host *h = &W.h[i];
+		struct zsess *s;
+		bool cut;
+
+		if (!h->alive || h->frozen || !h->zh || h->zexpired)
+			continue;
+		s = zs_find(h->zh);
+		cut = T < h->cut_until;
+		if (h->zconn && !cut && !h->zbroken && !zk_relay_cut(h) && s && s->alive &&
+		    T - s->ping_at >= W.zto / 3) {
+			s->ping_at = T;
+			zs_touch(s);
+			h->zheard = T;
+		}
+		zs_update();
+		if (h->zconn) {
+			if (zk_relay_cut(h))
+				zk_disconnect(h, "the relay cut it: no store step for ttl-ms");
+			else if ((!s || !s->alive) && !cut)
+				zk_disconnect(h, "the server closed it");
+			else if ((cut || h->zbroken) && T - h->zheard >= 2 * W.zto / 3)
+				zk_disconnect(h, "no answer for 2/3 of the timeout");
+			continue;
+		}
+		if (cut || zk_relay_cut(h))
+			continue;
+		if (s && s->alive) {
+			h->zconn = true;
+			h->zheard = T;
+			zs_touch(s);
+			tr("h%d.%d zookeeper reconnected, session %lld", h->id, h->run, (long long)h->zh);
+		} else {
+			h->zexpired = true;
+			tr("h%d.%d zookeeper session %lld expired (seen at the reconnection)", h->id,
+			   h->run, (long long)h->zh);
+			if (h->zholding)
+				zk_store_lost(h, "session expired");
+		}
+		if (h->waiting == ZWAIT)
+			h->reply_ready = true;
+	}
+}
+
+/* One request of the handle, waited for until @end: its ZR_* code, results in *@rep. */
+static int zk_req(struct host *h, enum op op, int pair, uint64_t arg, uint64_t arg2, int arg3,
+		  int64_t end, struct ev *rep)
+{
+	struct pollfd pfd = { .fd = 100 + h->id, .events = POLLIN };
+	uint64_t id = ++W.reqid;
+	struct ev *e;
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->zrc = ZR_LOST;
+	if (h->zexpired && op != OP_ZCONNECT) {
+		rep->zrc = ZR_EXPIRED;	/* ZINVALIDSTATE */
+		return rep->zrc;
+	}
+	if (!h->zconn && op != OP_ZCONNECT) {
+		tr("h%d.%d %s pair=%d: not connected", h->id, h->run, op_name[op], pair);
+		h->lost_since_sig = true;
+		return rep->zrc;
+	}
+	if (T < h->cut_until) {
+		tr("h%d.%d %s pair=%d id=%llu sent into a cut connection", h->id, h->run, op_name[op],
+		   pair, (unsigned long long)id);
+	} else if (!W.calm && chance(h->lossy)) {
+		tr("h%d.%d %s pair=%d id=%llu request lost: the connection is dead", h->id, h->run,
+		   op_name[op], pair, (unsigned long long)id);
+		h->zbroken = true;
+	} else {
+		e = ev_new();
+		e->kind = EV_APPLY;
+		e->at = fifo_at(&h->last_at, T + net_delay());
+		e->id = id;
+		e->host = h->id;
+		e->run = h->run;
+		e->op = op;
+		e->pair = pair;
+		e->arg = arg;
+		e->arg2 = arg2;
+		e->arg3 = arg3;
+		e->sess = h->zh;
+	}
+	h->waiting = id;
+	h->reply_ready = false;
+	r = ag_wait(&pfd, 1, end);
+	h->waiting = 0;
+	if (r > 0 && h->reply_ready) {
+		h->reply_ready = false;
+		*rep = *h->rep;
+		if (rep->zrc == ZR_LOST) {
+			tr("h%d.%d %s pair=%d id=%llu: connection loss", h->id, h->run, op_name[op],
+			   pair, (unsigned long long)id);
+			h->lost_since_sig = true;
+		}
+		return rep->zrc;
+	}
+	h->reply_ready = false;
+	tr("h%d.%d %s pair=%d id=%llu abandoned (%s)", h->id, h->run, op_name[op], pair,
+	   (unsigned long long)id, r < 0 ? "stop" : "deadline");
+	h->lost_since_sig = true;
+	return rep->zrc;
+}
+
+/* zk_error(): an expired session noted (the next call opens a new one) */
+static void zk_err(struct host *h, int rc)
+{
+	if (rc == ZR_EXPIRED)
+		h->zexpired = true;
+}
+
+/* the main loop's heartbeat to the relay (zookeeper.c heartbeat()) */
+static void zk_heartbeat(struct host *h)
+{
+	h->zlive_until = h->zmine ? T + W.ttl : 0;
+}
+
+/* zk_close(): the handle closed; a connected one sends its close (the server deletes our keys) */
+static void zk_close(struct host *h, const char *why)
+{
+	if (h->zconn && !h->zexpired && T >= h->cut_until) {
+		struct ev *e = ev_new();
+
+		e->kind = EV_APPLY;
+		e->at = fifo_at(&h->last_at, T + net_delay());
+		e->id = ++W.reqid;
+		e->host = h->id;
+		e->run = h->run;
+		e->op = OP_ZCLOSE;
+		e->arg3 = 1;	/* nobody waits for its reply */
+		e->sess = h->zh;
+	}
+	tr("h%d.%d zookeeper handle closed (%s)", h->id, h->run, why);
+	h->zh = 0;
+	h->zconn = h->zexpired = h->zbroken = h->zholding = h->zmine = false;
+}
+
+/* zk_ready(): a connected session by @dl, a new one when there is none or it expired */
+static bool zk_ready(struct host *h, int64_t dl)
+{
+	struct pollfd pfd = { .fd = 100 + h->id, .events = POLLIN };
+	struct ev rep;
+
+	if (h->zh && h->zexpired)
+		zk_close(h, "its session expired: a new session claims again");
+	if (h->zh && h->zdrop)
+		zk_close(h, "the session is given up");
+	h->zdrop = false;
+	if (!h->zh) {
+		if (zk_req(h, OP_ZCONNECT, 0, 0, 0, 0, dl, &rep) != ZR_OK)
+			return false;
+		h->zh = rep.sess;
+		h->zconn = true;
+		h->zheard = T;
+		h->zexpired = h->zbroken = h->zholding = h->zmine = false;
+	}
+	zk_heartbeat(h);
+	while (!h->zconn) {
+		int r;
+
+		if (h->zexpired)
+			return false;
+		h->waiting = ZWAIT;
+		h->reply_ready = false;
+		r = ag_wait(&pfd, 1, dl);
+		h->waiting = 0;
+		h->reply_ready = false;
+		if (r <= 0) {
+			h->lost_since_sig = true;	/* the store did not answer */
+			return false;
+		}
+	}
+	return true;
+}
+
+static void zk_drop(struct host *h, const char *why)
+{
+	tr("h%d.%d zookeeper session dropped: %s", h->id, h->run, why);
+	h->zdrop = true;
+	h->zmine = false;
+	h->zholding = false;
+}
+
+/* prove(): sync; [get(mark);] exists(key), one pipeline; *@sent before it */
+static int zk_prove(struct agent *a, int pair, int64_t end, int64_t *sent, struct ev *rep)
+{
+	*sent = boot_ns();
+	host_of(a)->req_stopped = host_of(a)->stopped_total;	/* with *sent: the deadline's */
+	return zk_req(host_of(a), OP_ZPROVE, pair, 0, 0, 0, end, rep);
+}
+
+/* the mark as read with a proof of our key: -1 another owner's, else its value (0 missing) */
+static int64_t zk_mark_state(struct host *h, const struct ev *m)
+{
+	if (!m->m_present) {
+		h->zmark_gone = true;
+		return 0;
+	}
+	if (m->m_owner >= 0 && m->m_owner != z_owner(h->id, h->run))
+		return -1;
+	h->zmark_ver = m->m_ver;
+	h->zmark_gone = false;
+	return (int64_t)m->mark;
+}
+
+/* raise_mark(): multi(check(key), setData(mark, @raise, the version known) | create) */
+static int zk_raise(struct agent *a, int64_t end, uint64_t raise, int *step)
+{
+	struct host *h = host_of(a);
+	bool create = h->zmark_gone;
+	struct ev rep;
+	int rc = zk_req(h, OP_ZRAISE, h->zmine_pair, raise, (uint64_t)h->zmark_ver, create, end,
+			&rep);
+
+	*step = -1;
+	if (rc == ZR_OK) {
+		h->zmark_ver = create ? 0 : rep.m_ver;
+		h->zmark_gone = false;
+	} else if (rc == ZR_NONODE || rc == ZR_NODEEXISTS || rc == ZR_BADVERSION) {
+		*step = rep.step;
+	}
+	return rc;
+}
+
+static int zk_claim(struct agent *a, int pair, int64_t *sent, uint64_t *mark, uint64_t init,
+		    int64_t *exp)
+{
+	struct host *h = host_of(a);
+	int64_t end = call_end(a, 0), session;
+	struct ev k, c;
+	int rc;
+
+	if (!zk_ready(h, end))
+		return TRY_ERROR;
+	if (h->zmine && h->zmine_pair != pair)
+		return TRY_HELD;	/* one key per session */
+	if (init) {
+		rc = zk_req(h, OP_ZMARK, pair, init, 0, 0, call_end(a, 0), &c);
+		if (rc != ZR_OK && rc != ZR_NODEEXISTS) {
+			zk_err(h, rc);
+			return TRY_ERROR;
+		}
+	}
+	session = h->zh;
+	rc = zk_prove(a, pair, call_end(a, 0), sent, &k);
+	if (rc != ZR_OK) {
+		zk_err(h, rc);
+		return TRY_ERROR;
+	}
+	*exp = k.exp;
+	*mark = k.mark;
+	if (k.k_exists) {
+		if (!session || k.k_sess != session) {
+			h->zmine = false;
+			return TRY_HELD;
+		}
+		if (!k.m_present)
+			return TRY_NO_MARK;
+		if (k.m_owner >= 0 && k.m_owner != z_owner(h->id, h->run)) {
+			h->zdrop = true;	/* our key, another's mark: not ours */
+			h->zmine = false;
+			return TRY_HELD;
+		}
+		h->zmine = true;
+		zk_heartbeat(h);
+		h->zmine_pair = pair;
+		h->zmine_sess = session;
+		h->zmark_ver = k.m_ver;
+		h->zmark_gone = false;
+		h->zholding = true;
+		return TRY_TAKEN;
+	}
+	h->zmine = false;
+	if (!k.m_present)
+		return TRY_NO_MARK;
+	rc = zk_req(h, OP_ZMULTI, pair, k.mark, (uint64_t)k.m_ver, 0, call_end(a, 0), &c);
+	if (rc == ZR_OK) {
+		h->zmine = true;
+		zk_heartbeat(h);
+		h->zmine_pair = pair;
+		h->zmine_sess = session;
+		h->zmark_ver = c.m_ver;
+		h->zmark_gone = false;
+		h->zholding = true;
+		return TRY_TAKEN;
+	}
+	if (rc == ZR_NODEEXISTS || rc == ZR_BADVERSION || rc == ZR_NONODE)
+		return TRY_HELD;	/* taken, or its mark moved, since the read */
+	zk_err(h, rc);
+	/* no answer (the deadline, the connection, the session): it may have created the key */
+	return rc == ZR_LOST || rc == ZR_EXPIRED ? TRY_UNKNOWN : TRY_ERROR;
+}
+
+static int zk_key_lost(struct host *h)
+{
+	tr("h%d.%d zookeeper: key lost", h->id, h->run);
+	h->zmine = false;
+	h->zholding = false;
+	return 0;
+}
+
+static bool zk_key_ours(const struct host *h, const struct ev *k, int64_t session)
+{
+	return k->k_exists && session && k->k_sess == h->zmine_sess && session == h->zmine_sess;
+}
+
+/* renew_key() */
+static int zk_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise,
+		    uint64_t *held, int64_t *exp)
+{
+	struct host *h = host_of(a);
+	int64_t session = h->zh, again, cv, stood;
+	int64_t end = deadline ? deadline : call_end(a, 0);
+	struct ev k;
+	int rc, step;
+
+	zk_heartbeat(h);
+	*held = AG_MARK_UNREAD;
+	if (!h->zh || !h->zmine || h->zdrop)
+		return 0;
+	rc = zk_prove(a, h->zmine_pair, end, sent, &k);
+	if (rc != ZR_OK) {
+		zk_err(h, rc);
+		return rc == ZR_EXPIRED ? 0 : -1;
+	}
+	if (!zk_key_ours(h, &k, session))
+		return zk_key_lost(h);
+	*exp = k.exp;
+	if (!raise) {
+		cv = zk_mark_state(h, &k);
+		if (cv < 0) {
+			zk_drop(h, "the pair's mark names another owner");
+			return 0;
+		}
+		*held = (uint64_t)cv;
+		h->zholding = true;
+		return 1;
+	}
+	rc = zk_raise(a, end, raise, &step);
+	if (rc == ZR_OK) {
+		*held = raise;
+		h->zholding = true;
+		return 1;
+	}
+	if (step == 0) {
+		zk_drop(h, "the key changed while raising the mark");
+		return 0;
+	}
+	if (step != 1) {
+		zk_err(h, rc);
+		return -1;
+	}
+	/* refused on the mark: the proof and the mark again (*sent stays the first proof's) */
+	stood = h->req_stopped;
+	rc = zk_prove(a, h->zmine_pair, end, &again, &k);
+	h->req_stopped = stood;
+	if (rc != ZR_OK) {
+		zk_err(h, rc);
+		return -1;
+	}
+	if (!zk_key_ours(h, &k, session))
+		return zk_key_lost(h);
+	cv = zk_mark_state(h, &k);
+	if (cv < 0) {
+		zk_drop(h, "the pair's mark names another owner");
+		return 0;
+	}
+	*held = (uint64_t)cv;
+	h->zholding = true;
+	return 1;
+}
+
+static int zk_readopt(struct agent *a, int pair, int64_t *sent, uint64_t *mark, int64_t *exp)
+{
+	struct host *h = host_of(a);
+	int64_t session, cv;
+	struct ev k;
+	int rc, step;
+
+	if (!h->zmine || pair != h->zmine_pair)
+		return TRY_HELD;
+	if (!zk_ready(h, call_end(a, 0)))
+		return TRY_ERROR;
+	session = h->zh;
+	if (!h->zmine || session != h->zmine_sess) {
+		h->zmine = false;
+		return TRY_HELD;
+	}
+	rc = zk_prove(a, pair, call_end(a, 0), sent, &k);
+	if (rc != ZR_OK) {
+		zk_err(h, rc);
+		return TRY_ERROR;
+	}
+	if (!zk_key_ours(h, &k, session)) {
+		h->zmine = false;
+		return TRY_HELD;
+	}
+	*exp = k.exp;
+	cv = zk_mark_state(h, &k);
+	if (cv < 0) {
+		zk_drop(h, "the pair's mark names another owner");
+		return TRY_HELD;
+	}
+	*mark = (uint64_t)cv;
+	if ((uint64_t)cv < a->mark_ms) {
+		rc = zk_raise(a, call_end(a, 0), a->mark_ms, &step);
+		if (step == 0) {
+			zk_drop(h, "the key changed while raising the mark");
+			return TRY_HELD;
+		}
+		if (rc != ZR_OK) {
+			zk_err(h, rc);
+			return TRY_ERROR;
+		}
+		*mark = a->mark_ms;
+	}
+	h->zholding = true;
+	return TRY_TAKEN;
+}
+
+static int zk_give_back(struct agent *a, int pair)
+{
+	struct host *h = host_of(a);
+	int64_t session, sent;
+	struct ev k, d;
+	int rc;
+
+	if (!zk_ready(h, call_end(a, 0)))
+		return -1;
+	session = h->zh;
+	rc = zk_prove(a, pair, call_end(a, 0), &sent, &k);
+	if (rc != ZR_OK) {
+		zk_err(h, rc);
+		return -1;
+	}
+	if (!k.k_exists || !session || k.k_sess != session)
+		return 0;
+	rc = zk_req(h, OP_ZDELETE, pair, 0, 0, 0, call_end(a, 0), &d);
+	if (h->zmine && h->zmine_pair == pair && (rc == ZR_OK || rc == ZR_NONODE)) {
+		h->zmine = false;
+		h->zholding = false;
+	}
+	if (rc == ZR_OK)
+		return 1;
+	if (rc == ZR_NONODE)
+		return 0;
+	zk_err(h, rc);
+	return -1;
+}
+
+/*
+ * z_fini() at the exit: the handle closed, its close waited for until
+ * ag_stop_exit_by() (800 ms after the stop signal); not answered by then,
+ * it is left: the session and its keys expire after the timeout.
+ */
+static void zk_fini(struct host *h)
+{
+	int64_t by = ag_stop_exit_by();
+	struct ev rep;
+
+	if (!h->zh)
+		return;
+	if (!by || !h->zconn || h->zexpired) {
+		if (!h->zconn)
+			h->lost_since_sig = true;	/* its close reaches nobody */
+		zk_close(h, "exit");
+		return;
+	}
+	if (zk_req(h, OP_ZCLOSE, 0, 0, 0, 0, by, &rep) != ZR_OK)
+		tr("h%d.%d zookeeper: the close not answered by the stop's bound: left to expire",
+		   h->id, h->run);
+	h->zh = 0;
+	h->zconn = false;
+}
+
 static int ss_init(struct agent *a)
 {
 	(void)a;
@@ -709,7 +1598,16 @@ static int64_t ss_claim_wait(struct agent *a)
 static int ss_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns, uint64_t *mark,
 		    uint64_t init_mark)
 {
-	int r = do_call(a, OP_CLAIM, pair_index_of(dc, w), init_mark, call_end(a, 0), sent_ns, mark);
+	int64_t exp = 0;
+	int r;
+
+	if (W.fl == FL_ZK) {
+		r = zk_claim(a, pair_index_of(dc, w), sent_ns, mark, init_mark, &exp);
+		if (r == TRY_TAKEN)
+			remember_ok(host_of(a), *sent_ns, exp);
+		return r;
+	}
+	r = do_call(a, OP_CLAIM, pair_index_of(dc, w), init_mark, call_end(a, 0), sent_ns, mark);
 
 	if (r == -101 || r == -100)
 		return TRY_ERROR;
@@ -722,7 +1620,18 @@ static int ss_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns, 
 
 static int ss_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent_ns, uint64_t *mark)
 {
-	int r = do_call(a, OP_READOPT, pair_index_of(dc, w), 0, call_end(a, 0), sent_ns, mark);
+	int64_t exp = 0;
+	int r;
+
+	if (W.fl == FL_ZK) {
+		r = zk_readopt(a, pair_index_of(dc, w), sent_ns, mark, &exp);
+		if (r == TRY_TAKEN)
+			remember_ok(host_of(a), *sent_ns, exp);
+		return r;
+	}
+	/* MySQL's re-adoption raises the mark to this run's own (GREATEST) */
+	r = do_call(a, OP_READOPT, pair_index_of(dc, w), W.fl == FL_MYSQL ? a->mark_ms : 0,
+		    call_end(a, 0), sent_ns, mark);
 
 	if (r < 0)
 		return TRY_ERROR;
@@ -735,21 +1644,36 @@ static int ss_renew(struct agent *a, int64_t deadline, int64_t *sent_ns, uint64_
 		    uint64_t *mark)
 {
 	struct host *h = host_of(a);
-	int r = do_call(a, OP_RENEW, pair_index_of(a->dc, a->w), raise_to, call_end(a, deadline),
-			sent_ns, mark);
 	struct rec *p = &W.p[pair_index_of(a->dc, a->w)];
+	int64_t exp = 0;
+	int r;
 
+	if (W.fl == FL_ZK) {
+		r = zk_renew(a, deadline, sent_ns, raise_to, mark, &exp);
+		if (r != 1)
+			*mark = AG_MARK_UNREAD;
+	} else {
+		r = do_call(a, OP_RENEW, pair_index_of(a->dc, a->w), raise_to, call_end(a, deadline),
+			    sent_ns, mark);
+		exp = h->reply_exp;
+	}
 	if (r < 0)
 		return -1;
 	if (r == 1) {
 		uint64_t want = raise_to > a->mark_ms ? raise_to : a->mark_ms;
 
 		/* G4: a mark below what this holder has is raised again before it serves further */
-		h->told_low = *mark < want;
-		remember_ok(h, *sent_ns, h->reply_exp);
-		/* told: a renewal's reply that carried the lowered mark */
+		h->told_low = *mark != AG_MARK_UNREAD && *mark < want;
+		remember_ok(h, *sent_ns, exp);
+		/*
+		 * told: a renewal's reply that carried the lowered mark.  On
+		 * ZooKeeper the read and the repair are separate requests (a
+		 * setData at the version read): told only by a raise answered and
+		 * refused, a repair attempt that reached the store (one lost or
+		 * refused by an error is no chance to raise the mark again)
+		 */
 		if (p->lowered && p->lowered_host == h->id && p->lowered_run == h->run &&
-		    *mark < p->lowered_from)
+		    *mark < p->lowered_from && (W.fl != FL_ZK || raise_to))
 			p->lowered_told++;
 	}
 	return r;
@@ -759,8 +1683,11 @@ static int ss_give_back(struct agent *a, uint32_t dc, uint32_t w)
 {
 	int64_t sent;
 	uint64_t mark;
-	int r = do_call(a, OP_GIVEBACK, pair_index_of(dc, w), 0, call_end(a, 0), &sent, &mark);
+	int r;
 
+	if (W.fl == FL_ZK)
+		return zk_give_back(a, pair_index_of(dc, w));
+	r = do_call(a, OP_GIVEBACK, pair_index_of(dc, w), 0, call_end(a, 0), &sent, &mark);
 	return r < 0 ? -1 : r;
 }
 
@@ -943,6 +1870,8 @@ static void agent_entry(void)
 	a->sim_anchor_ms = wall_ms() - boot_ns() / NS_PER_MS;
 	a->next_acquire = boot_ns();
 	h->exit_code = run(a);
+	if (W.fl == FL_ZK)
+		zk_fini(h);	/* agent_main(): a->st->fini() */
 	h->exited = true;
 	tr("h%d.%d exited code=%d", h->id, h->run, h->exit_code);
 	swap_out(h);
@@ -972,6 +1901,11 @@ static void host_start(struct host *h)
 	h->d_ten = -1;
 	h->nok = 0;
 	h->lease_exp = 0;
+	/* a new process: a new ZooKeeper handle (the old session lives on at the server) */
+	h->zh = 0;
+	h->zconn = h->zexpired = h->zbroken = h->zholding = h->zwake = false;
+	h->zmine = h->zdrop = h->zmark_gone = false;
+	h->zlive_until = 0;
 	memset(&h->a, 0, sizeof(h->a));
 	memset(h->q, 0, sizeof(*h->q));
 	h->a.c = &W.conf;
@@ -1127,7 +2061,11 @@ static void fault(void)
 		}
 	} else if (k < 72) {
 		r->mark_present = false;
-		tr("by hand: pair %ld's mark deleted", (long)(r - W.p));
+		if (W.fl == FL_MYSQL) {	/* the row, with its lease */
+			r->key = false;
+			r->exp = 0;
+		}
+		tr("by hand: pair %ld's %s deleted", (long)(r - W.p), W.fl == FL_MYSQL ? "row" : "mark");
 	} else if (k < 80) {
 		if (key_alive(r) && r->mark_present && r->mark > 1 && W.h[r->owner_host].alive &&
 		    W.h[r->owner_host].run == r->owner_run) {
@@ -1148,6 +2086,8 @@ static void fault(void)
 			tr("by hand: pair %ld's mark lowered %llu -> %llu", (long)(r - W.p),
 			   (unsigned long long)r->mark, (unsigned long long)to);
 			r->mark = to;
+			r->mark_ver++;		/* ZooKeeper: a setData, the digits alone */
+			r->mark_owner = -1;
 		}
 	} else if (k < 90) {
 		if (h->alive) {
@@ -1155,6 +2095,21 @@ static void fault(void)
 			h->ppm = rr(-500, 500);
 			tr("h%d clock rate %lld ppm", h->id, (long long)h->ppm);
 		}
+	} else if (W.fl == FL_MYSQL && chance(300)) {
+		/*
+		 * MySQL: the store's clock (UTC_TIMESTAMP(6)) stepped: back by up
+		 * to 1 s (leases last longer: safe), or forward by less than the
+		 * margin, at most once a lease (docs/deployment-mysql.md: never
+		 * stepped forward by more than the margin).
+		 */
+		int64_t step = -rr(MS(1), SEC(1));
+
+		if (chance(500) && T - W.store_step_at > 2 * W.ttl) {
+			step = rr(MS(1), (int64_t)W.conf.margin_ms * NS_PER_MS * 9 / 10);
+			W.store_step_at = T;
+		}
+		W.store_off += step;
+		tr("store clock stepped %lld ms", (long long)(step / NS_PER_MS));
 	} else {
 		int64_t step = rr(-MS(500), MS(500));
 		int64_t err = mono_of(h, T) + h->wall_off - REF_WALL(T);
@@ -1273,6 +2228,7 @@ static void phase(void)
 
 static int one_seed(uint64_t seed)
 {
+	char more[80] = "";
 	int i;
 
 	static bool conf_loaded;
@@ -1287,16 +2243,29 @@ static int one_seed(uint64_t seed)
 	violated = 0;
 	fail_msg[0] = '\0';
 	T = T0 = SEC(100000);
-	W.fl = (enum flavor)rr(0, 1);
+	/* the seed draws its store; --flavor replaces the draw, nothing else */
+	W.fl = (enum flavor)rr(0, FL_N - 1);
+	if (opt_flavor >= 0)
+		W.fl = (enum flavor)opt_flavor;
 	W.nhosts = (int)rr(2, MAX_AGENTS);
 	W.npairs = (int)rr(1, 3);
 	if (conf_for_seed())
 		return 2;
 	W.store_off = rr(-SEC(5), SEC(5));
-	tr("seed %llu store=%s agents=%d pairs=%d ttl_ms=%lld timeout_ms=%lld settle_ms=%d", (unsigned long long)seed,
+	/*
+	 * ZooKeeper: the negotiated session timeout, ttl-ms or above (the
+	 * agent refuses a lower one), and tickTime (margin-ms >= tickTime)
+	 */
+	W.zto = chance(500) ? W.ttl : W.ttl + rr(0, W.ttl / 2);
+	W.ztick = (int64_t)W.conf.margin_ms * NS_PER_MS;
+	if (W.fl == FL_ZK)
+		snprintf(more, sizeof(more), " session_timeout_ms=%lld tick_ms=%lld",
+			 (long long)(W.zto / NS_PER_MS), (long long)(W.ztick / NS_PER_MS));
+	tr("seed %llu store=%s agents=%d pairs=%d ttl_ms=%lld timeout_ms=%lld settle_ms=%d%s", (unsigned long long)seed,
 	   flavor_name[W.fl], W.nhosts, W.npairs, (long long)(W.ttl / NS_PER_MS),
-	   (long long)(W.timeout / NS_PER_MS), W.conf.settle_ms);
+	   (long long)(W.timeout / NS_PER_MS), W.conf.settle_ms, more);
 	for (i = 0; i < W.npairs; i++) {
+		W.p[i].mark_owner = -1;
 		W.p[i].mark_present = true;
 		/* below every clock: as --init-store with init-mark-ms at some past time */
 		W.p[i].mark = 1700000000000ULL + (uint64_t)rr(0, 100000);
@@ -1312,6 +2281,7 @@ static int one_seed(uint64_t seed)
 		if (!stacks[i] || !qtabs[i])
 			abort();
 		h->stack = stacks[i];
+		h->repbuf = &repbufs[i];
 		h->q = qtabs[i];
 		h->ppm = rr(-500, 500);
 		h->mb = rr(SEC(1), SEC(1000000));
@@ -1363,7 +2333,7 @@ static int one_seed(uint64_t seed)
 			}
 			if (!h->alive || h->frozen)
 				continue;
-			if (h->sig_pending && h->in_ppoll)
+			if ((h->sig_pending || h->zwake) && h->in_ppoll)
 				wt = T;
 			else if (h->waits_reply && h->reply_ready)
 				wt = T;
@@ -1393,6 +2363,8 @@ static int one_seed(uint64_t seed)
 			W.next_fault = T + rr(MS(50), SEC(2));
 			break;
 		case 2:
+			if (W.fl == FL_ZK)
+				zk_tick();
 			for (i = 0; i < W.nhosts; i++)
 				stamp(&W.h[i]);
 			W.next_stamp = T + MS(7);
@@ -1410,11 +2382,17 @@ static int one_seed(uint64_t seed)
 				struct ev *rep;
 
 				store_apply(e);
-				if (!W.calm && chance(h->lossy)) {
+				if (e->op == OP_ZCLOSE && e->arg3) {
+					/* zk_close(): nobody waits for it */
+				} else if (!W.calm && chance(h->lossy)) {
 					tr("h%d.%d reply to id=%llu lost", e->host, e->run,
 					   (unsigned long long)e->id);
+					if (W.fl == FL_ZK && h->run == e->run)
+						h->zbroken = true;	/* TCP: a lost reply is a dead connection */
 				} else {
-					int copies = !W.calm && chance(30) ? 2 : 1;
+					/* duplicated: a retransmission over UDP-like paths; not over TCP */
+					int copies = W.fl != FL_ZK && W.fl != FL_MYSQL && !W.calm &&
+						     chance(30) ? 2 : 1;
 
 					while (copies--) {
 						rep = ev_new();
@@ -1422,15 +2400,20 @@ static int one_seed(uint64_t seed)
 						rep->used = true;
 						rep->seq = ++W.seq;
 						rep->kind = EV_REPLY;
-						rep->at = T + net_delay();
+						rep->at = fifo_at(&h->last_rep, T + net_delay());
 					}
 				}
 			} else if (h->alive && h->run == e->run && h->waiting == e->id && !h->reply_ready) {
+				*h->repbuf = *e;
+				h->rep = h->repbuf;
+				if (W.fl == FL_ZK)
+					h->zheard = T;
 				h->reply_ready = true;
 				h->reply_res = e->res;
 				h->reply_mark = e->mark;
 				h->reply_exp = e->exp;
-				if (e->op == OP_CLAIM && W.p[e->pair].claim_id == e->id)
+				if ((e->op == OP_CLAIM || e->op == OP_ZMULTI) &&
+				    W.p[e->pair].claim_id == e->id)
 					W.p[e->pair].claim_known = true;
 			}
 			e->used = false;
@@ -1486,8 +2469,18 @@ int main(int argc, char **argv)
 			opt_late = true;
 		else if (!strcmp(argv[i], "--quiet"))
 			opt_quiet = true;
-		else {
-			fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--trace] [--budget-s S] [--late] [--quiet]\n");
+		else if (!strcmp(argv[i], "--flavor") && i + 1 < argc) {
+			const char *f = argv[++i];
+
+			for (opt_flavor = 0; opt_flavor < FL_N; opt_flavor++)
+				if (!strcmp(f, flavor_name[opt_flavor]))
+					break;
+			if (opt_flavor == FL_N) {
+				fprintf(stderr, "sim: --flavor %s: not one of redis, etcd, zookeeper, mysql\n", f);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--flavor redis|etcd|zookeeper|mysql] [--trace] [--budget-s S] [--late] [--quiet]\n");
 			return 2;
 		}
 	}
@@ -1512,9 +2505,14 @@ int main(int argc, char **argv)
 		if (!opt_trace && r && !opt_quiet)
 			fwrite(trace_buf, 1, trace_len, stdout);
 		if (r) {
-			printf("sim: seed %llu FAILED: %s\nsim: replay: make sim SEED=%llu (this build: %s --seed %llu --trace)\n",
-			       (unsigned long long)s, fail_msg, (unsigned long long)s, argv[0],
-			       (unsigned long long)s);
+			char fl[40] = "";
+
+			if (opt_flavor >= 0)
+				snprintf(fl, sizeof(fl), " FLAVOR=%s", flavor_name[opt_flavor]);
+			printf("sim: seed %llu FAILED: %s\nsim: replay: make sim SEED=%llu%s (this build: %s --seed %llu%s%s --trace)\n",
+			       (unsigned long long)s, fail_msg, (unsigned long long)s, fl, argv[0],
+			       (unsigned long long)s, opt_flavor >= 0 ? " --flavor " : "",
+			       opt_flavor >= 0 ? flavor_name[opt_flavor] : "");
 			found = s;
 			break;
 		}
@@ -1524,8 +2522,10 @@ int main(int argc, char **argv)
 			break;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("sim: %llu seed(s) from %llu, %s, %.1f s\n", (unsigned long long)ran,
-	       (unsigned long long)from, found ? "a violation found" : "no violation",
+	printf("sim: %llu seed(s) from %llu%s%s, %s, %.1f s\n", (unsigned long long)ran,
+	       (unsigned long long)from, opt_flavor >= 0 ? " on " : "",
+	       opt_flavor >= 0 ? flavor_name[opt_flavor] : "",
+	       found ? "a violation found" : "no violation",
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free_world();
 	free(trace_buf);
