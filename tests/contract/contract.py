@@ -721,6 +721,35 @@ def s_claim_reply_lost(c):
     c.history(liveness=True)
 
 
+def s_claim_undone_after_tenure(c):
+    """A serves the one pair and is stopped (SIGSTOP) until its lease ran
+    out; B claims the pair, serves it and is killed (kill -9); once B's
+    lease ran out too, A continues, and the reply to A's claim of the pair
+    is lost after the store committed it: A gives that claim back, then
+    claims the pair afresh, its floor above B's mark, and never re-adopts
+    it with the floor of its tenure before B.  (Found by the simulator:
+    seed 81 on MySQL, whose give-back keeps the row's owner, so readopt()
+    took the pair for A's own all along.)"""
+    c.init()
+    c.with_proxy()
+    a = c.agent(proxy=True)
+    c.expect(a.wait("event=unfenced", 15), "A never served")
+    a.stop()
+    b = c.agent()
+    c.expect(b.wait("event=unfenced", 20), "B never served while A was stopped")
+    time.sleep(1.0)
+    b.kill9()
+    time.sleep(TTL / 1000 + 1.0)
+    c.arm_drop("claim")
+    off = a.size()
+    a.cont()
+    c.dropped("claim", 20, agent=a, step=UNKNOWN_CLAIM)
+    c.expect(a.wait("event=unfenced", 20, off), "A never served again after its claim was given back")
+    time.sleep(TTL / 1000)
+    c.stop_agents()
+    c.history()
+
+
 def s_renew_reply_lost(c):
     """The reply to a renewal lost (connection cut after the request went
     through): no overlap; the pair is served again within the bound."""
@@ -2403,6 +2432,7 @@ SCENARIOS = [
     ("mark_lowered", s_mark_lowered),
     ("mark_invalid_under_holder", s_mark_invalid_under_holder),
     ("claim_reply_lost", s_claim_reply_lost),
+    ("claim_undone_after_tenure", s_claim_undone_after_tenure),
     ("renew_reply_lost", s_renew_reply_lost),
     ("settle_readopt", s_settle_readopt),
     ("trickle", s_trickle),

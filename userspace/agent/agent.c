@@ -1024,6 +1024,22 @@ static int resolve_unknown(struct agent *a)
 	v = a->st->give_back(a, a->unknown_dc, a->unknown_w);
 	if (v < 0)
 		return -1;
+	/*
+	 * A claim of the pair this run held last, committed and given back:
+	 * that tenure is over for good.  The claim was made because the pair
+	 * was lost (a held pair is never claimed), so another holder may have
+	 * served it in between; a store whose give-back keeps the owner
+	 * (MySQL: the row names who held it last) would answer the next
+	 * readopt() with "ours", and lease_taken() would keep the floor of
+	 * the tenure before that holder: two windows of one pair overlapping
+	 * (the simulator's seed 81 on MySQL; the contract's
+	 * claim_undone_after_tenure).  Forgotten, the pair is claimed afresh,
+	 * its floor above the mark.  (Not when the claim had not committed:
+	 * then the pair's key may still be this run's own from that tenure,
+	 * which the next readopt() must be offered.)
+	 */
+	if (v == 1 && a->key[0] && a->dc == a->unknown_dc && a->w == a->unknown_w)
+		a->key[0] = '\0';
 	key_of(a, a->unknown_dc, a->unknown_w, key, sizeof(key));
 	logm(AG_WARN, "event=claim_undone datacenter=%u worker=%u key=%s: a claim whose reply was lost %s",
 	     a->unknown_dc, a->unknown_w, key,
