@@ -730,12 +730,16 @@ def s_claim_undone_after_tenure(c):
     it with the floor of its tenure before B.  (Found by the simulator:
     seed 81 on MySQL, whose give-back keeps the row's owner, so readopt()
     took the pair for A's own all along.)"""
+    # A's clock 12 s behind B's: re-adopted with its old floor, A would
+    # stamp again, over the next 10 s, the timestamps B stamped 2 to 10 s
+    # before (the history's timestamp overlap); claimed afresh, its floor
+    # is above B's mark.
     c.init()
     c.with_proxy()
-    a = c.agent(proxy=True)
+    a = c.agent(proxy=True, offset=-12000)
     c.expect(a.wait("event=unfenced", 15), "A never served")
     a.stop()
-    b = c.agent()
+    b = c.agent(offset=0)
     c.expect(b.wait("event=unfenced", 20), "B never served while A was stopped")
     time.sleep(1.0)
     b.kill9()
@@ -745,7 +749,7 @@ def s_claim_undone_after_tenure(c):
     a.cont()
     c.dropped("claim", 20, agent=a, step=UNKNOWN_CLAIM)
     c.expect(a.wait("event=unfenced", 20, off), "A never served again after its claim was given back")
-    time.sleep(TTL / 1000)
+    time.sleep(10)
     c.stop_agents()
     c.history()
 

@@ -21,6 +21,9 @@
 #   SNOWFLAKE_FUZZ_SEED, SNOWFLAKE_FUZZ_CALLS   passed to fuzz_test in the guest
 #                        (unset: 1,000,000 calls on the first kernel,
 #                        VMTEST_FUZZ_CALLS_OTHERS=250000 on the others)
+#   SNOWFLAKE_TORTURE_IDS  concurrency_test's torture: IDs per process (unset:
+#                        1,000,000 on the first kernel and the -rt one,
+#                        VMTEST_TORTURE_IDS_OTHERS=250000 on the others)
 #
 # Prints "vm <KVER>: N passed, M failed" per kernel, then
 # "vmtest: N passed, M failed"; exits nonzero when anything failed.
@@ -178,6 +181,15 @@ test_kernel() {
 	done
 	if [ -z "${SNOWFLAKE_FUZZ_CALLS:-}" ] && [ "$kver" != "${kvers[0]}" ]; then
 		printf 'export SNOWFLAKE_FUZZ_CALLS=%s\n' "${VMTEST_FUZZ_CALLS_OTHERS:-250000}" >>"$stage/etc/snowflake-vm.conf"
+	fi
+	# concurrency_test's torture likewise: 8 x 1,000,000 IDs on the first
+	# kernel and on PREEMPT_RT's (its spinlock is a sleeping lock), 8 x
+	# 250,000 on the others (VMTEST_TORTURE_IDS_OTHERS): 8 processes on
+	# both emulated CPUs, about 25 s a kernel at the full count.
+	if [ -n "${SNOWFLAKE_TORTURE_IDS:-}" ]; then
+		printf 'export SNOWFLAKE_TORTURE_IDS=%q\n' "$SNOWFLAKE_TORTURE_IDS" >>"$stage/etc/snowflake-vm.conf"
+	elif [ "$kver" != "${kvers[0]}" ] && [[ $kver != *-rt-* ]]; then
+		printf 'export SNOWFLAKE_TORTURE_IDS=%s\n' "${VMTEST_TORTURE_IDS_OTHERS:-250000}" >>"$stage/etc/snowflake-vm.conf"
 	fi
 	vm_pack "$stage" "$initrd"
 
