@@ -347,6 +347,102 @@ done
 failed=$(systemctl list-units --failed --no-legend --plain 'snowflake*' 2>&1)
 t "no snowflake unit failed${failed:+ ($failed)}" test -z "$failed"
 info journalctl --no-pager -q -p warning -u snowflake-floor.service -u snowflake-agent.service -u snowflake-metrics.service
+
+# Issue 44, item 3: a purge keeps the saved floor and says so, and a
+# reinstall on a host whose clock is now behind never issues an ID again.
+# Today's postrm deleted the floor: the reinstall started as a new host,
+# an hour behind, below the IDs issued before.  The module's package stays
+# (the guest has no kernel headers for DKMS): snowflake-tools goes, with
+# snowflake-agent, which depends on it.  No agent from here: strict=0.
+echo 'options snowflake strict=0' >/etc/modprobe.d/sfsd-test.conf
+DEBS=/usr/local/lib/sfsd-debs
+# unix_ms ID: its timestamp (the CLI, while it is installed).
+unix_ms() { snowflake decode --layout-from-device "$1" | sed -n 's/.*unix_ms=\([0-9]*\).*/\1/p'; }
+# all_above MAX: every ID on stdin (one a line) is above MAX.
+all_above() {
+	local n=0 id
+	while read -r id; do
+		n=$((n + 1))
+		[ "$id" -gt "$1" ] || { echo "ID $id (the ${n}th) is not above $1"; return 1; }
+	done
+	echo "$n IDs, all above $1"
+	[ "$n" -gt 0 ]
+}
+hi=$(snowflake next -n 1000 2>/dev/null | tail -n 1)
+hi_ms=$(unix_ms "$hi" 2>/dev/null)
+t "1000 IDs read before the purge (the highest: ${hi:-none}, unix_ms ${hi_ms:-?})" test -n "$hi" -a -n "$hi_ms"
+systemctl stop snowflake-metrics.timer snowflake-metrics.service
+t "systemctl stop snowflake-floor: stopped (its last save)" systemctl stop snowflake-floor.service
+say "# saved: $(snowflake-floord --show 2>&1 | grep -E '^(floor_ms|high_ms) ' | tr '\n' ' ')"
+# (apt's caches and lists are not in the guest's initramfs.)
+mkdir -p /var/cache/apt/archives/partial /var/lib/apt/lists/partial
+APT_G=(apt-get -q -y -o Dpkg::Use-Pty=0 -o APT::Color=0 --no-install-recommends)
+t "apt-get purge snowflake-tools (and snowflake-agent): exit 0" \
+	sh -c '"$@" >/tmp/sfsd-purge.log 2>&1 || { cat /tmp/sfsd-purge.log; exit 1; }' _ "${APT_G[@]}" purge snowflake-tools
+info grep -E '^snowflake-(tools|agent): ' /tmp/sfsd-purge.log
+t "the purge said it kept /var/lib/snowflake/floor, and how to forget it (rm /var/lib/snowflake/floor)" \
+	sh -c "grep -qF 'kept /var/lib/snowflake/floor' /tmp/sfsd-purge.log &&
+		grep -qF 'To forget it on purpose: rm /var/lib/snowflake/floor' /tmp/sfsd-purge.log"
+t "the purge said it removed the identity config --save recorded" \
+	grep -qF "removed $IDENTITY (options snowflake " /tmp/sfsd-purge.log
+t "after the purge: snowflake-tools is not installed, the saved floor is still there, the identity is gone" \
+	sh -c "! dpkg-query -W -f='\${db:Status-Status}' snowflake-tools 2>/dev/null | grep -qx installed &&
+		ls -ln /var/lib/snowflake && test -s /var/lib/snowflake/floor && test ! -e $IDENTITY"
+t "nothing in /var/lib/private/snowflake (the unit has no DynamicUser=)" test ! -e /var/lib/private/snowflake
+# The state directory as a user deleted and made again would find it (its
+# files owned by a uid no one has now): StateDirectory= gives it back to
+# the unit's user at its next start (checked below).
+chown -R 4242:4242 /var/lib/snowflake 2>/dev/null
+until_ok 20 rmmod snowflake
+t "the module unloaded (the next load forgets what it issued)" test ! -e /sys/module/snowflake
+# The wall clock an hour back, as after a reboot with a dead RTC battery.
+t0=$(date +%s)
+date -s "@$((t0 - 3600))" >/dev/null
+t1=$(date +%s)
+t "the wall clock stepped back an hour ($(date -u -d "@$t0" +%T) -> $(date -u -d "@$t1" +%T) UTC)" \
+	test "$((t0 - t1))" -ge 3590 -a "$((t0 - t1))" -le 3610
+# The negative control: loaded without a restore, the module stamps below
+# the IDs issued before (so the check after the reinstall can fail).  One
+# ID read from the node itself (the CLI went with the purge).
+modprobe snowflake
+until_ok 30 test -c /dev/snowflake
+ctl=$(dd if=/dev/snowflake bs=8 count=1 status=none 2>/dev/null | od -An -tu8 | tr -d ' ')
+t "control: the module loaded without the restore issues ${ctl:-nothing}, below the highest before the purge" \
+	test -n "$ctl" -a "${ctl:-0}" -lt "${hi:-0}"
+until_ok 20 rmmod snowflake
+tools_deb=("$DEBS"/snowflake-tools_*.deb)
+cursor=$(journalctl -q -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p')
+t "apt-get install of the snowflake-tools .deb again: exit 0" \
+	sh -c '"$@" >/tmp/sfsd-reinstall.log 2>&1 || { cat /tmp/sfsd-reinstall.log; exit 1; }' _ \
+	"${APT_G[@]}" install "${tools_deb[0]}"
+t "the floor unit is active again (the postinst started it: it loaded the module and restored)" \
+	until_ok 90 systemctl is-active snowflake-floor.service
+info floor_log_since "$cursor"
+t "floord restored the kept floor (\"restored floor_ms\" in its journal)" \
+	sh -c "journalctl --no-pager -q -o cat --after-cursor '$cursor' -u snowflake-floor.service | grep -q 'restored floor_ms'"
+say "# /var/lib/snowflake after the start: $(stat -c '%U:%G %a' /var/lib/snowflake 2>&1); floor $(stat -c '%U:%G %a' /var/lib/snowflake/floor 2>&1)"
+t "systemd gave the state directory back to the unit's user (StateDirectory=): snowflake-daemon:snowflake" \
+	test "$(stat -c %U:%G /var/lib/snowflake 2>&1)" = snowflake-daemon:snowflake
+snowflake next -n 1000 >/tmp/sfsd-after.ids 2>&1
+first=$(head -n 1 /tmp/sfsd-after.ids)
+say "# after the reinstall: first ID ${first:-none}, unix_ms $(unix_ms "$first" 2>/dev/null), wall clock $(date +%s%3N)"
+t "every ID read after the reinstall is above the highest before the purge ($hi)" \
+	all_above "${hi:-0}" </tmp/sfsd-after.ids
+# floord's own warnings only.  systemd's, shown above, are of a defect not
+# fixed here: with the module not loaded, the unit's device cgroup
+# (DeviceAllow=/dev/snowflake) is set up before its ExecStartPre loads the
+# module, so that first start waits 60 s for a node it may not open, fails,
+# and the restart a second later restores.
+floord_warnings() {
+	local w
+	w=$(floor_log_since "$1" -p warning | grep '^snowflake-floord: ')
+	echo "$w"
+	[ -z "$w" ]
+}
+t "floord logged no warning at the restore (no \"may repeat\")" floord_warnings "$cursor"
+failed=$(systemctl list-units --failed --no-legend --plain 'snowflake*' 2>&1)
+t "after the reinstall: no snowflake unit failed${failed:+ ($failed)}" test -z "$failed"
+date -s "@$(($(date +%s) + 3600))" >/dev/null
 systemctl stop sfsd-redis.service
 say 'done'
 systemctl poweroff --no-block

@@ -26,8 +26,9 @@
 #   6. apt-get purge of our packages (and of the headers installed after
 #      them): the root is as it was before, but for what Debian keeps on
 #      purpose (the system user and group, dpkg's and apt's own records,
-#      dkms's signing key); the state the units made (/var/lib/snowflake,
-#      /etc/snowflake) goes with the purge.
+#      dkms's signing key) and the saved floor, which the purge keeps and
+#      names (issue 44); the rest of the state the units made (the agent's
+#      state, the identity config --save wrote, /etc/snowflake) goes.
 #
 # Environment: DEB_KERNELS="K1 K2" (default: the first two of all_kvers, the
 # second one installed after the packages), DEB_TESTS (default "module_test
@@ -290,13 +291,15 @@ else
 fi
 
 # ---- 6. purge ---------------------------------------------------------------
-# What the units leave on a running host (no systemd runs in this root): the
-# state directory with the floor and the agent's state, /etc/snowflake.
+# What the units and the CLI leave on a running host (no systemd runs in
+# this root): the state directory with the floor and the agent's state,
+# /etc/snowflake, the identity `snowflake config --save` records.
 mkdir -p "$R/var/lib/snowflake" "$R/etc/snowflake"
 printf 'snowflake-floor 1\n' >"$R/var/lib/snowflake/floor"
 printf 'datacenter=1 worker=3\n' >"$R/var/lib/snowflake/agent.state"
 chroot "$R" chown -R snowflake-daemon:snowflake /var/lib/snowflake
 chmod 0700 "$R/etc/snowflake"
+printf 'options snowflake datacenter_id=1 worker_id=3\n' >"$R/etc/modprobe.d/snowflake.identity.conf"
 if inroot "${APT[@]}" purge "${PKGS[@]}" >"$OUT/purge.log" 2>&1 &&
 	{ [ "${#late[@]}" -eq 0 ] || inroot "${APT[@]}" purge "${late[@]/#/linux-headers-}" >>"$OUT/purge.log" 2>&1; } &&
 	inroot "${APT[@]}" autoremove --purge >>"$OUT/purge.log" 2>&1; then
@@ -306,18 +309,29 @@ else
 	notok "apt-get purge"
 fi
 after=$(snapshot)
-# Kept on purpose: the system user and group (Debian never removes them:
-# files may still be owned by them), the signing key DKMS made for itself,
-# and depmod's index of a kernel that has headers but no image (dkms's
-# depmod writes it; no package owns it).
-keep='^[<>] \./etc/(passwd|shadow|group|gshadow)-? |^> \./var/lib/dkms/mok\.(key|pub) |^> \./var/lib/dkms '
+# The purge's own account of it (debian/*.postrm), one line each.
+grep -E '^snowflake-(tools|agent): ' "$OUT/purge.log" | indent || true
+check "purge kept the saved floor and said so, with the rm that forgets it" \
+	sh -c "test -s '$R/var/lib/snowflake/floor' &&
+		grep -qF 'snowflake-tools: kept /var/lib/snowflake/floor' '$OUT/purge.log' &&
+		grep -qF 'rm /var/lib/snowflake/floor' '$OUT/purge.log'"
+check "purge said it removed the identity (with what it held) and the agent's state" \
+	sh -c "grep -qF 'removed /etc/modprobe.d/snowflake.identity.conf (options snowflake datacenter_id=1 worker_id=3)' '$OUT/purge.log' &&
+		grep -qF 'removed /var/lib/snowflake/agent.state' '$OUT/purge.log'"
+# Kept on purpose: the saved floor and its directory (issue 44: it keeps a
+# reinstall on a host whose clock is behind from issuing the same IDs; the
+# test above), the system user and group (Debian never removes them: files
+# may still be owned by them), the signing key DKMS made for itself, and
+# depmod's index of a kernel that has headers but no image (dkms's depmod
+# writes it; no package owns it).
+keep='^> \./var/lib/snowflake(/floor)? |^[<>] \./etc/(passwd|shadow|group|gshadow)-? |^> \./var/lib/dkms/mok\.(key|pub) |^> \./var/lib/dkms '
 for k in "${late[@]}"; do
 	[ -e "$R/usr/lib/modules/$k/kernel" ] && continue
 	keep="$keep|^> \./usr/lib/modules/${k//./\\.}(/modules\.[a-z.]*)? "
 done
 left=$(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | grep -vE "$keep" || true)
 if [ -z "$left" ]; then
-	ok "purge leaves nothing behind (but the user and group, dkms's own key, depmod's indexes)"
+	ok "purge leaves nothing behind (but the saved floor, the user and group, dkms's own key, depmod's indexes)"
 else
 	notok "left behind after the purge:"
 	indent <<<"$left"

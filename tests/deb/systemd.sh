@@ -10,8 +10,10 @@
 # stopping the agent fences the device and releases the lease, the
 # exposure scores of systemd-analyze security on a running system; a host
 # never given an identity says so, `snowflake config --datacenter 3
-# --worker 9 --save` applies it at once, and a second boot (the reboot)
-# comes up with it.
+# --worker 9 --save` applies it at once; `apt-get purge snowflake-tools`
+# keeps the saved floor and says so, and its reinstall with the wall clock
+# stepped an hour back issues every ID above the highest before the purge;
+# and a second boot (the reboot) comes up with the identity saved.
 #
 # Usage: systemd.sh ROOT KVER OUT
 # The root is not changed: the initramfs is a cpio of it (without what a
@@ -68,6 +70,10 @@ chmod 0700 "$ov/etc/snowflake"
 chmod 0600 "$ov/etc/snowflake/agent.conf"
 # Redis: the host's Debian binaries, with the libraries the root lacks.
 deb_guest_redis "$ov" "$R" || finish
+# snowflake-tools' .deb, which the test purges and installs again (issue
+# 44, item 3; the root's /root/debs is not in the initramfs).
+mkdir -p "$ov/usr/local/lib/sfsd-debs"
+cp "$R"/root/debs/snowflake-tools_*.deb "$ov/usr/local/lib/sfsd-debs/"
 
 # The initramfs: the root, then the overlay.
 deb_guest_initramfs "$R" "$ov" "$img"
