@@ -120,7 +120,15 @@ static int do_read(int argc, char **argv)
 			last_ok_rt = now_rt;
 			last = id;
 			ids++;
+			/*
+			 * Each ID on its way to OUT at once: guest.sh asks
+			 * whether the held reader's file grows within 2 s,
+			 * and stdio's 4 KiB buffer holds 512 IDs, 2.6 s of
+			 * reads at one every 5 ms (upgrade A's check failed so
+			 * in the run of 53012c1).
+			 */
 			fwrite(&id, sizeof(id), 1, out);
+			fflush(out);
 			if (reopen) {
 				close(fd);
 				fd = -1;
