@@ -1111,7 +1111,12 @@ def s_quarantine_per_pair(c):
     c.fault("store-edit", what="key-and-mark-deleted", pair="0:1", at=now_ns())
     c.expect(old is not None and c.s.key_get(c.cl, (0, 1)) != old,
              "0:1's key not deleted (%r before)" % old)
-    c.expect(c.s.mark_get(c.cl, (0, 1)) is None, "0:1's mark not deleted")
+    # (A Q that does not wait, the mutant i23-3, may have claimed 0:1 and
+    # written its mark again before this read: its claim is what the
+    # check below judges; in the run of 53012c1, under load, this read
+    # found that mark and the mutant's cell was "other".)
+    c.expect(c.s.mark_get(c.cl, (0, 1)) is None or
+             q.has("event=claimed datacenter=0 worker=1", off), "0:1's mark not deleted")
     q.wait("event=claimed datacenter=0 worker=1", q_ms / 1000 + 10, off)
     waited = (time.monotonic() - t0) * 1000
     c.expect(q.has("event=claimed datacenter=0 worker=1", off), "Q never claimed 0:1")
