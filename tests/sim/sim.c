@@ -564,6 +564,22 @@ static int64_t fifo_at(int64_t *last, int64_t at)
 	return at;
 }
 
+/* A request of @h on its way to the store: applied there after the network's delay. */
+static struct ev *request_ev(struct host *h, uint64_t id, enum op op, int pair, uint64_t arg)
+{
+	struct ev *e = ev_new();
+
+	e->kind = EV_APPLY;
+	e->at = fifo_at(&h->last_at, T + net_delay());
+	e->id = id;
+	e->host = h->id;
+	e->run = h->run;
+	e->op = op;
+	e->pair = pair;
+	e->arg = arg;
+	return e;
+}
+
 static int pair_index_of(uint32_t dc, uint32_t w)
 {
 	(void)dc;
@@ -583,7 +599,6 @@ static int net_call(struct host *h, enum op op, int pair, uint64_t arg, int64_t 
 {
 	struct pollfd pfd = { .fd = 100 + h->id, .events = POLLIN };
 	uint64_t id = ++W.reqid;
-	struct ev *e;
 	int r;
 
 	*sent = boot_ns();
@@ -599,15 +614,7 @@ static int net_call(struct host *h, enum op op, int pair, uint64_t arg, int64_t 
 		h->lost_since_sig = true;
 	} else {
 		/* requests are never duplicated: no backend resends (G6); replies may be */
-		e = ev_new();
-		e->kind = EV_APPLY;
-		e->at = fifo_at(&h->last_at, T + net_delay());
-		e->id = id;
-		e->host = h->id;
-		e->run = h->run;
-		e->op = op;
-		e->pair = pair;
-		e->arg = arg;
+		request_ev(h, id, op, pair, arg);
 	}
 	h->waiting = id;
 	h->reply_ready = false;
@@ -1167,15 +1174,7 @@ static int zk_req(struct host *h, enum op op, int pair, uint64_t arg, uint64_t a
 		   op_name[op], pair, (unsigned long long)id);
 		h->zbroken = true;
 	} else {
-		e = ev_new();
-		e->kind = EV_APPLY;
-		e->at = fifo_at(&h->last_at, T + net_delay());
-		e->id = id;
-		e->host = h->id;
-		e->run = h->run;
-		e->op = op;
-		e->pair = pair;
-		e->arg = arg;
+		e = request_ev(h, id, op, pair, arg);
 		e->arg2 = arg2;
 		e->arg3 = arg3;
 		e->sess = h->zh;
@@ -1218,14 +1217,8 @@ static void zk_heartbeat(struct host *h)
 static void zk_close(struct host *h, const char *why)
 {
 	if (h->zconn && !h->zexpired && T >= h->cut_until) {
-		struct ev *e = ev_new();
+		struct ev *e = request_ev(h, ++W.reqid, OP_ZCLOSE, 0, 0);
 
-		e->kind = EV_APPLY;
-		e->at = fifo_at(&h->last_at, T + net_delay());
-		e->id = ++W.reqid;
-		e->host = h->id;
-		e->run = h->run;
-		e->op = OP_ZCLOSE;
 		e->arg3 = 1;	/* nobody waits for its reply */
 		e->sess = h->zh;
 	}
