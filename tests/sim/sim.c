@@ -1314,6 +1314,19 @@ static int zk_raise(struct agent *a, int64_t end, uint64_t raise, int *step)
 	return rc;
 }
 
+
+/* The key is this session's, the mark at version @ver: the pair taken. */
+static int zk_taken(struct host *h, int pair, int64_t session, int ver)
+{
+	h->zmine = true;
+	zk_heartbeat(h);
+	h->zmine_pair = pair;
+	h->zmine_sess = session;
+	h->zmark_ver = ver;
+	h->zmark_gone = false;
+	h->zholding = true;
+	return TRY_TAKEN;
+}
 static int zk_claim(struct agent *a, int pair, int64_t *sent, uint64_t *mark, uint64_t init,
 		    int64_t *exp)
 {
@@ -1353,28 +1366,14 @@ static int zk_claim(struct agent *a, int pair, int64_t *sent, uint64_t *mark, ui
 			h->zmine = false;
 			return TRY_HELD;
 		}
-		h->zmine = true;
-		zk_heartbeat(h);
-		h->zmine_pair = pair;
-		h->zmine_sess = session;
-		h->zmark_ver = k.m_ver;
-		h->zmark_gone = false;
-		h->zholding = true;
-		return TRY_TAKEN;
+		return zk_taken(h, pair, session, k.m_ver);
 	}
 	h->zmine = false;
 	if (!k.m_present)
 		return TRY_NO_MARK;
 	rc = zk_req(h, OP_ZMULTI, pair, k.mark, (uint64_t)k.m_ver, 0, call_end(a, 0), &c);
 	if (rc == ZR_OK) {
-		h->zmine = true;
-		zk_heartbeat(h);
-		h->zmine_pair = pair;
-		h->zmine_sess = session;
-		h->zmark_ver = c.m_ver;
-		h->zmark_gone = false;
-		h->zholding = true;
-		return TRY_TAKEN;
+		return zk_taken(h, pair, session, c.m_ver);
 	}
 	if (rc == ZR_NODEEXISTS || rc == ZR_BADVERSION || rc == ZR_NONODE)
 		return TRY_HELD;	/* taken, or its mark moved, since the read */
@@ -1397,11 +1396,25 @@ static bool zk_key_ours(const struct host *h, const struct ev *k, int64_t sessio
 }
 
 /* renew_key() */
+
+/* A renewal's proof read the mark @m as the holder's: held, its value in @held. */
+static int zk_held_mark(struct host *h, const struct ev *m, uint64_t *held)
+{
+	int64_t cv = zk_mark_state(h, m);
+
+	if (cv < 0) {
+		zk_drop(h, "the pair's mark names another owner");
+		return 0;
+	}
+	*held = (uint64_t)cv;
+	h->zholding = true;
+	return 1;
+}
 static int zk_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise,
 		    uint64_t *held, int64_t *exp)
 {
 	struct host *h = host_of(a);
-	int64_t session = h->zh, again, cv, stood;
+	int64_t session = h->zh, again, stood;
 	int64_t end = deadline ? deadline : call_end(a, 0);
 	struct ev k;
 	int rc, step;
@@ -1419,14 +1432,7 @@ static int zk_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t r
 		return zk_key_lost(h);
 	*exp = k.exp;
 	if (!raise) {
-		cv = zk_mark_state(h, &k);
-		if (cv < 0) {
-			zk_drop(h, "the pair's mark names another owner");
-			return 0;
-		}
-		*held = (uint64_t)cv;
-		h->zholding = true;
-		return 1;
+		return zk_held_mark(h, &k, held);
 	}
 	rc = zk_raise(a, end, raise, &step);
 	if (rc == ZR_OK) {
@@ -1452,14 +1458,7 @@ static int zk_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t r
 	}
 	if (!zk_key_ours(h, &k, session))
 		return zk_key_lost(h);
-	cv = zk_mark_state(h, &k);
-	if (cv < 0) {
-		zk_drop(h, "the pair's mark names another owner");
-		return 0;
-	}
-	*held = (uint64_t)cv;
-	h->zholding = true;
-	return 1;
+	return zk_held_mark(h, &k, held);
 }
 
 static int zk_readopt(struct agent *a, int pair, int64_t *sent, uint64_t *mark, int64_t *exp)
