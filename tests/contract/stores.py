@@ -647,12 +647,8 @@ class MySQL(Store):
         d = os.path.join(self.out, "mysql")
         os.makedirs(d, exist_ok=True)
         self.user = pwd.getpwuid(os.getuid()).pw_name
-        # Its own temporary directory, not the host's /tmp: in the run of
-        # 53012c1 the lease lane's bootstrap found its Aria temporary tables
-        # gone from /tmp ("#sql-temptable-...MAD not found") and aborted.
-        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
         r = subprocess.run(["mariadb-install-db", "--no-defaults",
-                            "--tmpdir=" + os.path.join(d, "tmp"),
+                            "--tmpdir=" + self.tmpdir(),
                             "--datadir=" + os.path.join(d, "data"), "--user=" + self.user,
                             "--auth-root-authentication-method=normal", "--skip-test-db",
                             "--innodb-log-file-size=8M"],
@@ -682,11 +678,19 @@ class MySQL(Store):
                 self._sock = os.path.join(tempfile.mkdtemp(prefix="sf-mysql-"), "sock")
         return self._sock
 
+    def tmpdir(self):
+        """The server's temporary directory, its own, not the host's /tmp: in
+        the run of 53012c1 the lease lane's bootstrap found its Aria
+        temporary tables gone from /tmp ("#sql-temptable-...MAD not found")
+        and aborted."""
+        t = os.path.join(self.out, "mysql", "tmp")
+        os.makedirs(t, exist_ok=True)
+        return t
+
     def start_member(self, i):
         d = os.path.join(self.out, "mysql")
-        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
         argv = ["mariadbd", "--no-defaults", "--datadir=" + os.path.join(d, "data"),
-                "--tmpdir=" + os.path.join(d, "tmp"),
+                "--tmpdir=" + self.tmpdir(),
                 "--user=" + self.user, "--bind-address=127.0.0.1", "--port=%d" % self.port,
                 "--socket=" + self.sock(), "--pid-file=" + os.path.join(d, "pid"),
                 "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
