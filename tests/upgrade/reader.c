@@ -66,7 +66,7 @@ static int do_read(int argc, char **argv)
 	 * kept the emulated CPUs busy through each phase (TCG: a wakeup, a
 	 * timer and five system calls cost a host CPU thousands of cycles).
 	 */
-	const struct timespec ms = { 0, 5000000 };
+	const struct timespec period = { 0, 5000000 };
 	FILE *out;
 
 	(void)argc;
@@ -77,6 +77,13 @@ static int do_read(int argc, char **argv)
 		perror(argv[4]);
 		return 2;
 	}
+	/*
+	 * Each ID on its way to OUT at once: guest.sh asks whether the held
+	 * reader's file grows within 2 s, and stdio's 4 KiB buffer holds 512
+	 * IDs, 2.6 s of reads at one every 5 ms (upgrade A's check failed so
+	 * in the run of 53012c1).
+	 */
+	setvbuf(out, NULL, _IONBF, 0);
 	while (access(stop, F_OK) != 0) {
 		uint64_t id, now, now_rt;
 		ssize_t n;
@@ -120,21 +127,13 @@ static int do_read(int argc, char **argv)
 			last_ok_rt = now_rt;
 			last = id;
 			ids++;
-			/*
-			 * Each ID on its way to OUT at once: guest.sh asks
-			 * whether the held reader's file grows within 2 s,
-			 * and stdio's 4 KiB buffer holds 512 IDs, 2.6 s of
-			 * reads at one every 5 ms (upgrade A's check failed so
-			 * in the run of 53012c1).
-			 */
 			fwrite(&id, sizeof(id), 1, out);
-			fflush(out);
 			if (reopen) {
 				close(fd);
 				fd = -1;
 			}
 		}
-		nanosleep(&ms, NULL);
+		nanosleep(&period, NULL);
 	}
 	/*
 	 * A gap still open at the stop (the device never served again, or
