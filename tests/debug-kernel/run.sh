@@ -27,7 +27,7 @@ if [ -z "${TESTS:-}" ]; then
 	TESTS=$(find "$ROOT/selftests" -maxdepth 1 -name '*_test.c' -printf '%f\n' | sed 's/\.c$//' | grep -vx cli_test | sort | paste -sd ' ')
 fi
 KERNELS=$kver VM_TIMEOUT=${VM_TIMEOUT:-2400} TEST_TIMEOUT=${TEST_TIMEOUT:-1200} \
-	TESTS=$TESTS VMTEST_MUTANTS=0 \
+	TESTS=$TESTS \
 	SNOWFLAKE_FUZZ_CALLS=${SNOWFLAKE_FUZZ_CALLS:-100000} \
 	"$ROOT/tests/vmtest/run.sh" 2>&1 | tee "$out" || rc=${PIPESTATUS[0]}
 line=$(grep -E '^vmtest: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n1) || true

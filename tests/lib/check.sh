@@ -191,10 +191,6 @@ join_stage() {
 # shellcheck source=tests/lib/count.sh
 . "$(dirname "${BASH_SOURCE[0]}")/count.sh"
 
-# failures: what failed, from the logs of the stages that counted a
-# failure (their "not ok" and "FAIL" lines and the harness' own messages,
-# at most 10 a stage; else the stage's last lines), printed just above the
-# closing line so that a CI log cut to its end still says what failed.
 # reasons: a log's failure lines; a kselftest "not ok" comes after the last
 # three messages its test printed (the harness' "Test terminated by timeout",
 # a TH_LOG, an Expected line), which the summary of a guest would not give.
@@ -210,6 +206,10 @@ reasons() {
 	'
 }
 
+# failures: what failed, from the logs of the stages that counted a
+# failure (reasons(), at most 14 lines a stage; else the stage's last
+# lines), printed just above the closing line so that a CI log cut to its
+# end still says what failed.
 failures() {
 	local name log lines
 	for name in "${failed_stages[@]}"; do
