@@ -231,14 +231,11 @@ suite_lists() {
 	local suite=$1 r=$OUT/lists-root-$1 start archives=$ARCHIVES/update-$1 name=update-$1
 	start=$(now)
 	mkdir -p "$archives/partial"
-	rm -rf "$r" "$LISTS"
-	mkdir -p "$r"
-	tar -C "$r" --zstd -xf "$base"
-	cp -L /etc/resolv.conf "$r/etc/resolv.conf"
-	if ! inroot "$r" root 'apt-get -q update' >"$OUT/$name.log" 2>&1; then
+	rm -rf "$LISTS"
+	if ! { base_copy "$r" && inroot "$r" root 'apt-get -q update'; } >"$OUT/$name.log" 2>&1; then
 		tail -n 20 "$OUT/$name.log" | indent
 		rm -rf "$r"
-		notok "$suite: apt-get update in a copy of its root (log: ${OUT#"$ROOT"/}/$name.log)"
+		notok "$suite: a copy of its root and apt-get update there (log: ${OUT#"$ROOT"/}/$name.log)"
 		return 1
 	fi
 	mv "$r/var/lib/apt/lists" "$LISTS"
@@ -264,13 +261,18 @@ inroot() {
 			runuser -l "$U" -c "$C"' sh "$1" "$archives" "$UNAME" "$2" "$3" < <(yes 2>/dev/null)
 }
 
+# base_copy R: a new copy of the suite's base root in R, with the host's
+# resolver (suite_lists' apt-get update, and every block's root).
+base_copy() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	tar -C "$1" --zstd -xf "$base" && cp -L /etc/resolv.conf "$1/etc/resolv.conf"
+}
+
 # fresh_root R: a new copy of the base with the newcomer and the tree.
 fresh_root() {
 	local r=$1
-	rm -rf "$r"
-	mkdir -p "$r"
-	tar -C "$r" --zstd -xf "$base" || return 1
-	cp -L /etc/resolv.conf "$r/etc/resolv.conf"
+	base_copy "$r" || return 1
 	echo quickstart >"$r/etc/hostname"
 	printf '127.0.1.1\tquickstart\n' >>"$r/etc/hosts"
 	# No terminal here for debconf's dialogs: its questions take their
