@@ -16,6 +16,17 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             the options table has every long option of conf.c and nothing
             else (a config key bare, a command-line-only option as --name),
             the exit code table every AG_EXIT_* of conf.h and nothing else.
+  agent-defaults  every default --help states is the reference table's.
+  agent-descriptions  --help (userspace/agent/conf.c) is the home of each
+            option's one-line description: its text after the option's
+            head, less a last "(default ...)".  Its row of the reference
+            table, its entry in snowflake-agent(8)'s OPTIONS and its comment
+            in packaging/agent.conf.example (the comment lines right above
+            its "key = value" or "# key = value" line) must begin with that
+            text, word for word (markup, line breaks and the case of the
+            first letter aside), then end or go on after a punctuation mark
+            or " (".  Each of them has every option (the example every
+            configuration key), one to a row or entry, and no other.
   numbers   a time or count a run produces, stated in prose ("about 5
             minutes", "3279 s", "1,850 checks", "about 167 of them", "One
             run ..."), must name that run's commit in its paragraph or table
@@ -283,13 +294,21 @@ def table_after(text, header_re):
     return rows
 
 
-def agent_defaults(conf, sect):
+def usage_text(conf, confh=""):
+    """userspace/agent/conf.c's ag_usage, the C string literals joined, its
+    AG_DEFAULT_* macros (conf.h) put in."""
+    usage = re.search(r"const char ag_usage\[\] =\n(.*?);\n", conf, re.S).group(1)
+    macros = dict(re.findall(r'^#define\s+(AG_DEFAULT_\w+)\s+"([^"]*)"', confh, re.M))
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"|\b(AG_DEFAULT_\w+)\b', usage)
+    return "".join(lit if not mac else macros.get(mac, "") for lit, mac in parts).replace("\\n", "\n")
+
+
+def agent_defaults(conf, sect, confh=""):
     """(--help's defaults, the reference table's): {option: first word of
     its default}, from userspace/agent/conf.c's usage text and the `| option
     | default |` table of @sect (a row may name several options and as many
     defaults, comma-separated)."""
-    usage = re.search(r"const char ag_usage\[\] =\n(.*?);\n", conf, re.S).group(1)
-    text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', usage)).replace("\\n", "\n")
+    text = usage_text(conf, confh)
     norm = {"no": "off", "off": "off"}
 
     def word(v):
@@ -322,20 +341,177 @@ def check_agent_defaults():
     options table states (issue 42, finding 12), and the comparison itself
     finds a planted difference."""
     n0 = bad
-    ref, conf = read("docs/reference.md"), read("userspace/agent/conf.c")
+    ref, conf, confh = read("docs/reference.md"), read("userspace/agent/conf.c"), read("userspace/agent/conf.h")
     sect = ref.split("## Cluster worker ids", 1)[-1].split("\n## ", 1)[0]
-    helpdef, refdef = agent_defaults(conf, sect)
+    helpdef, refdef = agent_defaults(conf, sect, confh)
     both = set(helpdef) & set(refdef)
     if len(both) < 20:
         fail("agent: only %d options' defaults read from both --help and docs/reference.md" % len(both))
     for d in default_diffs(helpdef, refdef):
         fail("agent: " + d)
-    planted, _ = agent_defaults(conf.replace("lease length (default 10000)", "lease length (default 9000)"), sect)
+    planted, _ = agent_defaults(conf.replace("lease length (default 10000)", "lease length (default 9000)"), sect, confh)
     if not default_diffs(planted, refdef):
         fail("agent: the defaults check missed a planted --ttl-ms default of 9000")
     if bad == n0:
         ok("agent: the %d defaults --help and docs/reference.md's table both state agree (a planted one differs)"
            % len(both))
+
+
+def help_descriptions(text):
+    """{option: its description} from the agent's --help (usage_text()): an
+    option's text after its head, joined, less a last "(default ...)"
+    (the default and its notes, which check_agent_defaults compares)."""
+    out = {}
+    for b in re.split(r"\n  (?=-)", text.split("\n\nExit status", 1)[0])[1:]:
+        # the head: the option, its value's name after one space
+        m = re.match(r"(?:-\w, )?--([a-z-]+)(?:\[\S*\]| \S+)?", b)
+        d = " ".join(b[m.end():].split())
+        out[m.group(1)] = re.sub(r"\s*\(default\b(?:[^()]|\([^()]*\))*\)$", "", d)
+    return out
+
+
+def troff_text(lines):
+    """The text of troff lines: the font macros' arguments (.B a b: spaced;
+    .BR a b: joined), escapes and other requests left out."""
+    out = []
+    for line in lines:
+        m = re.match(r"\.(B|I|SM|BR|RB|BI|IB|IR|RI)\s+(.*)", line)
+        if m:
+            args = [q if q or not w else w for q, w in re.findall(r'"((?:[^"]|"")*)"|(\S+)', m.group(2))]
+            line = (" " if len(m.group(1)) == 1 else "").join(a.replace('""', '"') for a in args)
+        elif line.startswith("."):
+            continue
+        out.append(line)
+    t = re.sub(r"\\f[BIRP]|\\&|\\c", "", " ".join(out)).replace("\\-", "-")
+    return t.replace("\\(lq", '"').replace("\\(rq", '"')
+
+
+def man_descriptions(man):
+    """{option: (the entry's head options, its text)} of the OPTIONS
+    section's .TP entries of a manual page."""
+    opt = man.split("\n.SH OPTIONS\n", 1)[1].split("\n.SH ", 1)[0]
+    out = {}
+    for e in opt.split("\n.TP\n")[1:]:
+        head, *body = e.split("\n")
+        names = [n.replace("\\-", "-") for n in re.findall(r"\\-\\-([a-z](?:[a-z]|\\-)*)", head)]
+        for n in names:
+            out[n] = (names, troff_text(body))
+    return out
+
+
+def example_comments(text):
+    """{key: the comment directly above its line} of an agent.conf example:
+    a key's line is "key = value" or "# key = value"; its comment, the
+    comment lines right above it (none when another key's line is)."""
+    out, com = {}, []
+    for line in text.split("\n"):
+        m = re.match(r"#? ?([a-z][a-z0-9-]*) = \S", line)
+        if m:
+            out[m.group(1)] = " ".join(com)
+            com = []
+        elif line.startswith("#"):
+            com.append(line[1:].strip())
+        else:
+            com = []
+    return out
+
+
+def md_text(cell):
+    return re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", cell).replace("\\|", "|").replace("`", "")
+
+
+def norm(t):
+    t = " ".join(t.split())
+    return t[:1].lower() + t[1:]
+
+
+def begins(text, desc):
+    """text begins with desc, then ends or goes on after a punctuation mark
+    or an opening parenthesis: the same words, markup and the case of the
+    first letter aside."""
+    t, d = norm(text), norm(desc)
+    return bool(d) and t.startswith(d) and re.match(r"$|[.,;:]|\s\(", t[len(d):]) is not None
+
+
+def description_diffs(conf, confh, sect, man, example):
+    """Every difference between the agent's options' descriptions as --help
+    states them and as the reference table, snowflake-agent(8) and the
+    example configuration do, and the options one has and another lacks."""
+    body = re.search(r"struct option opts\[\] = \{(.*?)\n\};", conf, re.S).group(1)
+    opts = dict(re.findall(r'\{ "([a-z-]+)", \w+_argument, NULL, (\w+|\'\w\') \}', body))
+    kf = re.search(r"static int key_of\(.*?\n\}", conf, re.S).group(0)
+    order = re.findall(r"\b(O_\w+)", re.search(r"enum \{(.*?)\};", conf, re.S).group(1))
+    lo = re.search(r"o->val >= (O_\w+)", kf).group(1)
+    keys = {o for o, v in opts.items() if v in order and order.index(v) >= order.index(lo)
+            and v not in re.findall(r"o->val != (O_\w+)", kf)}
+    helpd = help_descriptions(usage_text(conf, confh))
+    refd = {}
+    for r in table_after(sect, r"^\| option \| default \|") or []:
+        c = r.split("|")
+        names = re.findall(r"`(?:--)?([a-z][a-z-]*)[^`]*`", c[1])
+        for n in names:
+            refd[n] = (names, md_text(c[3]))
+    mand, exd = man_descriptions(man), example_comments(example)
+    out = []
+    for o in sorted(set(opts) - set(helpd)):
+        out.append("--%s of userspace/agent/conf.c's option table is not in its --help" % o)
+    for o in sorted(set(helpd) - set(opts)):
+        out.append("--%s of --help is no option of userspace/agent/conf.c" % o)
+    for o in sorted(helpd):
+        d = helpd[o]
+        if not d:
+            out.append("--%s: --help gives no description" % o)
+            continue
+        for where, table, must in (("docs/reference.md's options table", refd, True),
+                                   ("snowflake-agent(8)'s OPTIONS", mand, True),
+                                   ("packaging/agent.conf.example", exd, o in keys)):
+            if o not in table:
+                if must:
+                    out.append("--%s is not in %s" % (o, where))
+                continue
+            names, text = table[o] if table is not exd else ([o], table[o])
+            if len(names) > 1:
+                out.append("%s describes %s in one entry: give each option its own"
+                           % (where, ", ".join(names)))
+            elif not begins(text, d):
+                out.append("--%s: --help says \"%s\", %s \"%s\"" % (o, d, where, norm(text)[:len(d) + 30]))
+    for where, table in (("docs/reference.md's options table", refd), ("snowflake-agent(8)'s OPTIONS", mand)):
+        for o in sorted(set(table) - set(helpd)):
+            out.append("--%s of %s is not in --help" % (o, where))
+    for o in sorted(set(exd) - keys):
+        out.append("%s of packaging/agent.conf.example is no configuration key" % o)
+    return sorted(set(out)), len(helpd)
+
+
+def check_agent_descriptions():
+    """Every option's description as the agent's --help states it begins
+    its row of docs/reference.md's options table, its entry in
+    snowflake-agent(8)'s OPTIONS and its comment in the example
+    configuration; each has every option (the example every configuration
+    key), one to an entry, and no other (issue 42 finding 12, issue 45); a
+    description planted changed in --help, and one in the manual page, is
+    found."""
+    n0 = bad
+    ref, conf, confh = read("docs/reference.md"), read("userspace/agent/conf.c"), read("userspace/agent/conf.h")
+    sect = ref.split("## Cluster worker ids", 1)[-1].split("\n## ", 1)[0]
+    man, example = read("userspace/man/snowflake-agent.8"), read("packaging/agent.conf.example")
+    diffs, n = description_diffs(conf, confh, sect, man, example)
+    for d in diffs:
+        fail("agent descriptions: " + d)
+    if n < 50:
+        fail("agent descriptions: only %d options read from --help" % n)
+    planted, _ = description_diffs(conf.replace(" lease length (default", " lease duration (default"),
+                                   confh, sect, man, example)
+    caught = [d for d in planted if d.startswith("--ttl-ms: --help says \"lease duration\"")]
+    if len(caught) != 3:
+        fail("agent descriptions: a --ttl-ms described \"lease duration\" in --help was found in %d of 3 documents: %s"
+             % (len(caught), caught))
+    planted, _ = description_diffs(conf, confh, sect, man.replace("\nLease length;", "\nLease duration;"), example)
+    if not [d for d in planted if d.startswith("--ttl-ms:") and "snowflake-agent(8)" in d]:
+        fail("agent descriptions: a --ttl-ms described \"Lease duration\" in snowflake-agent(8) was not found")
+    if bad == n0:
+        ok("agent descriptions: the %d options of --help, each described as --help does in docs/reference.md, "
+           "snowflake-agent(8) and packaging/agent.conf.example (a planted change in --help, in all 3; one in the page)" % n)
 
 
 def check_agent():
@@ -465,7 +641,7 @@ def check_fuzz():
 
 
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
-          "agent-defaults": check_agent_defaults,
+          "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):

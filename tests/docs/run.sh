@@ -362,6 +362,20 @@ if [ -x "$agent" ] || make -s -C userspace OUT="$build/userspace" "$agent" >/dev
 			rm -f "$b" "$b.err"
 		done
 	done
+	# packaging/agent.conf.example as shipped, and with every key it shows
+	# commented out (# key = value) set: each value is one the agent takes.
+	ex=packaging/agent.conf.example
+	sed -E 's/^# ([a-z][a-z0-9-]*) = /\1 = /' "$ex" >"$tmpd/example-all.conf"
+	for f in "$ex" "$tmpd/example-all.conf"; do
+		what=$ex
+		[ "$f" = "$ex" ] || what="$ex with every key it shows set ($(grep -cE '^[a-z]' "$f") keys)"
+		cp "$f" "$tmpd/example.conf"
+		if ini_ok "$tmpd/example.conf"; then
+			ok "$what: a configuration the agent takes"
+		else
+			bad "$what: refused by snowflake-agent --print-config: $(head -c 200 "$tmpd/example.conf.err")"
+		fi
+	done
 else
 	bad "snowflake-agent could not be built for the ini check (make -C userspace)"
 fi
