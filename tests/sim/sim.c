@@ -1746,8 +1746,26 @@ static int sd_fence(struct agent *a, bool on)
 	return 0;
 }
 
+/*
+ * The simulator's own bound on the hosts' clocks, which the quarantine is
+ * set for (conf_for_seed()): a device's clock @ts (the quarantine's mark, the
+ * marks it raises, its stamps) at most 2 s behind the true time (its wall
+ * clock within 1 s, the device within the module's catch-up threshold, 1 s,
+ * of that: clocks_put_right()), and the drift, 500 ppm, since the seed's
+ * start.  A device ahead (a floor) is not a lag the quarantine must cover.
+ */
+static void clock_bound(const struct host *h, uint64_t ts)
+{
+	int64_t behind = REF_WALL(T) / NS_PER_MS - (int64_t)ts;
+
+	if (behind > 2000 + (T - T0) / NS_PER_MS / 2000)
+		fail("the simulator left its clock bound: h%d.%d's device clock is %lld ms behind the true time (2 s and the drift)",
+		     h->id, h->run, (long long)behind);
+}
+
 static int sd_next_ts(struct agent *a, uint64_t *ts)
 {
+	clock_bound(host_of(a), sim_clock_ms(a, boot_ns()));
 	return sim_next_ts(a, ts);
 }
 
@@ -1830,6 +1848,7 @@ static void stamp(struct host *h)
 	mono = mono_of(h, T);
 	ts = sim_clock_ms(a, mono);
 	cur = NULL;
+	clock_bound(h, ts);
 	if (mono >= h->d_deadline)
 		return;
 	if (ts < h->d_floor)
@@ -1845,6 +1864,47 @@ static void stamp(struct host *h)
 		     (unsigned long long)(h->d_ten < 0 ? 0 : W.ten[h->d_ten].lo),
 		     (unsigned long long)(h->d_ten < 0 ? 0 : W.ten[h->d_ten].hi), (long long)mono,
 		     (long long)h->d_deadline);
+}
+
+/*
+ * At the thaw of a pause that stopped the host's clocks (a VM paused:
+ * CLOCK_BOOTTIME stood still, and the wall clock with it), the wall clock is
+ * put right, as NTP's step or the hypervisor's guest agent does after a
+ * resume, and the device follows it, as the module's catch-up does (a wall
+ * clock ahead of the generator's by more than catchup_threshold_ms, 1 s:
+ * docs/reference.md, "The clock"); CLOCK_BOOTTIME, the leases' clock, stays
+ * behind by the pause.  Left behind, the host's clocks would lag the others'
+ * by every pause (seed 5467 on MySQL: 21 s, after three), past the largest
+ * clock difference the quarantine is set for (conf_for_seed(): 4 s; the
+ * agent's quarantine mark is the device's clock, safe only when the
+ * quarantine exceeds the largest clock difference between hosts + TTL +
+ * mark-step-ms, snowflake-agent(8)).  A pause shorter than 1 s leaves the
+ * device up to 1 s behind, as the module does.  What the device may stamp now (up to
+ * its ceiling, before its deadline) is its window.
+ */
+static void clocks_put_right(struct host *h)
+{
+	struct agent *a = &h->a;
+	int64_t pause = T - h->frozen_from, mono = mono_of(h, T), wall, lag = 0;
+	uint64_t hi;
+
+	h->wall_off += pause;
+	wall = (mono + h->wall_off) / NS_PER_MS;
+	if (h->alive && !h->exited && wall - (int64_t)sim_clock_ms(a, mono) > 1000) {
+		lag = wall - (int64_t)sim_clock_ms(a, mono);
+		a->sim_jump_ms += (uint64_t)lag;
+	}
+	tr("h%d wall clock put right +%lld ms (its clocks stood still), device caught up +%lld ms",
+	   h->id, (long long)(pause / NS_PER_MS), (long long)lag);
+	if (!lag || !h->d_lease || h->d_ten < 0)
+		return;
+	hi = sim_clock_ms(a, h->d_deadline);
+	if (hi > h->d_ceiling)
+		hi = h->d_ceiling;
+	if (hi > W.ten[h->d_ten].hi && hi >= W.ten[h->d_ten].lo) {
+		W.ten[h->d_ten].hi = hi;
+		tenure_check(h->d_ten);
+	}
 }
 
 /* ---------------------------------------------------------------- */
@@ -1872,6 +1932,13 @@ static void agent_entry(void)
 
 static void host_start(struct host *h)
 {
+	/* a host paused when its agent was killed: it runs again */
+	if (h->frozen && h->clock_stops) {
+		h->frozen = false;
+		h->tb = T;
+		h->stopped_total += T - h->frozen_from;
+		clocks_put_right(h);
+	}
 	h->run++;
 	h->alive = true;
 	h->exited = false;
@@ -2132,7 +2199,11 @@ static int conf_for_seed(void)
 	/* the configuration's own rule: renew + timeout below ttl - margin */
 	if (W.timeout > W.ttl * 4 / 5 - W.ttl / 3 - MS(50))
 		W.timeout = W.ttl * 4 / 5 - W.ttl / 3 - MS(50);
-	/* quarantine: longer than the largest clock difference + TTL + step (+1 s) */
+	/*
+	 * quarantine: longer than the largest clock difference (4 s: a device
+	 * at most 2 s behind the true time, clock_bound(), another at most 1 s
+	 * ahead, and the drift) + TTL + step (+1 s)
+	 */
 	q = 2 * 2000 + 2 * W.ttl / NS_PER_MS + 1000;
 	snprintf(ttl, sizeof(ttl), "--ttl-ms=%lld", (long long)(W.ttl / NS_PER_MS));
 	snprintf(dcs, sizeof(dcs), "--datacenter-ids=0-0");
@@ -2187,6 +2258,7 @@ static void phase(void)
 				if (h->clock_stops) {
 					h->tb = T;
 					h->stopped_total += T - h->frozen_from;
+					clocks_put_right(h);
 				}
 				if (h->sig_at)
 					h->sig_at += T - h->frozen_from;
@@ -2278,8 +2350,11 @@ static int one_seed(uint64_t seed)
 		h->ppm = rr(-500, 500);
 		h->mb = rr(SEC(1), SEC(1000000));
 		h->tb = T;
-		/* wall clocks within 2 s of the store's: the quarantine covers that */
-		/* wall clocks within 1 s of the true time (the quarantine covers 2 s) */
+		/*
+		 * wall clocks within 1 s of the true time, kept there: steps
+		 * within it, a pause's put right at the thaw
+		 * (clocks_put_right(); the quarantine covers that: clock_bound())
+		 */
 		h->wall_off = REF_WALL(T) - h->mb + rr(-SEC(1), SEC(1));
 		host_start(h);
 	}
@@ -2425,6 +2500,8 @@ static int one_seed(uint64_t seed)
 			if (h->sig2_at)
 				h->sig2_at += T - h->frozen_from;
 			tr("h%d.%d thawed", h->id, h->run);
+			if (h->clock_stops)
+				clocks_put_right(h);
 			break;
 		}
 		}
