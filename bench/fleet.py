@@ -223,6 +223,17 @@ def run_one(args, st, n, out):
     return res
 
 
+def extra_text(r, timeout_s):
+    """What agent N+1 did, in words (not started: the N did not all hold)."""
+    if "extra_pool_full" not in r:
+        return "not started (the fleet did not hold)"
+    if r["extra_claimed"]:
+        return "claimed a pair!"
+    if r["extra_pool_full"]:
+        return "pool_full after %s s, served nothing" % r["extra_s"]
+    return "no pool_full said within %d s" % timeout_s
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("agent")
@@ -255,10 +266,7 @@ def main():
                       "agent %d: %s%s" % (
                           name, n, r.get("cold_s"), r.get("cold_req_per_s"), r.get("hold_req_per_s"),
                           r.get("restart_s"), r.get("restart_req_per_s"), n + 1,
-                          "pool_full after %s s, served nothing" % r.get("extra_s")
-                          if r.get("extra_pool_full") and not r.get("extra_claimed")
-                          else "claimed a pair!" if r.get("extra_claimed")
-                          else "no pool_full said within %d s" % args.timeout_s,
+                          extra_text(r, args.timeout_s),
                           ("; " + r["error"]) if "error" in r else ""), flush=True)
                 if "error" in r:
                     break
