@@ -34,7 +34,11 @@
  * A wait for the next tick (up to time_unit_ms) is a poll of the
  * non-blocking device, 100 ms at a time, between which KILL QUERY and
  * max_statement_time are seen (thd_kill_level() of _current_thd(), both
- * found with dlsym()).
+ * found with dlsym()).  A statement killed there fails with the server's
+ * error for its kill (THD::killed_errno(): ER_QUERY_INTERRUPTED,
+ * ER_STATEMENT_TIMEOUT, ...), raised here: the server does not raise it
+ * itself once the row is sent, and a SELECT returned NULL "successfully"
+ * (issue 43).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -59,7 +63,13 @@
 typedef void (*sf_error_fn)(unsigned int code, const char *fmt, unsigned long flags, ...);
 typedef int (*sf_killed_fn)(const void *thd);
 typedef void *(*sf_thd_fn)(void);
+typedef void (*sf_my_error_fn)(unsigned int code, unsigned long flags, ...);
+typedef int (*sf_killed_errno_fn)(void *thd);
 #define SF_ER_UNKNOWN_ERROR 1105	/* HY000, ER_UNKNOWN_ERROR */
+#define SF_ER_SERVER_SHUTDOWN 1053
+#define SF_ER_QUERY_INTERRUPTED 1317	/* 70100 */
+#define SF_ER_CONNECTION_KILLED 1927
+#define SF_ER_STATEMENT_TIMEOUT 1969	/* 70100, max_statement_time */
 #define SF_POLL_MS 100
 
 /* A function call's open device (initid->ptr), closed by its deinit function. */
@@ -69,6 +79,8 @@ struct sf_stmt {
 	sf_error_fn error;
 	sf_killed_fn killed;
 	sf_thd_fn thd;
+	sf_my_error_fn my_error;
+	sf_killed_errno_fn killed_errno;
 };
 
 static int sf_open_dev(int uuid, struct snowflake **h)
@@ -162,6 +174,9 @@ static my_bool sf_init(UDF_INIT *initid, UDF_ARGS *args, char *msg, int uuid,
 	*(void **)&st->error = dlsym(RTLD_DEFAULT, "my_printf_error");
 	*(void **)&st->killed = dlsym(RTLD_DEFAULT, "thd_kill_level");
 	*(void **)&st->thd = dlsym(RTLD_DEFAULT, "_current_thd");
+	*(void **)&st->my_error = dlsym(RTLD_DEFAULT, "my_error");
+	/* int THD::killed_errno(), which mariadbd exports (C++ name). */
+	*(void **)&st->killed_errno = dlsym(RTLD_DEFAULT, "_ZN3THD12killed_errnoEv");
 	initid->ptr = (char *)st;
 	if (!uuid) {
 		err = snowflake_get_stats(st->h, &stats);
@@ -254,6 +269,36 @@ static int sf_read(UDF_INIT *initid, void *buf)
 }
 
 /*
+ * The killed statement's error: the server's own for its kill
+ * (THD::killed_errno(), raised by my_error(): its code and message, e.g.
+ * 1969 "Query execution was interrupted (max_statement_time exceeded)"),
+ * else ER_QUERY_INTERRUPTED with the server's words.  Never nothing: the
+ * server raises no error for a kill once the row is sent (a SELECT
+ * returned NULL without one).
+ */
+static void sf_kill_error(const struct sf_stmt *st)
+{
+	void *thd = st->thd ? st->thd() : NULL;
+	int code = thd && st->killed_errno ? st->killed_errno(thd) : 0;
+
+	switch (code) {
+	case SF_ER_QUERY_INTERRUPTED:
+	case SF_ER_STATEMENT_TIMEOUT:
+	case SF_ER_CONNECTION_KILLED:
+	case SF_ER_SERVER_SHUTDOWN:
+		if (st->my_error) {
+			st->my_error((unsigned int)code, 0);
+			return;
+		}
+		break;
+	default:
+		code = SF_ER_QUERY_INTERRUPTED;
+	}
+	st->error((unsigned int)code, "%s", 0,
+		  "Query execution was interrupted (snowflake: waiting for the next tick)");
+}
+
+/*
  * A failure after init: the server's error, so that the statement fails
  * (see the top), the device closed (the next call opens it again), and
  * the row's value NULL.  Without the server's error function (not
@@ -271,11 +316,13 @@ static void sf_fail(UDF_INIT *initid, const char *op, int err, char *is_null, ch
 	}
 	snowflake_close(st->h);
 	st->h = NULL;
-	/* A kill: the server reports it. */
-	if (err == -EINTR && sf_killed(st))
-		return;
 	if (!st->error) {
 		*error = 1;
+		return;
+	}
+	/* A kill: its error (the statement fails, see sf_kill_error()). */
+	if (err == -EINTR && sf_killed(st)) {
+		sf_kill_error(st);
 		return;
 	}
 	sf_message(msg, st->uuid, op, err);

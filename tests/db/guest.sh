@@ -420,8 +420,7 @@ t "the tick used up: a non-blocking read gets EAGAIN" sh -c \
 	'timeout 10 dd if=/dev/snowflake of=/dev/null bs=8 count=1 iflag=nonblock 2>&1 | grep "Resource temporarily unavailable"'
 
 # PostgreSQL: the waiting statement reports its end (SQLSTATE, the ms since
-# it began, the server's time).  (statement_timeout and MariaDB's KILL
-# QUERY: not checked here yet, see issue 43.)
+# it began, the server's time).
 pgq() { timeout "$1" runuser -u postgres -- psql -X -q -A -t "${@:2}" 2>&1; }
 victim="DO \$\$ BEGIN PERFORM snowflake.nextval(); EXCEPTION WHEN query_canceled THEN
 	RAISE NOTICE 'SQLSTATE % (%) after % ms, at %', SQLSTATE, SQLERRM,
@@ -464,6 +463,65 @@ if [ "$ended" = 1 ] && [ "$d" -lt 1000 ] && grep -q 'terminating connection' /tm
 	say "ok PostgreSQL: pg_terminate_backend() ends the waiting session within $d ms"
 else
 	say "notok PostgreSQL: pg_terminate_backend() did not end the waiting session within 1 s (waited $d ms)"
+fi
+# statement_timeout: the server's own timer ends the wait (SQLSTATE 57014,
+# "statement timeout"): the victim's end less its start and the 300 ms.
+pgq 60 -c "SET statement_timeout = '300ms'" -c "$victim" >/tmp/sfdb.victim &
+vp=$!
+ends_within "$vp" 5000 || true
+release "$vp"
+sed "s/^/$TAG #     /" /tmp/sfdb.victim
+after=$(num after </tmp/sfdb.victim)
+if grep -q 'SQLSTATE 57014 (canceling statement due to statement timeout)' /tmp/sfdb.victim &&
+	[ -n "$after" ] && [ $((after - 300)) -lt 1000 ]; then
+	say "ok PostgreSQL: statement_timeout = '300ms' ends the wait $((after - 300)) ms after the timeout (SQLSTATE 57014, statement timeout)"
+else
+	say "notok PostgreSQL: statement_timeout = '300ms' did not end the wait within 1 s of the timeout, with SQLSTATE 57014 (after ${after:-none} ms)"
+fi
+
+# MariaDB: a waiting SELECT snowflake_next() ended by KILL QUERY from
+# another connection and by max_statement_time: the statement fails with
+# the server's error (not a NULL "successfully": issue 43), within 1 s.
+# The victim prints the server's time (ms) before and after the statement
+# (--force: on after the error; it reads its statements from stdin, as
+# -e stops at the first error even with --force).
+now_ms="floor(unix_timestamp(sysdate(3)) * 1000)"
+my_victim() {
+	timeout 60 mariadb -N -B --force >/tmp/sfdb.victim 2>&1 <<<"$1 SELECT concat('start ', $now_ms);
+		SELECT snowflake_next(); SELECT concat('end ', $now_ms);" &
+	vp=$!
+}
+# my_result: the victim's lines; its result row (NULL or an ID), if any, in $row.
+my_result() {
+	sed "s/^/$TAG #     /" /tmp/sfdb.victim
+	row=$(grep -E '^(NULL|-?[0-9]+)$' /tmp/sfdb.victim | head -n 1)
+	end=$(num end </tmp/sfdb.victim)
+}
+my_victim ""
+until_ok 30 sh -c "[ \"\$(mariadb -N -B -e \"SELECT count(*) FROM information_schema.processlist
+	WHERE info = 'SELECT snowflake_next()'\")\" = 1 ]" || say "# no connection running SELECT snowflake_next() within 30 s"
+sleep 0.5
+id=$(my -e "SELECT id FROM information_schema.processlist WHERE info = 'SELECT snowflake_next()'")
+at=$(my -e "SELECT $now_ms; KILL QUERY ${id:-0}" 2>&1 | head -n 1)
+ends_within "$vp" 5000 || true
+release "$vp"
+my_result
+if grep -q '^ERROR 1317 .*Query execution was interrupted' /tmp/sfdb.victim && [ -z "$row" ] &&
+	[ -n "$end" ] && [ -n "$at" ] && [ $((end - at)) -lt 1000 ]; then
+	say "ok MariaDB: KILL QUERY $id ends the waiting SELECT snowflake_next() within $((end - at)) ms (ERROR 1317, interrupted)"
+else
+	say "notok MariaDB: KILL QUERY ${id:-?} (at ${at:-?}): the waiting SELECT snowflake_next() did not fail with ERROR 1317 within 1 s (result '${row}', end ${end:-none})"
+fi
+my_victim "SET max_statement_time = 0.3;"
+ends_within "$vp" 5000 || true
+release "$vp"
+my_result
+start=$(num start </tmp/sfdb.victim)
+if grep -q '^ERROR 1969 .*max_statement_time exceeded' /tmp/sfdb.victim && [ -z "$row" ] &&
+	[ -n "$end" ] && [ -n "$start" ] && [ $((end - start - 300)) -lt 1000 ]; then
+	say "ok MariaDB: max_statement_time = 0.3 ends the waiting SELECT snowflake_next() $((end - start - 300)) ms after the timeout (ERROR 1969)"
+else
+	say "notok MariaDB: max_statement_time = 0.3: the waiting SELECT snowflake_next() did not fail with ERROR 1969 within 1 s of the timeout (result '${row}', start ${start:-none}, end ${end:-none})"
 fi
 
 # The layout back: the module loaded with the boot's options (strict=1),

@@ -22,7 +22,10 @@ db_host() {
 	t=$(mktemp -d "${TMPDIR:-/tmp}/sf-db-host.XXXXXX")
 	plugin=$t/plugin
 	mkdir -p "$plugin"
-	if ! make -C "$ROOT/userspace" "$BUILD/userspace/libsnowflake.so" >"$t/lib.log" 2>&1 ||
+	# OUT: the Makefile's target is $(OUT)/libsnowflake.so, ../build/userspace
+	# unless given (the absolute path alone has no rule in a fresh tree).
+	if ! make -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowflake.so" \
+		>"$t/lib.log" 2>&1 ||
 		! make -C "$ROOT/clients/mariadb" -B snowflake_udf.so \
 			SNOWFLAKE_CFLAGS="-I$ROOT/userspace/include -I$ROOT/uapi" \
 			SNOWFLAKE_LIBS="-L$BUILD/userspace -lsnowflake -Wl,-rpath,$BUILD/userspace" \

@@ -21,9 +21,10 @@
 #      wall clock stepped back one hour mid-statement, 8 concurrent
 #      sessions, the merge of two servers' databases (snowflake against
 #      bigserial and AUTO_INCREMENT), the MariaDB functions; then, on a
-#      one-hour tick, a wait ended by pg_cancel_backend() and
-#      pg_terminate_backend(), and a MariaDB INSERT under sql_mode='' whose
-#      read fails mid-statement.
+#      one-hour tick, a wait ended by pg_cancel_backend(),
+#      pg_terminate_backend() and statement_timeout, a MariaDB INSERT under
+#      sql_mode='' whose read fails mid-statement, and a MariaDB wait ended
+#      by KILL QUERY and by max_statement_time (ERROR 1317, 1969).
 #
 # Needs the deb stage's packages (build/deb/*.deb: tests/deb/run.sh; this
 # stage runs after it).  Environment: DB_KERNEL (default: the first of
