@@ -16,7 +16,9 @@ Redis one, MariaDB one), N agents on a pool of N pairs:
   kill   every agent killed with SIGKILL and all started again at once:
          seconds until every new agent holds a distinct pair (the dead
          ones' leases must expire first: one TTL), requests per second;
-  extra  one more agent: it must serve nothing and say event=pool_full.
+  extra  one more agent: it must serve nothing and say event=pool_full
+         (seconds until it says so: a walk of the whole pool, watched
+         for up to --timeout-s).
 
 The store's requests are counted by the store itself: Redis'
 total_commands_processed, etcd's grpc_server_handled_total (summed over
@@ -88,9 +90,9 @@ class Fleet:
         self.args, self.st, self.n, self.cl, self.out = args, st, n, cluster, out
         self.procs = {}
 
-    def argv(self, i):
-        return [self.args.agent] + ([] if "--config" in self.st.agent_args() else ["--config", "/dev/null"]) + \
-            self.st.agent_args() + [
+    def argv(self, i, via=None):
+        sa = self.st.agent_args(via)
+        return [self.args.agent] + ([] if "--config" in sa else ["--config", "/dev/null"]) + sa + [
             "--dry-run", "--ttl-ms", str(self.args.ttl_ms), "--settle-ms", "0",
             "--prefix", "fleet", "--cluster", self.cl, "--state-file", "", "--owner", "fleet%d" % i,
             "--log-level", "info"] + pool_flags(self.n)
@@ -99,10 +101,10 @@ class Fleet:
         r = subprocess.run(self.argv(0) + ["--init-store"], capture_output=True, text=True, timeout=300)
         return r.returncode == 0, r.stderr.strip()[-300:]
 
-    def start(self, ids, gen):
+    def start(self, ids, gen, via=None):
         for i in ids:
             log = open(os.path.join(self.out, "agent-%s-%d-%d.%d.log" % (self.st.name, self.n, i, gen)), "wb")
-            self.procs[i] = (subprocess.Popen(self.argv(i), stdout=subprocess.DEVNULL, stderr=log,
+            self.procs[i] = (subprocess.Popen(self.argv(i, via), stdout=subprocess.DEVNULL, stderr=log,
                                               stdin=subprocess.DEVNULL), log)
 
     def claims(self, ids, gen):
@@ -132,6 +134,31 @@ class Fleet:
             if time.monotonic() > deadline or len(dead) == len(ids):
                 return None, len(set(got.values())), dead
             time.sleep(0.25)
+
+    def extra(self, via=None):
+        """Agent N+1, started while the N hold their pairs (through @via,
+        (host, port), when given): whether it says event=pool_full and
+        claims nothing, and after how many seconds.  It must walk the whole
+        pool first, one request or more a pair, on a store that serves the
+        N meanwhile: watched until it says pool_full or claims, or for
+        --timeout-s (as the fleet's own start), then stopped."""
+        n = self.n
+        self.start([n], 0, via)
+        path = os.path.join(self.out, "agent-%s-%d-%d.0.log" % (self.st.name, n, n))
+        t0 = time.monotonic()
+        said = claimed = False
+        while not said and not claimed and time.monotonic() - t0 < self.args.timeout_s:
+            time.sleep(0.25)
+            with open(path, "rb") as fh:
+                text = fh.read()
+            said = b"event=pool_full" in text
+            claimed = bool(CLAIM.search(text))
+            if self.procs[n][0].poll() is not None:
+                break
+        res = {"extra_pool_full": said, "extra_claimed": claimed,
+               "extra_s": round(time.monotonic() - t0, 2) if said or claimed else None}
+        self.kill([n], signal.SIGTERM)
+        return res
 
     def kill(self, ids, sig=signal.SIGKILL):
         for i in ids:
@@ -181,17 +208,7 @@ def run_one(args, st, n, out):
     time.sleep(args.hold_s)
     res["hold_req_per_s"] = rate(st, c0, t0)
     # the extra agent: pool_full, serves nothing
-    f.start([n], 0)
-    t = time.monotonic() + max(10, 3 * args.ttl_ms / 1000)
-    said = False
-    while time.monotonic() < t and not said:
-        time.sleep(0.5)
-        with open(os.path.join(out, "agent-%s-%d-%d.0.log" % (st.name, n, n)), "rb") as fh:
-            text = fh.read()
-        said = b"event=pool_full" in text
-    res["extra_pool_full"] = said
-    res["extra_claimed"] = bool(CLAIM.search(text))
-    f.kill([n], signal.SIGTERM)
+    res.update(f.extra())
     # SIGKILL all, all again at once
     f.kill(ids)
     c0, t0 = requests(st), time.monotonic()
@@ -204,6 +221,17 @@ def run_one(args, st, n, out):
         res["error"] = "after SIGKILL: %d of %d held distinct pairs within %d s" % (held, n, args.timeout_s)
     f.kill(ids, signal.SIGTERM)
     return res
+
+
+def extra_text(r, timeout_s):
+    """What agent N+1 did, in words (not started: the N did not all hold)."""
+    if "extra_pool_full" not in r:
+        return "not started (the fleet did not hold)"
+    if r["extra_claimed"]:
+        return "claimed a pair!"
+    if r["extra_pool_full"]:
+        return "pool_full after %s s, served nothing" % r["extra_s"]
+    return "no pool_full said within %d s" % timeout_s
 
 
 def main():
@@ -238,8 +266,7 @@ def main():
                       "agent %d: %s%s" % (
                           name, n, r.get("cold_s"), r.get("cold_req_per_s"), r.get("hold_req_per_s"),
                           r.get("restart_s"), r.get("restart_req_per_s"), n + 1,
-                          "pool_full, served nothing" if r.get("extra_pool_full") and not r.get("extra_claimed")
-                          else "claimed a pair!" if r.get("extra_claimed") else "no pool_full said",
+                          extra_text(r, args.timeout_s),
                           ("; " + r["error"]) if "error" in r else ""), flush=True)
                 if "error" in r:
                     break

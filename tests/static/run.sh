@@ -5,8 +5,9 @@
 # benchmarks and the pure generator core (which also builds natively).
 # Kernel code has its own stages (checkpatch, sparse, W=1).  Also the tests
 # of the scripts' own helpers, tests/static/lib-test.sh, and of
-# check.sh's STAGES, tests/static/stages-test.sh, and of bench/report.py's
-# verdict, tests/static/report-test.py.
+# check.sh's STAGES, tests/static/stages-test.sh, of bench/report.py's
+# verdict, tests/static/report-test.py, and of bench/fleet.py's agent N+1,
+# tests/static/fleet-test.py.
 # Prints "static: N passed, N failed": one per tool and file set.
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
@@ -57,6 +58,10 @@ run "stages-test (STAGES=)" bash tests/static/stages-test.sh
 # `make bench-compare`'s verdict on a 7-of-8 regression and a P missing
 # for one label (tests/static/report-test.py).
 run "report-test (bench/report.py's verdict)" python3 tests/static/report-test.py
+# P10's agent N+1 on a store that keeps it waiting longer than 10 s:
+# still seen to say pool_full (tests/static/fleet-test.py; a real agent
+# and Redis).
+run "fleet-test (bench/fleet.py's agent N+1)" python3 tests/static/fleet-test.py
 # `make clean` keeps build/'s caches (tests/static/clean-test.sh).
 run "clean-test (make clean)" bash tests/static/clean-test.sh
 
