@@ -15,10 +15,13 @@
 #      the groups, the udev rule's setfacl, /etc/snowflake (0700), the
 #      enabled unit, the conffile, the units' exposure scores (at most 2.0);
 #      the autopkgtest smoke tests of debian/tests (tests/deb/autopkgtest.sh).
-#   5. That very snowflake.ko, per kernel, booted in the QEMU guest
-#      (tests/vmtest/run.sh with MODULE_KO=, TESTS: module_test read_test).
+#   5. That very snowflake.ko of the second kernel (the one DKMS's kernel
+#      hook built) booted in the QEMU guest (tests/vmtest/run.sh with
+#      MODULE_KO=, TESTS: module_test read_test).
 #   5b. That root, as it is, booted with systemd as PID 1 on the first
-#      kernel: the units as a host runs them (tests/deb/systemd.sh).
+#      kernel: the units as a host runs them (tests/deb/systemd.sh), on the
+#      module DKMS built for it in the postinst (so 5 does not boot it
+#      again: it did until the budget of issue 42, one guest more).
 #   5c. A copy of that root with Debian's podman and runc, booted the same
 #      way: real containers against that module, through --device and the
 #      CDI spec the package installed, and snowflake-agent as the
@@ -259,8 +262,10 @@ check "the installed library is in ld.so's cache" \
 deb_part autopkgtest deb-autopkgtest "$OUT/autopkgtest.log" "$ROOT/tests/deb/autopkgtest.sh" "$R" "$DEB_ARCHIVES"
 
 # ---- 5. the DKMS-built module in the guest ----------------------------------
+# The second kernel's: the first kernel's module is the one 5b's guest loads.
 for kk in "${kos[@]}"; do
 	k=${kk%%=*} ko=${kk#*=}
+	[ "$k" != "${kvers[0]}" ] || continue
 	if KERNELS=$k MODULE_KO=$ko TESTS=${DEB_TESTS:-module_test read_test} SNOWFLAKE_SKIP_DEPS=1 \
 		VM_TIMEOUT=${VM_TIMEOUT:-300} "$ROOT/tests/vmtest/run.sh" >"$OUT/vm-$k.log" 2>&1; then
 		ok "$k: the DKMS-built snowflake.ko boots and passes ${DEB_TESTS:-module_test read_test} ($(grep -o "^vm $k: .*" "$OUT/vm-$k.log" | tail -n1))"

@@ -27,12 +27,19 @@ fi
 [ -r /etc/snowflake-vm.conf ] && . /etc/snowflake-vm.conf
 
 # Print the marker the host waits for, then power off.  The host treats a
-# console without the marker as a crash or a hang.
+# console without the marker as a crash or a hang.  A kernel without ACPI
+# (the debug kernel: scripts/debug-kernel.config) cannot power the machine
+# off, only halt it: it restarts instead, which ends qemu as well (every
+# guest runs with -no-reboot).
 vm_done() {
 	vm_kernel_log
 	sync
 	echo "SNOWFLAKE-VM-DONE"
-	poweroff -f
+	if [ -d /sys/firmware/acpi ]; then
+		poweroff -f
+	else
+		reboot -f
+	fi
 	sleep 10
 }
 

@@ -20,7 +20,8 @@
 #     sources, another suite as "deb MIRROR SUITE main" from the host's
 #     mirror (host_mirror, as scripts/kroot.sh), with what a new user
 #     starts from (apt, sudo, git, make, build-essential, ca-certificates,
-#     and the systemd, udev, kmod and passwd every Debian host has), cached
+#     and the systemd, udev, kmod and passwd every Debian host has, and the
+#     image of the kernel it runs, the guest's: linux-image-KREL), cached
 #     as build/quickstart/base-SUITE-*.tar.zst (its name carries its
 #     recipe) and extracted afresh for each block; NOT the build
 #     dependencies: those must come from the documented commands.  apt's
@@ -144,7 +145,12 @@ SYSTEM_RE='(^|[;&|][[:space:]]*|sudo[[:space:]]+)(modprobe|insmod|systemctl|udev
 # What a newcomer's Debian has before reading the README (passwd: every
 # installed host has it, and the newcomer is made with its useradd; Debian
 # 13 no longer counts it as required, so mmdebstrap's apt variant left it
-# out).  apt's own defaults (Recommends installed) are left as they are.
+# out), and the running kernel's image, linux-image-KREL (suite_vars): a
+# host runs the kernel of a package it has installed.  (Without it, each
+# block's `apt install ... linux-headers-$(uname -r)` installed the image
+# as a Recommends and made its initramfs twice: about 100 of quickstart's
+# 668 CPU seconds in the fresh-clone run of 7174532, which no host spends.)
+# apt's own defaults (Recommends installed) are left as they are.
 include=sudo,git,make,build-essential,ca-certificates,systemd-sysv,udev,kmod,passwd
 debian_name() {
 	case $1 in
@@ -182,7 +188,7 @@ suite_vars() {
 		notok "$suite: no guest kernel for $KREL (run scripts/deps.sh)"
 		return 1
 	fi
-	mmopts=(--variant=apt --skip=cleanup/apt/lists --include="$include")
+	mmopts=(--variant=apt --skip=cleanup/apt/lists --include="$include,linux-image-$KREL")
 	key=$(printf '%s\n' "${mmopts[@]}" "$src" | sha256sum | cut -c1-12)
 	base=$OUT/base-$suite-$key.tar.zst
 	UNAME=$OUT/uname-$suite
@@ -202,7 +208,7 @@ suite_root() {
 		echo "# mmdebstrap $suite (first run: a few minutes), sources: $sources"
 		if mmdebstrap "${mmopts[@]}" "$suite" "$base.tmp.tar.zst" "$sources" >"$OUT/mmdebstrap-$suite.log" 2>&1; then
 			mv "$base.tmp.tar.zst" "$base"
-			echo "# a fresh $dname root with $include ($(($(now) - start)) s)"
+			echo "# a fresh $dname root with $include,linux-image-$KREL ($(($(now) - start)) s)"
 		else
 			tail -n 30 "$OUT/mmdebstrap-$suite.log" | indent
 			rm -f "$base.tmp.tar.zst"
