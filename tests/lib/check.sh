@@ -18,10 +18,11 @@
 #   - the lease stage (from after the contract, beside agent-guest and
 #     handoff, joined after them),
 #   - the vmclone stage (beside vmtest, joined after it),
+#   - the bench-smoke stage (nice 10, beside vmtest, joined after it),
 #   - the debug-kernel stage (nice 10, from before the contract, whose
 #     agents mostly wait on timers; it waits for its build; joined after
 #     restart),
-#   - the piuparts stage (beside the lease stage, joined with it),
+#   - the piuparts stage (nice 10, beside the lease stage, joined with it),
 #   - the upgrade stage (from before the contract to the end, joined last),
 #   - the dkms-sid stage's sid root with PostgreSQL 18 and the dkms-trixie
 #     stage's Debian 13 root with PostgreSQL 17 and MariaDB 11.8
@@ -385,8 +386,9 @@ want contract && run_stage contract tests/contract/run.sh
 # (one guest, one busy virtual CPU, timers); joined after them.
 want lease && bg_stage lease tests/lease/run.sh
 # piuparts (issue 33): Debian's installation tester in clean bookworm
-# chroots, mostly waiting on the mirror and dpkg, beside the same guests.
-want piuparts && bg_stage piuparts tests/piuparts/run.sh
+# chroots, mostly waiting on the mirror and dpkg, beside the same guests,
+# at nice 10: nothing in it is timed, and the guests beside it are.
+want piuparts && bg_stage piuparts nice -n 10 tests/piuparts/run.sh
 # The database functions on the deb stage's packages (tests/db/run.sh): one
 # guest (one busy CPU) and apt in chroots, from here to the end beside the
 # guest lanes (it once started after vmtest, beside the debug kernel's
@@ -396,20 +398,24 @@ want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff tests/handoff/run.sh
 join_stage lease
 join_stage piuparts
-# Every part of `make bench` once, a few iterations, nothing timed
-# (scripts/bench.sh, BENCHMARKS.md): the benchmarks keep working.
-want bench-smoke && run_stage bench-smoke env BENCH_SMOKE=1 SNOWFLAKE_SKIP_DEPS=1 scripts/bench.sh
 # The vmclone lane (one guest at a time, 77 % of the CPUs idle when it ran
 # alone: it waits on savevm, the snapshot's restore and the guests' timers)
 # runs beside vmtest, whose two guests left 48 % of the CPUs idle; joined
 # after it.
 want vmclone && bg_stage vmclone tests/vmclone/run.sh
+# Every part of `make bench` once, a few iterations, nothing timed
+# (scripts/bench.sh, BENCHMARKS.md): the benchmarks keep working.  In the
+# background at nice 10 beside vmtest, joined after it: nothing in it is
+# timed, and as a stage of its own it held the stages after it back by its
+# 86 s (the fresh-clone run of 7174532).
+want bench-smoke && bg_stage bench-smoke nice -n 10 env BENCH_SMOKE=1 SNOWFLAKE_SKIP_DEPS=1 scripts/bench.sh
 # Three guests at a time on two CPUs (one more than the CPUs): a guest of
 # the suite uses about 70 CPU seconds in its 160 s (its tests wait on
 # timers and ticks), and two left 48 % of the CPUs idle
 # (tests/vmtest/run.sh, VMTEST_JOBS).
 want vmtest && run_stage vmtest env VMTEST_JOBS="${VMTEST_JOBS:-$(($(nproc) >= 2 ? $(nproc) + 1 : 1))}" tests/vmtest/run.sh
 join_stage vmclone
+join_stage bench-smoke
 want restart && run_stage restart tests/restart/run.sh
 join_stage debug-kernel
 join_stage upgrade
