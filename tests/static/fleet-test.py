@@ -24,19 +24,11 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "contract"))
 import fleet  # noqa: E402
 import stores as S  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
+from tap import Tap  # noqa: E402
 
 HOLD_S = 12
-passed = failed = 0
-
-
-def check(what, cond):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok %d %s" % (passed + failed, what))
-    else:
-        failed += 1
-        print("not ok %d %s" % (passed + failed, what))
+TAP = Tap()
+check = TAP.check
 
 
 def main():
@@ -85,12 +77,11 @@ def main():
             proxy.close()
         st.stop()
         S.stop_procs(procs)
-        if failed:
+        if TAP.failed:
             print("logs kept in %s" % out)
         else:
             shutil.rmtree(out, ignore_errors=True)
 
 
 main()
-print("fleet-test: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+TAP.finish("fleet-test")

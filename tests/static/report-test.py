@@ -11,18 +11,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import report  # noqa: E402
+from tap import Tap  # noqa: E402
 
-passed = failed = 0
-
-
-def check(what, cond):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok %d %s" % (passed + failed, what))
-    else:
-        failed += 1
-        print("not ok %d %s" % (passed + failed, what))
+TAP = Tap()
+check = TAP.check
 
 
 def summary(xs):
@@ -66,5 +58,4 @@ table = "\n".join(report.compare_table(rows, "BASE", "HEAD"))
 check("P6 missing in HEAD: the table says so",
       any(ln.startswith("| P6 ") and "not measured in head" in ln for ln in table.splitlines()))
 
-print("report-test: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+TAP.finish("report-test")
