@@ -1,8 +1,8 @@
 #!/bin/bash
 # P9 (issue 32), part of `make bench` (scripts/bench.sh runs it): the keys a
 # database makes, in one server of each, one run, the same table shape.
-# The guest of the db stage (tests/db/lib.sh: Debian 12, PostgreSQL 15,
-# MariaDB 10.11, the snowflake packages installed with apt, the real module)
+# The guest of the db stage (tests/db/lib.sh: Debian 13, PostgreSQL 17,
+# MariaDB 11.8, the snowflake packages installed with apt, the real module)
 # runs bench/db/p9-guest.sh: a ROWS-row INSERT ... SELECT with each key's
 # default (snowflake.nextval(), bigserial, gen_random_uuid(), Instagram's
 # PL/pgSQL function, snowflake.uuidv7(); MariaDB: snowflake_next(),
@@ -31,7 +31,8 @@ fi
 # shellcheck source=tests/db/lib.sh
 . "$ROOT/tests/db/lib.sh"
 mkdir -p "$OUT"
-kver=$(all_kvers | sed -n 1p)
+trap 'db_umount "$OUT/root"' EXIT
+kver=$(db_kver) || die "P9: no kernel of Debian $DB_SUITE (scripts/kroot.sh $DB_SUITE)"
 start=$(now)
 db_root "$kver" "$OUT/root" >"$OUT/root.log" 2>&1 || {
 	cat "$OUT/root.log" >&2
@@ -42,7 +43,7 @@ t0=$(now)
 db_boot "$kver" "$OUT/root" "$ROOT/bench/db/p9-guest.sh" sfp9 "snowflake: P9 (scripts/bench-db.sh)" \
 	"${VM_TIMEOUT:-1800}" "$OUT/console.log" rows="$ROWS" rounds="${P9_ROUNDS:-1}" >"$OUT/boot.log" 2>&1 ||
 	die "P9: the guest did not boot ($(cat "$OUT/boot.log"))"
-rm -rf "$OUT/root"
+db_clean "$OUT/root"
 tr -d '\r' <"$OUT/console.log" | grep -E '^BENCH ' >"$OUT/p9.txt" || true
 grep -q '^BENCH done' "$OUT/p9.txt" || {
 	tail -n 30 "$OUT/console.log" | tr -d '\r' | sed 's/^/  | /' >&2

@@ -1,6 +1,6 @@
 #!/bin/bash
-# P9 (issue 32), in the guest of scripts/bench-db.sh: the Debian 12 root of
-# tests/db (PostgreSQL 15, MariaDB 10.11, postgresql-15-snowflake and
+# P9 (issue 32), in the guest of scripts/bench-db.sh: the root of
+# tests/db (Debian 13: PostgreSQL 17, MariaDB 11.8, postgresql-17-snowflake and
 # mariadb-plugin-snowflake installed with apt), booted with systemd on the
 # real module.  One server of each, one run, the same table shape: a
 # ROWS-row INSERT ... SELECT with each key's default, its time and the size
@@ -27,7 +27,7 @@ TAG=SFP9 T_OUT=/tmp/sfp9.out
 # The root is the initramfs, a tmpfs: room for the tables and the WAL,
 # which is kept small (every key pays the same checkpoints).
 mount -o remount,size=2600M /
-until_ok 120 systemctl is-active postgresql@15-main.service
+until_ok 120 systemctl is-active "postgresql@$(cat /usr/local/share/sf-db/pg)-main.service"
 until_ok 120 systemctl is-active mariadb.service
 snowflake config --datacenter 0 --worker 1 >/dev/null
 runuser -u postgres -- psql -X -q -c "ALTER SYSTEM SET max_wal_size = '256MB'" -c 'SELECT pg_reload_conf()' -c 'CREATE DATABASE p9'

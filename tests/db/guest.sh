@@ -1,6 +1,6 @@
 #!/bin/bash
-# In the Debian 12 root of tests/db/run.sh (PostgreSQL 15, MariaDB 10.11,
-# the snowflake packages and postgresql-15-snowflake,
+# In the Debian 13 root of tests/db/run.sh (PostgreSQL 17, MariaDB 11.8,
+# the snowflake packages and postgresql-17-snowflake,
 # mariadb-plugin-snowflake installed with apt), booted with systemd as PID 1:
 # the database functions on the real module.  Every result is a console line
 # "SFDB ok|notok WHAT" (details "SFDB # ..."), then "SFDB done" and a
@@ -19,6 +19,9 @@ TAG=SFDB T_OUT=/tmp/sfdb.out
 . /usr/local/lib/sf-guest-lib.sh
 SHARE=/usr/local/share/sf-db
 ROWS=$(cat $SHARE/rows)
+PGV=$(cat $SHARE/pg)
+export PGV
+PG_CONFIG=/usr/lib/postgresql/$PGV/bin/pg_config
 
 # psql as postgres, quiet, unaligned, stop at the first error.
 pg() { runuser -u postgres -- psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -70,7 +73,7 @@ eq() {
 mount -o remount,size=2600M / 2>/dev/null || mount -o remount,size=2600M /
 info df -m /
 say "# kernel $(uname -r), $(runuser -u postgres -- psql -X -A -t -c 'SHOW server_version' 2>&1), $(mariadb --version 2>&1 | head -n1)"
-t "postgresql.service is active" until_ok 120 systemctl is-active postgresql@15-main.service
+t "postgresql.service is active" until_ok 120 systemctl is-active "postgresql@$PGV-main.service"
 t "mariadb.service is active" until_ok 120 systemctl is-active mariadb.service
 t "the device is there, strict, refusing (no worker id yet)" \
 	sh -c 'test -c /dev/snowflake && test "$(cat /sys/class/misc/snowflake/strict)" = 1 && ! snowflake next >/dev/null 2>&1'
@@ -79,7 +82,7 @@ info id mysql
 info ls -l /dev/snowflake /dev/uuidv7
 
 # ---- PostgreSQL: CREATE EXTENSION, the errors -----------------------------------
-t "CREATE EXTENSION snowflake (as installed by postgresql-15-snowflake)" \
+t "CREATE EXTENSION snowflake (as installed by postgresql-$PGV-snowflake)" \
 	pg -c 'CREATE EXTENSION snowflake'
 expect_err "a strict device without a lease: the error says the agent holds none" \
 	55000 "snowflake-agent" 'SELECT snowflake.nextval()'
@@ -111,7 +114,7 @@ expect_err "a foreign device (/dev/null)" 42809 "not a snowflake device" \
 
 # ---- pg_regress ------------------------------------------------------------------
 rm -rf /tmp/pgsrc && cp -a $SHARE/postgresql /tmp/pgsrc && chown -R postgres: /tmp/pgsrc
-if runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config \
+if runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG="$PG_CONFIG" \
 	>/tmp/sfdb.regress 2>&1; then
 	say "ok pg_regress (make installcheck): $(grep -E 'tests passed|All [0-9]+ tests' /tmp/sfdb.regress | head -n1)"
 else
@@ -126,13 +129,13 @@ fi
 # from the disk), pg_regress again: it must fail in the snowflake test, the
 # devices test passing (the server and the harness worked); then the
 # package's library back.
-LIB=$(/usr/lib/postgresql/15/bin/pg_config --pkglibdir)/snowflake.so
+LIB=$($PG_CONFIG --pkglibdir)/snowflake.so
 cp "$LIB" /tmp/snowflake.so.pkg
 for m in "$SHARE"/mutants/*.so; do
 	[ -e "$m" ] || continue
 	name=$(basename "$m" .so)
 	install -m 0644 "$m" "$LIB"
-	runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config \
+	runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG="$PG_CONFIG" \
 		>/tmp/sfdb.mutant 2>&1
 	if grep -Eq '(^|[^a-z_])snowflake +\.\.\. FAILED|^not ok [0-9]+ +- snowflake' /tmp/sfdb.mutant &&
 		grep -Eq '(^|[^a-z_])devices +\.\.\. ok|^ok [0-9]+ +- devices' /tmp/sfdb.mutant; then
@@ -370,7 +373,7 @@ unload() { [ ! -e /sys/module/snowflake ] || modprobe -r snowflake; }
 num() { grep -o "$1 [0-9][0-9]*" | grep -o '[0-9]*$' | head -n 1; }
 servers() {
 	local u
-	for u in mariadb.service postgresql@15-main.service; do
+	for u in mariadb.service "postgresql@$PGV-main.service"; do
 		timeout 120 systemctl "$1" "$u" || say "# systemctl $1 $u failed"
 	done
 }
@@ -389,7 +392,7 @@ eq "IDs read by the CLI (timeout 10 snowflake next -n 2): 2 of the tick's 4" \
 	"$(timeout 10 snowflake next -n 2 | wc -l)" 2
 servers start
 t "PostgreSQL and MariaDB are active again" until_ok 120 sh -c \
-	'systemctl is-active postgresql@15-main.service && systemctl is-active mariadb.service'
+	'systemctl is-active postgresql@$PGV-main.service && systemctl is-active mariadb.service'
 
 # MariaDB, sql_mode='': a multi-row INSERT through DEFAULT snowflake_next()
 # whose first 2 rows take the tick's last IDs and whose third waits for the
@@ -534,6 +537,67 @@ eq "the layout back: time_unit_ms, sequence_bits" \
 	"$(snowflake config | awk '$1 ~ /^(time_unit_ms|sequence_bits)$/ { printf "%s ", $2 }')" "1 12 "
 t "an ID is served" timeout 10 snowflake next
 say "# figure: the one-hour tick's checks took $(($(up) - tick0)) s"
+
+# ---- the agent's MariaDB store on this MariaDB (the host's 10.11: the
+# agent-guest lane) ----
+# snowflake-agent (built in this root: tests/db/lib.sh), --backend mysql against the
+# guest's mariadbd on 127.0.0.1:3306 (Debian's configuration): a cluster
+# initialised, the pair (3, 5) claimed, IDs served within the window the
+# lease gave the device, then SIGTERM: the lease released.
+S=/sys/class/misc/snowflake
+servers start
+t "PostgreSQL and MariaDB are active again (for the agent's store)" until_ok 120 sh -c \
+	'systemctl is-active "postgresql@$PGV-main.service" && systemctl is-active mariadb.service'
+t "MariaDB: the agent's user (CREATE USER, GRANT ON snowflake.*)" my -e "
+	CREATE USER 'snowflake'@'127.0.0.1' IDENTIFIED BY 'guestpw';
+	GRANT CREATE, SELECT, INSERT, UPDATE ON snowflake.* TO 'snowflake'@'127.0.0.1'"
+printf '%s\n' 'backend = mysql' 'mysql-host = 127.0.0.1' 'mysql-user = snowflake' \
+	'mysql-password = guestpw' 'cluster = sfdb' 'ttl-ms = 3000' >/etc/sfdb-agent.conf
+chmod 0600 /etc/sfdb-agent.conf
+AG="/usr/local/sbin/snowflake-agent --config /etc/sfdb-agent.conf --datacenter-ids 3 --worker-ids 5"
+# shellcheck disable=SC2086 # $AG: the command and its options
+t "snowflake-agent --backend mysql --init-store (cluster sfdb, pair 3/5)" timeout 60 $AG --init-store
+lease="SELECT %s FROM snowflake.snowflake_lease WHERE cluster = 'sfdb' AND datacenter = 3 AND worker = 5"
+# shellcheck disable=SC2059 # the column into the query
+# A new pair's mark is 0: no holder has stamped anything yet.
+eq "the store: the pair's row, its mark" "$(my -e "$(printf "$lease" 'count(*), mark')")" "$(printf '1\t0')"
+# shellcheck disable=SC2086
+timeout 120 $AG --log-level info 2>/tmp/sfdb.agent &
+apid=$!
+# The device had worker 2 from snowflake config: served only once it has
+# the lease's pair.
+if until_ok 60 sh -c "[ \"\$(cat $S/datacenter_id)/\$(cat $S/worker_id)\" = 3/5 ] && snowflake next"; then
+	say "ok the agent claimed the pair: the device has 3/5 and snowflake next serves"
+else
+	say "notok the agent did not claim the pair within 60 s"
+	sed "s/^/$TAG #     /" /tmp/sfdb.agent | tail -n 20
+fi
+eq "the device's pair is the lease's" "$(cat $S/datacenter_id)/$(cat $S/worker_id)" 3/5
+# shellcheck disable=SC2059
+eq "the store holds the pair's lease (a live row with an owner)" \
+	"$(my -e "$(printf "$lease" "count(*)") AND owner <> '' AND expiry > UTC_TIMESTAMP(6)")" 1
+id=$(timeout 10 snowflake next)
+ms=$(my -e "SELECT snowflake_unix_ms(${id:-0})")
+ceil=$(cat $S/lease_ceiling_ms)
+# shellcheck disable=SC2059
+mark=$(my -e "$(printf "$lease" mark)")
+say "# ID $id: stamped $ms ms; the lease's ceiling $ceil, the store's mark $mark"
+if [ -n "$ms" ] && [ "$ceil" -gt 0 ] && [ "$ms" -le "$ceil" ] && [ "$ceil" -le "$mark" ] &&
+	[ "$(my -e "SELECT snowflake_worker($id)")" = 5 ]; then
+	say "ok snowflake next: an ID of worker 5 stamped within the lease's window (at most its ceiling, which the store's mark covers)"
+else
+	say "notok snowflake next within the lease's window: stamped ${ms:-?}, ceiling $ceil, mark ${mark:-?}"
+fi
+kill -TERM "$apid"
+arc=0
+wait "$apid" || arc=$?
+eq "the agent stopped with SIGTERM: exit status" "$arc" 0
+t "the agent's log says the lease was released (event=released)" grep -q 'event=released' /tmp/sfdb.agent
+# shellcheck disable=SC2059
+eq "the store holds no live lease of the pair" \
+	"$(my -e "$(printf "$lease" "count(*)") AND expiry > UTC_TIMESTAMP(6)")" 0
+t "the device fenced after the agent (reads refused)" sh -c '! timeout 10 snowflake next'
+grep -v 'event=renewed' /tmp/sfdb.agent | tail -n 8 | sed "s/^/$TAG #     /"
 
 say "done"
 systemctl poweroff

@@ -123,6 +123,63 @@ db_host() {
 	rm -rf "$t"
 }
 
+# db_bookworm: postgresql-15-snowflake and mariadb-plugin-snowflake for
+# Debian 12, built on this Debian 12 host (PostgreSQL 15 and MariaDB 10.11's
+# development packages, debhelper and lintian: scripts/deps.sh) with
+# dpkg-buildpackage against the deb stage's libsnowflake1 and
+# libsnowflake-dev, installed with dpkg into overlays on /usr, /etc and /var
+# in a mount namespace of its own (upper layers on a tmpfs, gone with it:
+# the host is not changed), and checked by lintian.  No guest: the packages'
+# functions run on Debian 13's PostgreSQL 17 and MariaDB 11.8 in the guest
+# (tests/db/lib.sh), and the MariaDB functions on this host's 10.11 above.
+db_bookworm() {
+	local t version debs=() p f start
+	version=$(cat "$ROOT/VERSION")
+	db_debs "$version"
+	if [ "${#debs[@]}" -ne 5 ]; then
+		notok "bookworm: no libsnowflake1 and libsnowflake-dev of $version (build/deb or build/debs)"
+		return
+	fi
+	start=$(now)
+	t=$OUT/bookworm
+	rm -rf "$t"
+	mkdir -p "$t/src" "$t/debs" "$t/ovl"
+	cp "${debs[0]}" "${debs[1]}" "$t/debs/"
+	cp -a "$ROOT/clients/postgresql" "$ROOT/clients/mariadb" "$t/src/"
+	(cd "$t/src" && rm -rf postgresql/*.o postgresql/*.so postgresql/*.bc postgresql/results mariadb/*.so)
+	# shellcheck disable=SC2016 # the inner script expands its own arguments
+	if unshare --mount --fork -- sh -ec '
+		T=$1
+		mount --make-rprivate /
+		mount -t tmpfs tmpfs "$T/ovl"
+		for d in usr etc var; do
+			mkdir -p "$T/ovl/$d.u" "$T/ovl/$d.w"
+			mount -t overlay overlay -o "lowerdir=/$d,upperdir=$T/ovl/$d.u,workdir=$T/ovl/$d.w" "/$d"
+		done
+		DEBIAN_FRONTEND=noninteractive dpkg -i "$T"/debs/*.deb
+		cd "$T/src/postgresql" && pg_buildext updatecontrol && dpkg-buildpackage -us -uc -b
+		cd "$T/src/mariadb" && dpkg-buildpackage -us -uc -b' sh "$t" >"$t/build.log" 2>&1; then
+		ok "bookworm: dpkg-buildpackage -us -uc -b of clients/postgresql and clients/mariadb on this Debian 12 host ($(($(now) - start)) s)"
+	else
+		tail -n 30 "$t/build.log" | indent
+		notok "bookworm: dpkg-buildpackage on this host (log: ${t#"$ROOT"/}/build.log)"
+		return
+	fi
+	for p in postgresql-15-snowflake mariadb-plugin-snowflake; do
+		f=$(find "$t/src" -maxdepth 1 -name "${p}_${version}_*.deb" | sed -n 1p)
+		check "bookworm: ${p}_${version} built" test -n "$f"
+	done
+	f=$(find "$t/src" -maxdepth 1 -name "postgresql-15-snowflake_${version}_*.deb" | sed -n 1p)
+	[ -z "$f" ] || check "bookworm: postgresql-15-snowflake ships snowflake.so for 15 and depends on libsnowflake1" \
+		sh -c "dpkg-deb -c '$f' | grep ' ./usr/lib/postgresql/15/lib/snowflake.so$' >/dev/null &&
+			dpkg-deb -f '$f' Depends | grep -q 'libsnowflake1' && dpkg-deb -f '$f' Depends | grep -q 'postgresql-15'"
+	lintian -I -E --pedantic "$t"/src/*.changes >"$t/lintian.log" 2>&1 || true
+	sed -i '/running with root privileges is not recommended/d' "$t/lintian.log"
+	indent <"$t/lintian.log"
+	check "bookworm: lintian: no error in postgresql-15-snowflake, mariadb-plugin-snowflake" \
+		sh -c "! grep -q '^E: ' '$t/lintian.log'"
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	set -euo pipefail
 	# shellcheck source=tests/lib/lib.sh
@@ -131,3 +188,4 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	echo "db-host: $pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 fi
+

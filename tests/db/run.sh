@@ -2,34 +2,46 @@
 # The db stage of `make check` (issue 32): the database functions as a user
 # installs them, on the real module, in a guest.
 #
-#   0. On this host, without the module (tests/db/host.sh, db_host): the
-#      MariaDB functions built against this tree's libsnowflake in a
-#      private mariadbd: the server lives through a call, DROP FUNCTION and
-#      the caller's disconnect (issue 43).
-#   1. The guest's root (tests/db/lib.sh, db_root): the deb lane's Debian
-#      12 root with PostgreSQL 15 and MariaDB 10.11 (cached), the deb
-#      stage's packages installed with apt (DKMS builds snowflake.ko), and
-#      postgresql-15-snowflake and mariadb-plugin-snowflake, built from
-#      clients/postgresql and clients/mariadb with dpkg-buildpackage
-#      (pg_buildext) in a root with their Build-Depends, checked by
-#      lintian, installed with apt; the servers' users in the group
+#   0. On this Debian 12 host, without the module (tests/db/host.sh,
+#      db_host): the MariaDB functions built against this tree's
+#      libsnowflake in a private mariadbd (10.11): the server lives through
+#      a call, DROP FUNCTION and the caller's disconnect (issue 43).  Then
+#      (db_bookworm) postgresql-15-snowflake and mariadb-plugin-snowflake
+#      built for Debian 12 with dpkg-buildpackage on this host (its
+#      PostgreSQL 15 and MariaDB 10.11 development packages, the deb stage's
+#      libsnowflake-dev in overlays of a mount namespace), checked by
+#      lintian; no guest.
+#   1. The guest's root (tests/db/lib.sh, db_root): Debian 13, an overlay
+#      on the dkms-trixie stage's root (PostgreSQL 17, MariaDB 11.8, their
+#      development packages; tests/dkms-suite/root.sh), the deb stage's
+#      packages installed with apt (DKMS builds snowflake.ko for trixie's
+#      6.12.117+deb13), and postgresql-17-snowflake and
+#      mariadb-plugin-snowflake, built there from clients/postgresql and
+#      clients/mariadb with dpkg-buildpackage (pg_buildext), checked by
+#      lintian, installed with apt; snowflake-agent built there from the
+#      tree (the deb stage's is bookworm's); the servers' users in the group
 #      snowflake.
-#   2. That root booted with systemd as PID 1 (vm_boot_systemd):
-#      tests/db/guest.sh runs there: CREATE EXTENSION and CREATE FUNCTION
-#      on the installed packages, the errors and their SQLSTATEs, pg_regress
-#      (make installcheck), the 1,000,000-row INSERT ... SELECT with the
-#      wall clock stepped back one hour mid-statement, 8 concurrent
-#      sessions, the merge of two servers' databases (snowflake against
-#      bigserial and AUTO_INCREMENT), the MariaDB functions; then, on a
-#      one-hour tick, a wait ended by pg_cancel_backend(),
-#      pg_terminate_backend() and statement_timeout, a MariaDB INSERT under
-#      sql_mode='' whose read fails mid-statement, and a MariaDB wait ended
-#      by KILL QUERY and by max_statement_time (ERROR 1317, 1969).
+#   2. That root booted with systemd as PID 1 on trixie's own kernel
+#      (vm_boot_systemd): tests/db/guest.sh runs there: CREATE EXTENSION
+#      and CREATE FUNCTION on the installed packages, the errors and their
+#      SQLSTATEs, pg_regress (make installcheck), the 1,000,000-row INSERT
+#      ... SELECT with the wall clock stepped back one hour mid-statement,
+#      8 concurrent sessions, the merge of two servers' databases
+#      (snowflake against bigserial and AUTO_INCREMENT), the MariaDB
+#      functions; then, on a one-hour tick, a wait ended by
+#      pg_cancel_backend(), pg_terminate_backend() and statement_timeout, a
+#      MariaDB INSERT under sql_mode='' whose read fails mid-statement, and
+#      a MariaDB wait ended by KILL QUERY and by max_statement_time (ERROR
+#      1317, 1969); last, the agent's MariaDB store (--backend mysql on the
+#      guest's mariadbd): a pair claimed, IDs within the lease's window,
+#      released at SIGTERM.
 #
 # Needs the deb stage's packages (build/deb/*.deb: tests/deb/run.sh; this
-# stage runs after it).  Environment: DB_KERNEL (default: the first of
-# all_kvers), DB_ROWS (default 1000000), DB_TIMEOUT (the guest's, default
-# 1800 s: two vCPUs in one TCG thread, and the one-hour tick's restarts).  Prints "db: N passed, M failed".
+# stage runs after it) and the dkms-trixie root (made when missing).
+# Environment: DB_KERNEL (default: trixie's own, suite_kver), DB_ROWS
+# (default 1000000), DB_TIMEOUT (the guest's, default 1800 s: two vCPUs in
+# one TCG thread, and the one-hour tick's restarts).  Prints "db: N passed,
+# M failed".
 set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
@@ -55,8 +67,13 @@ if [ "$(id -u)" -ne 0 ]; then
 	finish
 fi
 mkdir -p "$OUT"
+trap 'db_umount "$R"' EXIT
 db_host
-KVER=${DB_KERNEL:-$(all_kvers | sed -n 1p)}
+db_bookworm
+KVER=$(db_kver) || {
+	notok "no kernel of Debian $DB_SUITE (scripts/kroot.sh $DB_SUITE)"
+	finish
+}
 
 db_root "$KVER" "$R" || finish
 db_boot "$KVER" "$R" "$ROOT/tests/db/guest.sh" sfdb \
@@ -77,5 +94,5 @@ check "P9's report (bench/db/p9-report.py) on that run: every key measured" \
 	sh -c "python3 '$ROOT/bench/db/p9-report.py' '$OUT/p9.txt' >'$OUT/p9.md' && ! grep -q failed '$OUT/p9.md' &&
 		[ \$(grep -c '^| [pm]' '$OUT/p9.md') -eq 9 ]"
 indent <"$OUT/p9.md"
-rm -rf "$R"
+db_clean "$R"
 finish

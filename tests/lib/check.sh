@@ -27,9 +27,9 @@
 #   - the dkms-sid stage's sid root with PostgreSQL 18 and the dkms-trixie
 #     stage's Debian 13 root with PostgreSQL 17 and MariaDB 11.8
 #     (tests/dkms-suite/root.sh, from after ksrc; each stage waits for its
-#     own),
-#   - the db stage (its roots made from after ksrc, as the deb stage's; the
-#     stage from after the contract, beside the guest lanes, joined last),
+#     own; the db stage's guest is an overlay on the trixie one),
+#   - the db stage (from after the contract, beside the guest lanes, joined
+#     last),
 #   - the previous release's build for the upgrade stage (nice 19, from
 #     after ksrc; the upgrade stage waits for it),
 #   - the fuzz stage (nice 10, from after unit, beside userspace,
@@ -299,21 +299,18 @@ fi
 if want deb; then
 	helper deb-root-prefetch nice -n 10 tests/deb/root.sh
 fi
-# The db stage's roots (tests/db/root.sh: that root with PostgreSQL and
-# MariaDB; it waits for the one above), the same way.
-if want db; then
-	helper db-root-prefetch nice -n 10 tests/db/root.sh
-fi
 # The dkms-SUITE stages' roots (tests/dkms-suite/root.sh: the suite's root
 # with its PostgreSQL, and for trixie its MariaDB), the same way; the stage
 # and its helper take the same arguments (else the stage makes its root
-# again, in the foreground).
+# again, in the foreground).  The db stage's guest is an overlay on the
+# trixie root (tests/db/lib.sh: the same arguments), so it is made for
+# either stage.
 DKMS_SID=(sid 18)
 DKMS_TRIXIE=(trixie 17 --mariadb)
 if want dkms-sid; then
 	helper dkms-sid-root-prefetch nice -n 10 tests/dkms-suite/root.sh "${DKMS_SID[@]}"
 fi
-if want dkms-trixie; then
+if want dkms-trixie || want db; then
 	helper dkms-trixie-root-prefetch nice -n 10 tests/dkms-suite/root.sh "${DKMS_TRIXIE[@]}"
 fi
 # The previous release's packages and selftests for the upgrade stage
@@ -390,8 +387,8 @@ want lease && bg_stage lease tests/lease/run.sh
 # at nice 10: nothing in it is timed, and the guests beside it are.
 want piuparts && bg_stage piuparts nice -n 10 tests/piuparts/run.sh
 # The database functions on the deb stage's packages (tests/db/run.sh): one
-# guest (one busy CPU) and apt in chroots, from here to the end beside the
-# guest lanes (it once started after vmtest, beside the debug kernel's
+# guest (one busy CPU) and apt in an overlay on the dkms-trixie root, from
+# here to the end beside the guest lanes (it once started after vmtest, beside the debug kernel's
 # suite, and ended last); joined last.
 want db && bg_stage db tests/db/run.sh
 want agent-guest && run_stage agent-guest tests/agent-guest/run.sh

@@ -437,7 +437,9 @@ vm_guest_results() {
 # deb lane's systemd and containers guests and the quickstart guest.
 # VM_SYSTEMD_ARGS (an array): more qemu arguments (the upgrade lane's
 # second serial port); VM_SYSTEMD_CPUS: vCPUs (default 1; the db lane's
-# concurrent sessions take 2, still one TCG thread).
+# concurrent sessions take 2, still one TCG thread); VM_SYSTEMD_MEM: MiB
+# of RAM (default 3072; the rootfs the initramfs is unpacked into may hold
+# half of what the initramfs itself leaves).
 vm_boot_systemd() {
 	local kver=$1 img=$2 log=$3 timeout=$4 kernel start
 	kernel=$(vmlinuz_of "$kver") || {
@@ -448,7 +450,7 @@ vm_boot_systemd() {
 	start=$(now)
 	rc=0
 	vm_accel_args single
-	timeout -k 10 "$timeout" qemu-system-x86_64 "${VM_ACCEL[@]}" -smp "${VM_SYSTEMD_CPUS:-1}" -m 3072 \
+	timeout -k 10 "$timeout" qemu-system-x86_64 "${VM_ACCEL[@]}" -smp "${VM_SYSTEMD_CPUS:-1}" -m "${VM_SYSTEMD_MEM:-3072}" \
 		-nographic -no-reboot -nodefaults -serial mon:stdio \
 		-kernel "$kernel" -initrd "$img" "${VM_SYSTEMD_ARGS[@]}" \
 		-append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=4 systemd.show_status=false ${VM_KARGS[*]} ${VM_APPEND:-}" \
