@@ -80,6 +80,7 @@ run_stage() {
 	cpu_cs
 	STAGE_CPU=$(cg_cpu "$name") || STAGE_CPU=$(((CPU_CS - cpu0) / 100))
 	STAGE_BUSY=$(machine_busy "$busy0")
+	STAGE_SPAN="$((start - t0))-$(($(now) - t0))"
 	count_stage "$name" "$rc" "$(($(now) - start))"
 }
 # The CPU seconds of a stage: every process it started (QEMU, the stores'
@@ -183,6 +184,7 @@ join_stage() {
 	cat "$BUILD/check-stage-$name.log"
 	STAGE_CPU=$(cg_cpu "$name") || STAGE_CPU=$(cat "$BUILD/check-stage-$name.cpu" 2>/dev/null || echo '?')
 	STAGE_BUSY=$(cat "$BUILD/check-stage-$name.busy" 2>/dev/null || echo '?')
+	STAGE_SPAN="$((bg_start[$name] - t0))-$((end - t0))"
 	count_stage "$name" "$rc" "$((end - ${bg_start[$name]}))"
 	unset "bg_pid[$name]"
 }
