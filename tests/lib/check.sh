@@ -23,7 +23,8 @@
 #   - the debug-kernel stage (nice 10, from before the contract, whose
 #     agents mostly wait on timers; it waits for its build; joined after
 #     restart),
-#   - the piuparts stage (nice 10, from beside the lease stage, joined last),
+#   - the piuparts stage (nice 10, from beside the lease stage, joined last;
+#     its clean chroot made from after ksrc, tests/piuparts/run.sh --base),
 #   - the upgrade stage (from before the contract to the end, joined last),
 #   - the dkms-sid stage's sid root with PostgreSQL 18 and the dkms-trixie
 #     stage's Debian 13 root with PostgreSQL 17 and MariaDB 11.8
@@ -306,6 +307,13 @@ fi
 # MariaDB; it waits for the one above), the same way.
 if want db; then
 	helper db-root-prefetch nice -n 10 tests/db/root.sh
+fi
+# The piuparts stage's clean bookworm chroot (tests/piuparts/run.sh
+# --base: a minbase mmdebstrap), the same way: the stage, started after the
+# contract at nice 10, waited 291 s on the mirror for it, and ended CI's
+# run of 212cecf (the stage waits for this one, a lock).
+if want piuparts; then
+	helper piuparts-root-prefetch nice -n 10 tests/piuparts/run.sh --base
 fi
 # The dkms-SUITE stages' roots (tests/dkms-suite/root.sh: the suite's root
 # with its PostgreSQL, and for trixie its MariaDB), the same way; the stage
