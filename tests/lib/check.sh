@@ -23,7 +23,7 @@
 #   - the debug-kernel stage (nice 10, from before the contract, whose
 #     agents mostly wait on timers; it waits for its build; joined after
 #     restart),
-#   - the piuparts stage (nice 10, from beside the lease stage, joined last;
+#   - the piuparts stage (nice 10, from before the contract, joined last;
 #     its clean chroot made from after ksrc, tests/piuparts/run.sh --base),
 #   - the upgrade stage (from before the contract to the end, joined last),
 #   - the dkms-sid stage's sid root with PostgreSQL 18 and the dkms-trixie
@@ -394,16 +394,18 @@ want debug-kernel && bg_stage debug-kernel nice -n 10 tests/debug-kernel/run.sh
 # debug-kernel.  (Started after the contract, it ended that run, 131 s
 # after restart.)
 want upgrade && bg_stage upgrade tests/upgrade/run.sh
+# piuparts (issue 33): Debian's installation tester in clean bookworm
+# chroots, mostly waiting on the mirror and dpkg, from here beside the
+# contract and then the guest lanes, at nice 10: nothing in it is timed,
+# and the agents and guests beside it are.  (Started after the contract,
+# it ended CI's run of 212cecf.)  Joined last.
+want piuparts && bg_stage piuparts nice -n 10 tests/piuparts/run.sh
 want contract && run_stage contract tests/contract/run.sh
 # The lease lane (host-only: stores and agents on 127.0.0.1, mostly waiting
 # on timers, 74 % of the CPUs idle when it ran alone) runs beside the two
 # guest lanes after the contract, which leave 62-69 % of the CPUs idle
 # (one guest, one busy virtual CPU, timers); joined after them.
 want lease && bg_stage lease tests/lease/run.sh
-# piuparts (issue 33): Debian's installation tester in clean bookworm
-# chroots, mostly waiting on the mirror and dpkg, beside the same guests,
-# at nice 10: nothing in it is timed, and the guests beside it are.
-want piuparts && bg_stage piuparts nice -n 10 tests/piuparts/run.sh
 # The database functions on the deb stage's packages (tests/db/run.sh): one
 # guest (one busy CPU) and apt in chroots, from here to the end beside the
 # guest lanes (it once started after vmtest, beside the debug kernel's
