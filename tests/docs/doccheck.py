@@ -41,6 +41,25 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             with @VARS@) by hand: `make install-packaging` fills them.
   fuzz      every fuzz target (fuzz/*_fuzz.c) is named in the fuzz stage's
             row of docs/reference.md.
+  sections  every reference to a named section resolves (issue 45, item 9:
+            the shipped modprobe.d file pointed to a README section that did
+            not exist): in any tracked text file, `FILE, "Title"` (FILE a
+            document, README for README.md, or a manual page NAME(N)) names
+            a heading of FILE (a Markdown heading, a .SH or .SS, which may go
+            on after the title); NAME(N) followed by a word in capitals that
+            is a .SH title of one of the pages names one of NAME(N)'s; in a
+            manual page, "see" followed by .B or .BR of a title (not a page)
+            names a .SH or .SS of that page.
+  signals   every list of the agent's stop signals (two or more of SIGTERM,
+            SIGINT, SIGHUP, SIGQUIT joined by commas, "or", "and" or "/") in
+            the documents, snowflake-agent(8), --help and the agent's unit
+            is the whole of stop_signals[] in userspace/agent/agent.c
+            (issue 45: the page listed two of four).  snowflake-floord's
+            page and docs/reference.md outside the agent's section are
+            floord's signals, not read.
+  mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
+            not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
+            on it; the page said it speaks the same protocol and SQL).
 
 Usage: doccheck.py [--root DIR] [CHECK...]   (default: all checks; DIR:
 the tree to read, default this one, e.g. an old commit's `git archive`).
@@ -640,9 +659,141 @@ def check_fuzz():
         ok("fuzz: docs/reference.md's fuzz row names the %d targets of fuzz/" % len(targets))
 
 
+def md_headings(rel):
+    text, inb, out = read(rel), False, []
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            inb = not inb
+        m = None if inb else re.match(r"#{1,6} (.*)", line)
+        if m:
+            out.append(re.sub(r"[`*]", "", m.group(1)).strip())
+        m = None if inb else re.match(r"\*\*([^*]+?)\.?\*\*", line)
+        if m:   # a paragraph's bold lead ("**How the guests boot.** ...")
+            out.append(m.group(1).strip())
+    return out
+
+
+def man_headings(rel, kinds="SHS"):
+    return [h.strip().strip('"') for k, h in re.findall(r"^\.S([HS]) +(.*)$", read(rel), re.M)
+            if k in kinds]
+
+
+def doc_of(name):
+    """The tracked file a reference names: README -> README.md, NAME(N) ->
+    userspace/man/NAME.N; None when it is not one of ours."""
+    m = re.match(r"^([a-z][\w-]*)\(([1-8])\)$", name)
+    if m:
+        rel = "userspace/man/%s.%s" % m.groups()
+    else:
+        rel = name + ".md" if name in ("README", "BENCHMARKS", "NEWS", "CONTRIBUTING", "SECURITY") else name
+    return rel if os.path.isfile(os.path.join(root, rel)) else None
+
+
+def check_sections():
+    n0, n = bad, 0
+    texts = [f for f in tracked("*") if not f.startswith("tests/contract/mutants/")
+             and os.path.isfile(os.path.join(root, f))]
+    sh_all = {h for m in MANS for h in man_headings(m, "H")}
+    for rel in texts:
+        try:
+            text = read(rel)
+        except (UnicodeDecodeError, OSError):
+            continue
+        if rel in MANS:
+            text = man_text(rel)
+        # comments and paragraphs joined: a title may wrap
+        flat = re.sub(r"\n[ \t]*(?:#|\*|//|--|;|\.\\\")?[ \t]*", " ", text)
+        for m in re.finditer(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md|README|BENCHMARKS|[a-z][\w-]*\([1-8]\)),? +"
+                             r"\"([A-Z][^\"]{1,60}?)[.,]?\"", flat):
+            doc = doc_of(m.group(1))
+            if doc is None and m.group(1).endswith(".md"):
+                doc = doc_of(os.path.normpath(os.path.join(os.path.dirname(rel), m.group(1))))
+            if doc is None:
+                continue
+            n += 1
+            title = m.group(2).lower()
+            heads = md_headings(doc) if doc.endswith(".md") else man_headings(doc)
+            if not any(h.lower().startswith(title) for h in heads):
+                fail('sections: %s: %s, "%s": %s has no such heading' % (rel, m.group(1), m.group(2), doc))
+        for m in re.finditer(r"(?<![\w-])([a-z][\w-]*\([1-8]\))(?:'s)? ([A-Z]{3,}(?: [A-Z]{3,})*)\b", flat):
+            doc = doc_of(m.group(1))
+            if doc is None or doc not in MANS or m.group(2) not in sh_all:
+                continue
+            n += 1
+            if m.group(2) not in man_headings(doc, "H"):
+                fail("sections: %s: %s %s: %s has no section %s" % (rel, m.group(1), m.group(2), doc, m.group(2)))
+    for rel in MANS:
+        lines = read(rel).split("\n")
+        heads = [h.lower() for h in man_headings(rel)]
+        for i in range(1, len(lines)):
+            if not re.search(r"(?:^|[ (])see$", lines[i - 1]):
+                continue
+            m = re.match(r'^\.BR? +("([^"]+)"|([^\s"_]+))(?: +(\S+))?$', lines[i])
+            if not m or (m.group(4) or "").startswith("("):
+                continue
+            n += 1
+            title = (m.group(2) or m.group(3)).replace("\\-", "-")
+            if title.lower() not in heads:
+                fail("sections: %s:%d: see %s: the page has no section %s" % (rel, i + 1, title, title))
+    if bad == n0:
+        ok("sections: %d references to a named section of a document or manual page resolve" % n)
+
+
+SIG_RUN = re.compile(r"SIG(?:TERM|INT|HUP|QUIT)(?:(?:\s*(?:,|/|\bor\b|\band\b|,\s*or\b|,\s*and\b)\s*)SIG(?:TERM|INT|HUP|QUIT))+")
+
+
+def check_signals():
+    n0, n = bad, 0
+    src = read("userspace/agent/agent.c")
+    m = re.search(r"stop_signals\[\] = \{([^}]*)\}", src)
+    want = set(re.findall(r"SIG[A-Z]+", m.group(1))) if m else set()
+    if len(want) < 2:
+        fail("signals: no stop_signals[] read from userspace/agent/agent.c")
+        return
+    texts = []
+    for rel in MDS:
+        t = read(rel)
+        if rel == "docs/reference.md":   # the agent's section only (floord's signals are its own)
+            t = t.split("\n## Cluster worker ids", 1)[-1].split("\n## ", 1)[0]
+        texts.append((rel, t))
+    texts.append(("userspace/man/snowflake-agent.8", man_text("userspace/man/snowflake-agent.8")))
+    texts.append(("userspace/agent/conf.c", read("userspace/agent/conf.c")))
+    texts += [(f, read(f)) for f in tracked("packaging/systemd/snowflake-agent*")]
+    for rel, t in texts:
+        if record(t):
+            continue
+        t = re.sub(r"\n\.[A-Z]+ *", "\n", t)                  # .B, .BR: the words stay
+        t = re.sub(r"\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)   # lines and comments joined
+        flat = re.sub(r"[`*]|\\n\"\s*\"", " ", t)
+        flat = re.sub(r"\s+", " ", flat)
+        for m in SIG_RUN.finditer(flat):
+            n += 1
+            got = set(re.findall(r"SIG[A-Z]+", m.group(0)))
+            if got != want:
+                fail("signals: %s: \"%s\" lists %d of the agent's %d stop signals (%s; agent.c: %s)" %
+                     (rel, m.group(0), len(got), len(want), " ".join(sorted(want - got)) + " missing",
+                      " ".join(sorted(want))))
+    if bad == n0:
+        ok("signals: %d lists of the agent's stop signals name all %d of agent.c (%s)" %
+           (n, len(want), " ".join(sorted(want))))
+
+
+def check_mysql8():
+    n0, n = bad, 0
+    for rel in MDS + MANS:
+        t = re.sub(r"\s+", " ", man_text(rel) if rel in MANS else read(rel))
+        if re.search(r"MySQL 8", t) and not record(t):
+            n += 1
+            if not re.search(r"MySQL 8 is not (?:supported|built or tested)", t.replace("*", "")):
+                fail("mysql8: %s names MySQL 8 without saying \"MySQL 8 is not supported\" (or \"not built or tested\")" % rel)
+    if bad == n0:
+        ok("mysql8: the %d documents that name MySQL 8 say it is not supported" % n)
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
-          "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz}
+          "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:
