@@ -57,6 +57,13 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             (issue 45: the page listed two of four).  snowflake-floord's
             page and docs/reference.md outside the agent's section are
             floord's signals, not read.
+  root      every command line of a code block (a document's ``` block, a
+            manual page's .EX) that runs snowflake-agent, which reads
+            /etc/snowflake/agent.conf (mode 0600, in /etc/snowflake 0700),
+            runs it as root: "sudo " or a "# " prompt, unless it reads no
+            configuration (--help, --version) or names its own (--config)
+            (issue 45, item 2: "$ snowflake-agent --dry-run" exits 2,
+            "cannot read").
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -790,10 +797,47 @@ def check_mysql8():
         ok("mysql8: the %d documents that name MySQL 8 say it is not supported" % n)
 
 
+AGENT_CMD = re.compile(r"^\s*(\$ |# |sudo\s+)?(?:[A-Z_]+=\S*\s+)*snowflake-agent(?:\s+(.*))?$")
+
+
+def check_root():
+    n0, n = bad, 0
+    blocks = []
+    for rel in MDS:
+        text = read(rel)
+        if record(text):
+            continue
+        inb = False
+        for ln, line in enumerate(text.split("\n"), 1):
+            if line.startswith("```"):
+                inb = not inb
+            elif inb:
+                blocks.append((rel, ln, line))
+    for rel in MANS:
+        ex = False
+        for ln, line in enumerate(man_text(rel).split("\n"), 1):
+            ex = (ex or line.startswith(".EX")) and not line.startswith(".EE")
+            if ex and not line.startswith(".EX"):
+                blocks.append((rel, ln, line))
+    for rel, ln, line in blocks:
+        m = AGENT_CMD.match(line)
+        if not m:
+            continue
+        n += 1
+        args = (m.group(2) or "").split("#")[0].split()
+        if (m.group(1) or "").strip() in ("#", "sudo") or \
+                any(a in ("--help", "-h", "--version") or a.startswith("--config") for a in args):
+            continue
+        fail("root: %s:%d: `%s` runs snowflake-agent as a user: it reads /etc/snowflake/agent.conf "
+             "(0600 root) and exits 2 (\"cannot read\"); sudo or a # prompt" % (rel, ln, line.strip()))
+    if bad == n0:
+        ok("root: the %d command lines that run snowflake-agent run it as root or read no configuration" % n)
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
-          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8}
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:
