@@ -64,6 +64,17 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             configuration (--help, --version) or names its own (--config)
             (issue 45, item 2: "$ snowflake-agent --dry-run" exits 2,
             "cannot read").
+  modprobe  packaging/modprobe.d/snowflake.conf, shipped as
+            /etc/modprobe.d/snowflake.conf: every name=value it shows is a
+            module parameter of driver/snowflake_main.c, and each value in
+            its list of defaults is the driver's default; every parameter
+            is named in it.
+  stores    where the agent is described (its unit, the shipped modprobe.d
+            file, debian/control, snowflake-agent(8)'s NAME and DESCRIPTION
+            up to its first subsection, --help), every list of stores
+            ("etcd or Redis") names the four the agent speaks: etcd, Redis,
+            ZooKeeper and MySQL/MariaDB (issue 45, stale: the unit said
+            "(etcd or Redis)").
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -834,10 +845,78 @@ def check_root():
         ok("root: the %d command lines that run snowflake-agent run it as root or read no configuration" % n)
 
 
+def check_modprobe():
+    n0, n = bad, 0
+    drv = read("driver/snowflake_main.c")
+    macros = dict(re.findall(r"^#define\s+(\w+)\s+(\d+)U?L{0,2}\b", read("uapi/linux/snowflake.h"), re.M))
+    params = dict(re.findall(r"^module_param_named\((\w+), (\w+),", drv, re.M))
+    dflt = {}
+    for name, var in params.items():
+        m = re.search(r"^static [\w ]+ %s(?: = ([\w-]+))?;" % var, drv, re.M)
+        if not m:
+            fail("modprobe: no definition of %s (parameter %s) in driver/snowflake_main.c" % (var, name))
+            continue
+        v = m.group(1) or "0"
+        v = macros.get(v, v)
+        dflt[name] = {"false": "0", "true": "1"}.get(v, v)
+    if len(params) < 8:
+        fail("modprobe: only %d module parameters read from driver/snowflake_main.c" % len(params))
+        return
+    conf = read("packaging/modprobe.d/snowflake.conf")
+    shown = re.findall(r"\b([a-z_]+)=(\S+)", conf)
+    for name, _ in shown:
+        n += 1
+        if name not in params:
+            fail("modprobe: packaging/modprobe.d/snowflake.conf shows %s=, which is not a module parameter" % name)
+    dpart = conf.split("with their defaults", 1)
+    if len(dpart) < 2:
+        fail("modprobe: packaging/modprobe.d/snowflake.conf has no list of the parameters' defaults")
+    else:
+        listed = re.findall(r"\b([a-z_]+)=(\S+)", dpart[1].split("\n#\n", 1)[0])
+        for name, v in listed:
+            n += 1
+            if name in dflt and dflt[name] != v:
+                fail("modprobe: packaging/modprobe.d/snowflake.conf gives %s=%s as the default; the driver's is %s"
+                     % (name, v, dflt[name]))
+    for name in params:
+        n += 1
+        if not re.search(r"\b%s\b" % name, conf):
+            fail("modprobe: the module parameter %s is not named in packaging/modprobe.d/snowflake.conf" % name)
+    if bad == n0:
+        ok("modprobe: the shipped modprobe.d file's %d parameters and defaults are the driver's" % n)
+
+
+STORE = r"(?:etcd|Redis|ZooKeeper|MySQL(?:/MariaDB)?|MariaDB)"
+STORE_RUN = re.compile(r"\b%s(?:(?:,\s*or\s+|,\s*and\s+|,\s*|\s+or\s+|\s+and\s+|/)%s)+\b" % (STORE, STORE))
+
+
+def check_stores():
+    n0, n = bad, 0
+    man = read("userspace/man/snowflake-agent.8").split("\n.SS ", 1)[0]
+    texts = [(f, read(f)) for f in ("packaging/systemd/snowflake-agent.service",
+                                     "packaging/modprobe.d/snowflake.conf", "debian/control",
+                                     "userspace/agent/conf.c")]
+    texts.append(("userspace/man/snowflake-agent.8 (NAME, DESCRIPTION)", man))
+    for rel, t in texts:
+        t = re.sub(r"\n\.[A-Z]+ *", "\n", t)
+        t = re.sub(r"\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+        t = re.sub(r"[`*]|\\n\"\s*\"|\\-", lambda m: "-" if m.group(0) == "\\-" else " ", t)
+        for m in STORE_RUN.finditer(t):
+            got = {"MySQL" if s.startswith(("MySQL", "MariaDB")) else s for s in re.findall(STORE, m.group(0))}
+            if got == {"MySQL"}:
+                continue   # "MySQL or MariaDB": one store
+            n += 1
+            if got != {"etcd", "Redis", "ZooKeeper", "MySQL"}:
+                fail("stores: %s: \"%s\" names %d of the agent's 4 stores (etcd, Redis, ZooKeeper, MySQL/MariaDB)"
+                     % (rel, m.group(0), len(got)))
+    if bad == n0:
+        ok("stores: the %d lists of stores where the agent is described name all four" % n)
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
-          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root}
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:
