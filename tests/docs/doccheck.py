@@ -75,6 +75,12 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             ("etcd or Redis") names the four the agent speaks: etcd, Redis,
             ZooKeeper and MySQL/MariaDB (issue 45, stale: the unit said
             "(etcd or Redis)").
+  debs      every `apt install ./P_*.deb ...` in a tracked file installs
+            with each of our packages P the ones of ours P depends on
+            (debian/control: snowflake-agent needs snowflake-tools), and the
+            Kubernetes DaemonSet's image is tagged VERSION (issue 45, stale:
+            its tag was 1.3.0 and its image recipe installed the agent
+            alone).
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -913,10 +919,48 @@ def check_stores():
         ok("stores: the %d lists of stores where the agent is described name all four" % n)
 
 
+def check_debs():
+    n0, n = bad, 0
+    deps = {}
+    for stanza in read("debian/control").split("\n\n"):
+        m = re.search(r"^Package: (\S+)", stanza, re.M)
+        d = re.search(r"^Depends: (.*(?:\n .*)*)", stanza, re.M)
+        if m:
+            deps[m.group(1)] = set(re.findall(r"([a-z0-9][a-z0-9.+-]*) \(= \$\{binary:Version\}\)", d.group(1) if d else ""))
+    if "snowflake-agent" not in deps:
+        fail("debs: no snowflake-agent stanza read from debian/control")
+        return
+    for rel in tracked("*"):
+        if rel.startswith(("tests/contract/mutants/", "debian/")) or not os.path.isfile(os.path.join(root, rel)):
+            continue
+        try:
+            t = read(rel)
+        except (UnicodeDecodeError, OSError):
+            continue
+        if "_*.deb" not in t:
+            continue
+        t = re.sub(r"\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+        for m in re.finditer(r"\binstall((?:\s+\./(?:[\w./-]*/)?[a-z0-9][a-z0-9.+-]*_\*\.deb)+)", t):
+            got = set(re.findall(r"([a-z0-9][a-z0-9.+-]*)_\*\.deb", m.group(1)))
+            for p in got & set(deps):
+                n += 1
+                if not deps[p] <= got:
+                    fail("debs: %s: `install%s` installs %s without %s, which it depends on (debian/control)"
+                         % (rel, m.group(1), p, " ".join(sorted(deps[p] - got))))
+    version = read("VERSION").strip()
+    for rel in tracked("packaging/kubernetes/*.yaml"):
+        for tag in re.findall(r"^\s*image: \S*snowflake-agent:(\S+)", read(rel), re.M):
+            n += 1
+            if tag != version:
+                fail("debs: %s: the image is tagged %s, VERSION is %s" % (rel, tag, version))
+    if bad == n0:
+        ok("debs: %d package installs and image tags agree with debian/control and VERSION" % n)
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
-          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores}
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:
