@@ -11,7 +11,8 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             or a manual page exists (globs and <placeholders> allowed).
   make      every `make TARGET` in a code span or block names a target of
             the Makefile it runs (`make -C DIR` that of DIR), and every
-            STAGES= name is a stage of tests/lib/check.sh (--stages).
+            STAGES= name is a stage of tests/lib/check.sh (--stages); `make
+            help` names every .PHONY target but all and help.
   agent     docs/reference.md's agent tables against userspace/agent/:
             the options table has every long option of conf.c and nothing
             else (a config key bare, a command-line-only option as --name),
@@ -319,8 +320,19 @@ def check_make():
                     if st not in known:
                         fail("%s:%d: STAGES=%s: no such stage (the stages: %s)" %
                              (rel, ln, st, " ".join(sorted(known))))
+    # and `make help` (the Makefile's header, which it prints) names every
+    # .PHONY target but all and help (issue 45, stale: it left out restart; then ksrc, clean, distclean).
+    mk = read("Makefile")
+    helptext = mk.split("\n\n", 1)[0]
+    phony = set(" ".join(re.findall(r"^\.PHONY:((?:.*\\\n)*.*)", mk, re.M)).replace("\\", " ").split())
+    if len(phony) < 10:
+        fail("make: only %d .PHONY targets read from the Makefile" % len(phony))
+    for t in sorted(phony - {"all", "help"}):
+        n += 1
+        if not re.search(r"(?:^#|[\s`])make (?:[\w-]+ (?:\||/) )*%s\b" % re.escape(t), helptext, re.M):
+            fail("make: `make help` (the Makefile's header) does not name the target %s" % t)
     if bad == n0:
-        ok("make: %d make targets and STAGES names of the documents exist" % n)
+        ok("make: %d make targets and STAGES names of the documents exist, make help names every .PHONY target" % n)
 
 
 def table_after(text, header_re):
