@@ -82,6 +82,13 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             Kubernetes DaemonSet's image is tagged VERSION (issue 45, stale:
             its tag was 1.3.0 and its image recipe installed the agent
             alone).
+  upgrade   while debian/rules installs the units with
+            --no-stop-on-upgrade, no clause of the documents, the manual
+            pages or the units that names a package upgrade and a restart
+            (60 characters each side, cut at : ; ( ) and a full stop) says
+            the upgrade restarts anything: it must say not, neither, never,
+            nor or nothing (issue 45, item 5: three places said
+            "a package upgrade, which restarts it").
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -969,10 +976,39 @@ def check_debs():
         ok("debs: %d package installs and image tags agree with debian/control and VERSION" % n)
 
 
+def check_upgrade():
+    n0, n = bad, 0
+    rules = read("debian/rules")
+    units = re.findall(r"dh_installsystemd .*--name=([\w-]+).*--no-stop-on-upgrade", rules)
+    if not units:
+        ok("upgrade: debian/rules restarts its units on upgrade; nothing to check")
+        return
+    for rel in MDS + MANS + tracked("packaging/systemd/*"):
+        t = man_text(rel) if rel in MANS else read(rel)
+        if record(t):
+            continue
+        t = re.sub(r"\n\.[A-Z]+ *", "\n", t)
+        t = re.sub(r"\s*\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+        for m in re.finditer(r"\b(?:package|apt(?:-get)?) upgrade\b", t, re.I):
+            # the clause around it: 60 characters each side, cut at : ; ( ) and a full stop
+            before = re.split(r"[:;()]|\.\s", t[max(0, m.start() - 60):m.start()])[-1]
+            after = re.split(r"[:;()]|\.\s", t[m.end():m.end() + 60])[0]
+            if not re.search(r"\brestart", before + " " + after, re.I):
+                continue
+            n += 1
+            if not re.search(r"\b(?:not|neither|never|nor|[Nn]othing)\b|n't\b", before + " " + after):
+                fail("upgrade: %s: \"%s\" says a package upgrade restarts; debian/rules installs %s with "
+                     "--no-stop-on-upgrade" % (rel, (before + m.group(0) + after).strip(), ", ".join(units)))
+    if bad == n0:
+        ok("upgrade: %d clauses on a package upgrade and a restart say it restarts nothing (%s: --no-stop-on-upgrade)"
+           % (n, ", ".join(units)))
+
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
-          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs}
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:
