@@ -702,6 +702,15 @@ def check_fuzz():
         ok("fuzz: docs/reference.md's fuzz row names the %d targets of fuzz/" % len(targets))
 
 
+def joined(t):
+    """t as one line: a manual page's .B, .BR ... macros dropped (their words
+    stay), lines joined with the comment leaders of the sources and
+    configuration files (#, *, //) left out, so that a list or a title that
+    wraps is read whole."""
+    t = re.sub(r"\n\.[A-Z]+ *", "\n", t)
+    return re.sub(r"\s*\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+
+
 def md_headings(rel):
     text, inb, out = read(rel), False, []
     for line in text.split("\n"):
@@ -734,7 +743,7 @@ def doc_of(name):
 
 def check_sections():
     n0, n = bad, 0
-    texts = [f for f in tracked("*") if not f.startswith("tests/contract/mutants/")
+    texts = [f for f in tracked("*") if not f.startswith(("tests/contract/mutants/", "tests/docs/"))
              and os.path.isfile(os.path.join(root, f))]
     sh_all = {h for m in MANS for h in man_headings(m, "H")}
     for rel in texts:
@@ -805,8 +814,7 @@ def check_signals():
     for rel, t in texts:
         if record(t):
             continue
-        t = re.sub(r"\n\.[A-Z]+ *", "\n", t)                  # .B, .BR: the words stay
-        t = re.sub(r"\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)   # lines and comments joined
+        t = joined(t)
         flat = re.sub(r"[`*]|\\n\"\s*\"", " ", t)
         flat = re.sub(r"\s+", " ", flat)
         for m in SIG_RUN.finditer(flat):
@@ -923,8 +931,7 @@ def check_stores():
                                      "userspace/agent/conf.c")]
     texts.append(("userspace/man/snowflake-agent.8 (NAME, DESCRIPTION)", man))
     for rel, t in texts:
-        t = re.sub(r"\n\.[A-Z]+ *", "\n", t)
-        t = re.sub(r"\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+        t = joined(t)
         t = re.sub(r"[`*]|\\n\"\s*\"|\\-", lambda m: "-" if m.group(0) == "\\-" else " ", t)
         for m in STORE_RUN.finditer(t):
             got = {"MySQL" if s.startswith(("MySQL", "MariaDB")) else s for s in re.findall(STORE, m.group(0))}
@@ -950,7 +957,7 @@ def check_debs():
         fail("debs: no snowflake-agent stanza read from debian/control")
         return
     for rel in tracked("*"):
-        if rel.startswith(("tests/contract/mutants/", "debian/")) or not os.path.isfile(os.path.join(root, rel)):
+        if rel.startswith(("tests/contract/mutants/", "tests/docs/", "debian/")) or not os.path.isfile(os.path.join(root, rel)):
             continue
         try:
             t = read(rel)
@@ -958,7 +965,7 @@ def check_debs():
             continue
         if "_*.deb" not in t:
             continue
-        t = re.sub(r"\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+        t = joined(t)
         for m in re.finditer(r"\binstall((?:\s+\./(?:[\w./-]*/)?[a-z0-9][a-z0-9.+-]*_\*\.deb)+)", t):
             got = set(re.findall(r"([a-z0-9][a-z0-9.+-]*)_\*\.deb", m.group(1)))
             for p in got & set(deps):
@@ -987,8 +994,7 @@ def check_upgrade():
         t = man_text(rel) if rel in MANS else read(rel)
         if record(t):
             continue
-        t = re.sub(r"\n\.[A-Z]+ *", "\n", t)
-        t = re.sub(r"\s*\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+        t = joined(t)
         for m in re.finditer(r"\b(?:package|apt(?:-get)?) upgrade\b", t, re.I):
             # the clause around it: 60 characters each side, cut at : ; ( ) and a full stop
             before = re.split(r"[:;()]|\.\s", t[max(0, m.start() - 60):m.start()])[-1]
