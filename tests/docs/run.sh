@@ -318,6 +318,7 @@ printf '%s\n' '# parameters (see README.md, "Module parameters"); other paramete
 	'#   catchup_threshold_ms=100 nosuch_ms=1' >"$cn/packaging/modprobe.d/snowflake.conf"
 printf '%s\n' '# apt install ./snowflake-agent_*.deb' '          image: registry.example/snowflake-agent:1.3.0' \
 	>"$cn/packaging/kubernetes/snowflake-agent-daemonset.yaml"
+# shellcheck disable=SC2016 # debian/control's own ${binary:Version}, not expanded
 printf '%s\n' 'Package: snowflake-tools' 'Depends: udev' '' 'Package: snowflake-agent' \
 	'Depends: snowflake-tools (= ${binary:Version}), ${misc:Depends}' >"$cn/debian/control"
 echo '	dh_installsystemd -psnowflake-tools --name=snowflake-floor --no-stop-on-upgrade' >"$cn/debian/rules"
