@@ -89,6 +89,13 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             the upgrade restarts anything: it must say not, neither, never,
             nor or nothing (issue 45, item 5: three places said
             "a package upgrade, which restarts it").
+  lookup    while userspace/agent/resolve.c bounds the agent's name lookups
+            (resolve_bounded()), no document, manual page or file of
+            packaging/ says a lookup or a name resolution has no timeout
+            ("no timeout", "without a bound", "unbounded"... within 80
+            characters before it), unless the clause is about another
+            client ("client", "would") (issue 45, item 3: "name resolution
+            has no timeout").
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -1011,10 +1018,35 @@ def check_upgrade():
 
 
 
+def check_lookup():
+    n0, n = bad, 0
+    try:
+        bounded = "int resolve_bounded(" in read("userspace/agent/resolve.c")
+    except OSError:
+        bounded = False
+    if not bounded:
+        ok("lookup: the agent has no bounded resolver (userspace/agent/resolve.c): nothing to check")
+        return
+    for rel in MDS + MANS + tracked("packaging/*"):
+        t = joined(man_text(rel) if rel in MANS else read(rel))
+        if record(t):
+            continue
+        for m in re.finditer(r"\b(?:no timeout|without a (?:bound|timeout|deadline)|unbounded|never times out)\b", t, re.I):
+            clause = re.split(r"[;(]|\.\s", t[max(0, m.start() - 80):m.start()])[-1] + m.group(0)
+            if not re.search(r"look(?:ed)? ?up|resol", clause, re.I):
+                continue
+            n += 1
+            if not re.search(r"\b(?:client|would)\b", clause):
+                fail("lookup: %s: \"%s\": the agent's lookups are bounded (resolve_bounded(), the store's timeout)"
+                     % (rel, clause.strip()))
+    if bad == n0:
+        ok("lookup: no document says the agent's name lookups are unbounded (%d about another client)" % n)
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
-          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade}
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade, "lookup": check_lookup}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:

@@ -307,9 +307,11 @@ done <<<"$doc_out"
 cn=$tmpd/canary
 mkdir -p "$cn"/{userspace/agent,userspace/man,packaging/systemd,packaging/modprobe.d,packaging/kubernetes,debian,driver,uapi/linux,tests/lib}
 echo 'static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };' >"$cn/userspace/agent/agent.c"
+echo 'int resolve_bounded(const char *host, int64_t timeout_ms);' >"$cn/userspace/agent/resolve.c"
 : >"$cn/userspace/agent/conf.c"
 printf '%s\n' '.SH NAME' 'snowflake-agent \- lease a worker id from etcd or Redis' '.SH DESCRIPTION' 'On' '.B SIGTERM' 'or' \
-	'.B SIGINT' 'it fences (see' '.BR Livenes ).' 'MySQL 8 speaks the same protocol.' '.SH EXAMPLES' '.EX' \
+	'.B SIGINT' 'it fences (see' '.BR Livenes ).' 'MySQL 8 speaks the same protocol.' \
+	'Prefer a numeric address: name resolution has no timeout.' '.SH EXAMPLES' '.EX' \
 	'$ snowflake\-agent \-\-dry\-run' '.EE' >"$cn/userspace/man/snowflake-agent.8"
 printf '%s\n' '# README' '## Quick start' >"$cn/README.md"
 printf '%s\n' '# A package upgrade, which restarts it.' >"$cn/packaging/systemd/snowflake-floor.service"
@@ -334,7 +336,7 @@ for want in 'signals:.*"SIGTERM or SIGINT" lists 2' 'sections:.*README.md, "Modu
 	'mysql8:.*snowflake-agent.8' 'root:.*\$ snowflake-agent --dry-run' 'stores:.*service: "etcd or Redis"' \
 	'stores:.*NAME, DESCRIPTION.*"etcd or Redis"' \
 	'modprobe:.*catchup_threshold_ms=100.*1000' 'modprobe:.*nosuch_ms' 'debs:.*without snowflake-tools' \
-	'debs:.*tagged 1.3.0' 'upgrade:.*which restarts it' 'make:.*target t9'; do
+	'debs:.*tagged 1.3.0' 'upgrade:.*which restarts it' 'make:.*target t9' 'lookup:.*name resolution has no timeout'; do
 	check=${want%%:*}
 	out=$(python3 tests/docs/doccheck.py --root "$cn" "$check" 2>&1) || true
 	if grep -qE "^FAIL $want" <<<"$out"; then
