@@ -12,7 +12,7 @@
 #   make check           every test (tests/lib/check.sh lists the stages,
 #                        tests/README.md the lanes)
 #   make run             boot a guest with the module and show it at work
-#   make vmtest | style | sparse | unit | userspace | deps
+#   make vmtest | style | sparse | unit | userspace | deps | ksrc
 #   make fuzz            libFuzzer on the core: replay fuzz/corpus + fuzz/crashes,
 #                        then fuzz each target FUZZ_SECONDS (60) s
 #   make sim             the lease engine's deterministic simulator: SIM_SEEDS
@@ -44,6 +44,9 @@
 #   make dkms-install / dkms-uninstall   the module under DKMS (as root)
 #   make dkms-src        only the DKMS source tree, in $(DESTDIR)/usr/src
 #   make restart         the restart proof of snowflake-floord in QEMU guests
+#
+# make clean drops what the builds and tests made; make distclean the caches
+# too (downloaded guest kernels, extracted kernel source: all of build/).
 #
 # Quiet by default; V=1 shows the commands.
 

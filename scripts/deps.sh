@@ -64,6 +64,45 @@ for p in "${PKGS[@]}"; do
 	pkg_installed "$p" || missing+=("$p")
 done
 
+# apt_install PKG...: apt-get install of PKG, its log in $BUILD/apt.log.
+apt_install() {
+	msg "installing: $*"
+	as_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get "${APT_OPTS[@]}" install --no-install-recommends "$@" \
+		>>"$BUILD/apt.log" 2>&1 || {
+		tail -n 40 "$BUILD/apt.log" >&2
+		die "apt-get install failed (log above)"
+	}
+	for p in "$@"; do
+		pkg_installed "$p" || die "$p is still not installed"
+	done
+}
+
+# The other suites' kernels (5.10, 7.2, 7.2-rt, Debian 13's 6.12): their
+# roots, headers and images (scripts/kroot.sh; fails when one cannot be
+# had).  Three mmdebstraps that wait mostly on the mirror: started as soon
+# as the tools they need are here (installed first, alone), beside the
+# install of everything else and the kernel images' downloads; their
+# messages are printed when they end.  (After the big install, they added
+# their 91 s to a fresh machine's deps; the fresh-clone run of e4ceea8.)
+KROOT_PKGS=(mmdebstrap zstd kmod util-linux dpkg)
+kroot_pid=
+kroot_start() {
+	"$ROOT/scripts/kroot.sh" >"$BUILD/kroot.log" 2>&1 &
+	kroot_pid=$!
+}
+# A failure before kroot_wait still waits for the roots (no mmdebstrap
+# left running after deps.sh).
+trap '[ -z "$kroot_pid" ] || wait "$kroot_pid" 2>/dev/null || true' EXIT
+kroot_wait() {
+	local rc=0
+	wait "$kroot_pid" || rc=$?
+	kroot_pid=
+	cat "$BUILD/kroot.log"
+	[ "$rc" -eq 0 ] || die "scripts/kroot.sh failed (exit $rc; its log above)"
+}
+
+: >"$BUILD/apt.log"
 if [ "${#missing[@]}" -gt 0 ]; then
 	if ! can_be_root; then
 		die "missing packages: ${missing[*]}
@@ -71,16 +110,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get update && apt-get install -y ${missing[*]}"
 	fi
 	apt_update
-	msg "installing: ${missing[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive \
-		apt-get "${APT_OPTS[@]}" install --no-install-recommends "${missing[@]}" \
-		>"$BUILD/apt.log" 2>&1 || {
-		tail -n 40 "$BUILD/apt.log" >&2
-		die "apt-get install failed (log above)"
-	}
+	first=() rest=()
 	for p in "${missing[@]}"; do
-		pkg_installed "$p" || die "$p is still not installed"
+		if [[ " ${KROOT_PKGS[*]} " == *" $p "* ]]; then first+=("$p"); else rest+=("$p"); fi
 	done
+	[ "${#first[@]}" -eq 0 ] || apt_install "${first[@]}"
+	kroot_start
+	[ "${#rest[@]}" -eq 0 ] || apt_install "${rest[@]}"
+else
+	kroot_start
 fi
 
 # The busybox in the guest must be the static one.
@@ -131,9 +169,7 @@ for kver in $(all_kvers); do
 	fetch_kernel "$kver"
 done
 
-# The other suites' kernels (5.10, 7.2, 7.2-rt): their roots, headers and
-# images (scripts/kroot.sh; fails when one cannot be had).
-"$ROOT/scripts/kroot.sh"
+kroot_wait
 
 for kver in $(vm_kvers); do
 	msg "kernel $kver: headers $(kdir_of "$kver"), guest $(vmlinuz_of "$kver")"

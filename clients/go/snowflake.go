@@ -157,11 +157,12 @@ func open(path, env, dflt, name string, size int) (stream, error) {
 	}
 	// Blocking reads, not Go's poller: os.Open would put the descriptor
 	// in non-blocking mode under edge-triggered epoll, and a read that
-	// finds the tick used up would fail with EAGAIN and wait for an epoll
-	// event the device never sends (its next-tick timer is armed by poll()
-	// and by blocking reads, not by a non-blocking read's EAGAIN): the
-	// goroutine would hang.  A blocking read sleeps in the kernel until the
-	// next tick.  os.NewFile keeps a blocking descriptor off the poller.
+	// finds the tick used up would fail with EAGAIN and wait for the
+	// device's epoll event at the next tick (sent since 6b15e4f: a
+	// non-blocking read's EAGAIN arms the tick timer, as poll() does;
+	// before, the goroutine hung).  A blocking read sleeps in the kernel
+	// until the next tick instead, with no trip through the poller.
+	// os.NewFile keeps a blocking descriptor off the poller.
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	for err == syscall.EINTR {
 		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
@@ -227,8 +228,9 @@ func Open(path string) (*Reader, error) {
 
 // FromFile reads IDs from a descriptor already open (a descriptor handed
 // in); Close does not close it.  Open the device without O_NONBLOCK and
-// make the file with os.NewFile (see open): a file of os.Open would wait on
-// Go's poller for an event the device does not send after EAGAIN.
+// make the file with os.NewFile (see open): a file of os.Open would put
+// each read that finds the tick used up through Go's poller (EAGAIN, then
+// the device's epoll event at the next tick) instead of one blocking read.
 func FromFile(f *os.File) *Reader {
 	return &Reader{stream{Path: f.Name(), f: f, size: 8}}
 }

@@ -11,7 +11,8 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             or a manual page exists (globs and <placeholders> allowed).
   make      every `make TARGET` in a code span or block names a target of
             the Makefile it runs (`make -C DIR` that of DIR), and every
-            STAGES= name is a stage of tests/lib/check.sh (--stages).
+            STAGES= name is a stage of tests/lib/check.sh (--stages); `make
+            help` names every .PHONY target but all and help.
   agent     docs/reference.md's agent tables against userspace/agent/:
             the options table has every long option of conf.c and nothing
             else (a config key bare, a command-line-only option as --name),
@@ -41,6 +42,63 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             with @VARS@) by hand: `make install-packaging` fills them.
   fuzz      every fuzz target (fuzz/*_fuzz.c) is named in the fuzz stage's
             row of docs/reference.md.
+  sections  every reference to a named section resolves (issue 45, item 9:
+            the shipped modprobe.d file pointed to a README section that did
+            not exist): in any tracked text file, `FILE, "Title"` (FILE a
+            document, README for README.md, or a manual page NAME(N)) names
+            a heading of FILE (a Markdown heading, a .SH or .SS, which may go
+            on after the title); NAME(N) followed by a word in capitals that
+            is a .SH title of one of the pages names one of NAME(N)'s; in a
+            manual page, "see" followed by .B or .BR of a title (not a page)
+            names a .SH or .SS of that page.
+  signals   every list of the agent's stop signals (two or more of SIGTERM,
+            SIGINT, SIGHUP, SIGQUIT joined by commas, "or", "and" or "/") in
+            the documents, snowflake-agent(8), --help and the agent's unit
+            is the whole of stop_signals[] in userspace/agent/agent.c
+            (issue 45: the page listed two of four).  snowflake-floord's
+            page and docs/reference.md outside the agent's section are
+            floord's signals, not read.
+  root      every command line of a code block (a document's ``` block, a
+            manual page's .EX) that runs snowflake-agent, which reads
+            /etc/snowflake/agent.conf (mode 0600, in /etc/snowflake 0700),
+            runs it as root: "sudo " or a "# " prompt, unless it reads no
+            configuration (--help, --version) or names its own (--config)
+            (issue 45, item 2: "$ snowflake-agent --dry-run" exits 2,
+            "cannot read").
+  modprobe  packaging/modprobe.d/snowflake.conf, shipped as
+            /etc/modprobe.d/snowflake.conf: every name=value it shows is a
+            module parameter of driver/snowflake_main.c, and each value in
+            its list of defaults is the driver's default; every parameter
+            is named in it.
+  stores    where the agent is described (its unit, the shipped modprobe.d
+            file, debian/control, snowflake-agent(8)'s NAME and DESCRIPTION
+            up to its first subsection, --help), every list of stores
+            ("etcd or Redis") names the four the agent speaks: etcd, Redis,
+            ZooKeeper and MySQL/MariaDB (issue 45, stale: the unit said
+            "(etcd or Redis)").
+  debs      every `apt install ./P_*.deb ...` in a tracked file installs
+            with each of our packages P the ones of ours P depends on
+            (debian/control: snowflake-agent needs snowflake-tools), and the
+            Kubernetes DaemonSet's image is tagged VERSION (issue 45, stale:
+            its tag was 1.3.0 and its image recipe installed the agent
+            alone).
+  upgrade   while debian/rules installs the units with
+            --no-stop-on-upgrade, no clause of the documents, the manual
+            pages or the units that names a package upgrade and a restart
+            (60 characters each side, cut at : ; ( ) and a full stop) says
+            the upgrade restarts anything: it must say not, neither, never,
+            nor or nothing (issue 45, item 5: three places said
+            "a package upgrade, which restarts it").
+  lookup    while userspace/agent/resolve.c bounds the agent's name lookups
+            (resolve_bounded()), no document, manual page or file of
+            packaging/ says a lookup or a name resolution has no timeout
+            ("no timeout", "without a bound", "unbounded"... within 80
+            characters before it), unless the clause is about another
+            client ("client", "would") (issue 45, item 3: "name resolution
+            has no timeout").
+  mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
+            not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
+            on it; the page said it speaks the same protocol and SQL).
 
 Usage: doccheck.py [--root DIR] [CHECK...]   (default: all checks; DIR:
 the tree to read, default this one, e.g. an old commit's `git archive`).
@@ -276,8 +334,19 @@ def check_make():
                     if st not in known:
                         fail("%s:%d: STAGES=%s: no such stage (the stages: %s)" %
                              (rel, ln, st, " ".join(sorted(known))))
+    # and `make help` (the Makefile's header, which it prints) names every
+    # .PHONY target but all and help (issue 45, stale: it left out restart; then ksrc, clean, distclean).
+    mk = read("Makefile")
+    helptext = mk.split("\n\n", 1)[0]
+    phony = set(" ".join(re.findall(r"^\.PHONY:((?:.*\\\n)*.*)", mk, re.M)).replace("\\", " ").split())
+    if len(phony) < 10:
+        fail("make: only %d .PHONY targets read from the Makefile" % len(phony))
+    for t in sorted(phony - {"all", "help"}):
+        n += 1
+        if not re.search(r"(?:^#|[\s`])make (?:[\w-]+ (?:\||/) )*%s\b" % re.escape(t), helptext, re.M):
+            fail("make: `make help` (the Makefile's header) does not name the target %s" % t)
     if bad == n0:
-        ok("make: %d make targets and STAGES names of the documents exist" % n)
+        ok("make: %d make targets and STAGES names of the documents exist, make help names every .PHONY target" % n)
 
 
 def table_after(text, header_re):
@@ -640,9 +709,344 @@ def check_fuzz():
         ok("fuzz: docs/reference.md's fuzz row names the %d targets of fuzz/" % len(targets))
 
 
+def joined(t):
+    """t as one line: a manual page's .B, .BR ... macros dropped (their words
+    stay), lines joined with the comment leaders of the sources and
+    configuration files (#, *, //) left out, so that a list or a title that
+    wraps is read whole."""
+    t = re.sub(r"\n\.[A-Z]+ *", "\n", t)
+    return re.sub(r"\s*\n[ \t]*(?:#|\*|//)?[ \t]*", " ", t)
+
+
+def md_headings(rel):
+    text, inb, out = read(rel), False, []
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            inb = not inb
+        m = None if inb else re.match(r"#{1,6} (.*)", line)
+        if m:
+            out.append(re.sub(r"[`*]", "", m.group(1)).strip())
+        m = None if inb else re.match(r"\*\*([^*]+?)\.?\*\*", line)
+        if m:   # a paragraph's bold lead ("**How the guests boot.** ...")
+            out.append(m.group(1).strip())
+    return out
+
+
+def man_headings(rel, kinds="SHS"):
+    return [h.strip().strip('"') for k, h in re.findall(r"^\.S([HS]) +(.*)$", read(rel), re.M)
+            if k in kinds]
+
+
+def doc_of(name):
+    """The tracked file a reference names: README -> README.md, NAME(N) ->
+    userspace/man/NAME.N; None when it is not one of ours."""
+    m = re.match(r"^([a-z][\w-]*)\(([1-8])\)$", name)
+    if m:
+        rel = "userspace/man/%s.%s" % m.groups()
+    else:
+        rel = name + ".md" if name in ("README", "BENCHMARKS", "NEWS", "CONTRIBUTING", "SECURITY") else name
+    return rel if os.path.isfile(os.path.join(root, rel)) else None
+
+
+def check_sections():
+    n0, n = bad, 0
+    texts = [f for f in tracked("*") if not f.startswith(("tests/contract/mutants/", "tests/docs/"))
+             and os.path.isfile(os.path.join(root, f))]
+    sh_all = {h for m in MANS for h in man_headings(m, "H")}
+    for rel in texts:
+        try:
+            text = read(rel)
+        except (UnicodeDecodeError, OSError):
+            continue
+        if rel in MANS:
+            text = man_text(rel)
+        # comments and paragraphs joined: a title may wrap
+        flat = re.sub(r"\n[ \t]*(?:#|\*|//|--|;|\.\\\")?[ \t]*", " ", text)
+        for m in re.finditer(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md|README|BENCHMARKS|[a-z][\w-]*\([1-8]\)),? +"
+                             r"\"([A-Z][^\"]{1,60}?)[.,]?\"", flat):
+            doc = doc_of(m.group(1))
+            if doc is None and m.group(1).endswith(".md"):
+                doc = doc_of(os.path.normpath(os.path.join(os.path.dirname(rel), m.group(1))))
+            if doc is None:
+                continue
+            n += 1
+            title = m.group(2).lower()
+            heads = md_headings(doc) if doc.endswith(".md") else man_headings(doc)
+            if not any(h.lower().startswith(title) for h in heads):
+                fail('sections: %s: %s, "%s": %s has no such heading' % (rel, m.group(1), m.group(2), doc))
+        for m in re.finditer(r"(?<![\w-])([a-z][\w-]*\([1-8]\))(?:'s)? ([A-Z]{3,}(?: [A-Z]{3,})*)\b", flat):
+            doc = doc_of(m.group(1))
+            if doc is None or doc not in MANS or m.group(2) not in sh_all:
+                continue
+            n += 1
+            if m.group(2) not in man_headings(doc, "H"):
+                fail("sections: %s: %s %s: %s has no section %s" % (rel, m.group(1), m.group(2), doc, m.group(2)))
+    for rel in MANS:
+        lines = read(rel).split("\n")
+        heads = [h.lower() for h in man_headings(rel)]
+        for i in range(1, len(lines)):
+            if not re.search(r"(?:^|[ (])see$", lines[i - 1]):
+                continue
+            m = re.match(r'^\.BR? +("([^"]+)"|([^\s"_]+))(?: +(\S+))?$', lines[i])
+            if not m or (m.group(4) or "").startswith("("):
+                continue
+            n += 1
+            title = (m.group(2) or m.group(3)).replace("\\-", "-")
+            if title.lower() not in heads:
+                fail("sections: %s:%d: see %s: the page has no section %s" % (rel, i + 1, title, title))
+    if bad == n0:
+        ok("sections: %d references to a named section of a document or manual page resolve" % n)
+
+
+SIG_RUN = re.compile(r"SIG(?:TERM|INT|HUP|QUIT)(?:(?:\s*(?:,|/|\bor\b|\band\b|,\s*or\b|,\s*and\b)\s*)SIG(?:TERM|INT|HUP|QUIT))+")
+
+
+def check_signals():
+    n0, n = bad, 0
+    src = read("userspace/agent/agent.c")
+    m = re.search(r"stop_signals\[\] = \{([^}]*)\}", src)
+    want = set(re.findall(r"SIG[A-Z]+", m.group(1))) if m else set()
+    if len(want) < 2:
+        fail("signals: no stop_signals[] read from userspace/agent/agent.c")
+        return
+    texts = []
+    for rel in MDS:
+        t = read(rel)
+        if rel == "docs/reference.md":   # the agent's section only (floord's signals are its own)
+            t = t.split("\n## Cluster worker ids", 1)[-1].split("\n## ", 1)[0]
+        texts.append((rel, t))
+    texts.append(("userspace/man/snowflake-agent.8", man_text("userspace/man/snowflake-agent.8")))
+    texts.append(("userspace/agent/conf.c", read("userspace/agent/conf.c")))
+    texts += [(f, read(f)) for f in tracked("packaging/systemd/snowflake-agent*")]
+    for rel, t in texts:
+        if record(t):
+            continue
+        t = joined(t)
+        flat = re.sub(r"[`*]|\\n\"\s*\"", " ", t)
+        flat = re.sub(r"\s+", " ", flat)
+        for m in SIG_RUN.finditer(flat):
+            n += 1
+            got = set(re.findall(r"SIG[A-Z]+", m.group(0)))
+            if got != want:
+                fail("signals: %s: \"%s\" lists %d of the agent's %d stop signals (%s; agent.c: %s)" %
+                     (rel, m.group(0), len(got), len(want), " ".join(sorted(want - got)) + " missing",
+                      " ".join(sorted(want))))
+    if bad == n0:
+        ok("signals: %d lists of the agent's stop signals name all %d of agent.c (%s)" %
+           (n, len(want), " ".join(sorted(want))))
+
+
+def check_mysql8():
+    n0, n = bad, 0
+    for rel in MDS + MANS:
+        t = re.sub(r"\s+", " ", man_text(rel) if rel in MANS else read(rel))
+        if re.search(r"MySQL 8", t) and not record(t):
+            n += 1
+            if not re.search(r"MySQL 8 is not (?:supported|built or tested)", t.replace("*", "")):
+                fail("mysql8: %s names MySQL 8 without saying \"MySQL 8 is not supported\" (or \"not built or tested\")" % rel)
+    if bad == n0:
+        ok("mysql8: the %d documents that name MySQL 8 say it is not supported" % n)
+
+
+AGENT_CMD = re.compile(r"^\s*(\$ |# |sudo\s+)?(?:[A-Z_]+=\S*\s+)*snowflake-agent(?:\s+(.*))?$")
+
+
+def check_root():
+    n0, n = bad, 0
+    blocks = []
+    for rel in MDS:
+        text = read(rel)
+        if record(text):
+            continue
+        inb = False
+        for ln, line in enumerate(text.split("\n"), 1):
+            if line.startswith("```"):
+                inb = not inb
+            elif inb:
+                blocks.append((rel, ln, line))
+    for rel in MANS:
+        ex = False
+        for ln, line in enumerate(man_text(rel).split("\n"), 1):
+            ex = (ex or line.startswith(".EX")) and not line.startswith(".EE")
+            if ex and not line.startswith(".EX"):
+                blocks.append((rel, ln, line))
+    for rel, ln, line in blocks:
+        m = AGENT_CMD.match(line)
+        if not m:
+            continue
+        n += 1
+        args = (m.group(2) or "").split("#")[0].split()
+        if (m.group(1) or "").strip() in ("#", "sudo") or \
+                any(a in ("--help", "-h", "--version") or a.startswith("--config") for a in args):
+            continue
+        fail("root: %s:%d: `%s` runs snowflake-agent as a user: it reads /etc/snowflake/agent.conf "
+             "(0600 root) and exits 2 (\"cannot read\"); sudo or a # prompt" % (rel, ln, line.strip()))
+    if bad == n0:
+        ok("root: the %d command lines that run snowflake-agent run it as root or read no configuration" % n)
+
+
+def check_modprobe():
+    n0, n = bad, 0
+    drv = read("driver/snowflake_main.c")
+    macros = dict(re.findall(r"^#define\s+(\w+)\s+(\d+)U?L{0,2}\b", read("uapi/linux/snowflake.h"), re.M))
+    params = dict(re.findall(r"^module_param_named\((\w+), (\w+),", drv, re.M))
+    dflt = {}
+    for name, var in params.items():
+        m = re.search(r"^static [\w ]+ %s(?: = ([\w-]+))?;" % var, drv, re.M)
+        if not m:
+            fail("modprobe: no definition of %s (parameter %s) in driver/snowflake_main.c" % (var, name))
+            continue
+        v = m.group(1) or "0"
+        v = macros.get(v, v)
+        dflt[name] = {"false": "0", "true": "1"}.get(v, v)
+    if len(params) < 8:
+        fail("modprobe: only %d module parameters read from driver/snowflake_main.c" % len(params))
+        return
+    conf = read("packaging/modprobe.d/snowflake.conf")
+    shown = re.findall(r"\b([a-z_]+)=(\S+)", conf)
+    for name, _ in shown:
+        n += 1
+        if name not in params:
+            fail("modprobe: packaging/modprobe.d/snowflake.conf shows %s=, which is not a module parameter" % name)
+    dpart = conf.split("with their defaults", 1)
+    if len(dpart) < 2:
+        fail("modprobe: packaging/modprobe.d/snowflake.conf has no list of the parameters' defaults")
+    else:
+        listed = re.findall(r"\b([a-z_]+)=(\S+)", dpart[1].split("\n#\n", 1)[0])
+        for name, v in listed:
+            n += 1
+            if name in dflt and dflt[name] != v:
+                fail("modprobe: packaging/modprobe.d/snowflake.conf gives %s=%s as the default; the driver's is %s"
+                     % (name, v, dflt[name]))
+    for name in params:
+        n += 1
+        if not re.search(r"\b%s\b" % name, conf):
+            fail("modprobe: the module parameter %s is not named in packaging/modprobe.d/snowflake.conf" % name)
+    if bad == n0:
+        ok("modprobe: the shipped modprobe.d file's %d parameters and defaults are the driver's" % n)
+
+
+STORE = r"(?:etcd|Redis|ZooKeeper|MySQL(?:/MariaDB)?|MariaDB)"
+STORE_RUN = re.compile(r"\b%s(?:(?:,\s*or\s+|,\s*and\s+|,\s*|\s+or\s+|\s+and\s+|/)%s)+\b" % (STORE, STORE))
+
+
+def check_stores():
+    n0, n = bad, 0
+    man = read("userspace/man/snowflake-agent.8").split("\n.SS ", 1)[0]
+    texts = [(f, read(f)) for f in ("packaging/systemd/snowflake-agent.service",
+                                     "packaging/modprobe.d/snowflake.conf", "debian/control",
+                                     "userspace/agent/conf.c")]
+    texts.append(("userspace/man/snowflake-agent.8 (NAME, DESCRIPTION)", man))
+    for rel, t in texts:
+        t = joined(t)
+        t = re.sub(r"[`*]|\\n\"\s*\"|\\-", lambda m: "-" if m.group(0) == "\\-" else " ", t)
+        for m in STORE_RUN.finditer(t):
+            got = {"MySQL" if s.startswith(("MySQL", "MariaDB")) else s for s in re.findall(STORE, m.group(0))}
+            if got == {"MySQL"}:
+                continue   # "MySQL or MariaDB": one store
+            n += 1
+            if got != {"etcd", "Redis", "ZooKeeper", "MySQL"}:
+                fail("stores: %s: \"%s\" names %d of the agent's 4 stores (etcd, Redis, ZooKeeper, MySQL/MariaDB)"
+                     % (rel, m.group(0), len(got)))
+    if bad == n0:
+        ok("stores: the %d lists of stores where the agent is described name all four" % n)
+
+
+def check_debs():
+    n0, n = bad, 0
+    deps = {}
+    for stanza in read("debian/control").split("\n\n"):
+        m = re.search(r"^Package: (\S+)", stanza, re.M)
+        d = re.search(r"^Depends: (.*(?:\n .*)*)", stanza, re.M)
+        if m:
+            deps[m.group(1)] = set(re.findall(r"([a-z0-9][a-z0-9.+-]*) \(= \$\{binary:Version\}\)", d.group(1) if d else ""))
+    if "snowflake-agent" not in deps:
+        fail("debs: no snowflake-agent stanza read from debian/control")
+        return
+    for rel in tracked("*"):
+        if rel.startswith(("tests/contract/mutants/", "tests/docs/", "debian/")) or not os.path.isfile(os.path.join(root, rel)):
+            continue
+        try:
+            t = read(rel)
+        except (UnicodeDecodeError, OSError):
+            continue
+        if "_*.deb" not in t:
+            continue
+        t = joined(t)
+        for m in re.finditer(r"\binstall((?:\s+\./(?:[\w./-]*/)?[a-z0-9][a-z0-9.+-]*_\*\.deb)+)", t):
+            got = set(re.findall(r"([a-z0-9][a-z0-9.+-]*)_\*\.deb", m.group(1)))
+            for p in got & set(deps):
+                n += 1
+                if not deps[p] <= got:
+                    fail("debs: %s: `install%s` installs %s without %s, which it depends on (debian/control)"
+                         % (rel, m.group(1), p, " ".join(sorted(deps[p] - got))))
+    version = read("VERSION").strip()
+    for rel in tracked("packaging/kubernetes/*.yaml"):
+        for tag in re.findall(r"^\s*image: \S*snowflake-agent:(\S+)", read(rel), re.M):
+            n += 1
+            if tag != version:
+                fail("debs: %s: the image is tagged %s, VERSION is %s" % (rel, tag, version))
+    if bad == n0:
+        ok("debs: %d package installs and image tags agree with debian/control and VERSION" % n)
+
+
+def check_upgrade():
+    n0, n = bad, 0
+    rules = read("debian/rules")
+    units = re.findall(r"dh_installsystemd .*--name=([\w-]+).*--no-stop-on-upgrade", rules)
+    if not units:
+        ok("upgrade: debian/rules restarts its units on upgrade; nothing to check")
+        return
+    for rel in MDS + MANS + tracked("packaging/systemd/*"):
+        t = man_text(rel) if rel in MANS else read(rel)
+        if record(t):
+            continue
+        t = joined(t)
+        for m in re.finditer(r"\b(?:package|apt(?:-get)?) upgrade\b", t, re.I):
+            # the clause around it: 60 characters each side, cut at : ; ( ) and a full stop
+            before = re.split(r"[:;()]|\.\s", t[max(0, m.start() - 60):m.start()])[-1]
+            after = re.split(r"[:;()]|\.\s", t[m.end():m.end() + 60])[0]
+            if not re.search(r"\brestart", before + " " + after, re.I):
+                continue
+            n += 1
+            if not re.search(r"\b(?:not|neither|never|nor|[Nn]othing)\b|n't\b", before + " " + after):
+                fail("upgrade: %s: \"%s\" says a package upgrade restarts; debian/rules installs %s with "
+                     "--no-stop-on-upgrade" % (rel, (before + m.group(0) + after).strip(), ", ".join(units)))
+    if bad == n0:
+        ok("upgrade: %d clauses on a package upgrade and a restart say it restarts nothing (%s: --no-stop-on-upgrade)"
+           % (n, ", ".join(units)))
+
+
+
+def check_lookup():
+    n0, n = bad, 0
+    try:
+        bounded = "int resolve_bounded(" in read("userspace/agent/resolve.c")
+    except OSError:
+        bounded = False
+    if not bounded:
+        ok("lookup: the agent has no bounded resolver (userspace/agent/resolve.c): nothing to check")
+        return
+    for rel in MDS + MANS + tracked("packaging/*"):
+        t = joined(man_text(rel) if rel in MANS else read(rel))
+        if record(t):
+            continue
+        for m in re.finditer(r"\b(?:no timeout|without a (?:bound|timeout|deadline)|unbounded|never times out)\b", t, re.I):
+            clause = re.split(r"[;(]|\.\s", t[max(0, m.start() - 80):m.start()])[-1] + m.group(0)
+            if not re.search(r"look(?:ed)? ?up|resol", clause, re.I):
+                continue
+            n += 1
+            if not re.search(r"\b(?:client|would)\b", clause):
+                fail("lookup: %s: \"%s\": the agent's lookups are bounded (resolve_bounded(), the store's timeout)"
+                     % (rel, clause.strip()))
+    if bad == n0:
+        ok("lookup: no document says the agent's name lookups are unbounded (%d about another client)" % n)
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
-          "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz}
+          "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade, "lookup": check_lookup}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:

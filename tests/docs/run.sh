@@ -301,6 +301,51 @@ while IFS= read -r line; do
 done <<<"$doc_out"
 [ -n "$doc_out" ] || bad "tests/docs/doccheck.py printed nothing"
 
+# The canaries of doccheck.py's checks of issue 45: a small tree of their
+# own (doccheck.py --root) holding each mistake the issue found, which each
+# check must report.
+cn=$tmpd/canary
+mkdir -p "$cn"/{userspace/agent,userspace/man,packaging/systemd,packaging/modprobe.d,packaging/kubernetes,debian,driver,uapi/linux,tests/lib}
+echo 'static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };' >"$cn/userspace/agent/agent.c"
+echo 'int resolve_bounded(const char *host, int64_t timeout_ms);' >"$cn/userspace/agent/resolve.c"
+: >"$cn/userspace/agent/conf.c"
+printf '%s\n' '.SH NAME' 'snowflake-agent \- lease a worker id from etcd or Redis' '.SH DESCRIPTION' 'On' '.B SIGTERM' 'or' \
+	'.B SIGINT' 'it fences (see' '.BR Livenes ).' 'MySQL 8 speaks the same protocol.' \
+	'Prefer a numeric address: name resolution has no timeout.' '.SH EXAMPLES' '.EX' \
+	'$ snowflake\-agent \-\-dry\-run' '.EE' >"$cn/userspace/man/snowflake-agent.8"
+printf '%s\n' '# README' '## Quick start' >"$cn/README.md"
+printf '%s\n' '# A package upgrade, which restarts it.' >"$cn/packaging/systemd/snowflake-floor.service"
+printf '%s\n' '# snowflake-agent(8): lease ids from etcd or' '# Redis.' >"$cn/packaging/systemd/snowflake-agent.service"
+printf '%s\n' '# parameters (see README.md, "Module parameters"); other parameters, with their defaults:' \
+	'#   catchup_threshold_ms=100 nosuch_ms=1' >"$cn/packaging/modprobe.d/snowflake.conf"
+printf '%s\n' '# apt install ./snowflake-agent_*.deb' '          image: registry.example/snowflake-agent:1.3.0' \
+	>"$cn/packaging/kubernetes/snowflake-agent-daemonset.yaml"
+# shellcheck disable=SC2016 # debian/control's own ${binary:Version}, not expanded
+printf '%s\n' 'Package: snowflake-tools' 'Depends: udev' '' 'Package: snowflake-agent' \
+	'Depends: snowflake-tools (= ${binary:Version}), ${misc:Depends}' >"$cn/debian/control"
+echo '	dh_installsystemd -psnowflake-tools --name=snowflake-floor --no-stop-on-upgrade' >"$cn/debian/rules"
+echo 1.4.0 >"$cn/VERSION"
+: >"$cn/uapi/linux/snowflake.h"
+for p in a b c d e f g h i; do
+	printf 'module_param_named(%s_ms, param_%s, uint, 0444);\nstatic unsigned int param_%s = 1000;\n' "$p" "$p" "$p"
+done | sed 's/^module_param_named(a_ms/module_param_named(catchup_threshold_ms/' >"$cn/driver/snowflake_main.c"
+printf '%s\n' '#!/bin/sh' '# --stages' 'echo docs' >"$cn/tests/lib/check.sh"
+printf '%s\n' '# header' '#   make t0 | t1 | t2 | t3 | t4 | t5 | t6 | t7 | t8' '' '.PHONY: t0 t1 t2 t3 t4 t5 t6 t7 t8 t9 help' \
+	>"$cn/Makefile"
+for want in 'signals:.*"SIGTERM or SIGINT" lists 2' 'sections:.*README.md, "Module parameters"' 'sections:.*see Livenes' \
+	'mysql8:.*snowflake-agent.8' 'root:.*\$ snowflake-agent --dry-run' 'stores:.*service: "etcd or Redis"' \
+	'stores:.*NAME, DESCRIPTION.*"etcd or Redis"' \
+	'modprobe:.*catchup_threshold_ms=100.*1000' 'modprobe:.*nosuch_ms' 'debs:.*without snowflake-tools' \
+	'debs:.*tagged 1.3.0' 'upgrade:.*which restarts it' 'make:.*target t9' 'lookup:.*name resolution has no timeout'; do
+	check=${want%%:*}
+	out=$(python3 tests/docs/doccheck.py --root "$cn" "$check" 2>&1) || true
+	if grep -qE "^FAIL $want" <<<"$out"; then
+		ok "doccheck.py $check finds its planted mistake ($want)"
+	else
+		bad "doccheck.py $check does not find its planted mistake ($want)"
+	fi
+done
+
 # The README's examples that run on the host (Python, PHP, C; the shell ones
 # run in the guest): each of their ok/FAIL lines counts here.
 rc=0

@@ -13,8 +13,9 @@
 #     stage waits for it),
 #   - the deb stage's Debian 12 root (tests/deb/root.sh, from after ksrc;
 #     the deb stage waits for it),
-#   - the quickstart stage (from after ksrc, joined before the contract,
-#     whose liveness figures want quiet CPUs: its log is printed then),
+#   - the quickstart stage (nice 10, from after ksrc, joined before the
+#     contract, whose liveness figures want quiet CPUs: its log is printed
+#     then),
 #   - the lease stage (from after the contract, beside agent-guest and
 #     handoff, joined after them),
 #   - the vmclone stage (beside vmtest, joined after it),
@@ -22,7 +23,8 @@
 #   - the debug-kernel stage (nice 10, from before the contract, whose
 #     agents mostly wait on timers; it waits for its build; joined after
 #     restart),
-#   - the piuparts stage (nice 10, from beside the lease stage, joined last),
+#   - the piuparts stage (nice 10, from before the contract, joined last;
+#     its clean chroot made from after ksrc, tests/piuparts/run.sh --base),
 #   - the upgrade stage (from before the contract to the end, joined last),
 #   - the dkms-sid stage's sid root with PostgreSQL 18 and the dkms-trixie
 #     stage's Debian 13 root with PostgreSQL 17 and MariaDB 11.8
@@ -80,6 +82,7 @@ run_stage() {
 	cpu_cs
 	STAGE_CPU=$(cg_cpu "$name") || STAGE_CPU=$(((CPU_CS - cpu0) / 100))
 	STAGE_BUSY=$(machine_busy "$busy0")
+	STAGE_SPAN="$((start - t0))-$(($(now) - t0))"
 	count_stage "$name" "$rc" "$(($(now) - start))"
 }
 # The CPU seconds of a stage: every process it started (QEMU, the stores'
@@ -183,6 +186,7 @@ join_stage() {
 	cat "$BUILD/check-stage-$name.log"
 	STAGE_CPU=$(cg_cpu "$name") || STAGE_CPU=$(cat "$BUILD/check-stage-$name.cpu" 2>/dev/null || echo '?')
 	STAGE_BUSY=$(cat "$BUILD/check-stage-$name.busy" 2>/dev/null || echo '?')
+	STAGE_SPAN="$((bg_start[$name] - t0))-$((end - t0))"
 	count_stage "$name" "$rc" "$((end - ${bg_start[$name]}))"
 	unset "bg_pid[$name]"
 }
@@ -299,6 +303,13 @@ fi
 if want deb; then
 	helper deb-root-prefetch nice -n 10 tests/deb/root.sh
 fi
+# The piuparts stage's clean bookworm chroot (tests/piuparts/run.sh
+# --base: a minbase mmdebstrap), the same way: the stage, started after the
+# contract at nice 10, waited 291 s on the mirror for it, and ended CI's
+# run of 212cecf (the stage waits for this one, a lock).
+if want piuparts; then
+	helper piuparts-root-prefetch nice -n 10 tests/piuparts/run.sh --base
+fi
 # The dkms-SUITE stages' roots (tests/dkms-suite/root.sh: the suite's root
 # with its PostgreSQL, and for trixie its MariaDB), the same way; the stage
 # and its helper take the same arguments (else the stage makes its root
@@ -323,8 +334,12 @@ fi
 export SNOWFLAKE_SKIP_DEPS=1
 # The quickstart lane mostly waits on the Debian mirror (apt in fresh
 # roots) and on its guests: it runs in the background from here and is
-# joined before the contract, whose liveness figures want quiet CPUs.
-want quickstart && bg_stage quickstart tests/quickstart/run.sh
+# joined before the contract, whose liveness figures want quiet CPUs.  At
+# nice 10: nothing in it is timed, and at the default priority its 478 CPU
+# seconds slowed the stages in front, which lead to the contract, while it
+# ended 450 s before the contract began (the fresh-clone run of e4ceea8:
+# quickstart from 133 s to 595 s, the contract from 1050 s).
+want quickstart && bg_stage quickstart nice -n 10 tests/quickstart/run.sh
 want style && run_stage style tests/style/run.sh
 want sparse && run_stage sparse tests/sparse/run.sh
 want kernels && run_stage kernels tests/kernels/run.sh
@@ -376,16 +391,18 @@ want debug-kernel && bg_stage debug-kernel nice -n 10 tests/debug-kernel/run.sh
 # debug-kernel.  (Started after the contract, it ended that run, 131 s
 # after restart.)
 want upgrade && bg_stage upgrade tests/upgrade/run.sh
+# piuparts (issue 33): Debian's installation tester in clean bookworm
+# chroots, mostly waiting on the mirror and dpkg, from here beside the
+# contract and then the guest lanes, at nice 10: nothing in it is timed,
+# and the agents and guests beside it are.  (Started after the contract,
+# it ended CI's run of 212cecf.)  Joined last.
+want piuparts && bg_stage piuparts nice -n 10 tests/piuparts/run.sh
 want contract && run_stage contract tests/contract/run.sh
 # The lease lane (host-only: stores and agents on 127.0.0.1, mostly waiting
 # on timers, 74 % of the CPUs idle when it ran alone) runs beside the two
 # guest lanes after the contract, which leave 62-69 % of the CPUs idle
 # (one guest, one busy virtual CPU, timers); joined after them.
 want lease && bg_stage lease tests/lease/run.sh
-# piuparts (issue 33): Debian's installation tester in clean bookworm
-# chroots, mostly waiting on the mirror and dpkg, beside the same guests,
-# at nice 10: nothing in it is timed, and the guests beside it are.
-want piuparts && bg_stage piuparts nice -n 10 tests/piuparts/run.sh
 # The database functions on the deb stage's packages (tests/db/run.sh): one
 # guest (one busy CPU) and apt in an overlay on the dkms-trixie root, from
 # here to the end beside the guest lanes (it once started after vmtest, beside the debug kernel's

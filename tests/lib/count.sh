@@ -48,10 +48,13 @@ count_stage() {
 	total_fail=$((total_fail + f))
 	# Wall seconds, then the CPU seconds of its processes ($STAGE_CPU, set
 	# by check.sh's run_stage and join_stage; "?" where unknown).
-	# and how busy the machine's CPUs were meanwhile ($STAGE_BUSY, percent).
-	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss  %5s cpu-s %4s%% busy%s' "$name" "$p" "$f" "$secs" "${STAGE_CPU:-?}" "${STAGE_BUSY:-?}" "${note:+  ($note)}")")
+	# and how busy the machine's CPUs were meanwhile ($STAGE_BUSY, percent),
+	# and when it ran, in seconds from the start of the run ($STAGE_SPAN,
+	# "FROM-TO": which stages overlapped, which one ended the run).
+	table+=("$(printf '  %-12s %4d passed, %4d failed  %5ss  %5s cpu-s %4s%% busy  at %9s%s' "$name" "$p" "$f" "$secs" "${STAGE_CPU:-?}" "${STAGE_BUSY:-?}" "${STAGE_SPAN:-?}" "${note:+  ($note)}")")
 	STAGE_CPU=''
 	STAGE_BUSY=''
+	STAGE_SPAN=''
 	[ "$f" -eq 0 ] || failed_stages+=("$name")
 	return 0
 }

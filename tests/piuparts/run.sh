@@ -27,6 +27,17 @@ for tool in piuparts mmdebstrap dpkg-scanpackages; do
 	command -v "$tool" >/dev/null || { notok "$tool is missing (scripts/deps.sh)"; finish; }
 done
 mkdir -p "$OUT"
+# `run.sh --base`: only the clean chroot below (tests/lib/check.sh makes it
+# in the background from the start, at nice 10: its mmdebstrap waits on
+# the mirror, 291 s of the stage's 520 in the fresh-clone run of e4ceea8,
+# and in CI's run of 212cecf the stage, started after the contract, ended
+# the run).  Its check line comes with the stage's own run ("the cached
+# clean bookworm chroot"); a failure here is made again, and counted,
+# there.  One mmdebstrap at a time (flock): the stage waits for this one.
+base_only=0
+[ "${1:-}" = --base ] && base_only=1
+exec 8>"$OUT/base.lock"
+flock 8
 # A run killed midway leaves its chroot's mounts: gone first, then its files.
 cleanup() {
 	local m
@@ -35,7 +46,7 @@ cleanup() {
 	done
 	rm -rf --one-file-system "$OUT"/run-* "$OUT"/repo-*
 }
-cleanup
+[ "$base_only" = 1 ] || cleanup
 sources=$(bookworm_sources "${DEB_SOURCES:-}") || true
 [ -n "$sources" ] || { notok "no apt sources for Debian 12 on this host (DEB_SOURCES)"; finish; }
 mirror=$(sed -n 's/^\(URIs:\|deb\) *\(\[[^]]*\] *\)\{0,1\}\(http[^ ]*\).*/\3/p' "$sources" | head -n1)
@@ -56,6 +67,8 @@ if [ ! -s "$base" ]; then
 else
 	ok "the cached clean bookworm chroot ${base#"$ROOT"/}"
 fi
+flock -u 8
+[ "$base_only" = 0 ] || finish
 if rel=$("$ROOT/tests/upgrade/old-release.sh" 2>&1); then
 	OLDV=$(sed -n 's/^old_version=//p' <<<"$rel")
 	OLDD=$(sed -n 's/^dir=//p' <<<"$rel")

@@ -17,7 +17,7 @@
 #define AG_EXIT_USAGE		2	/* bad command line or configuration file */
 /* 3 (a full pool) is no longer used: a full pool is retried with backoff. */
 #define AG_EXIT_AUTH		4	/* the store refused the password (MySQL: or a privilege) */
-#define AG_EXIT_UNSAFE_STORE	5	/* the store may lose leases (Redis eviction, Cluster) */
+#define AG_EXIT_UNSAFE_STORE	5	/* the store may lose leases or marks (see --help) */
 #define AG_EXIT_NOT_STRICT	6	/* the device is not in strict mode */
 
 #define AG_DEFAULT_CONFIG	"/etc/snowflake/agent.conf"
