@@ -9,7 +9,7 @@
 #   -> vmclone -> restart -> debug-kernel (its count: it runs beside the contract)
 # and beside them, in the background (each waits mostly on the Debian
 # mirror or on timers, where the stages in front use the CPUs):
-#   - the debug kernel's build (nice 10, from after ksrc; the debug-kernel
+#   - the debug kernel's build (nice 19, from after ksrc; the debug-kernel
 #     stage waits for it),
 #   - the deb stage's Debian 12 root (tests/deb/root.sh, from after ksrc;
 #     the deb stage waits for it),
@@ -274,14 +274,12 @@ fi
 busy_t0=$(machine_busy)
 run_stage deps scripts/deps.sh
 run_stage ksrc scripts/ksrc.sh
-# The debug kernel's build (about 7 CPU-minutes on a fresh clone, cached in
-# build/debug-kernel/) starts now, in the background at nice 10: it takes
-# the CPU the stages in front leave idle and yields it to them.  (At nice
-# 19, below the other helpers and the quickstart lane, it ended at 1468 s
-# in the fresh-clone run of ec24b74, 467 s into the contract, and the
-# debug kernel's suite after it ended that run, 162 s after restart.)  The
-# debug-kernel stage waits for it; a build that failed is made again
-# there, where its failure is counted.
+# The debug kernel's build (about 14 CPU-minutes on a fresh clone, cached in
+# build/debug-kernel/) starts now, in the background at the lowest
+# priority: it takes the CPU the stages leave idle (the contract's and the
+# lease's agents waiting between renewals, the deb stage's downloads) and
+# yields it to everything else.  The debug-kernel stage waits for it; a
+# build that failed is made again there, where its failure is counted.
 # The helpers in the background, each in a cgroup of its own (its CPU
 # seconds on a line of the summary: "helper NAME"); its output in
 # $BUILD/NAME.log.
@@ -296,7 +294,7 @@ helper() {
 	) >"$BUILD/$name.log" 2>&1 &
 }
 if want debug-kernel; then
-	helper debug-kernel-build nice -n 10 scripts/debug-kernel.sh
+	helper debug-kernel-build nice -n 19 scripts/debug-kernel.sh
 fi
 # The deb stage's Debian 12 root (mmdebstrap, cached in build/deb/): made
 # now, in the background, while the first stages use the CPUs; mmdebstrap
