@@ -405,8 +405,8 @@ want contract && run_stage contract tests/contract/run.sh
 want lease && bg_stage lease tests/lease/run.sh
 # The database functions on the deb stage's packages (tests/db/run.sh): one
 # guest (one busy CPU) and apt in an overlay on the dkms-trixie root, from
-# here to the end beside the guest lanes (it once started after vmtest, beside the debug kernel's
-# suite, and ended last); joined last.
+# here to the end beside the guest lanes (it once started after vmtest,
+# beside the debug kernel's suite, and ended last); joined last.
 want db && bg_stage db tests/db/run.sh
 want agent-guest && run_stage agent-guest tests/agent-guest/run.sh
 want handoff && run_stage handoff tests/handoff/run.sh

@@ -57,6 +57,19 @@ check() {
 }
 indent() { sed 's/^/#   /'; }
 
+# lintian_check LOG WHAT [NOTE]: lintian's output in LOG (-I -E --pedantic)
+# read as every lane reads it: the warning of a run as root dropped, the
+# counts (and NOTE) and every line printed as comments, and one check,
+# WHAT: no error (E:).
+lintian_check() {
+	local log=$1 what=$2 nerr
+	sed -i '/running with root privileges is not recommended/d' "$log"
+	nerr=$(grep -c '^E: ' "$log" || true)
+	echo "# lintian: $nerr errors, $(grep -c '^W: ' "$log" || true) warnings, $(grep -c '^[IP]: ' "$log" || true) info/pedantic${3:+ ($3)}"
+	indent <"$log"
+	check "$what" [ "$nerr" -eq 0 ]
+}
+
 # log_has LOG ERE: LOG (a guest console: \r stripped) has a line matching
 # ERE.  grep reads the whole of its input: with pipefail, `tr | grep -q`
 # may kill tr with SIGPIPE once grep has found the line and exited, and the
