@@ -2,10 +2,11 @@
 # P9 (issue 32), in the guest of scripts/bench-db.sh: the root of
 # tests/db (Debian 13: PostgreSQL 17, MariaDB 11.8, postgresql-17-snowflake and
 # mariadb-plugin-snowflake installed with apt), booted with systemd on the
-# real module.  One server of each, one run, the same table shape: a
-# ROWS-row INSERT ... SELECT with each key's default, its time and the size
-# of the key's index; then where the time of snowflake.nextval() goes (the
-# calls alone, without the INSERT).  Prints "BENCH p9 ..." lines on the
+# real module.  One server of each, the same table shape: a ROWS-row
+# INSERT ... SELECT with each key's default, its time and the size of the
+# key's index; where the time of snowflake.nextval() goes (the calls alone,
+# without the INSERT); the device alone.  ROUNDS interleaved rounds, the
+# order rotated each round (below).  Prints "BENCH p9 ..." lines on the
 # console, then "BENCH done", and powers off.  Measures, never asserts.
 #
 # Usage: p9-guest.sh [ROWS ROUNDS]: with arguments (the db stage's guest,
@@ -50,29 +51,40 @@ END;
 \$\$ LANGUAGE PLPGSQL;"
 echo "BENCH p9 meta rows=$ROWS rounds=$ROUNDS kernel=$(uname -r) postgresql=\"$(pg -c 'SHOW server_version')\" mariadb=\"$(mariadb --version | sed -n 1p)\""
 
-# pg_one NAME COLUMN: one table, its key COLUMN, ROWS rows: the time and
-# the size of the key's index.
-pg_one() {
-	local name=$1 col=$2 r t0 t1 err
-	for r in $(seq 1 "$ROUNDS"); do
-		pg -c "DROP TABLE IF EXISTS t_$name; CREATE TABLE t_$name (id $col PRIMARY KEY, n int);
-			CHECKPOINT" >/dev/null
-		t0=$(ms)
-		if err=$(pg -c "INSERT INTO t_$name (n) SELECT generate_series(1, $ROWS)" 2>&1); then
-			t1=$(ms)
-			echo "BENCH p9 db=postgresql key=$name round=$r rows=$ROWS ms=$((t1 - t0)) index_bytes=$(pg -c "SELECT pg_relation_size('t_${name}_pkey')") table_bytes=$(pg -c "SELECT pg_relation_size('t_$name')")"
-			pg -c "DROP TABLE t_$name"
-		else
-			echo "BENCH p9 db=postgresql key=$name round=$r rows=$ROWS failed=\"$(grep -m1 ERROR <<<"$err")\""
-		fi
-	done
-}
-pg_one snowflake 'bigint DEFAULT snowflake.nextval()'
-pg_one bigserial bigserial
-pg_one gen_random_uuid 'uuid DEFAULT gen_random_uuid()'
-pg_one instagram 'bigint DEFAULT insta_next_id()'
-pg_one snowflake_uuidv7 'uuid DEFAULT snowflake.uuidv7()'
+# MariaDB's functions, as the package creates them.
+mariadb </usr/share/snowflake/mariadb/snowflake.sql
+mariadb -e 'CREATE DATABASE p9'
 pg -c 'CREATE SEQUENCE bs_seq' >/dev/null
+
+# pg_one ROUND POS NAME COLUMN: one fresh table, its key COLUMN, ROWS rows:
+# the time and the size of the key's index.
+pg_one() {
+	local r=$1 pos=$2 name=$3 col=$4 t0 t1 err
+	pg -c "DROP TABLE IF EXISTS t_$name; CREATE TABLE t_$name (id $col PRIMARY KEY, n int);
+		CHECKPOINT" >/dev/null
+	t0=$(ms)
+	if err=$(pg -c "INSERT INTO t_$name (n) SELECT generate_series(1, $ROWS)" 2>&1); then
+		t1=$(ms)
+		echo "BENCH p9 db=postgresql key=$name round=$r pos=$pos rows=$ROWS ms=$((t1 - t0)) index_bytes=$(pg -c "SELECT pg_relation_size('t_${name}_pkey')") table_bytes=$(pg -c "SELECT pg_relation_size('t_$name')")"
+		pg -c "DROP TABLE t_$name"
+	else
+		echo "BENCH p9 db=postgresql key=$name round=$r pos=$pos rows=$ROWS failed=\"$(grep -m1 ERROR <<<"$err")\""
+	fi
+}
+# my_one ROUND POS NAME TYPE DEFAULT: the same in MariaDB.
+my_one() {
+	local r=$1 pos=$2 name=$3 type=$4 def=$5 t0 t1 err
+	my -e "DROP TABLE IF EXISTS t_$name; CREATE TABLE t_$name (id $type $def PRIMARY KEY, n INT)"
+	t0=$(ms)
+	if err=$(my -e "INSERT INTO t_$name (n) SELECT seq FROM seq_1_to_$ROWS" 2>&1); then
+		t1=$(ms)
+		my -e "ANALYZE TABLE t_$name" >/dev/null
+		echo "BENCH p9 db=mariadb key=$name round=$r pos=$pos rows=$ROWS ms=$((t1 - t0)) index_bytes=$(my -e "SELECT data_length FROM information_schema.tables WHERE table_schema = 'p9' AND table_name = 't_$name'")"
+		my -e "DROP TABLE t_$name"
+	else
+		echo "BENCH p9 db=mariadb key=$name round=$r pos=$pos rows=$ROWS failed=\"$(grep -m1 ERROR <<<"$err")\""
+	fi
+}
 # Where the time goes: the calls alone (no table, no index).
 call_ms() {
 	local t0
@@ -80,37 +92,45 @@ call_ms() {
 	pg -c "SELECT count($1) FROM generate_series(1, $ROWS)" >/dev/null
 	echo $(($(ms) - t0))
 }
-for r in $(seq 1 "$ROUNDS"); do
-	echo "BENCH p9 calls round=$r rows=$ROWS none_ms=$(call_ms '*') snowflake_ms=$(call_ms 'snowflake.nextval()') sequence_ms=$(call_ms "nextval('bs_seq')") instagram_ms=$(call_ms 'insta_next_id()') gen_random_uuid_ms=$(call_ms 'gen_random_uuid()')"
-done
-# The device's own cost per ID, one read each against one read of 4096
-# (the CLI's batch): what a per-backend batch would save at most.
-t0=$(ms)
-snowflake next -n "$ROWS" >/dev/null 2>&1 && echo "BENCH p9 device batch_ms=$(($(ms) - t0)) rows=$ROWS"
-
-# MariaDB: the same shape, with the functions as the package creates them.
-mariadb </usr/share/snowflake/mariadb/snowflake.sql
-mariadb -e 'CREATE DATABASE p9'
-my_one() {
-	local name=$1 type=$2 def=$3 r t0 t1 err
-	for r in $(seq 1 "$ROUNDS"); do
-		my -e "DROP TABLE IF EXISTS t_$name; CREATE TABLE t_$name (id $type $def PRIMARY KEY, n INT)"
-		t0=$(ms)
-		if err=$(my -e "INSERT INTO t_$name (n) SELECT seq FROM seq_1_to_$ROWS" 2>&1); then
-			t1=$(ms)
-			my -e "ANALYZE TABLE t_$name" >/dev/null
-			echo "BENCH p9 db=mariadb key=$name round=$r rows=$ROWS ms=$((t1 - t0)) index_bytes=$(my -e "SELECT data_length FROM information_schema.tables WHERE table_schema = 'p9' AND table_name = 't_$name'")"
-			my -e "DROP TABLE t_$name"
-		else
-			echo "BENCH p9 db=mariadb key=$name round=$r rows=$ROWS failed=\"$(grep -m1 ERROR <<<"$err")\""
-		fi
-	done
+# The measurements of one round, one per line: a key default's table, the
+# calls alone, the device alone.  MariaDB's snowflake_uuidv7(): a loadable
+# function's string is binary; CAST makes it text, which the UUID type
+# parses (a binary string would have to be the 16 bytes).
+steps=(
+	"pg_one snowflake 'bigint DEFAULT snowflake.nextval()'"
+	"pg_one bigserial bigserial"
+	"pg_one gen_random_uuid 'uuid DEFAULT gen_random_uuid()'"
+	"pg_one instagram 'bigint DEFAULT insta_next_id()'"
+	"pg_one snowflake_uuidv7 'uuid DEFAULT snowflake.uuidv7()'"
+	"my_one snowflake_next 'BIGINT NOT NULL' 'DEFAULT snowflake_next()'"
+	"my_one auto_increment BIGINT AUTO_INCREMENT"
+	"my_one uuid UUID 'NOT NULL DEFAULT UUID()'"
+	"my_one snowflake_uuidv7 UUID 'NOT NULL DEFAULT (CAST(snowflake_uuidv7() AS CHAR))'"
+	calls
+	device
+)
+calls() {
+	echo "BENCH p9 calls round=$1 pos=$2 rows=$ROWS none_ms=$(call_ms '*') snowflake_ms=$(call_ms 'snowflake.nextval()') sequence_ms=$(call_ms "nextval('bs_seq')") instagram_ms=$(call_ms 'insta_next_id()') gen_random_uuid_ms=$(call_ms 'gen_random_uuid()')"
 }
-my_one snowflake_next 'BIGINT NOT NULL' 'DEFAULT snowflake_next()'
-my_one auto_increment BIGINT AUTO_INCREMENT
-my_one uuid UUID 'NOT NULL DEFAULT UUID()'
-# A loadable function's string is binary: CAST makes it text, which the
-# UUID type parses (a binary string would have to be the 16 bytes).
-my_one snowflake_uuidv7 UUID 'NOT NULL DEFAULT (CAST(snowflake_uuidv7() AS CHAR))'
+# The device's own cost per ID in reads of up to 4096 (the CLI's batch):
+# what a per-backend batch would save at most.
+device() {
+	local t0
+	t0=$(ms)
+	snowflake next -n "$ROWS" >/dev/null 2>&1 && echo "BENCH p9 device round=$1 pos=$2 batch_ms=$(($(ms) - t0)) rows=$ROWS"
+}
+# Interleaved rounds (issue 43, item 5): every measurement once a round,
+# round r starting r-1 places further along the list, so that a slow
+# stretch of the host (a shared machine, TCG) falls on different keys in
+# different rounds instead of on all the rounds of one key, and no key is
+# always measured first or always after the same one.  The report takes
+# each key's median and its range.
+n=${#steps[@]}
+for r in $(seq 1 "$ROUNDS"); do
+	for i in $(seq 0 $((n - 1))); do
+		read -r fn args <<<"${steps[$(((i + r - 1) % n))]}"
+		eval "$fn $r $i $args"
+	done
+done
 echo "BENCH done"
 [ $# -gt 0 ] || systemctl poweroff

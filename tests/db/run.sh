@@ -87,12 +87,17 @@ for m in "$OUT"/mutants/*.so; do
 	m=$(basename "$m" .so)
 	check "mutant $m: the guest reports it killed" log_has "$OUT/console.log" "^SFDB ok mutant $m: killed"
 done
-# P9's report on the guest's one run of its program (BENCHMARKS.md; the
+# P9's report on the guest's run of its program (BENCHMARKS.md; the
 # figures of a 2,000-row run mean nothing).
 tr -d '\r' <"$OUT/console.log" | sed -n 's/^SFDB P9 //p' >"$OUT/p9.txt"
 check "P9's report (bench/db/p9-report.py) on that run: every key measured" \
 	sh -c "python3 '$ROOT/bench/db/p9-report.py' '$OUT/p9.txt' >'$OUT/p9.md' && ! grep -q failed '$OUT/p9.md' &&
 		[ \$(grep -c '^| [pm]' '$OUT/p9.md') -eq 9 ]"
+# Its rounds interleave (tests/db/p9-rounds.py): round 2 is round 1's
+# order rotated by one.
+check "P9's rounds interleaved: 11 measurements a round, round 2 is round 1 rotated by one" \
+	sh -c "python3 '$ROOT/tests/db/p9-rounds.py' '$OUT/p9.txt' >'$OUT/p9-rounds.txt'"
+indent <"$OUT/p9-rounds.txt"
 indent <"$OUT/p9.md"
 db_clean "$R"
 finish
