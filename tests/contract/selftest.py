@@ -40,20 +40,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import contract as C  # noqa: E402
 import stores as S  # noqa: E402
+from tap import Tap  # noqa: E402
 
-passed = failed = 0
-
-
-def check(what, cond):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok %d %s" % (passed + failed, what))
-    else:
-        failed += 1
-        print("not ok %d %s" % (passed + failed, what))
+TAP = Tap()
+check = TAP.check
 
 
 class NoStore(S.Store):
@@ -408,8 +401,8 @@ def main():
     mutant_rules(d, run)
     count_rules(d, sc)
     run.stop()
-    print("contract-selftest: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print("contract-selftest: %d passed, %d failed" % (TAP.passed, TAP.failed))
+    return 1 if TAP.failed else 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "contract"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import fleet  # noqa: E402
 import stores as S  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402

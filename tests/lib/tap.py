@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""TAP lines and the closing count of the static stage's Python self-tests
-(report-test.py, fleet-test.py): "ok N WHAT" / "not ok N WHAT", then
-"NAME: N passed, M failed" and exit status 1 when any failed."""
+"""TAP lines and the closing count of the Python self-tests (the static
+stage's report-test.py and fleet-test.py, the contract suite's selftest.py):
+"ok N WHAT" / "not ok N WHAT", then "NAME: N passed, M failed" and exit
+status 1 when any failed."""
 import sys
 
 
