@@ -96,6 +96,13 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             characters before it), unless the clause is about another
             client ("client", "would") (issue 45, item 3: "name resolution
             has no timeout").
+  lanes     tests/README.md is the one home of what each lane of `make
+            check` checks (issue 45: docs/reference.md had a second, "How it
+            is tested", with a table of every lane, which drifted): no
+            document for users (README.md, docs/**/*.md) has a heading or a
+            paragraph's bold lead "How it is tested" or "How the guests
+            boot", nor a table row naming a lane's script
+            `tests/<lane>/run.sh`; tests/README.md and CONTRIBUTING.md may.
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -1055,10 +1062,40 @@ def check_lookup():
         ok("lookup: no document says the agent's name lookups are unbounded (%d about another client)" % n)
 
 
+LANE_HEADS = re.compile(r"^(?:#{1,6} +|\*\*)(How it is tested|How the guests boot)\b", re.I)
+LANE_ROW = re.compile(r"^\|.*?`?(tests/[a-z][\w-]*/run\.sh)\b")
+
+
+def check_lanes():
+    n0, n = bad, 0
+    docs = [f for f in MDS if f == "README.md" or f.startswith("docs/")]
+    for rel in docs:
+        inb = False
+        for ln, line in enumerate(read(rel).split("\n"), 1):
+            if line.startswith("```"):
+                inb = not inb
+            if inb:
+                continue
+            n += 1
+            m = LANE_HEADS.match(line)
+            if m:
+                fail('lanes: %s:%d: "%s": what the lanes check is told in tests/README.md alone'
+                     % (rel, ln, m.group(1)))
+            m = LANE_ROW.match(line)
+            if m:
+                fail("lanes: %s:%d: a table row naming %s: the lanes' table is tests/README.md's"
+                     % (rel, ln, m.group(1)))
+    if "tests/README.md" in MDS and not re.search(r"^## Lanes$", read("tests/README.md"), re.M):
+        fail("lanes: tests/README.md has no \"## Lanes\" section")
+    if bad == n0:
+        ok("lanes: %d documents for users (%d lines) leave the lanes to tests/README.md" % (len(docs), n))
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
-          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade, "lookup": check_lookup}
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade, "lookup": check_lookup,
+          "lanes": check_lanes}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:
