@@ -40,8 +40,8 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             and the paths in its code spans are skipped.
   templates no documented command copies a template of packaging/ (a file
             with @VARS@) by hand: `make install-packaging` fills them.
-  fuzz      every fuzz target (fuzz/*_fuzz.c) is named in the fuzz stage's
-            row of docs/reference.md.
+  fuzz      every fuzz target (fuzz/*_fuzz.c) is named in the fuzz lane's
+            row of tests/README.md.
   sections  every reference to a named section resolves (issue 45, item 9:
             the shipped modprobe.d file pointed to a README section that did
             not exist): in any tracked text file, `FILE, "Title"` (FILE a
@@ -96,6 +96,13 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             characters before it), unless the clause is about another
             client ("client", "would") (issue 45, item 3: "name resolution
             has no timeout").
+  lanes     tests/README.md is the one home of what each lane of `make
+            check` checks (issue 45: docs/reference.md had a second, "How it
+            is tested", with a table of every lane, which drifted): no
+            document for users (README.md, docs/**/*.md) has a heading or a
+            paragraph's bold lead "How it is tested" or "How the guests
+            boot", nor a table row naming a lane's script
+            `tests/<lane>/run.sh`; tests/README.md and CONTRIBUTING.md may.
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -647,6 +654,19 @@ HASH = r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"
 CITED = re.compile(r"\bruns?\b.{0,40}?%s|\bat %s" % (HASH, HASH))
 
 
+def generated_prose(m):
+    """A generated region, blanked but for what its generator does not
+    write: the lane table's "what it checks" cells (tests/docs/fill-times.py
+    writes the checks and time columns only), which stay under the check."""
+    out = []
+    for line in m.group(0).split("\n"):
+        cells = re.split(r"(?<!\\)\|", line)
+        keep = "fill-times.py" in m.group(0).split("\n", 1)[0] and line.startswith("| ") and len(cells) > 6 \
+            and cells[1].strip() != "lane" and not set(cells[1].strip()) <= set("- ")
+        out.append("|%s|%s|" % (cells[1], cells[2]) if keep else "")
+    return "\n".join(out)
+
+
 def check_numbers():
     n0, n = bad, 0
     # a stage's time ("vmtest 487 s", "deps: 70 s"), a run's total ("2393 s in all")
@@ -660,8 +680,7 @@ def check_numbers():
         for m in re.finditer(r"<!-- generated: (.*?) -->(.*?)<!-- end generated -->", text, re.S):
             if not re.search(r"\b[0-9a-f]{7,40}\b", m.group(1)):
                 fail("%s: the generated region %r names no commit" % (rel, m.group(1)[:60]))
-        blank = re.sub(r"<!-- generated: .*?<!-- end generated -->",
-                       lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+        blank = re.sub(r"<!-- generated: .*?<!-- end generated -->", generated_prose, text, flags=re.S)
         # a table of times (a `time` column) is a run's: it must be generated
         for ln, line in enumerate(blank.split("\n"), 1):
             if line.startswith("|") and re.search(r"\|\s*time\s*\|", line):
@@ -701,12 +720,12 @@ def check_fuzz():
     n0 = bad
     targets = sorted(re.sub(r"_fuzz\.c$", "", os.path.basename(f))
                      for f in glob.glob(os.path.join(root, "fuzz/*_fuzz.c")))
-    row = [line for line in read("docs/reference.md").split("\n") if line.startswith("| fuzz |")]
+    row = [line for line in read("tests/README.md").split("\n") if line.startswith("| fuzz |")]
     for t in targets:
         if not row or "`%s`" % t not in row[0]:
-            fail("fuzz: target %s (fuzz/%s_fuzz.c) is not named in docs/reference.md's fuzz row" % (t, t))
+            fail("fuzz: target %s (fuzz/%s_fuzz.c) is not named in tests/README.md's fuzz row" % (t, t))
     if bad == n0:
-        ok("fuzz: docs/reference.md's fuzz row names the %d targets of fuzz/" % len(targets))
+        ok("fuzz: tests/README.md's fuzz row names the %d targets of fuzz/" % len(targets))
 
 
 def joined(t):
@@ -1043,10 +1062,40 @@ def check_lookup():
         ok("lookup: no document says the agent's name lookups are unbounded (%d about another client)" % n)
 
 
+LANE_HEADS = re.compile(r"^(?:#{1,6} +|\*\*)(How it is tested|How the guests boot)\b", re.I)
+LANE_ROW = re.compile(r"^\|.*?`?(tests/[a-z][\w-]*/run\.sh)\b")
+
+
+def check_lanes():
+    n0, n = bad, 0
+    docs = [f for f in MDS if f == "README.md" or f.startswith("docs/")]
+    for rel in docs:
+        inb = False
+        for ln, line in enumerate(read(rel).split("\n"), 1):
+            if line.startswith("```"):
+                inb = not inb
+            if inb:
+                continue
+            n += 1
+            m = LANE_HEADS.match(line)
+            if m:
+                fail('lanes: %s:%d: "%s": what the lanes check is told in tests/README.md alone'
+                     % (rel, ln, m.group(1)))
+            m = LANE_ROW.match(line)
+            if m:
+                fail("lanes: %s:%d: a table row naming %s: the lanes' table is tests/README.md's"
+                     % (rel, ln, m.group(1)))
+    if "tests/README.md" in MDS and not re.search(r"^## Lanes$", read("tests/README.md"), re.M):
+        fail("lanes: tests/README.md has no \"## Lanes\" section")
+    if bad == n0:
+        ok("lanes: %d documents for users (%d lines) leave the lanes to tests/README.md" % (len(docs), n))
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
-          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade, "lookup": check_lookup}
+          "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade, "lookup": check_lookup,
+          "lanes": check_lanes}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:

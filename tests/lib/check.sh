@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make check`: every test of the project, lane by lane (tests/README.md
-# has the table: what each lane proves, how long it takes, how to run it
-# alone; docs/reference.md says what each one checks), in this order:
+# has the table: what each lane checks, how long it takes, how to run it
+# alone), in this order:
 #   deps -> ksrc -> style -> sparse -> kernels -> dkms -> unit
 #   -> userspace -> sim -> packaging -> static -> docs -> model -> clients -> deb
 #   -> dkms-sid -> dkms-trixie

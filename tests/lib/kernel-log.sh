@@ -27,7 +27,7 @@
 # second: the path from the kernel's log to the host's verdict is shown to
 # work in each guest that relies on it.  With sf_canary_report on the
 # kernel's command line the backtrace comes first, in the first section:
-# the guest must then fail (docs/reference.md, "How the guests boot").
+# the guest must then fail (tests/README.md, "How the guests boot").
 sf_kernel_log() {
 	if grep -qw sf_canary_report /proc/cmdline; then
 		echo l >/proc/sysrq-trigger
