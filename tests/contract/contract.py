@@ -728,6 +728,49 @@ def s_claim_reply_lost(c):
     c.history(liveness=True)
 
 
+def s_pool_full_through_failures(c):
+    """Issue 41: a pool of 4 pairs held by 4 agents; E, a fifth, through the
+    proxy, whose every 3rd visit of a held pair (its claim; etcd: the read
+    of the key and the mark; ZooKeeper: the proof, an exists of the key)
+    loses its reply: E still says pool_full,
+    its walk going on from the pair whose request failed.  A walk that
+    starts again after every failed request never ends here (no 4 visits
+    in a row answer): ZooKeeper's 1,025th agent in P10 walked for 300 s."""
+    c.init("0-3")
+    holders = [c.agent("0-3") for _ in range(4)]
+    for i, h in enumerate(holders):
+        c.expect(h.wait("event=unfenced", 30), "holder %d never served" % i)
+    c.with_proxy()
+    visit = {"zookeeper": "renewal", "etcd": "read"}.get(c.s.name, "claim")
+    seen = [0]
+
+    def every_third(req):
+        if c.s.classify(req, c.cl)[0] != visit:
+            return False
+        seen[0] += 1
+        return seen[0] % 3 == 0
+    c.proxy.arm_drop(match=every_third)
+    e = c.agent("0-3", proxy=True)
+    t = time.monotonic() + 45
+    while time.monotonic() < t and not e.has("event=pool_full"):
+        if c.proxy.drop_match is None:      # the drop fired: armed again
+            c.proxy.arm_drop(match=every_third)
+        time.sleep(0.005)
+    c.proxy.drop_match = None
+    c.expect(c.proxy.dropped >= 1, "no visit's reply was lost (%d %s requests seen): the fault "
+             "never fired" % (seen[0], visit))
+    c.expect(e.has(NO_REPLY), "E's log never shows the lost reply (%s)" % NO_REPLY)
+    c.expect(e.has("event=pool_full"),
+             "E never said pool_full in 45 s, every 3rd of its %d %s requests' replies lost "
+             "(%d lost): its walks of the pool never end while requests fail"
+             % (seen[0], visit, c.proxy.dropped))
+    c.note("E said pool_full after %d %s requests, %d replies lost" % (seen[0], visit,
+                                                                        c.proxy.dropped))
+    c.expect(not e.serving(), "E serves a pair of a pool the four hold")
+    c.stop_agents()
+    c.history()
+
+
 def s_claim_undone_after_tenure(c):
     """A serves the one pair and is stopped (SIGSTOP) until its lease ran
     out; B claims the pair, serves it and is killed (kill -9); once B's
@@ -2449,6 +2492,7 @@ SCENARIOS = [
     ("mark_invalid_under_holder", s_mark_invalid_under_holder),
     ("claim_reply_lost", s_claim_reply_lost),
     ("claim_undone_after_tenure", s_claim_undone_after_tenure),
+    ("pool_full_through_failures", s_pool_full_through_failures),
     ("renew_reply_lost", s_renew_reply_lost),
     ("settle_readopt", s_settle_readopt),
     ("trickle", s_trickle),

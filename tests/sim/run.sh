@@ -6,13 +6,16 @@
 # (FLAVORS: Redis, etcd, ZooKeeper, MySQL), within a fixed budget (about
 # 60 s of CPU):
 #   1. the real engine: on each store, seeds from 1 for SIM_BUDGET_S (24) / 4
-#      s, no violation;
+#      s, no violation; and the full-pool world (sim --full-pool: a fifth
+#      agent whose requests fail at 30 % must say pool_full), seeds 1 to
+#      SIM_FULL_SEEDS (300);
 #   2. replay: one seed's whole schedule (--trace) twice, byte for byte, on
 #      each store;
 #   3. its power: every engine mutant of tests/contract/mutants/ (those that
 #      patch agent.c, applied to a copy as tests/contract/mutants.sh does)
 #      is found on each store within SIM_MUTANT_SEEDS (3000) seeds, with its
-#      seeds-to-find printed; a seed where the real engine fails as well is
+#      seeds-to-find printed (in the world its preamble's "Sim-args:" line
+#      names, e.g. --full-pool, else the seeds' own); a seed where the real engine fails as well is
 #      not counted (skipped); a mutant the simulator (or one store) cannot
 #      express is listed in UNEXPRESSIBLE below with why, and not counted;
 #   4. the first mutant's failing seed replays exactly (the same violation,
@@ -117,6 +120,16 @@ for f in "${FLAVORS[@]}"; do
 	fi
 done
 
+# 1b. the full-pool world, on each store
+for f in "${FLAVORS[@]}"; do
+	if out=$("$OUTD/sim" --full-pool --flavor "$f" --seeds "${SIM_FULL_SEEDS:-300}" 2>&1); then
+		ok "the real engine on $f, --full-pool: $(tail -n1 <<<"$out")"
+	else
+		bad "the real engine on $f, --full-pool: $(grep -E 'FAILED|replay' <<<"$out" | paste -sd ' ')"
+		grep -B40 -E 'VIOLATION' <<<"$out" | tail -n 60
+	fi
+done
+
 # 2. replay, byte for byte
 s=${SIM_REPLAY_SEED:-7}
 for f in "${FLAVORS[@]}"; do
@@ -133,16 +146,18 @@ for f in "${FLAVORS[@]}"; do
 	fi
 done
 
-# first_found SIM FLAVOR FROM N: the mutant's first failing seed in [FROM, FROM + N) at which
-# the real engine does not fail: "SKIPPED SEED MESSAGE", or "SKIPPED" when none; SKIPPED
-# counts the failing seeds where the real engine fails too (not the mutant's)
+# first_found SIM FLAVOR FROM N [SIM-ARGS...]: the mutant's first failing seed in
+# [FROM, FROM + N) at which the real engine does not fail: "SKIPPED SEED MESSAGE", or
+# "SKIPPED" when none; SKIPPED counts the failing seeds where the real engine fails too
+# (not the mutant's)
 first_found() {
 	local sim=$1 f=$2 from=$3 n=$4 out seed skipped=0
+	shift 4
 	while [ "$n" -gt 0 ]; do
-		out=$("$sim" --flavor "$f" --from "$from" --seeds "$n" --quiet 2>&1)
+		out=$("$sim" "$@" --flavor "$f" --from "$from" --seeds "$n" --quiet 2>&1)
 		seed=$(sed -nE 's/^sim: seed ([0-9]+) FAILED: .*/\1/p' <<<"$out" | head -n1)
 		[ -n "$seed" ] || break
-		if "$OUTD/sim" --flavor "$f" --seed "$seed" >/dev/null 2>&1; then
+		if "$OUTD/sim" "$@" --flavor "$f" --seed "$seed" >/dev/null 2>&1; then
 			echo "$skipped $(sed -nE 's/^sim: seed ([0-9]+) FAILED: (.*)/\1 \2/p' <<<"$out" | head -n1)"
 			return 0
 		fi
@@ -161,6 +176,8 @@ shopt -s nullglob
 for patch in "$ROOT"/tests/contract/mutants/*.patch; do
 	grep -q '^diff --git a/userspace/agent/agent.c ' "$patch" || continue
 	name=$(basename "$patch" .patch)
+	# shellcheck disable=SC2207 # the preamble's words, e.g. --full-pool
+	sargs=($(sed -n 's/^Sim-args: //p' "$patch"))
 	d=$OUTD/mutants/$name
 	rm -rf "$d"
 	mkdir -p "$d/src/userspace/agent"
@@ -179,7 +196,7 @@ for patch in "$ROOT"/tests/contract/mutants/*.patch; do
 		# one that cannot be expressed: a short look, to show what the sim sees
 		n=$cap
 		[ -z "$why" ] || n=200
-		read -r skipped seed msg <<<"$(first_found "$d/sim" "$f" 1 "$n")"
+		read -r skipped seed msg <<<"$(first_found "$d/sim" "$f" 1 "$n" "${sargs[@]}")"
 		found=$seed
 		sk=
 		[ "$skipped" -eq 0 ] || sk=" ($skipped seed(s) where the real engine fails too skipped)"
@@ -187,9 +204,10 @@ for patch in "$ROOT"/tests/contract/mutants/*.patch; do
 			echo "--   $name on $f: not counted (${found:+seed $seed: $msg; }$why)"
 			rows+=("$name	$f	-	$why")
 		elif [ -n "$found" ]; then
-			ok "$name on $f: found at seed $seed of $cap$sk: $msg"
-			rows+=("$name	$f	$seed	$msg")
-			[ -n "$first" ] || first="$d $f $seed"
+			ok "$name on $f: found at seed $seed of $cap${sargs[*]:+ (${sargs[*]})}$sk: $msg"
+			rows+=("$name	$f	$seed${sargs[*]:+ (${sargs[*]})}	$msg")
+			# (replayed below in the seeds' own world)
+			[ -n "$first" ] || [ "${#sargs[@]}" -gt 0 ] || first="$d $f $seed"
 		else
 			bad "$name on $f: survived $cap seeds$sk"
 			rows+=("$name	$f	SURVIVED	$sk")

@@ -16,6 +16,7 @@
  * is changed.
  *
  *   sim [--seeds N] [--from S] [--seed S] [--flavor STORE] [--trace] [--budget-s S] [--late]
+ *       [--full-pool]
  *
  * Each seed draws its store (--flavor STORE replaces that draw only):
  *   redis      a key per pair expiring on the store's clock; replies may
@@ -48,6 +49,13 @@
  * store answered; liveness: after a calm phase (no faults) every pair with
  * a mark is served while an agent lacks one.  A failure prints its seed
  * and the schedule; --seed S replays it exactly.
+ *
+ * --full-pool: another world for every seed (the same store draw): four
+ * agents hold the four pairs without faults, then a fifth starts whose
+ * requests and replies are lost at 30 %: it must say pool_full (its walk of
+ * the pool ends) by its 8th answered claim of a held pair, twice the pool;
+ * a walk that starts again after every failed request ends with a chance
+ * of 0.7^4 a try.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -147,7 +155,7 @@ static int64_t T;		/* true time, ns */
 static int64_t T0;
 static char *trace_buf;
 static size_t trace_len, trace_cap;
-static bool opt_trace, opt_late, opt_quiet;
+static bool opt_trace, opt_late, opt_quiet, opt_full_pool;
 static int violated;
 static char fail_msg[512];
 
@@ -193,7 +201,7 @@ static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
 /* The world                                                         */
 /* ---------------------------------------------------------------- */
 
-#define MAX_AGENTS	4
+#define MAX_AGENTS	5	/* --full-pool's; a seed draws 2 to 4 */
 #define MAX_PAIRS	4
 #define MAX_EV		4096
 #define MAX_TEN		4096
@@ -235,6 +243,8 @@ struct host {
 	int64_t frozen_from;
 	int64_t cut_until;	/* connection cut: nothing is sent until then (true time) */
 	int lossy;		/* per mille lost requests / replies */
+	bool lossy_always;	/* --full-pool's fifth agent: lost in the calm too */
+	int held_answers;	/* --full-pool: its claims of a held pair answered */
 	/* the device */
 	bool d_fenced, d_lease;
 	int64_t d_deadline;
@@ -354,6 +364,8 @@ static struct {
 	struct zsess zs[MAX_ZS];
 	int64_t zs_next, zto, ztick;	/* ZooKeeper: the last session id, the session timeout, tickTime */
 	int64_t store_step_at;		/* MySQL: the store clock's last forward step */
+	bool full_pool;			/* --full-pool: the fifth agent starts at full_start */
+	int64_t full_start;
 } W;
 
 /* the true wall time (ns): 1.7e12 ms + 100 s at the start, above every initial mark */
@@ -608,7 +620,7 @@ static int net_call(struct host *h, enum op op, int pair, uint64_t arg, int64_t 
 		h->lost_since_sig = true;
 		return NET_NOT_SENT;
 	}
-	if (!W.calm && chance(h->lossy)) {
+	if ((!W.calm || h->lossy_always) && chance(h->lossy)) {
 		tr("h%d.%d %s pair=%d id=%llu request lost", h->id, h->run, op_name[op], pair,
 		   (unsigned long long)id);
 		h->lost_since_sig = true;
@@ -1169,7 +1181,7 @@ static int zk_req(struct host *h, enum op op, int pair, uint64_t arg, uint64_t a
 	if (T < h->cut_until) {
 		tr("h%d.%d %s pair=%d id=%llu sent into a cut connection", h->id, h->run, op_name[op],
 		   pair, (unsigned long long)id);
-	} else if (!W.calm && chance(h->lossy)) {
+	} else if ((!W.calm || h->lossy_always) && chance(h->lossy)) {
 		tr("h%d.%d %s pair=%d id=%llu request lost: the connection is dead", h->id, h->run,
 		   op_name[op], pair, (unsigned long long)id);
 		h->zbroken = true;
@@ -2240,10 +2252,48 @@ static void free_world(void)
 	}
 }
 
+/*
+ * --full-pool: the fifth agent starts once the four hold the pool; the
+ * seed ends when it said pool_full, or 120 s later.
+ */
+static void full_pool_phase(void)
+{
+	struct host *h = &W.h[MAX_AGENTS - 1];
+
+	if (!h->alive && !h->run) {
+		tr("h%d starts, its requests and replies lost at %d/1000", h->id, h->lossy);
+		host_start(h);
+		W.next_phase = T + SEC(120);
+		return;
+	}
+	W.done = true;
+}
+
+/* --full-pool's check: the fifth agent's walks end, failures or not. */
+static void check_full_pool(void)
+{
+	struct host *h = &W.h[MAX_AGENTS - 1];
+
+	if (!W.full_pool || !h->alive)
+		return;
+	if (h->a.full_logged && h->held_answers >= W.npairs) {
+		W.done = true;
+		return;
+	}
+	if (h->held_answers >= 2 * W.npairs && !h->a.full_logged)
+		fail("pool_full: h%d.%d had %d claims of the held pool of %d answered and never said pool_full: its walks of the pool do not end while requests fail",
+		     h->id, h->run, h->held_answers, W.npairs);
+}
+
 /* The phases: faults for 30 s, then calm until the liveness check, twice. */
 static void phase(void)
 {
 	int i;
+
+	if (W.full_pool) {
+		full_pool_phase();
+		return;
+	}
 
 	if (!W.calm) {
 		W.calm = true;
@@ -2311,8 +2361,13 @@ static int one_seed(uint64_t seed)
 	W.fl = (enum flavor)rr(0, FL_N - 1);
 	if (opt_flavor >= 0)
 		W.fl = (enum flavor)opt_flavor;
-	W.nhosts = (int)rr(2, MAX_AGENTS);
+	W.nhosts = (int)rr(2, 4);
 	W.npairs = (int)rr(1, 3);
+	if (opt_full_pool) {
+		W.full_pool = true;
+		W.nhosts = MAX_AGENTS;
+		W.npairs = MAX_PAIRS;
+	}
 	if (conf_for_seed())
 		return 2;
 	W.store_off = rr(-SEC(5), SEC(5));
@@ -2356,6 +2411,11 @@ static int one_seed(uint64_t seed)
 		 * (clocks_put_right(); the quarantine covers that: clock_bound())
 		 */
 		h->wall_off = REF_WALL(T) - h->mb + rr(-SEC(1), SEC(1));
+		if (W.full_pool && i == MAX_AGENTS - 1) {
+			h->lossy = 300;
+			h->lossy_always = true;
+			continue;	/* started by full_pool_phase() */
+		}
 		host_start(h);
 	}
 	W.end = T + SEC(200);
@@ -2363,6 +2423,13 @@ static int one_seed(uint64_t seed)
 	W.next_stamp = T;
 	W.round = 1;
 	W.next_phase = T + SEC(30);
+	if (W.full_pool) {
+		/* no faults: the four claim, settle and serve, then the fifth */
+		W.calm = true;
+		W.calm_from = T;
+		W.full_start = T + 3 * W.ttl + (int64_t)W.conf.settle_ms * NS_PER_MS + SEC(5);
+		W.next_phase = W.full_start;
+	}
 
 	while (!violated) {
 		int64_t t = W.next_phase;
@@ -2451,7 +2518,7 @@ static int one_seed(uint64_t seed)
 				store_apply(e);
 				if (e->op == OP_ZCLOSE && e->arg3) {
 					/* zk_close(): nobody waits for it */
-				} else if (!W.calm && chance(h->lossy)) {
+				} else if ((!W.calm || h->lossy_always) && chance(h->lossy)) {
 					tr("h%d.%d reply to id=%llu lost", e->host, e->run,
 					   (unsigned long long)e->id);
 					if (W.fl == FL_ZK && h->run == e->run)
@@ -2482,6 +2549,9 @@ static int one_seed(uint64_t seed)
 				if ((e->op == OP_CLAIM || e->op == OP_ZMULTI) &&
 				    W.p[e->pair].claim_id == e->id)
 					W.p[e->pair].claim_known = true;
+				if (h->lossy_always && (e->op == OP_CLAIM || e->op == OP_ZPROVE) &&
+				    !h->zbroken)
+					h->held_answers++;
 			}
 			e->used = false;
 			break;
@@ -2507,6 +2577,8 @@ static int one_seed(uint64_t seed)
 		}
 		for (i = 0; i < W.nhosts && !violated; i++)
 			check_stop(&W.h[i]);
+		if (!violated)
+			check_full_pool();
 		if (W.done)
 			break;
 	}
@@ -2536,6 +2608,8 @@ int main(int argc, char **argv)
 			opt_trace = true;
 		else if (!strcmp(argv[i], "--late"))
 			opt_late = true;
+		else if (!strcmp(argv[i], "--full-pool"))
+			opt_full_pool = true;
 		else if (!strcmp(argv[i], "--quiet"))
 			opt_quiet = true;
 		else if (!strcmp(argv[i], "--flavor") && i + 1 < argc) {
@@ -2549,7 +2623,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		} else {
-			fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--flavor redis|etcd|zookeeper|mysql] [--trace] [--budget-s S] [--late] [--quiet]\n");
+			fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--flavor redis|etcd|zookeeper|mysql] [--trace] [--budget-s S] [--late] [--quiet] [--full-pool]\n");
 			return 2;
 		}
 	}

@@ -312,6 +312,15 @@ struct agent {
 	int64_t claim_wait_ns;		/* the store asked to wait before claiming */
 	int64_t full_backoff_ns;	/* the pool was full: wait this long */
 	int64_t walk_ns;		/* the last whole walk of the pool took this long */
+	/*
+	 * The walk in progress (acquire()): a failed request ends a call of
+	 * acquire(), not the walk; the next call goes on from the pair whose
+	 * request failed (walk_i of the order from walk_start).
+	 */
+	bool walk_on;
+	bool walk_no_mark;		/* a pair of this walk had no valid mark */
+	uint64_t walk_start, walk_i;
+	int64_t walk_active_ns;		/* its time in acquire(), the waits between not counted */
 	bool full_logged;
 	bool ready_sent;
 	int tfd;			/* timerfd (CLOCK_BOOTTIME) for the main loop */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The pool-full backoff of snowflake-agent (backoff.h says what it must
- * guarantee and why).
+ * The pool-full backoff and the retry wait of snowflake-agent (backoff.h
+ * says what each must guarantee and why).
  */
 #include "backoff.h"
 
@@ -17,5 +17,12 @@ int64_t ag_full_backoff(int64_t *state_ns, uint32_t ttl_ms, uint32_t renew_ms, u
 		b = cap;
 	*state_ns = b;
 	/* 50 % .. 100 %: jittered down only, so the cap is the longest wait. */
+	return b / 2 + (int64_t)(rnd % (uint64_t)(b / 2 + 1));
+}
+
+int64_t ag_retry_wait(uint32_t renew_ms, uint64_t rnd)
+{
+	int64_t b = (int64_t)(renew_ms < 1000 ? renew_ms : 1000) * AG_BACKOFF_NS_PER_MS;
+
 	return b / 2 + (int64_t)(rnd % (uint64_t)(b / 2 + 1));
 }

@@ -26,4 +26,13 @@
  */
 int64_t ag_full_backoff(int64_t *state_ns, uint32_t ttl_ms, uint32_t renew_ms, uint64_t rnd);
 
+/*
+ * The wait after a claim step failed (the store did not answer, or said
+ * an error of its own), in ns: min(@renew_ms, 1 s), jittered down to half
+ * (from @rnd), never up.  A fixed wait brought every agent that one store
+ * failure had stopped back at the same instant, a herd that failed again
+ * together (1,024 agents against one ZooKeeper, BENCHMARKS.md, P10).
+ */
+int64_t ag_retry_wait(uint32_t renew_ms, uint64_t rnd);
+
 #endif /* SNOWFLAKE_AGENT_BACKOFF_H */

@@ -386,4 +386,30 @@ TEST(full_backoff_starts_at_min_renew_1s_and_doubles)
 	ASSERT_GE(w, 100000000LL);
 }
 
+/*
+ * The retry after a failed claim step: min(renew, 1 s), jittered down to
+ * half, never up; two agents' draws give two waits (it was a fixed 1 s).
+ */
+TEST(retry_wait_is_jittered_down_from_min_renew_1s)
+{
+	int64_t lo = INT64_MAX, hi = 0;
+	uint64_t r;
+
+	for (r = 0; r < 2000; r++) {
+		int64_t w = ag_retry_wait(3000, r * 0x9e3779b97f4a7c15ULL);
+
+		ASSERT_GE(w, 500000000LL);
+		ASSERT_LE(w, 1000000000LL);
+		lo = w < lo ? w : lo;
+		hi = w > hi ? w : hi;
+	}
+	/* spread over the range, not one value */
+	ASSERT_LT(lo, 550000000LL);
+	ASSERT_GT(hi, 950000000LL);
+	/* renew 200 ms: 100..200 ms */
+	ASSERT_EQ(100000000LL, ag_retry_wait(200, 0));
+	ASSERT_EQ(200000000LL, ag_retry_wait(200, 100000000ULL));
+	ASSERT_LE(ag_retry_wait(200, UINT64_MAX), 200000000LL);
+}
+
 TEST_HARNESS_MAIN
