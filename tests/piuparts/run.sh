@@ -179,6 +179,7 @@ for p in snowflake-dkms libsnowflake1 libsnowflake-dev snowflake-tools snowflake
 		ok "piuparts $p${with[$p]:+ (with ${with[$p]})}: install, upgrade from $OLDV, remove, purge ($(grep -o 'PASS: .*' "$OUT/$p.log" | tail -n1))"
 	else
 		grep -E '^[0-9:.]* (ERROR|FAIL)|^  ' "$OUT/$p.log" | tail -n 25 | indent
+		grep -E "Can't test upgrade|not in the archive" "$OUT/$p.log" | indent || true
 		notok "piuparts $p (log: ${OUT#"$ROOT"/}/$p.log)"
 	fi
 done
