@@ -94,7 +94,7 @@ else
 	if out=$("$ROOT/tests/lib/suite-debs.sh" "$SUITE" "$OUT/src-$SUITE" "$DEBS" 2>&1); then
 		touch "$DEBS.done"
 		find "$OUT" -maxdepth 1 -name "debs-$SUITE-*" ! -path "$DEBS" ! -path "$DEBS.done" \
-			! -path "$DEBS.log" -exec rm -rf {} +
+			! -path "$DEBS.log" -exec rm -rf --one-file-system {} +
 		ok "today's packages built on $SUITE (tests/lib/suite-debs.sh: dpkg-buildpackage -us -uc -b, $(($(now) - start)) s)"
 	else
 		indent <<<"$out"
