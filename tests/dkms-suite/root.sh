@@ -3,8 +3,11 @@
 # dkms-trixie): the cached SUITE root (scripts/kroot.sh) with PostgreSQL
 # PGMAJOR and what clients/postgresql's Debian package builds with
 # (debian/control.in's Build-Depends but libsnowflake-dev, which is the deb
-# stage's), and with --mariadb also MariaDB's server and clients/mariadb's
-# Build-Depends, installed with apt while no service may start
+# stage's), and with --mariadb (the trixie root) also MariaDB's server,
+# clients/mariadb's Build-Depends and the five packages' (debian/control's:
+# the piuparts stage and tests/upgrade/old-release.sh trixie build today's
+# and the previous release's packages in it, tests/lib/suite-debs.sh),
+# installed with apt while no service may start
 # (policy-rc.d), cached unpacked as build/dkms-SUITE-pgPGMAJOR/root-KEY/
 # (KEY: the SUITE tarball's name and the packages; complete when
 # root-KEY.done is there), read-only to the stage, which mounts an overlay
@@ -27,7 +30,11 @@ SUITE=$1 PG=$2
 OUT=$BUILD/dkms-$SUITE-pg$PG
 PKGS=("postgresql-$PG" "postgresql-server-dev-$PG" postgresql-server-dev-all debhelper
 	build-essential pkgconf)
-[ "${3:-}" = --mariadb ] && PKGS+=(mariadb-server libmariadb-dev)
+# debian/control's Build-Depends: debhelper-compat and
+# dh-sequence-installsysusers are debhelper's, dh-sequence-dkms dh-dkms's
+# (it depends on perl only: dkms itself stays for the stage's apt install).
+[ "${3:-}" = --mariadb ] && PKGS+=(mariadb-server libmariadb-dev dh-dkms libcurl4-openssl-dev
+	libhiredis-dev libjson-c-dev libzookeeper-mt-dev)
 APT=(apt-get -q -y -o Dpkg::Use-Pty=0 -o APT::Color=0 -o Acquire::Check-Valid-Until=false
 	--no-install-recommends)
 mkdir -p "$OUT"

@@ -24,7 +24,8 @@
 #     agents mostly wait on timers; it waits for its build; joined after
 #     restart),
 #   - the piuparts stage (nice 10, from before the contract, joined last;
-#     its clean chroot made from after ksrc, tests/piuparts/run.sh --base),
+#     its clean trixie chroot and its two builds on trixie made from after
+#     ksrc, tests/piuparts/run.sh --base),
 #   - the upgrade stage (from before the contract to the end, joined last),
 #   - the dkms-sid stage's sid root with PostgreSQL 18 and the dkms-trixie
 #     stage's Debian 13 root with PostgreSQL 17 and MariaDB 11.8
@@ -303,10 +304,13 @@ fi
 if want deb; then
 	helper deb-root-prefetch nice -n 10 tests/deb/root.sh
 fi
-# The piuparts stage's clean bookworm chroot (tests/piuparts/run.sh
+# The piuparts stage's clean trixie chroot (tests/piuparts/run.sh
 # --base: a minbase mmdebstrap), the same way: the stage, started after the
 # contract at nice 10, waited 291 s on the mirror for it, and ended CI's
-# run of 212cecf (the stage waits for this one, a lock).
+# run of 212cecf (the stage waits for this one, a lock); then today's
+# packages and the previous release built on trixie, in the dkms-trixie
+# root (below; it waits for it): their CPU is spent here, beside the first
+# stages, not beside the contract.
 if want piuparts; then
 	helper piuparts-root-prefetch nice -n 10 tests/piuparts/run.sh --base
 fi
@@ -314,14 +318,15 @@ fi
 # with its PostgreSQL, and for trixie its MariaDB), the same way; the stage
 # and its helper take the same arguments (else the stage makes its root
 # again, in the foreground).  The db stage's guest is an overlay on the
-# trixie root (tests/db/lib.sh: the same arguments), so it is made for
-# either stage.
+# trixie root (tests/db/lib.sh: the same arguments), and the piuparts
+# stage builds the packages in it (tests/lib/suite-debs.sh: the same
+# arguments), so it is made for any of the three.
 DKMS_SID=(sid 18)
 DKMS_TRIXIE=(trixie 17 --mariadb)
 if want dkms-sid; then
 	helper dkms-sid-root-prefetch nice -n 10 tests/dkms-suite/root.sh "${DKMS_SID[@]}"
 fi
-if want dkms-trixie || want db; then
+if want dkms-trixie || want db || want piuparts; then
 	helper dkms-trixie-root-prefetch nice -n 10 tests/dkms-suite/root.sh "${DKMS_TRIXIE[@]}"
 fi
 # The previous release's packages and selftests for the upgrade stage
@@ -391,7 +396,7 @@ want debug-kernel && bg_stage debug-kernel nice -n 10 tests/debug-kernel/run.sh
 # debug-kernel.  (Started after the contract, it ended that run, 131 s
 # after restart.)
 want upgrade && bg_stage upgrade tests/upgrade/run.sh
-# piuparts (issue 33): Debian's installation tester in clean bookworm
+# piuparts (issue 33): Debian's installation tester in clean trixie
 # chroots, mostly waiting on the mirror and dpkg, from here beside the
 # contract and then the guest lanes, at nice 10: nothing in it is timed,
 # and the agents and guests beside it are.  (Started after the contract,

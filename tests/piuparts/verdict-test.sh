@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The piuparts lane's verdict (tests/piuparts/verdict.sh) fed made-up logs:
-# a run whose upgrade test piuparts skipped (the old packages unknown to
-# apt) or failed must fail; a whole run passes.  Run by
+# a run whose upgrade test piuparts skipped (the old packages, or one of
+# them, unknown to apt) or failed must fail; a whole run passes.  Run by
 # tests/piuparts/run.sh; alone: bash tests/piuparts/verdict-test.sh.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,6 +26,9 @@ case_ fail "the upgrade skipped: the old packages unknown to apt" \
 	< <(printf '%s\n' "$ip" "0m13.0s INFO: Can't test upgrade: packages not known by apt-get." "$all")
 case_ fail "the upgrade skipped: --apt" \
 	< <(printf '%s\n' "$ip" "0m13.0s INFO: Can't test upgrades: -a or --apt option used." "$all")
+case_ fail "the upgrade of one package of two skipped: not in the old repository" \
+	< <(printf '%s\n' "$ip" "0m28.6s INFO: apt-cache knows about the following packages: snowflake-tools" \
+		"0m28.6s INFO: the following packages are not in the archive: snowflake-agent" "$up" "$all")
 case_ fail "the upgrade failed" < <(printf '%s\n' "$ip" '0m30.0s ERROR: FAIL: Installation, upgrade and purging tests.')
 case_ fail "no install and purge test" < <(printf '%s\n' "$up" "$all")
 case_ fail "an empty log" </dev/null

@@ -21,6 +21,11 @@ set -euo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
 
+SUITE=${1:-}
+if [ $# -gt 1 ] || [[ ! $SUITE =~ ^[a-z]*$ ]]; then
+	die "usage: tests/upgrade/old-release.sh [SUITE]"
+fi
+
 new=$(cat "$ROOT/VERSION")
 old=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -c 1 -o 1 -S Version)
 [ -n "$old" ] || die "debian/changelog has no version before $new"
@@ -39,13 +44,28 @@ for c in $(git -C "$ROOT" log --format=%H -- VERSION); do
 done
 [ -n "$commit" ] || die "no commit with VERSION $old in this clone's history (a shallow clone? git fetch --unshallow)"
 short=${commit:0:12}
-OUT=$BUILD/old-release/$short
+OUT=$BUILD/old-release/$short${SUITE:+-$SUITE}
 mkdir -p "$BUILD/old-release"
-exec 9>"$BUILD/old-release/lock"
+# A lock per suite: the trixie build waits for its root, the upgrade stage
+# for this host's build.
+exec 9>"$BUILD/old-release/lock${SUITE:+-$SUITE}"
 flock -w 1800 9 || die "another old-release.sh held the lock for 30 minutes"
 echo "# the previous release: $old, commit $short ($(git -C "$ROOT" log -1 --format=%s "$commit" | cut -c1-70))"
 if [ -e "$OUT/done" ]; then
 	echo "# cached in ${OUT#"$ROOT"/}"
+elif [ -n "$SUITE" ]; then
+	start=$(now)
+	rm -rf "$OUT"
+	mkdir -p "$OUT/src"
+	git -C "$ROOT" archive "$commit" | tar -x -C "$OUT/src"
+	[ "$(cat "$OUT/src/VERSION")" = "$old" ] || die "$short's VERSION is $(cat "$OUT/src/VERSION"), not $old"
+	if ! "$ROOT/tests/lib/suite-debs.sh" "$SUITE" "$OUT/src" "$OUT/debs" >"$OUT/suite-debs.out" 2>&1; then
+		cat "$OUT/suite-debs.out"
+		die "the packages of $old ($short) on $SUITE (tests/lib/suite-debs.sh)"
+	fi
+	rm -rf "$OUT/src"
+	echo "$commit" >"$OUT/done"
+	echo "# built $old's packages on $SUITE in $(($(now) - start)) s"
 else
 	start=$(now)
 	rm -rf "$OUT"
