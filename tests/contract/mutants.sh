@@ -22,6 +22,8 @@
 # python regex>": what the failure message of each of those scenarios must
 # match for the cell to count as killed (contract.py checks it is a regex).
 # A patch without a Reason is not run: its line says no-reason, a failure.
+# An optional "Sim-args: <sim options>" line is tests/sim/run.sh's (the
+# simulated world that finds the mutant, e.g. --full-pool).
 set -uo pipefail
 # shellcheck source=tests/lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
