@@ -43,6 +43,7 @@ pg_err() {
 expect_err() {
 	local what=$1 state=$2 word=$3 out
 	out=$(pg_err "$4")
+	# shellcheck disable=SC2001 # a prefix on every line
 	sed "s/^/$TAG #     /" <<<"$out"
 	if grep -q "^ERROR:  $state: " <<<"$out" && grep -qF -- "$word" <<<"$out"; then
 		say "ok $what: SQLSTATE $state"
@@ -54,6 +55,7 @@ expect_err() {
 my_expect_err() {
 	local what=$1 word=$2 out
 	out=$(my -e "$3" 2>&1) && out="no error: $out"
+	# shellcheck disable=SC2001 # a prefix on every line
 	sed "s/^/$TAG #     /" <<<"$out"
 	if [[ $out != "no error"* ]] && grep -qF -- "$word" <<<"$out"; then
 		say "ok $what"
@@ -75,6 +77,7 @@ info df -m /
 say "# kernel $(uname -r), $(runuser -u postgres -- psql -X -A -t -c 'SHOW server_version' 2>&1), $(mariadb --version 2>&1 | head -n1)"
 t "postgresql.service is active" until_ok 120 systemctl is-active "postgresql@$PGV-main.service"
 t "mariadb.service is active" until_ok 120 systemctl is-active mariadb.service
+# shellcheck disable=SC2016 # the inner shell expands it
 t "the device is there, strict, refusing (no worker id yet)" \
 	sh -c 'test -c /dev/snowflake && test "$(cat /sys/class/misc/snowflake/strict)" = 1 && ! snowflake next >/dev/null 2>&1'
 info id postgres
@@ -125,6 +128,8 @@ else
 fi
 
 # ---- the extension's mutants (tests/db/mutants, tests/db/lib.sh db_mutants) ----
+# Those whose check is pg_regress (NAME.check); the MariaDB functions' are
+# run on the one-hour tick below.
 # Each in place of the installed snowflake.so (every new backend loads it
 # from the disk), pg_regress again: it must fail in the snowflake test, the
 # devices test passing (the server and the harness worked); then the
@@ -134,6 +139,7 @@ cp "$LIB" /tmp/snowflake.so.pkg
 for m in "$SHARE"/mutants/*.so; do
 	[ -e "$m" ] || continue
 	name=$(basename "$m" .so)
+	[ "$(cat "$SHARE/mutants/$name.check")" = pg_regress ] || continue
 	install -m 0644 "$m" "$LIB"
 	runuser -u postgres -- make -C /tmp/pgsrc installcheck PG_CONFIG="$PG_CONFIG" \
 		>/tmp/sfdb.mutant 2>&1
@@ -392,6 +398,7 @@ eq "the layout: time_unit_ms, sequence_bits, worker_id, refusing" \
 eq "IDs read by the CLI (timeout 10 snowflake next -n 2): 2 of the tick's 4" \
 	"$(timeout 10 snowflake next -n 2 | wc -l)" 2
 servers start
+# shellcheck disable=SC2016 # the inner shell expands it (PGV exported)
 t "PostgreSQL and MariaDB are active again" until_ok 120 sh -c \
 	'systemctl is-active postgresql@$PGV-main.service && systemctl is-active mariadb.service'
 
@@ -400,26 +407,38 @@ t "PostgreSQL and MariaDB are active again" until_ok 120 sh -c \
 # next tick, until the device is fenced: that read fails mid-statement.  The
 # statement must fail whole (no row, the cause named), not store 0 in the
 # NOT NULL key with a warning (1048).
-my -e "CREATE TABLE sf.k (id BIGINT NOT NULL DEFAULT snowflake_next(), n INT, KEY (id)) ENGINE=InnoDB"
-timeout 60 mariadb -N -B -e "SET sql_mode = ''; INSERT INTO sf.k (n) VALUES (1), (2), (3); SHOW WARNINGS" \
-	>/tmp/sfdb.victim 2>&1 &
-vp=$!
-until_ok 30 sh -c "[ \"\$(mariadb -N -B -e 'SELECT max(trx_rows_modified) FROM information_schema.innodb_trx')\" = 2 ]" ||
-	say "# the INSERT did not reach its third row (2 rows modified) within 30 s"
-sleep 0.5
-snowflake config --fence 1 >/dev/null
-rc=0
-ends_within "$vp" 10000 || say "# the INSERT did not end within 10 s of the fence"
-wait "$vp" || rc=$?
-snowflake config --fence 0 >/dev/null
-sed "s/^/$TAG #     /" /tmp/sfdb.victim
-if [ "$rc" -ne 0 ] && grep -q 'no lease' /tmp/sfdb.victim; then
-	say "ok MariaDB, sql_mode='': the INSERT whose third read fails (fenced) fails, naming the cause"
-else
-	say "notok MariaDB, sql_mode='': the INSERT whose third read fails did not fail (exit $rc)"
-fi
-eq "MariaDB, sql_mode='': rows of that INSERT stored, and keys 0 among them" \
-	"$(my -e 'SELECT count(*), count(id = 0 OR NULL) FROM sf.k')" "$(printf '0\t0')"
+# my_nonstrict TABLE N: that INSERT into a new TABLE, fenced once it waits
+# with N rows in (the tick's IDs left: 2 here, 0 once the tick is used up)
+# and 1.5 s old (its first read waits, not its init, which the fence fails);
+# its exit status in rc, "rows<TAB>keys 0" stored in $stored.
+my_nonstrict() {
+	my -e "CREATE TABLE $1 (id BIGINT NOT NULL DEFAULT snowflake_next(), n INT, KEY (id)) ENGINE=InnoDB"
+	timeout 60 mariadb -N -B -e "SET sql_mode = ''; INSERT INTO $1 (n) VALUES (1), (2), (3); SHOW WARNINGS" \
+		>/tmp/sfdb.victim 2>&1 &
+	vp=$!
+	until_ok 30 sh -c "[ \"\$(mariadb -N -B -e \"SELECT (SELECT count(*) FROM information_schema.processlist
+		WHERE info LIKE 'INSERT INTO $1 %' AND time_ms > 1500) = 1 AND
+		IFNULL((SELECT max(trx_rows_modified) FROM information_schema.innodb_trx), 0) = $2\")\" = 1 ]" ||
+		say "# the INSERT did not reach its row $(($2 + 1)) ($2 rows modified) within 30 s"
+	sleep 0.5
+	snowflake config --fence 1 >/dev/null
+	rc=0
+	ends_within "$vp" 10000 || say "# the INSERT did not end within 10 s of the fence"
+	wait "$vp" || rc=$?
+	snowflake config --fence 0 >/dev/null
+	sed "s/^/$TAG #     /" /tmp/sfdb.victim
+	stored=$(my -e "SELECT count(*), count(id = 0 OR NULL) FROM $1")
+}
+my_nonstrict_ok() {
+	if [ "$rc" -ne 0 ] && grep -q 'no lease' /tmp/sfdb.victim; then
+		say "ok MariaDB, sql_mode='': the INSERT whose $1 read fails (fenced) fails, naming the cause"
+	else
+		say "notok MariaDB, sql_mode='': the INSERT whose $1 read fails did not fail (exit $rc)"
+	fi
+	eq "MariaDB, sql_mode='': rows of that INSERT stored, and keys 0 among them" "$stored" "$(printf '0\t0')"
+}
+my_nonstrict sf.k 2
+my_nonstrict_ok third
 t "the tick used up: a non-blocking read gets EAGAIN" sh -c \
 	'timeout 10 dd if=/dev/snowflake of=/dev/null bs=8 count=1 iflag=nonblock 2>&1 | grep "Resource temporarily unavailable"'
 
@@ -501,21 +520,41 @@ my_result() {
 	row=$(grep -E '^(NULL|-?[0-9]+)$' /tmp/sfdb.victim | head -n 1)
 	end=$(num end </tmp/sfdb.victim)
 }
-my_victim ""
-until_ok 30 sh -c "[ \"\$(mariadb -N -B -e \"SELECT count(*) FROM information_schema.processlist
-	WHERE info = 'SELECT snowflake_next()'\")\" = 1 ]" || say "# no connection running SELECT snowflake_next() within 30 s"
-sleep 0.5
-id=$(my -e "SELECT id FROM information_schema.processlist WHERE info = 'SELECT snowflake_next()'")
-at=$(my -e "SELECT $now_ms; KILL QUERY ${id:-0}" 2>&1 | head -n 1)
-ends_within "$vp" 5000 || true
-release "$vp"
-my_result
-if grep -q '^ERROR 1317 .*Query execution was interrupted' /tmp/sfdb.victim && [ -z "$row" ] &&
-	[ -n "$end" ] && [ -n "$at" ] && [ $((end - at)) -lt 1000 ]; then
-	say "ok MariaDB: KILL QUERY $id ends the waiting SELECT snowflake_next() within $((end - at)) ms (ERROR 1317, interrupted)"
-else
-	say "notok MariaDB: KILL QUERY ${id:-?} (at ${at:-?}): the waiting SELECT snowflake_next() did not fail with ERROR 1317 within 1 s (result '${row}', end ${end:-none})"
-fi
+# my_kill_query: KILL QUERY from another connection ends a waiting SELECT
+# snowflake_next(): "" in $why when it failed with ERROR 1317 within 1 s,
+# else what went wrong; $late 1 when the SELECT was found waiting, killed,
+# and still waiting 1 s after the KILL; $fenced 1 when still waiting 5 s
+# after it (the fence ended it).
+my_kill_query() {
+	local gone=0
+	why="" late=0 fenced=0
+	my_victim ""
+	# Killed once it waits (1.5 s in): not before the function is called.
+	until_ok 30 sh -c "[ \"\$(mariadb -N -B -e \"SELECT count(*) FROM information_schema.processlist
+		WHERE info = 'SELECT snowflake_next()' AND time_ms > 1500\")\" = 1 ]" ||
+		say "# no connection running SELECT snowflake_next() for 1.5 s within 30 s"
+	id=$(my -e "SELECT id FROM information_schema.processlist WHERE info = 'SELECT snowflake_next()'")
+	at=$(my -e "SELECT $now_ms; KILL QUERY ${id:-0}" 2>&1 | head -n 1)
+	ends_within "$vp" 1000 && gone=1
+	ends_within "$vp" 4000 || fenced=1
+	release "$vp"
+	my_result
+	if grep -q '^ERROR 1317 .*Query execution was interrupted' /tmp/sfdb.victim && [ -z "$row" ] &&
+		[ -n "$end" ] && [ -n "$at" ] && [ $((end - at)) -lt 1000 ]; then
+		return
+	fi
+	why="KILL QUERY ${id:-?} (at ${at:-?}): the waiting SELECT snowflake_next() did not fail with ERROR 1317 within 1 s (result '${row}', end ${end:-none})"
+	[ -n "$id" ] && [ -n "$at" ] && [ "$gone" = 0 ] && late=1
+}
+my_kill_query_ok() {
+	if [ -z "$why" ]; then
+		say "ok MariaDB: KILL QUERY $id ends the waiting SELECT snowflake_next() within $((end - at)) ms (ERROR 1317, interrupted)"
+	else
+		say "notok MariaDB: $why"
+	fi
+}
+my_kill_query
+my_kill_query_ok
 my_victim "SET max_statement_time = 0.3;"
 ends_within "$vp" 5000 || true
 release "$vp"
@@ -526,6 +565,76 @@ if grep -q '^ERROR 1969 .*max_statement_time exceeded' /tmp/sfdb.victim && [ -z 
 	say "ok MariaDB: max_statement_time = 0.3 ends the waiting SELECT snowflake_next() $((end - start - 300)) ms after the timeout (ERROR 1969)"
 else
 	say "notok MariaDB: max_statement_time = 0.3: the waiting SELECT snowflake_next() did not fail with ERROR 1969 within 1 s of the timeout (result '${row}', start ${start:-none}, end ${end:-none})"
+fi
+
+# The MariaDB functions' mutants (tests/db/mutants, db_mutants): each in
+# place of the snowflake_udf.so mariadb-plugin-snowflake installed (my_swap),
+# the one check of its defect run alone on the used-up tick (NAME.check):
+# mariadb-kill, KILL QUERY (killed: the SELECT still waiting 1 s after the
+# KILL); mariadb-nonstrict, the non-strict INSERT fenced at its first row
+# (killed: a key 0 stored).  Then the package's library back, and both
+# checks pass again with it.
+MYLIB=$(dpkg -L mariadb-plugin-snowflake | grep '/snowflake_udf\.so$')
+# my_loaded FILE: mariadbd has MYLIB mapped, and FILE is what is there.
+my_loaded() {
+	grep "$MYLIB" "/proc/$(pidof mariadbd)/maps" 2>/dev/null | grep -qv '(deleted)' && cmp -s "$1" "$MYLIB"
+}
+# my_swap FILE: FILE in place of MYLIB and loaded: the six functions
+# dropped and the tables closed (FLUSH TABLES: a column's DEFAULT holds
+# its function), the library unloaded, FILE installed, the functions
+# created again (CREATE FUNCTION loads it).  A library still loaded after
+# 10 s (the new one would not load: the same path) is loaded by a
+# restart of the server instead, which loads a function's library at its
+# start (seconds more).
+my_swap() {
+	my -e "DROP FUNCTION snowflake_next; DROP FUNCTION snowflake_uuidv7;
+		DROP FUNCTION snowflake_unix_ms; DROP FUNCTION snowflake_datacenter;
+		DROP FUNCTION snowflake_worker; DROP FUNCTION snowflake_sequence; FLUSH TABLES"
+	until_ok 10 sh -c "! grep -q '$MYLIB' /proc/\$(pidof mariadbd)/maps" ||
+		say "# $MYLIB still loaded 10 s after the DROP"
+	install -m 0644 "$1" "$MYLIB"
+	mariadb </usr/share/snowflake/mariadb/snowflake.sql || say "# snowflake.sql failed"
+	my_loaded "$1" && return
+	say "# $1 not loaded by CREATE FUNCTION: the server restarted"
+	timeout 120 systemctl restart mariadb.service || say "# systemctl restart mariadb.service failed"
+	until_ok 60 sh -c 'systemctl is-active mariadb.service && mariadb -e "SELECT 1"' >/dev/null
+}
+cp "$MYLIB" /tmp/snowflake_udf.so.pkg
+nm=0
+for m in "$SHARE"/mutants/*.so; do
+	[ -e "$m" ] || continue
+	name=$(basename "$m" .so)
+	c=$(cat "$SHARE/mutants/$name.check")
+	case $c in mariadb-kill | mariadb-nonstrict) ;; *) continue ;; esac
+	nm=$((nm + 1))
+	my_swap "$m"
+	if ! my_loaded "$m"; then
+		say "notok mutant $name: not loaded by mariadbd in place of $MYLIB"
+	elif [ "$c" = mariadb-kill ]; then
+		my_kill_query
+		if [ "$late" = 1 ]; then
+			say "ok mutant $name: killed by KILL QUERY: the SELECT still waited 1 s after the KILL$([ "$fenced" = 0 ] || echo '; 5 s after it, the fence ended it')"
+		else
+			say "notok mutant $name: not killed by KILL QUERY (${why:-it ended the wait with ERROR 1317 within 1 s})"
+		fi
+	else
+		my_nonstrict "sf.k_$nm" 0
+		zeros=$(cut -f2 <<<"$stored")
+		if [ "${zeros:-0}" -gt 0 ] 2>/dev/null; then
+			say "ok mutant $name: killed by the non-strict INSERT: $zeros keys 0 stored (rows, keys 0: $(tr '\t' ' ' <<<"$stored"); exit $rc)"
+		else
+			say "notok mutant $name: not killed by the non-strict INSERT (rows, keys 0: $(tr '\t' ' ' <<<"$stored"); exit $rc)"
+		fi
+	fi
+done
+if [ "$nm" -gt 0 ]; then
+	my_swap /tmp/snowflake_udf.so.pkg
+	t "the package's snowflake_udf.so is back (cmp) and loaded by mariadbd" my_loaded /tmp/snowflake_udf.so.pkg
+	say "# the checks again with the package's library, after the mutants"
+	my_nonstrict sf.k_back 0
+	my_nonstrict_ok first
+	my_kill_query
+	my_kill_query_ok
 fi
 
 # The layout back: the module loaded with the boot's options (strict=1),
@@ -547,6 +656,7 @@ say "# figure: the one-hour tick's checks took $(($(up) - tick0)) s"
 # lease gave the device, then SIGTERM: the lease released.
 S=/sys/class/misc/snowflake
 servers start
+# shellcheck disable=SC2016 # the inner shell expands it (PGV exported)
 t "PostgreSQL and MariaDB are active again (for the agent's store)" until_ok 120 sh -c \
 	'systemctl is-active "postgresql@$PGV-main.service" && systemctl is-active mariadb.service'
 t "MariaDB: the agent's user (CREATE USER, GRANT ON snowflake.*)" my -e "

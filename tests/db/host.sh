@@ -11,33 +11,177 @@
 #     destructor lived in the library sent the ending thread into unmapped
 #     memory ("mariadbd got signal 11", issue 43 defect 1).  Twice: the
 #     functions created again in between.
+#   - Every mutant of tests/db/mutants/ whose preamble says "Check:
+#     host-drop", built the same way from a patched copy of clients/mariadb
+#     and loaded by a private mariadbd of its own (a copy of the same fresh
+#     data directory): the round above must fail at its last step, the
+#     server's error log saying "got signal 11" (killed by its defect), each
+#     step before it passing.  A patch that does not apply or build fails.
 #
 # tests/db/run.sh runs it first (db_host); alone: tests/db/host.sh, which
 # prints "db-host: N passed, M failed".  Needs mariadbd, mariadb-install-db,
 # mariadb_config (libmariadb-dev) and a C compiler.
 
+# db_mutant_check PATCH: the Check: line of PATCH's preamble (which check
+# must kill it: pg_regress, host-drop, mariadb-kill, mariadb-nonstrict).
+db_mutant_check() {
+	sed -n '/^diff /q; s/^Check: *//p' "$1" | head -n 1
+}
+
+# host_build DIR: DIR/clients/mariadb's snowflake_udf.so built against this
+# tree's libsnowflake (build/userspace) into DIR/plugin/.
+host_build() {
+	make -C "$1/clients/mariadb" -B snowflake_udf.so \
+		SNOWFLAKE_CFLAGS="-I$ROOT/userspace/include -I$ROOT/uapi" \
+		SNOWFLAKE_LIBS="-L$BUILD/userspace -lsnowflake -Wl,-rpath,$BUILD/userspace" &&
+		mkdir -p "$1/plugin" && mv "$1/clients/mariadb/snowflake_udf.so" "$1/plugin/"
+}
+
+# host_server DIR: a private mariadbd on a copy of $t/data0 in DIR, its
+# plugin directory DIR/plugin, its error log DIR/mariadbd.err; its pid in
+# mpid, the client in m.  Returns 1 when it does not answer within 30 s.
+host_server() {
+	rm -rf "$1/data"
+	cp -a "$t/data0" "$1/data"
+	mariadbd --no-defaults --datadir="$1/data" --user="$(id -un)" --skip-networking \
+		--socket="$1/sock" --pid-file="$1/mysql.pid" --plugin-dir="$1/plugin" \
+		--thread-cache-size=0 --innodb-buffer-pool-size=32M --innodb-log-file-size=8M \
+		--log-error="$1/mariadbd.err" >/dev/null 2>&1 &
+	mpid=$!
+	m=(mariadb --no-defaults -uroot -S "$1/sock" --batch --skip-column-names)
+	for _ in $(seq 300); do
+		"${m[@]}" -e 'SELECT 1' >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# host_stop: the server host_server started, stopped.
+host_stop() {
+	kill "$mpid" 2>/dev/null || true
+	wait "$mpid" 2>/dev/null || true
+}
+
+# host_alive: the server runs and answers.
+host_alive() { kill -0 "$mpid" 2>/dev/null && "${m[@]}" -e 'SELECT 1' >/dev/null 2>&1; }
+
+# host_round DIR ROUND: one round on the server of DIR (host_server): the
+# functions created, a call of each, DROP FUNCTION from another connection,
+# the library unloaded, the caller's disconnect.  Each step's result in
+# steps ("0 WHAT" passed, "1 WHAT" failed), in order; the last is the
+# server's survival.
+host_round() {
+	local d=$1 round=$2 a err
+	steps=()
+	step() {
+		local what=$1
+		shift
+		if "$@"; then steps+=("0 $what"); else steps+=("1 $what"); fi
+	}
+	"${m[@]}" <"$ROOT/clients/mariadb/snowflake.sql" >"$d/create.log" 2>&1 || true
+	step "round $round: CREATE FUNCTION ... SONAME 'snowflake_udf.so' (snowflake.sql): 6 functions" \
+		test "$("${m[@]}" -e "SELECT COUNT(*) FROM mysql.func WHERE dl = 'snowflake_udf.so'")" = 6
+	# The caller: a call of each function (each fails: no device), then
+	# it waits for the DROP before it disconnects.
+	rm -f "$d/dropped"
+	{
+		for f in "snowflake_next()" "snowflake_uuidv7()" "snowflake_unix_ms(1)" \
+			"snowflake_datacenter(1)" "snowflake_worker(1)" "snowflake_sequence(1)"; do
+			echo "SELECT $f;"
+		done
+		echo "SELECT 'called';"
+		for _ in $(seq 300); do
+			[ -e "$d/dropped" ] && break
+			sleep 0.1
+		done
+	} | "${m[@]}" --force --unbuffered >"$d/caller.log" 2>&1 &
+	a=$!
+	for _ in $(seq 100); do
+		grep -q '^called' "$d/caller.log" && break
+		sleep 0.1
+	done
+	step "round $round: each call fails without a device and says so" \
+		sh -c "[ \$(grep -c 'no /dev/' '$d/caller.log') -eq 6 ] && grep -q '^called' '$d/caller.log'"
+	# The statements' last references go in the second after them
+	# (a DROP at once leaves the library loaded until the caller ends).
+	sleep 1
+	"${m[@]}" -e "DROP FUNCTION snowflake_next; DROP FUNCTION snowflake_uuidv7;
+		DROP FUNCTION snowflake_unix_ms; DROP FUNCTION snowflake_datacenter;
+		DROP FUNCTION snowflake_worker; DROP FUNCTION snowflake_sequence" >"$d/drop.log" 2>&1 &&
+		err=0 || err=$?
+	step "round $round: DROP FUNCTION of the six from another connection" test "$err" = 0
+	# The server unloads the library once no statement holds it (not
+	# at once after a call): the caller stays connected until then.
+	for _ in $(seq 100); do
+		grep -q snowflake_udf.so "/proc/$mpid/maps" || break
+		sleep 0.1
+	done
+	step "round $round: the server unloaded snowflake_udf.so (gone from /proc/PID/maps) while the caller is connected" \
+		sh -c "! grep -q snowflake_udf.so /proc/$mpid/maps && kill -0 $a"
+	touch "$d/dropped"
+	wait "$a" || true # the client's status: the calls failed
+	# The caller's thread ends after its disconnect: give it time.
+	sleep 1
+	host_alive && err=0 || err=1
+	step "round $round: mariadbd lives through the caller's disconnect after the DROP (no signal 11)" \
+		sh -c "[ $err = 0 ] && ! grep -q 'got signal' '$d/mariadbd.err'"
+}
+
+# host_mutant PATCH: PATCH (Check: host-drop) built, one round on a server
+# of its own: killed when every step but the last passed and the last
+# failed with "got signal 11" in the server's error log.
+host_mutant() {
+	local p=$1 name d s bad=""
+	name=$(basename "$p" .patch)
+	d=$t/mut-$name
+	mkdir -p "$d/clients"
+	cp -a "$ROOT/clients/mariadb" "$d/clients/"
+	rm -f "$d"/clients/mariadb/*.so
+	if ! { patch -d "$d" -p1 <"$p" && host_build "$d"; } >"$d/build.log" 2>&1; then
+		tail -n 10 "$d/build.log" | indent
+		notok "host: mutant $name: does not apply or build"
+		return
+	fi
+	ok "host: mutant $name: applies and builds"
+	if ! host_server "$d"; then
+		indent <"$d/mariadbd.err" | tail -n 20
+		notok "host: mutant $name: its mariadbd did not start"
+		host_stop
+		return
+	fi
+	host_round "$d" 1
+	for s in "${steps[@]:0:${#steps[@]}-1}"; do
+		[ "${s%% *}" = 0 ] || bad="${bad:+$bad; }failed before the disconnect: ${s#* }"
+	done
+	if [ -z "$bad" ] && [ "${steps[-1]%% *}" = 1 ] && grep -q 'got signal 11' "$d/mariadbd.err"; then
+		ok "host: mutant $name: killed (mariadbd got signal 11 at the caller's disconnect after the DROP)"
+		grep -m 1 'got signal 11' "$d/mariadbd.err" | indent
+	else
+		[ -n "$bad" ] || bad="the server lived through the disconnect, or died without 'got signal 11'"
+		notok "host: mutant $name: not killed ($bad)"
+		indent <"$d/mariadbd.err" | tail -n 8
+	fi
+	host_stop
+}
+
 # db_host: the checks above, counted with ok/notok.
 db_host() {
-	local t m plugin mpid a round err
+	local t mpid m=() steps=() round s p
 	t=$(mktemp -d "${TMPDIR:-/tmp}/sf-db-host.XXXXXX")
-	plugin=$t/plugin
-	mkdir -p "$plugin"
+	mkdir -p "$t/real/clients"
+	cp -a "$ROOT/clients/mariadb" "$t/real/clients/"
+	rm -f "$t"/real/clients/mariadb/*.so
 	# OUT: the Makefile's target is $(OUT)/libsnowflake.so, ../build/userspace
 	# unless given (the absolute path alone has no rule in a fresh tree).
 	if ! make -C "$ROOT/userspace" OUT="$BUILD/userspace" "$BUILD/userspace/libsnowflake.so" \
-		>"$t/lib.log" 2>&1 ||
-		! make -C "$ROOT/clients/mariadb" -B snowflake_udf.so \
-			SNOWFLAKE_CFLAGS="-I$ROOT/userspace/include -I$ROOT/uapi" \
-			SNOWFLAKE_LIBS="-L$BUILD/userspace -lsnowflake -Wl,-rpath,$BUILD/userspace" \
-			>>"$t/lib.log" 2>&1; then
+		>"$t/lib.log" 2>&1 || ! host_build "$t/real" >>"$t/lib.log" 2>&1; then
 		indent <"$t/lib.log" | tail -n 20
 		notok "host: libsnowflake and clients/mariadb/snowflake_udf.so build"
 		rm -rf "$t"
 		return
 	fi
-	mv "$ROOT/clients/mariadb/snowflake_udf.so" "$plugin/"
 	ok "host: snowflake_udf.so built against this tree's libsnowflake"
-	if ! mariadb-install-db --no-defaults --datadir="$t/data" --user="$(id -un)" \
+	if ! mariadb-install-db --no-defaults --datadir="$t/data0" --user="$(id -un)" \
 		--auth-root-authentication-method=normal --skip-test-db --innodb-log-file-size=8M \
 		>"$t/install-db.log" 2>&1; then
 		indent <"$t/install-db.log" | tail -n 20
@@ -45,81 +189,31 @@ db_host() {
 		rm -rf "$t"
 		return
 	fi
-	mariadbd --no-defaults --datadir="$t/data" --user="$(id -un)" --skip-networking \
-		--socket="$t/sock" --pid-file="$t/mysql.pid" --plugin-dir="$plugin" \
-		--thread-cache-size=0 --innodb-buffer-pool-size=32M --innodb-log-file-size=8M \
-		--log-error="$t/mariadbd.err" >/dev/null 2>&1 &
-	mpid=$!
-	m=(mariadb --no-defaults -uroot -S "$t/sock" --batch --skip-column-names)
-	for _ in $(seq 300); do
-		"${m[@]}" -e 'SELECT 1' >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	alive() { kill -0 "$mpid" 2>/dev/null && "${m[@]}" -e 'SELECT 1' >/dev/null 2>&1; }
-	if alive; then
+	if host_server "$t/real" && host_alive; then
 		ok "host: mariadbd $("${m[@]}" -e 'SELECT VERSION()') (thread_cache_size=$("${m[@]}" -e 'SELECT @@thread_cache_size'))"
 	else
-		indent <"$t/mariadbd.err" | tail -n 20
+		indent <"$t/real/mariadbd.err" | tail -n 20
 		notok "host: mariadbd started"
-		kill "$mpid" 2>/dev/null || true
-		wait "$mpid" 2>/dev/null || true
+		host_stop
 		rm -rf "$t"
 		return
 	fi
 	for round in 1 2; do
-		"${m[@]}" <"$ROOT/clients/mariadb/snowflake.sql" >"$t/create.log" 2>&1 || true
-		check "host: round $round: CREATE FUNCTION ... SONAME 'snowflake_udf.so' (snowflake.sql): 6 functions" \
-			test "$("${m[@]}" -e "SELECT COUNT(*) FROM mysql.func WHERE dl = 'snowflake_udf.so'")" = 6
-		# The caller: a call of each function (each fails: no device), then
-		# it waits for the DROP before it disconnects.
-		rm -f "$t/dropped"
-		{
-			for f in "snowflake_next()" "snowflake_uuidv7()" "snowflake_unix_ms(1)" \
-				"snowflake_datacenter(1)" "snowflake_worker(1)" "snowflake_sequence(1)"; do
-				echo "SELECT $f;"
-			done
-			echo "SELECT 'called';"
-			for _ in $(seq 300); do
-				[ -e "$t/dropped" ] && break
-				sleep 0.1
-			done
-		} | "${m[@]}" --force --unbuffered >"$t/caller.log" 2>&1 &
-		a=$!
-		for _ in $(seq 100); do
-			grep -q '^called' "$t/caller.log" && break
-			sleep 0.1
+		host_round "$t/real" "$round"
+		for s in "${steps[@]}"; do
+			if [ "${s%% *}" = 0 ]; then ok "host: ${s#* }"; else notok "host: ${s#* }"; fi
 		done
-		check "host: round $round: each call fails without a device and says so" \
-			sh -c "[ \$(grep -c 'no /dev/' '$t/caller.log') -eq 6 ] && grep -q '^called' '$t/caller.log'"
-		# The statements' last references go in the second after them
-		# (a DROP at once leaves the library loaded until the caller ends).
-		sleep 1
-		"${m[@]}" -e "DROP FUNCTION snowflake_next; DROP FUNCTION snowflake_uuidv7;
-			DROP FUNCTION snowflake_unix_ms; DROP FUNCTION snowflake_datacenter;
-			DROP FUNCTION snowflake_worker; DROP FUNCTION snowflake_sequence" >"$t/drop.log" 2>&1 &&
-			err=0 || err=$?
-		check "host: round $round: DROP FUNCTION of the six from another connection" test "$err" = 0
-		# The server unloads the library once no statement holds it (not
-		# at once after a call): the caller stays connected until then.
-		for _ in $(seq 100); do
-			grep -q snowflake_udf.so "/proc/$mpid/maps" || break
-			sleep 0.1
-		done
-		check "host: round $round: the server unloaded snowflake_udf.so (gone from /proc/PID/maps) while the caller is connected" \
-			sh -c "! grep -q snowflake_udf.so /proc/$mpid/maps && kill -0 $a"
-		touch "$t/dropped"
-		wait "$a" || true # the client's status: the calls failed
-		# The caller's thread ends after its disconnect: give it time.
-		sleep 1
-		alive && err=0 || err=1
-		check "host: round $round: mariadbd lives through the caller's disconnect after the DROP (no signal 11)" \
-			sh -c "[ $err = 0 ] && ! grep -q 'got signal' '$t/mariadbd.err'"
-		[ "$err" = 0 ] || break
+		[ "${steps[-1]%% *}" = 0 ] || break
 	done
-	grep -A 12 'got signal' "$t/mariadbd.err" | indent || true
+	grep -A 12 'got signal' "$t/real/mariadbd.err" | indent || true
+	host_stop
+	# The mutants this check must kill (db_mutants builds the others).
+	for p in "$ROOT"/tests/db/mutants/*.patch; do
+		[ -e "$p" ] || continue
+		[ "$(db_mutant_check "$p")" = host-drop ] || continue
+		host_mutant "$p"
+	done
 	[ -z "${DB_HOST_KEEP:-}" ] || { echo "# kept $t"; return; }
-	kill "$mpid" 2>/dev/null || true
-	wait "$mpid" 2>/dev/null || true
 	rm -rf "$t"
 }
 

@@ -66,30 +66,49 @@ db_debs() {
 	debs=()
 }
 
-# db_mutants R: every defect found in the extension, brought back by a
-# small patch (tests/db/mutants/*.patch, against the repository): each
-# built with PGXS in the guest's root R (before the boot) into
-# $OUT/mutants/NAME.so, which tests/db/guest.sh puts in place of the
-# installed snowflake.so and runs pg_regress on: the mutant must fail it,
-# in the test its header names.  A patch that no longer applies or builds
-# is a failure.
+# db_mutants R: every defect found in the extension and the MariaDB
+# functions, brought back by a small patch (tests/db/mutants/*.patch,
+# against the repository), built in the guest's root R (before the boot):
+# by the check its preamble's Check: line names (db_mutant_check),
+#   pg_regress: clients/postgresql with PGXS, its snowflake.so;
+#   mariadb-kill, mariadb-nonstrict: clients/mariadb with its Makefile
+#     (libsnowflake-dev, libmariadb-dev), its snowflake_udf.so;
+#   host-drop: none here (tests/db/host.sh builds and runs it on the host);
+# into $OUT/mutants/NAME.so, the check's name in $OUT/mutants/NAME.check.
+# tests/db/guest.sh puts each in place of the installed library and runs
+# that check alone: the mutant must fail it, for its defect's reason; then
+# the package's library back.  A patch that no longer applies or builds, or
+# names no known check, is a failure.
 db_mutants() {
-	local r=$1 p m mr=$1/root/mut
+	local r=$1 p m c d lib mr=$1/root/mut
 	rm -rf "$OUT/mutants"
 	mkdir -p "$OUT/mutants"
 	for p in "$ROOT"/tests/db/mutants/*.patch; do
 		[ -e "$p" ] || continue
 		m=$(basename "$p" .patch)
+		c=$(db_mutant_check "$p")
+		case $c in
+		pg_regress) d=postgresql lib=snowflake.so ;;
+		mariadb-kill | mariadb-nonstrict) d=mariadb lib=snowflake_udf.so ;;
+		host-drop) continue ;;
+		*)
+			notok "mutant $m: its preamble names no known check (Check: '$c')"
+			continue
+			;;
+		esac
 		rm -rf "$mr"
 		mkdir -p "$mr/clients"
-		cp -a "$ROOT/clients/postgresql" "$mr/clients/"
-		rm -rf "$mr"/clients/postgresql/{*.o,*.so,*.bc,results}
+		cp -a "$ROOT/clients/$d" "$mr/clients/"
+		rm -rf "$mr"/clients/postgresql/{*.o,*.so,*.bc,results} "$mr"/clients/mariadb/*.so
 		if patch -d "$mr" -p1 <"$p" >"$OUT/mutant-$m.log" 2>&1 &&
-			R=$r inroot sh -c \
-				"make -C /root/mut/clients/postgresql PG_CONFIG=/usr/lib/postgresql/$DB_PG/bin/pg_config" \
-				>>"$OUT/mutant-$m.log" 2>&1; then
-			cp "$mr/clients/postgresql/snowflake.so" "$OUT/mutants/$m.so"
-			ok "mutant $m: applies and builds"
+			R=$r inroot sh -c "if [ $d = postgresql ]; then
+					make -C /root/mut/clients/postgresql PG_CONFIG=/usr/lib/postgresql/$DB_PG/bin/pg_config
+				else
+					make -C /root/mut/clients/mariadb snowflake_udf.so
+				fi" >>"$OUT/mutant-$m.log" 2>&1; then
+			cp "$mr/clients/$d/$lib" "$OUT/mutants/$m.so"
+			echo "$c" >"$OUT/mutants/$m.check"
+			ok "mutant $m: applies and builds ($lib, for $c)"
 		else
 			tail -n 10 "$OUT/mutant-$m.log" | indent
 			notok "mutant $m: does not apply or build (log: ${OUT#"$ROOT"/}/mutant-$m.log)"
@@ -176,6 +195,7 @@ db_root() {
 	rm -rf "$r/root/agent"
 	mkdir -p "$r/root/agent"
 	cp -a "$ROOT/userspace" "$ROOT/uapi" "$ROOT/VERSION" "$r/root/agent/"
+	# shellcheck disable=SC2016 # the inner shell expands $(...) itself
 	if R=$r inroot sh -c 'cd /root/agent && make -s -C userspace OUT=/root/agent/out /root/agent/out/libsnowflake.a &&
 		gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -DAG_NO_ETCD -DAG_NO_ZOOKEEPER \
 			-DSNOWFLAKE_VERSION="\"$(cat VERSION)\"" -Iuserspace/include -Iuapi -o /usr/local/sbin/snowflake-agent \
@@ -243,10 +263,10 @@ db_boot() {
 	done
 	echo "$DB_PG" >"$ov/usr/local/share/sf-db/pg"
 	cp -a "$ROOT/clients/postgresql" "$ov/usr/local/share/sf-db/postgresql"
-	# The extension's mutants (db_mutants), when this run built them.
+	# The mutants (db_mutants), when this run built them, with their checks.
 	if compgen -G "$OUT/mutants/*.so" >/dev/null; then
 		mkdir -p "$ov/usr/local/share/sf-db/mutants"
-		cp "$OUT"/mutants/*.so "$ov/usr/local/share/sf-db/mutants/"
+		cp "$OUT"/mutants/*.so "$OUT"/mutants/*.check "$ov/usr/local/share/sf-db/mutants/"
 	fi
 	# The documents whose SQL examples run there.
 	cp "$ROOT/README.md" "$ROOT/docs/databases.md" "$ov/usr/local/share/sf-db/"

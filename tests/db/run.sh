@@ -5,7 +5,9 @@
 #   0. On this Debian 12 host, without the module (tests/db/host.sh,
 #      db_host): the MariaDB functions built against this tree's
 #      libsnowflake in a private mariadbd (10.11): the server lives through
-#      a call, DROP FUNCTION and the caller's disconnect (issue 43).  Then
+#      a call, DROP FUNCTION and the caller's disconnect (issue 43); the
+#      mutants whose check that is (tests/db/mutants, Check: host-drop)
+#      built the same way, each killed by it (signal 11).  Then
 #      (db_bookworm) postgresql-15-snowflake and mariadb-plugin-snowflake
 #      built for Debian 12 with dpkg-buildpackage on this host (its
 #      PostgreSQL 15 and MariaDB 10.11 development packages, the deb stage's
@@ -32,9 +34,10 @@
 #      pg_cancel_backend(), pg_terminate_backend() and statement_timeout, a
 #      MariaDB INSERT under sql_mode='' whose read fails mid-statement, and
 #      a MariaDB wait ended by KILL QUERY and by max_statement_time (ERROR
-#      1317, 1969); last, the agent's MariaDB store (--backend mysql on the
-#      guest's mariadbd): a pair claimed, IDs within the lease's window,
-#      released at SIGTERM.
+#      1317, 1969), and the MariaDB functions' mutants in place of the
+#      package's library, each killed by its one check there; last, the
+#      agent's MariaDB store (--backend mysql on the guest's mariadbd): a
+#      pair claimed, IDs within the lease's window, released at SIGTERM.
 #
 # Needs the deb stage's packages (build/deb/*.deb: tests/deb/run.sh; this
 # stage runs after it) and the dkms-trixie root (made when missing).
@@ -80,8 +83,11 @@ db_boot "$KVER" "$R" "$ROOT/tests/db/guest.sh" sfdb \
 	"snowflake: the database functions (tests/db/run.sh)" "${DB_TIMEOUT:-1800}" \
 	"$OUT/console.log" rows="${DB_ROWS:-1000000}" || finish
 deb_guest_results SFDB db "$OUT/console.log" "$OUT"
-# Every mutant this run built was killed in the guest (a line of its own,
-# not only no failure: a mutant the guest skipped is not a kill).
+# Every mutant this run built for the guest (db_mutants: the extension's,
+# checked by pg_regress; the MariaDB functions', by their check on the
+# one-hour tick) was killed there (a line of its own, not only no failure:
+# a mutant the guest skipped is not a kill).  The host's (db_host) are
+# killed or failed where they run.
 for m in "$OUT"/mutants/*.so; do
 	[ -e "$m" ] || continue
 	m=$(basename "$m" .so)
