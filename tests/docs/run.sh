@@ -369,6 +369,15 @@ for st in $stages; do
 	esac
 	if [ -z "$miss" ]; then ok "stage $st: tests/README.md, its run.sh"; else bad "stage $st missing in:$miss"; fi
 done
+# ... in the order check.sh --stages prints them (the table's introduction
+# says so; it had drifted: quickstart after deb, piuparts near the end).
+order=$(sed -n 's/^| \([a-z0-9-]*\) | .*/\1/p' tests/README.md | awk -v s=" $(echo $stages) " 'index(s, " " $0 " ")' |
+	awk '!seen[$0]++' | paste -sd' ')
+if [ "$order" = "$(echo $stages)" ]; then
+	ok "tests/README.md's lane table is in the order of check.sh --stages"
+else
+	bad "tests/README.md's lane table is not in the order of check.sh --stages: $order"
+fi
 
 ex_out=$(bash tests/docs/readme-examples.sh 2>&1) || rc=$?
 ex_fail=$fail
