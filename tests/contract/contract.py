@@ -749,16 +749,14 @@ def s_pool_full_through_failures(c):
             return False
         seen[0] += 1
         return seen[0] % 3 == 0
-    c.proxy.arm_drop(match=every_third)
+    c.proxy.arm_drop(match=every_third, every=True)
     e = c.agent("0-3", proxy=True)
     # The real agent says it after 5 visits (1 reply lost); 30 (10 lost)
     # end the wait, or 45 s.
     t = time.monotonic() + 45
     while time.monotonic() < t and not e.has("event=pool_full") and seen[0] < 30:
-        if c.proxy.drop_match is None:      # the drop fired: armed again
-            c.proxy.arm_drop(match=every_third)
-        time.sleep(0.005)
-    c.proxy.drop_match = None
+        time.sleep(0.05)
+    c.proxy.disarm_drop()
     c.expect(c.proxy.dropped >= 1, "no visit's reply was lost (%d %s requests seen): the fault "
              "never fired" % (seen[0], visit))
     c.expect(e.has(NO_REPLY), "E's log never shows the lost reply (%s)" % NO_REPLY)

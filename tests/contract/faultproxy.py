@@ -127,7 +127,8 @@ class Conn:
                         self.p.acted.append({"fault": "hold", "conn": self.id,
                                              "at": time.monotonic(), "request": seen[-8192:]})
                     if m and m(seen):
-                        self.p.drop_match = None
+                        if not self.p.drop_every:
+                            self.p.drop_match = None
                         self.p.dropped += 1
                         self.p.acted.append({"fault": "drop", "conn": self.id,
                                              "at": time.monotonic(), "request": seen[-8192:]})
@@ -229,6 +230,7 @@ class FaultProxy:
         self.mode, self.arg = "pass", 0
         self.prefix = b""
         self.drop_match = None
+        self.drop_every = False  # arm_drop(every=True): armed after it fires
         self.hold_match = None
         self.delay_match = None
         self.delaying = []       # connections delay-at keeps back
@@ -266,13 +268,20 @@ class FaultProxy:
         self.prefix = prefix
         self.mode, self.arg = mode, arg
 
-    def arm_drop(self, *patterns, match=None):
+    def arm_drop(self, *patterns, match=None, every=False):
         """The first request containing any of @patterns (or for which
-        @match(request bytes) is true): its reply lost; reported in acted."""
+        @match(request bytes) is true): its reply lost; reported in acted.
+        With @every, every such request, until disarm_drop()."""
         def has(b):
             return any(p in b for p in patterns)
         with self.lock:
             self.drop_match = match or has
+            self.drop_every = every
+
+    def disarm_drop(self):
+        with self.lock:
+            self.drop_match = None
+            self.drop_every = False
 
     def arm_hold(self, *patterns, match=None):
         """The first request containing any of @patterns (or for which

@@ -364,8 +364,6 @@ static struct {
 	struct zsess zs[MAX_ZS];
 	int64_t zs_next, zto, ztick;	/* ZooKeeper: the last session id, the session timeout, tickTime */
 	int64_t store_step_at;		/* MySQL: the store clock's last forward step */
-	bool full_pool;			/* --full-pool: the fifth agent starts at full_start */
-	int64_t full_start;
 } W;
 
 /* the true wall time (ns): 1.7e12 ms + 100 s at the start, above every initial mark */
@@ -2274,7 +2272,7 @@ static void check_full_pool(void)
 {
 	struct host *h = &W.h[MAX_AGENTS - 1];
 
-	if (!W.full_pool || !h->alive)
+	if (!opt_full_pool || !h->alive)
 		return;
 	if (h->a.full_logged && h->held_answers >= W.npairs) {
 		W.done = true;
@@ -2290,7 +2288,7 @@ static void phase(void)
 {
 	int i;
 
-	if (W.full_pool) {
+	if (opt_full_pool) {
 		full_pool_phase();
 		return;
 	}
@@ -2364,7 +2362,6 @@ static int one_seed(uint64_t seed)
 	W.nhosts = (int)rr(2, 4);
 	W.npairs = (int)rr(1, 3);
 	if (opt_full_pool) {
-		W.full_pool = true;
 		W.nhosts = MAX_AGENTS;
 		W.npairs = MAX_PAIRS;
 	}
@@ -2411,7 +2408,7 @@ static int one_seed(uint64_t seed)
 		 * (clocks_put_right(); the quarantine covers that: clock_bound())
 		 */
 		h->wall_off = REF_WALL(T) - h->mb + rr(-SEC(1), SEC(1));
-		if (W.full_pool && i == MAX_AGENTS - 1) {
+		if (opt_full_pool && i == MAX_AGENTS - 1) {
 			h->lossy = 300;
 			h->lossy_always = true;
 			continue;	/* started by full_pool_phase() */
@@ -2423,12 +2420,11 @@ static int one_seed(uint64_t seed)
 	W.next_stamp = T;
 	W.round = 1;
 	W.next_phase = T + SEC(30);
-	if (W.full_pool) {
+	if (opt_full_pool) {
 		/* no faults: the four claim, settle and serve, then the fifth */
 		W.calm = true;
 		W.calm_from = T;
-		W.full_start = T + 3 * W.ttl + (int64_t)W.conf.settle_ms * NS_PER_MS + SEC(5);
-		W.next_phase = W.full_start;
+		W.next_phase = T + 3 * W.ttl + (int64_t)W.conf.settle_ms * NS_PER_MS + SEC(5);
 	}
 
 	while (!violated) {
