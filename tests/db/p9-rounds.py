@@ -7,8 +7,16 @@ r's order rotated by one, so that a slow stretch of the host falls on
 different keys in different rounds.  Prints each round's order as comments;
 exits 1 when the rounds do not interleave so, or there are fewer than two.
 Usage: p9-rounds.py P9.TXT (tests/db/run.sh, on the db guest's run)."""
-import re
+import importlib.util
+import os
 import sys
+
+# The BENCH lines' fields as P9's report reads them (bench/db/p9-report.py).
+_spec = importlib.util.spec_from_file_location(
+    "p9_report", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                              "db", "p9-report.py"))
+p9_report = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(p9_report)
 
 STEPS = 11
 
@@ -17,12 +25,13 @@ def main(path):
     order = {}
     with open(path) as f:
         for line in f:
-            m = re.match(r"BENCH p9 (\S+) .*?\bround=(\d+) pos=(\d+)\b", line)
-            if not m:
+            if not line.startswith("BENCH p9 "):
                 continue
-            key = re.search(r"\bkey=(\S+)", line)
-            name = m.group(1) + (":" + key.group(1) if key else "")
-            order.setdefault(int(m.group(2)), {})[int(m.group(3))] = name
+            fl = p9_report.fields(line)
+            if "round" not in fl or "pos" not in fl:
+                continue
+            name = line.split()[2] + (":" + fl["key"] if "key" in fl else "")
+            order.setdefault(int(fl["round"]), {})[int(fl["pos"])] = name
     rounds = [[order[r].get(i) for i in range(STEPS)] for r in sorted(order)]
     for r, names in zip(sorted(order), rounds):
         print(f"# round {r}: {' '.join(map(str, names))}")
