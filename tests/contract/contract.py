@@ -489,6 +489,9 @@ class Ctx:
                 a.p.wait()
         if self.proxy:
             self.proxy.close()
+        # A scenario that failed half way through an outage it made (a
+        # store paused or killed) leaves the store as it was before it.
+        return self.s.restore()
 
 
 # ---------------------------------------------------------------- scenarios
@@ -1180,7 +1183,7 @@ def s_store_paused(c):
     c.expect(a.wait("event=unfenced", 15) and b.wait("event=unfenced", 15), "not both served")
     offs = [a.size(), b.size()]
     t0 = now_ns()
-    c.s.pause_all()
+    c.expect(c.s.pause_all(), "a server of the store did not stop within 5 s of SIGSTOP")
     c.store_down()
     time.sleep(2 * TTL / 1000)
     c.s.cont_all()
@@ -2569,7 +2572,9 @@ class StoreRun:
         except Exception as e:  # a harness error is a failure, never a pass
             r = ("FAIL", "harness error: %r" % (e,))
         finally:
-            c.cleanup()
+            if not c.cleanup():
+                r = ("FAIL", "; ".join([r[1], "the store did not answer again after the "
+                                        "scenario (Store.restore)"]))
         why = " ".join(r[1].split())
         return (r[0], why if full else why[:300])
 

@@ -18,6 +18,10 @@ StoreRun.scenario() the lane uses, on a store that starts no server.
     claim is not taken by another request's bytes; a hold armed for a
     request lets the replies before it through and holds its own (etcd:
     a lease revoke is a release, named by its lease);
+  - a scenario's outage ends with it: one that fails with its store
+    paused or a member killed leaves the store running for the next
+    (Store.restore), and one after which the store does not answer fails;
+    pause_all() returns once every thread is stopped;
   - issue 40 item 4, the mutants: a failure counts as a kill only when its
     Reason matches; every listed scenario runs (none skipped after a
     kill); a scenario that fails with the real agent makes the cell moot;
@@ -115,6 +119,52 @@ def hold_at(check):
     cs.close()
     px.close()
     ls.close()
+
+
+class SleepStore(NoStore):
+    """Two members that are real processes (sleep), for the rule that a
+    scenario's outage ends with the scenario."""
+    def start_member(self, i):
+        self.m[i] = S.spawn(self.procs, ["sleep", "600"], os.devnull)
+
+    def wait_up(self, secs):
+        return all(m is not None and not S.stopped(m.pid) for m in self.m)
+
+
+def outage_rules(d):
+    """A scenario that fails half way through an outage it made (every
+    member paused, or one killed) leaves its store running for the next
+    (the CI run of 153696e: etcd left stopped, 36 later checks failed)."""
+    procs = []
+    st = SleepStore(d, procs)
+    st.m = [None, None]
+    for i in range(2):
+        st.start_member(i)
+    C.S.STORES["redis"] = lambda out, p: st
+    run = C.StoreRun(Args(d, "/bin/true"))
+
+    def paused_fails(c):
+        c.expect(c.s.pause_all(), "a member did not stop")
+        c.expect(False, "failed while the store was paused")
+    v = run.scenario("selftest_paused", paused_fails)
+    check("pause_all() returns once every member is stopped, and a scenario failing while "
+          "they are leaves them continued (%s: %s)" % (v[0], v[1][:60]),
+          v[0] == "FAIL" and "while the store was paused" in v[1] and
+          all(m is not None and not S.stopped(m.pid) for m in st.m))
+    first = st.m[0].pid
+
+    def killed_fails(c):
+        c.s.kill(0)
+        c.expect(False, "failed while a member was down")
+    v = run.scenario("selftest_killed", killed_fails)
+    check("a scenario failing with a member killed leaves it started again (%s: %s)" %
+          (v[0], v[1][:60]), v[0] == "FAIL" and st.m[0] is not None and st.m[0].pid != first)
+    st.wait_up = lambda secs: False
+    v = run.scenario("selftest_not_back", lambda c: c.s.kill(1))
+    check("a scenario after which the store does not answer again fails (%s: %s)" %
+          (v[0], v[1][:60]), v[0] == "FAIL" and "Store.restore" in v[1])
+    S.stop_procs(procs)
+    C.S.STORES["redis"] = NoStore
 
 
 def manifest(md, *lines):
@@ -398,6 +448,7 @@ def main():
     check("a mutant whose agent cannot run is not killed by the harness error (%s: %s)" %
           (v[0], v[1][:80]), v[0] == "error" and "harness error" in v[1])
     hold_at(check)
+    outage_rules(d)
     mutant_rules(d, run)
     count_rules(d, sc)
     run.stop()

@@ -36,6 +36,24 @@ def free_port():
     return p
 
 
+def stopped(pid):
+    """Whether every thread of process @pid is stopped (state T or t), or
+    it is gone."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return True
+    for t in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                st = f.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if st not in ("T", "t"):
+            return False
+    return True
+
+
 def spawn(procs, argv, log, env=None):
     """Start @argv, its stderr appended to @log, and add it to @procs."""
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
@@ -87,6 +105,7 @@ class Store:
         self.out = out
         self.procs = procs          # every Popen, stopped by the harness
         self.m = []                 # the members' Popen (None: down)
+        self.paused = False         # pause_all() without cont_all()
 
     def spawn(self, argv, log, env=None):
         return spawn(self.procs, argv, log, env)
@@ -102,12 +121,45 @@ class Store:
         os.kill(self.m[i].pid, sig)
 
     def pause_all(self):
+        """Every member stopped (SIGSTOP), returning once each of their
+        threads is (a thread already running may answer one more request
+        after kill() returns; the CI run of 153696e saw etcd answer); True
+        when all stopped within 5 s."""
+        self.paused = True
         for i in range(len(self.m)):
             self.signal(i, signal.SIGSTOP)
+        t = time.monotonic() + 5
+        while time.monotonic() < t:
+            if all(m is None or stopped(m.pid) for m in self.m):
+                return True
+            time.sleep(0.01)
+        return False
 
     def cont_all(self):
         for i in range(len(self.m)):
             self.signal(i, signal.SIGCONT)
+        self.paused = False
+
+    def restore(self):
+        """After a scenario, however it ended: every member running again
+        (continued if paused, started on its data if killed), so that one
+        scenario's failure half way through its outage is not every later
+        scenario's (a store_paused that failed before SIGCONT left etcd
+        stopped for the rest of the run of 153696e).  True when it answers."""
+        if not self.m:
+            return True
+        down = False
+        if self.paused:
+            for m in self.m:
+                if m is not None:
+                    os.kill(m.pid, signal.SIGCONT)
+            self.paused = False
+            down = True
+        for i, m in enumerate(self.m):
+            if m is None:
+                self.start_member(i)
+                down = True
+        return self.wait_up(60) if down else True
 
     def stop(self):
         for i in range(len(self.m)):
