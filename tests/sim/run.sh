@@ -64,7 +64,8 @@ REGRESSIONS=(
 
 # build OUT AGENT_C: the simulator against that agent.c.
 build() {
-	${CC:-cc} -O2 -g -std=gnu11 -Wall -Wextra "-DAGENT_C=\"$2\"" '-DSNOWFLAKE_VERSION="sim"' \
+	${CC:-cc} -O2 -g -std=gnu11 -Wall -Wextra "-DAGENT_C=\"$2\"" \
+		"-DRECORD_C=\"$(dirname "$2")/record.c\"" '-DSNOWFLAKE_VERSION="sim"' \
 		-Iuserspace/agent -Iuserspace/include -Iuapi tests/sim/sim.c \
 		userspace/agent/conf.c userspace/agent/validate.c userspace/agent/backoff.c \
 		userspace/lib/*.c -o "$1"

@@ -209,6 +209,64 @@ struct store_ops {
 			 bool replace_invalid);
 };
 
+/*
+ * The record store (issue 40, docs/lease-record.md): what a backend of
+ * the record design is, and all it is.  One record per pair, its text
+ * ag_rec_format()'s, written only by cas() on the store's own version of
+ * it (etcd mod_revision; ZooKeeper the data version + 1; MySQL and Redis
+ * a counter each write increments atomically with it): a takeover moves
+ * the version, so no delayed write of an earlier holder can land after it.
+ * Versions are above 0 and grow with every write of one record; 0 means
+ * "absent".  Every call is one bounded request (ag_wait(), by @deadline,
+ * 0: the store's timeout) that is never resent; what it answers is
+ * input, checked by the engine (record.c) and never acted on here.  The
+ * engine decides everything else: when a holder has expired (on its own
+ * clock: ag_observe), what an unknown outcome was (its nonce read back),
+ * what an error means.
+ */
+enum {
+	RS_OK = 0,	/* read: the record (text, version); cas: committed, *@version the new */
+	RS_ABSENT,	/* read: no record at the pair's name */
+	RS_MOVED,	/* cas: not committed, the version was not @expect */
+	RS_REFUSED,	/* not committed: this record refuses this client (an ACL) */
+	RS_UNABLE,	/* not committed: the store as a whole cannot (READONLY, no quorum, ...) */
+	RS_FAILED,	/* not committed: nothing sent, or an error reply */
+	RS_UNKNOWN,	/* cas only: sent, no readable answer: it may have committed */
+};
+
+struct ag_rec {
+	uint64_t version;
+	size_t len;
+	char text[AG_REC_MAX];
+};
+
+struct rec_ops {
+	const char *name;
+	int (*init)(struct agent *a);
+	void (*fini)(struct agent *a);
+	void (*describe)(const struct agent *a, char *buf, size_t len);
+	int64_t (*claim_wait)(struct agent *a);		/* as store_ops' (NULL: 0) */
+	int (*recheck)(struct agent *a, int64_t deadline);	/* as store_ops' (NULL: durable) */
+	/* Pair (@dc, @w)'s record: RS_OK (*@r), RS_ABSENT, RS_REFUSED, RS_UNABLE, RS_FAILED. */
+	int (*read)(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, struct ag_rec *r);
+	/*
+	 * Write @text (@len bytes) as pair (@dc, @w)'s record if its version is
+	 * @expect (0: only if there is none): RS_OK with *@version, RS_MOVED,
+	 * RS_REFUSED, RS_UNABLE, RS_FAILED or RS_UNKNOWN.
+	 */
+	int (*cas)(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		   size_t len, int64_t deadline, uint64_t *version);
+};
+
+/*
+ * The engine's side of the record design (record.c): the lease steps of
+ * store_ops (claim, readopt, renew, give_back, init_mark) made of a
+ * rec_ops' reads and compare-and-sets, once for every store.  a->rec is
+ * the backend; ag_record_use() makes a->st the record engine over it.
+ */
+extern const struct store_ops ag_record_ops;
+int ag_record_use(struct agent *a, const struct rec_ops *r);
+
 /* renew()'s *@mark when the step did not read the mark. */
 #define AG_MARK_UNREAD	UINT64_MAX
 
@@ -287,6 +345,17 @@ struct agent {
 	char owner[320];		/* label:128-bit random, new at every start */
 	const struct store_ops *st;
 	void *store;			/* the store's own state */
+	/*
+	 * The record design (record.c): the backend, the state of the record
+	 * this run holds (its version, its last write's nonce and beat, the
+	 * mark as written), the nonce of a claim whose outcome is unknown,
+	 * and the observations of records held by others.
+	 */
+	const struct rec_ops *rec;
+	uint64_t rec_version;		/* 0: not known (read before the next write) */
+	uint64_t rec_nonce, rec_beat, rec_mark;
+	uint64_t rec_unknown_nonce;
+	struct ag_observe *observe;
 	int fatal;			/* an exit code that ends the agent */
 
 	struct snowflake *sf;		/* NULL in dry-run */

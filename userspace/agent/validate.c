@@ -183,3 +183,134 @@ bool ag_owner_ok(const char *s, size_t len, size_t max)
 			return false;
 	return true;
 }
+
+/* "NAME=" at @*p (within @end): past it, or NULL. */
+static const char *rec_field(const char *p, const char *end, const char *name)
+{
+	size_t n = strlen(name);
+
+	if ((size_t)(end - p) < n + 1 || memcmp(p, name, n) || p[n] != '=')
+		return NULL;
+	return p + n + 1;
+}
+
+/* The digits (or hex) at @p up to the next space: its end, or NULL. */
+static const char *rec_token(const char *p, const char *end)
+{
+	while (p < end && *p != ' ')
+		p++;
+	return p < end ? p : NULL;
+}
+
+static bool rec_hex16(const char *s, const char *e, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p;
+
+	if (e - s != 16)
+		return false;
+	for (p = s; p < e; p++) {
+		if (*p >= '0' && *p <= '9')
+			v = v << 4 | (uint64_t)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			v = v << 4 | (uint64_t)(*p - 'a' + 10);
+		else
+			return false;
+	}
+	*out = v;
+	return true;
+}
+
+int ag_rec_parse(const char *s, size_t len, uint64_t max_ms, struct ag_rec_val *out)
+{
+	const char *p = s, *end = s + len, *e;
+	struct ag_rec_val v;
+	uint64_t n;
+	size_t olen;
+
+	if (!s || len < 4 || memcmp(p, "sf2 ", 4))
+		return -1;
+	p += 4;
+	if (!(p = rec_field(p, end, "nonce")) || !(e = rec_token(p, end)) ||
+	    !rec_hex16(p, e, &v.nonce))
+		return -1;
+	if (!(p = rec_field(e + 1, end, "beat")) || !(e = rec_token(p, end)) ||
+	    ag_parse_u64(p, (size_t)(e - p), UINT64_MAX, &v.beat))
+		return -1;
+	if (!(p = rec_field(e + 1, end, "ttl")) || !(e = rec_token(p, end)) ||
+	    ag_parse_u64(p, (size_t)(e - p), 0x7fffffff, &n))
+		return -1;
+	v.ttl_ms = (uint32_t)n;
+	if (!(p = rec_field(e + 1, end, "mark")) || !(e = rec_token(p, end)) ||
+	    ag_mark_parse(p, (size_t)(e - p), AG_MARK_FIXED20, max_ms, &v.mark))
+		return -1;
+	if (!(p = rec_field(e + 1, end, "owner")))
+		return -1;
+	olen = (size_t)(end - p);
+	if (!ag_owner_ok(p, olen, sizeof(v.owner) - 1))
+		return -1;
+	memcpy(v.owner, p, olen);
+	v.owner[olen] = '\0';
+	/* free: no holder, so no ttl */
+	if (!strcmp(v.owner, AG_REC_FREE) && v.ttl_ms)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int ag_rec_format(const struct ag_rec_val *v, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "sf2 nonce=%016llx beat=%llu ttl=%u mark=%020llu owner=%s",
+			 (unsigned long long)v->nonce, (unsigned long long)v->beat, v->ttl_ms,
+			 (unsigned long long)v->mark, v->owner);
+
+	return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+bool ag_rec_free(const struct ag_rec_val *v)
+{
+	return !strcmp(v->owner, AG_REC_FREE);
+}
+
+int64_t ag_observe_seen(struct ag_observe *o, uint64_t pair, uint64_t version, int64_t now)
+{
+	size_t s, pick = SIZE_MAX;
+	unsigned int i;
+
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		s = q_slot(pair, i);
+		if (o->e[s].since && o->e[s].pair == pair) {
+			if (o->e[s].version != version || now < o->e[s].since) {
+				o->e[s].version = version;
+				o->e[s].since = now;
+			}
+			return o->e[s].since;
+		}
+	}
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		s = q_slot(pair, i);
+		if (!o->e[s].since) {
+			pick = s;
+			break;
+		}
+		/* All taken: drop the newest observation (its wait starts again). */
+		if (pick == SIZE_MAX || o->e[s].since > o->e[pick].since)
+			pick = s;
+	}
+	o->e[pick].pair = pair;
+	o->e[pick].version = version;
+	o->e[pick].since = now;
+	return now;
+}
+
+void ag_observe_clear(struct ag_observe *o, uint64_t pair)
+{
+	unsigned int i;
+
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		size_t s = q_slot(pair, i);
+
+		if (o->e[s].since && o->e[s].pair == pair)
+			o->e[s].since = 0;
+	}
+}

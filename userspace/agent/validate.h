@@ -96,4 +96,60 @@ int64_t ag_quarantine_since(const struct ag_quarantine *q, uint64_t pair);
 /* Pair @pair's mark was seen present, or its key held: forget it. */
 void ag_quarantine_clear(struct ag_quarantine *q, uint64_t pair);
 
+/*
+ * The pair's record (issue 40, docs/lease-record.md): one per pair, its
+ * text in every store
+ *
+ *   sf2 nonce=HEX16 beat=N ttl=MS mark=DIGITS20 owner=OWNER
+ *
+ * owner last (an owner may hold spaces: ag_owner_ok()), "-" when free.
+ * Written only by compare-and-set on the store's version of it.
+ */
+#define AG_REC_MAX	512	/* the longest text (an owner of 319 bytes fits) */
+#define AG_REC_FREE	"-"
+
+struct ag_rec_val {
+	uint64_t nonce;		/* drawn by its writer for that write */
+	uint64_t beat;		/* the holder's renewals since its claim */
+	uint32_t ttl_ms;	/* the holder's lease duration (0 when free) */
+	uint64_t mark;		/* the pair's timestamp mark (G4) */
+	char owner[320];	/* AG_REC_FREE, or the holder's owner */
+};
+
+/*
+ * Parse the @len bytes at @s as a record whose mark is at most @max_ms.
+ * 0 with *@out set; -1 invalid (*@out untouched): anything but the exact
+ * form ag_rec_format() writes (a digit too many, a field missing or out of
+ * order, an owner ag_owner_ok() refuses, a ttl above 2^31 - 1).
+ */
+int ag_rec_parse(const char *s, size_t len, uint64_t max_ms, struct ag_rec_val *out);
+/* @v as text in @buf (AG_REC_MAX bytes): its length, or -1 when it does not fit. */
+int ag_rec_format(const struct ag_rec_val *v, char *buf, size_t len);
+/* Whether @v is free (no holder). */
+bool ag_rec_free(const struct ag_rec_val *v);
+
+/*
+ * Expiry on the observer's clock (the engine's claim of a pair held by
+ * another): per pair, the store's version of its record as this agent
+ * last saw it and since when, in a table of fixed size (the same probing
+ * as the quarantine's; when full, the newest observation is dropped: a
+ * wait starts again, later, never sooner).
+ */
+struct ag_observe {
+	struct {
+		uint64_t pair;
+		uint64_t version;
+		int64_t since;		/* the reply that first showed it (ns; 0: free slot) */
+	} e[AG_QUARANTINE_SLOTS];
+};
+
+/*
+ * Pair @pair's record was read at version @version, the reply in at
+ * @now (> 0): since when this agent has seen that very version without a
+ * change (@now when it is new, or another than the one seen before).
+ */
+int64_t ag_observe_seen(struct ag_observe *o, uint64_t pair, uint64_t version, int64_t now);
+/* Forget pair @pair (claimed, or seen free). */
+void ag_observe_clear(struct ag_observe *o, uint64_t pair);
+
 #endif /* SNOWFLAKE_AGENT_VALIDATE_H */
