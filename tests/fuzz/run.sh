@@ -22,7 +22,7 @@ set -euo pipefail
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_MAX_LEN=${FUZZ_MAX_LEN:-4096}
 FUZZ_PARSER_SECONDS=${FUZZ_PARSER_SECONDS:-15}
-PARSER_TARGETS=" etcd_reply zookeeper_data mysql_row redis_reply "
+PARSER_TARGETS=" etcd_reply zookeeper_data mysql_row redis_reply record "
 dir=$ROOT/fuzz
 out=$BUILD/fuzz
 pass=0

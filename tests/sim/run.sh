@@ -131,6 +131,23 @@ for f in "${FLAVORS[@]}"; do
 	fi
 done
 
+# 1c. the record design's engine (record.c, issue 40: sim --record), on
+# each store, in its own budget, and its full-pool world
+per=$(awk -v b="${SIM_RECORD_BUDGET_S:-12}" -v n="${#FLAVORS[@]}" 'BEGIN { printf "%.2f", b / n }')
+for f in "${FLAVORS[@]}"; do
+	if out=$("$OUTD/sim" --record --flavor "$f" --seeds "${SIM_SEEDS:-3000}" --budget-s "$per" 2>&1); then
+		ok "the record engine on $f: $(tail -n1 <<<"$out")"
+	else
+		bad "the record engine on $f: $(grep -E 'FAILED|replay' <<<"$out" | paste -sd ' ')"
+		grep -B40 -E 'VIOLATION' <<<"$out" | tail -n 60
+	fi
+	if out=$("$OUTD/sim" --record --full-pool --flavor "$f" --seeds "${SIM_FULL_SEEDS:-300}" 2>&1); then
+		ok "the record engine on $f, --full-pool: $(tail -n1 <<<"$out")"
+	else
+		bad "the record engine on $f, --full-pool: $(grep -E 'FAILED|replay' <<<"$out" | paste -sd ' ')"
+	fi
+done
+
 # 2. replay, byte for byte
 s=${SIM_REPLAY_SEED:-7}
 for f in "${FLAVORS[@]}"; do
@@ -174,18 +191,19 @@ cap=${SIM_MUTANT_SEEDS:-3000}
 first=
 rows=()
 shopt -s nullglob
-for patch in "$ROOT"/tests/contract/mutants/*.patch; do
-	grep -q '^diff --git a/userspace/agent/agent.c ' "$patch" || continue
+# (tests/sim/mutants/: the record engine's, which no real backend runs yet)
+for patch in "$ROOT"/tests/contract/mutants/*.patch "$ROOT"/tests/sim/mutants/*.patch; do
+	grep -qE '^diff --git a/userspace/agent/(agent|record).c ' "$patch" || continue
 	name=$(basename "$patch" .patch)
 	# shellcheck disable=SC2207 # the preamble's words, e.g. --full-pool
 	sargs=($(sed -n 's/^Sim-args: //p' "$patch"))
 	d=$OUTD/mutants/$name
 	rm -rf "$d"
 	mkdir -p "$d/src/userspace/agent"
-	cp userspace/agent/agent.c "$d/src/userspace/agent/"
-	if ! (cd "$d/src" && GIT_CEILING_DIRECTORIES=$d git apply --include=userspace/agent/agent.c "$patch") \
-		>"$d/apply.log" 2>&1; then
-		bad "$name: does not apply to agent.c"
+	cp userspace/agent/agent.c userspace/agent/record.c "$d/src/userspace/agent/"
+	if ! (cd "$d/src" && GIT_CEILING_DIRECTORIES=$d git apply --include=userspace/agent/agent.c \
+		--include=userspace/agent/record.c "$patch") >"$d/apply.log" 2>&1; then
+		bad "$name: does not apply to agent.c or record.c"
 		continue
 	fi
 	if ! build "$d/sim" "$d/src/userspace/agent/agent.c" >"$d/build.log" 2>&1; then

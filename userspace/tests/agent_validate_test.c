@@ -412,4 +412,97 @@ TEST(retry_wait_is_jittered_down_from_min_renew_1s)
 	ASSERT_LE(ag_retry_wait(200, UINT64_MAX), 200000000LL);
 }
 
+/* Issue 40: the record is read only in the exact form it is written. */
+TEST(record_round_trip)
+{
+	struct ag_rec_val v = { .nonce = 0x0123456789abcdefULL, .beat = 7, .ttl_ms = 10000,
+				.mark = 1700000000123ULL }, w;
+	char buf[AG_REC_MAX];
+	int n;
+
+	strcpy(v.owner, "web 1:0a0b0c0d0e0f00112233445566778899");
+	n = ag_rec_format(&v, buf, sizeof(buf));
+	ASSERT_GT(n, 0);
+	ASSERT_STREQ("sf2 nonce=0123456789abcdef beat=7 ttl=10000 mark=00000001700000000123 owner=web 1:0a0b0c0d0e0f00112233445566778899",
+		     buf);
+	ASSERT_EQ(0, ag_rec_parse(buf, (size_t)n, MAX_MS, &w));
+	ASSERT_EQ(v.nonce, w.nonce);
+	ASSERT_EQ(v.beat, w.beat);
+	ASSERT_EQ(v.ttl_ms, w.ttl_ms);
+	ASSERT_EQ(v.mark, w.mark);
+	ASSERT_STREQ(v.owner, w.owner);
+	ASSERT_FALSE(ag_rec_free(&w));
+	/* free: owner "-", no ttl */
+	v.ttl_ms = 0;
+	strcpy(v.owner, AG_REC_FREE);
+	n = ag_rec_format(&v, buf, sizeof(buf));
+	ASSERT_EQ(0, ag_rec_parse(buf, (size_t)n, MAX_MS, &w));
+	ASSERT_TRUE(ag_rec_free(&w));
+	/* too long an owner does not fit the buffer: refused, not cut */
+	memset(v.owner, 'x', sizeof(v.owner) - 1);
+	v.owner[sizeof(v.owner) - 1] = '\0';
+	ASSERT_EQ(-1, ag_rec_format(&v, buf, 64));
+}
+
+TEST(record_refuses_the_rest)
+{
+	static const char *const bad[] = {
+		"",
+		"sf1 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789ABCDEF beat=0 ttl=0 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789abcde beat=0 ttl=0 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789abcdef beat=00 ttl=0 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789abcdef beat=-1 ttl=0 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=2147483648 mark=00000001700000000000 owner=a",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=5 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=1700000000000 owner=-",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=99999999999999999999 owner=-",
+		"sf2 nonce=0123456789abcdef ttl=0 beat=0 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000",
+		"sf2  nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=-",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=caf\xc3\xa9",
+		"sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=a\nb",
+		"00000001700000000000",
+	};
+	struct ag_rec_val w = { .beat = 42 };
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ(-1, ag_rec_parse(bad[i], strlen(bad[i]), MAX_MS, &w)) {
+			TH_LOG("accepted: \"%s\"", bad[i]);
+		}
+		ASSERT_EQ(42, w.beat);	/* untouched */
+	}
+	/* a NUL inside is not the end */
+	ASSERT_EQ(-1, ag_rec_parse("sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=-\0x",
+				   75, MAX_MS, &w));
+}
+
+/* Expiry on the observer's clock: a wait starts again whenever the version moves. */
+TEST(observe_waits_for_one_version)
+{
+	struct ag_observe *o = calloc(1, sizeof(*o));
+	const uint64_t pairs = 1u << 20;
+	uint64_t p;
+
+	ASSERT_NE(NULL, o);
+	ASSERT_EQ(100, ag_observe_seen(o, 3, 7, 100));
+	ASSERT_EQ(100, ag_observe_seen(o, 3, 7, 5000));
+	ASSERT_EQ(6000, ag_observe_seen(o, 3, 8, 6000));	/* renewed: again */
+	ASSERT_EQ(6000, ag_observe_seen(o, 3, 8, 9000));
+	ASSERT_EQ(9500, ag_observe_seen(o, 4, 8, 9500));	/* per pair */
+	ag_observe_clear(o, 3);
+	ASSERT_EQ(10000, ag_observe_seen(o, 3, 8, 10000));
+	/* bounded: a pool far larger than the table never shortens a wait */
+	for (p = 0; p < pairs; p++)
+		ASSERT_EQ((int64_t)(p + 20000), ag_observe_seen(o, p, 1, (int64_t)(p + 20000)));
+	for (p = 0; p < pairs; p++) {
+		int64_t since = ag_observe_seen(o, p, 1, (int64_t)(pairs + 30000));
+
+		ASSERT_TRUE(since == (int64_t)(pairs + 30000) || since == (int64_t)(p + 20000));
+	}
+	free(o);
+}
+
 TEST_HARNESS_MAIN
