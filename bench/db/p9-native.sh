@@ -35,9 +35,11 @@
 # bigserial, a sequence (CREATE SEQUENCE; DEFAULT nextval('seq')),
 # snowflake.uuidv7() (a file of UUIDv7s for /dev/uuidv7) and
 # gen_random_uuid(); and the calls alone (SELECT count(f()) FROM
-# generate_series(1, ROWS)); and the library call alone, without the
-# database (bench/db/p9-native-read.c: ROWS snowflake_next() on the same
-# file).  Times are psql's \timing of the statement.
+# generate_series(1, ROWS)), snowflake.nextval() also on /dev/zero (the
+# floor of a device read: the file's read goes through the page cache);
+# and the library call alone, without the database
+# (bench/db/p9-native-read.c: ROWS snowflake_next() on the same file, then
+# on /dev/zero).  Times are psql's \timing of the statement.
 # Prints BENCH p9native lines, then the table (bench/db/p9-report.py
 # --native), which also refuses a run with a measurement missing or out of
 # place.  Measures, never asserts a time.
@@ -209,10 +211,12 @@ for f in "snowflake.layout()|snowflake.layout()" "snowflake.decode(id)|snowflake
 	fi
 done | tee -a "$OUT/p9native.txt.tmp"
 
-# ms STATEMENT: the statement's time (psql's \timing), in ms.
+# ms STATEMENT [FIRST]: the statement's time (psql's \timing, the last
+# statement's), in ms; FIRST run before it in the same session.
 ms() {
-	local out
-	out=$(pg -c '\timing on' -c "$1") || return 1
+	local out args=(-c '\timing on')
+	[ -z "${2:-}" ] || args+=(-c "$2")
+	out=$(pg "${args[@]}" -c "$1") || return 1
 	sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$out" | tail -n 1
 }
 # pg_one ROUND POS NAME COLUMN [VALUE]: one fresh table, its key COLUMN,
@@ -229,17 +233,23 @@ pg_one() {
 	echo "BENCH p9native db=postgresql key=$name round=$r pos=$pos rows=$ROWS ms=$t_ms index_bytes=$(pg -c "SELECT pg_relation_size('t_${name}_pkey')") table_bytes=$(pg -c "SELECT pg_relation_size('t_$name')") count=$(pg -c "SELECT count(DISTINCT id) FROM t_$name")"
 	pg -c "DROP TABLE t_$name"
 }
-call_ms() { ms "SELECT count($1) FROM generate_series(1, $ROWS)"; }
+call_ms() { ms "SELECT count($1) FROM generate_series(1, $ROWS)" "${2:-}"; }
+# The calls alone; snowflake.nextval() also on /dev/zero (8 zero bytes a
+# read: no key can be made of them, a count can): the floor of a device
+# read, where the file's read goes through the page cache.
 calls() {
-	echo "BENCH p9native calls round=$1 pos=$2 rows=$ROWS none_ms=$(call_ms '*') snowflake_ms=$(call_ms 'snowflake.nextval()') sequence_ms=$(call_ms "nextval('bs_seq')") uuidv7_ms=$(call_ms 'snowflake.uuidv7()') gen_random_uuid_ms=$(call_ms 'gen_random_uuid()')"
+	echo "BENCH p9native calls round=$1 pos=$2 rows=$ROWS none_ms=$(call_ms '*') snowflake_ms=$(call_ms 'snowflake.nextval()') snowflake_zero_ms=$(call_ms 'snowflake.nextval()' "SET snowflake.device = '/dev/zero'") sequence_ms=$(call_ms "nextval('bs_seq')") uuidv7_ms=$(call_ms 'snowflake.uuidv7()') gen_random_uuid_ms=$(call_ms 'gen_random_uuid()')"
 }
 # The library call alone, no database (bench/db/p9-native-read.c): ROWS
-# snowflake_next() on the same file.
+# snowflake_next() on the same file, then on /dev/zero.
 libread() {
-	local out
-	out=$(SF_TESTING_ANY_FILE=1 timeout "$STMT_TIMEOUT" "$OUT/p9-native-read" "$t/ids.bin" "$ROWS") ||
+	local out zero
+	if ! out=$(SF_TESTING_ANY_FILE=1 timeout "$STMT_TIMEOUT" "$OUT/p9-native-read" "$t/ids.bin" "$ROWS") ||
+		! zero=$(SF_TESTING_ANY_FILE=1 timeout "$STMT_TIMEOUT" "$OUT/p9-native-read" /dev/zero "$ROWS"); then
 		die "P9 native: p9-native-read failed"
-	echo "BENCH p9native read round=$1 pos=$2 rows=$ROWS $out"
+	fi
+	zero=${zero#*ns=}
+	echo "BENCH p9native read round=$1 pos=$2 rows=$ROWS $out zero_ns=${zero%% *}"
 }
 steps=(
 	"pg_one none bigint g"

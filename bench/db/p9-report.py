@@ -131,7 +131,8 @@ NATIVE_LABEL = {
     "bigserial": "`bigserial`", "sequence": "`nextval('seq')` (a sequence)",
     "snowflake_uuidv7": "`snowflake.uuidv7()`", "gen_random_uuid": "`gen_random_uuid()`",
 }
-NATIVE_CALLS = (("snowflake_ms", "`snowflake.nextval()`"), ("sequence_ms", "`nextval('seq')`"),
+NATIVE_CALLS = (("snowflake_ms", "`snowflake.nextval()`"),
+                ("snowflake_zero_ms", "`snowflake.nextval()` on /dev/zero"), ("sequence_ms", "`nextval('seq')`"),
                 ("uuidv7_ms", "`snowflake.uuidv7()`"), ("gen_random_uuid_ms", "`gen_random_uuid()`"))
 
 
@@ -156,6 +157,7 @@ def native(path):
                     fl["_ms"] = {k: float(v) for k, v in fl.items() if k == "ms" or k.endswith("_ms")}
                     if kind == "read":
                         fl["_ms"]["ms"] = int(fl["ns"]) / 1e6
+                        fl["_ms"]["zero_ms"] = int(fl["zero_ns"]) / 1e6
                         if int(fl["ids"]) != int(fl["rows"]) or int(fl["last"]) - int(fl["first"]) != int(fl["rows"]) - 1:
                             errors.append("a read of other IDs than the file's: " + line.strip())
                     r, pos = int(fl["round"]), int(fl["pos"])
@@ -220,11 +222,12 @@ def native(path):
         parts.append(f"{lab} {(statistics.median(c[k]) - none) / rows * 1e3:.2f} us ({min(per):.2f}-{max(per):.2f})")
     print("The calls alone (SELECT count(f()) FROM generate_series, less the series; the median and the "
           "range of the rounds): " + ", ".join(parts) + " a call.")
-    rd = [x["_ms"]["ms"] / rows * 1e3 for x in reads]
-    sf = statistics.median(c["snowflake_ms"]) - none
-    print(f"The library call alone, no database (snowflake_next() on the same file, bench/db/p9-native-read.c): "
-          f"{statistics.median(rd):.2f} us ({min(rd):.2f}-{max(rd):.2f}) a call; so the database's own part of a "
-          f"snowflake.nextval() call is about {sf / rows * 1e3 - statistics.median(rd):.2f} us.")
+    rd, rz = ([x["_ms"][k] / rows * 1e3 for x in reads] for k in ("ms", "zero_ms"))
+    own = (statistics.median(c["snowflake_ms"]) - none) / rows * 1e3 - statistics.median(rd)
+    print(f"The library call alone, no database (snowflake_next(), bench/db/p9-native-read.c): "
+          f"{statistics.median(rd):.2f} us ({min(rd):.2f}-{max(rd):.2f}) a call on the same file, "
+          f"{statistics.median(rz):.2f} us ({min(rz):.2f}-{max(rz):.2f}) on /dev/zero; so the database's own "
+          f"part of a snowflake.nextval() call, less the library's on the file, is about {own:.2f} us.")
     by = {}
     for key in ("snowflake", "bigserial"):
         for r in runs[key]:
