@@ -35,7 +35,7 @@ fleet_out=$(mktemp)
 python3 tests/static/fleet-test.py >"$fleet_out" 2>&1 &
 fleet_pid=$!
 
-srcs=(userspace/lib/*.c userspace/cli/*.c userspace/floord/*.c userspace/agent/*.c bench/*.c driver/snowflake_core.c driver/uuid_core.c)
+srcs=(userspace/lib/*.c userspace/cli/*.c userspace/floord/*.c userspace/agent/*.c bench/*.c bench/db/*.c driver/snowflake_core.c driver/uuid_core.c)
 incs=(-I userspace/include -I userspace/lib -I uapi -I driver)
 
 # variableScope: kernel style declares variables at the top of a block.
