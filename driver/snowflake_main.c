@@ -104,7 +104,7 @@ struct snowflake_dev {
 
 static struct snowflake_dev sf_dev;
 
-/* Module parameters: read once at load, see README.md. */
+/* Module parameters: read once at load, see snowflake(4). */
 static unsigned long long param_epoch_ms = SNOWFLAKE_TWITTER_EPOCH_MS;
 module_param_named(epoch_ms, param_epoch_ms, ullong, 0444);
 MODULE_PARM_DESC(epoch_ms, "Unix time in ms of timestamp 0 (default 1288834974657, Twitter's)");

@@ -5,7 +5,7 @@
  * it: init, set_config, set_ids, set_strict, set_floor, catch_up, the
  * lease's window (SET_IDS with SNOWFLAKE_IDS_WINDOW), reserve (any now, any
  * want), undeliver, peek, stats, and the raw clock moving forward.  After
- * every step the invariants of docs/reference.md "Guarantees" are checked:
+ * every step the invariants of snowflake(4), "Guarantees" are checked:
  *
  * - every reserved ID is above every ID reserved before by this generator
  *   (so never a duplicate), whatever happened in between;

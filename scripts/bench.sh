@@ -390,6 +390,12 @@ else
 	"$ROOT/scripts/bench-db.sh"
 fi
 echo
+# P9 natively (issue 43, item 5): the key's cost in PostgreSQL 15 on this
+# host, the device stood in for by a file (bench/db/p9-native.sh: a private
+# cluster, the extension on libsnowflake's test build).  The smoke run:
+# 2,000 rows, two rounds; the program refuses a run that is not whole.
+"$ROOT/bench/db/p9-native.sh"
+echo
 # P10 (issue 41): a fleet of dry-run agents against each real store on this
 # host, started at once, then killed with SIGKILL and started again at
 # once; one agent more says pool_full (bench/fleet.py).  The smoke run: 4

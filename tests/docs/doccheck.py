@@ -104,6 +104,22 @@ under the same checks.  Run by tests/docs/run.sh; prints one "ok   ..." or
             tested" (docs/clients.md had the clients lane's) or "How the
             guests boot", nor a table row naming a lane's script
             `tests/<lane>/run.sh`; tests/README.md and CONTRIBUTING.md may.
+  device    the device's reference has one home each (issue 45: it was
+            written three times, docs/reference.md, snowflake(4) and
+            docs/ABI): snowflake(4) for /dev/snowflake, its IOCTLS one .TP
+            entry per SNOWFLAKE_IOC_* of uapi/linux/snowflake.h and no
+            other, each naming the structure of its _IOR/_IOW and
+            "privileged" exactly for the _IOW ones; its MODULE PARAMETERS
+            one entry per module_param_named() of driver/snowflake_main.c,
+            with the driver's default, and no other; its ERRORS every errno
+            the driver returns (ERESTARTSYS as EINTR, ESPIPE of
+            nonseekable_open()) and no other; docs/ABI/ for sysfs, one
+            What: per attribute of driver/ (the statistics group under
+            statistics/, /dev/uuidv7's) and no other, (RW) exactly for the
+            DEVICE_ATTR_RW ones.  And no second home: no other document or
+            manual page has a table row (Markdown) or a .TP entry whose
+            first cell or head names an ioctl, a module parameter or a
+            sysfs file, nor has snowflake(4) a list of the sysfs files.
   mysql8    a document or manual page that names MySQL 8 says "MySQL 8 is
             not supported" (or "is not built or tested") (issue 45, item 10: nothing is built or tested
             on it; the page said it speaks the same protocol and SQL).
@@ -1092,11 +1108,207 @@ def check_lanes():
         ok("lanes: %d documents for users (%d lines) leave the lanes to tests/README.md" % (len(docs), n))
 
 
+MAN4 = "userspace/man/snowflake.4"
+ABI = "docs/ABI/sysfs-class-misc-snowflake"
+
+
+def device_names():
+    """The device's names from the code: {ioctl: (struct, privileged)},
+    {parameter: default}, {sysfs path: "RW" or "RO"}."""
+    uapi = read("uapi/linux/snowflake.h")
+    drv = read("driver/snowflake_main.c")
+    ioctls = {m.group(1): (m.group(3), m.group(2) == "W") for m in re.finditer(
+        r"^#define\s+(SNOWFLAKE_IOC_[A-Z_]+)\s+_IO(R|W|WR)\(SNOWFLAKE_IOC_MAGIC, \w+, struct (\w+)\)", uapi, re.M)}
+    macros = dict(re.findall(r"^#define\s+(\w+)\s+(\d+)U?L{0,2}\b", uapi, re.M))
+    params = {}
+    for name, var in re.findall(r"^module_param_named\((\w+), (\w+),", drv, re.M):
+        m = re.search(r"^static [\w ]+ %s(?: = ([\w-]+))?;" % var, drv, re.M)
+        v = (m.group(1) if m else None) or "0"
+        v = macros.get(v, v)
+        params[name] = {"false": "0", "true": "1"}.get(v, v)
+    stats = set(re.findall(r"&sf_attr_(\w+)\.attr", (re.search(
+        r"^static struct attribute \*sf_stat_attrs\[\] = \{(.*?)\n\};", drv, re.M | re.S) or re.match("", "")).group(0)))
+    sysfs = {}
+    for kind, name in re.findall(r"^static DEVICE_ATTR_(RW|RO)\((\w+)\);", drv, re.M):
+        sysfs["snowflake/" + name] = kind
+    for name in re.findall(r"^SF_VALUE_ATTR\((\w+),", drv, re.M):
+        sysfs["snowflake/" + ("statistics/" if name in stats else "") + name] = "RO"
+    for kind, name in re.findall(r"^static DEVICE_ATTR_(RW|RO)\((\w+)\);", read("driver/snowflake_uuid.c"), re.M):
+        sysfs["uuidv7/statistics/" + name] = kind
+    return ioctls, params, sysfs
+
+
+def man_section(text, title):
+    m = re.search(r"^\.SH %s\n(.*?)(?=^\.SH |\Z)" % re.escape(title), text, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def tp_heads(text):
+    """The head line of every .TP entry (and .TQ) of a manual page's text."""
+    return re.findall(r"^\.T[PQ]\n(.*)$", text, re.M)
+
+
+def check_device():
+    n0, n = bad, 0
+    ioctls, params, sysfs = device_names()
+    if len(ioctls) < 8 or len(params) < 12 or len(sysfs) < 30:
+        fail("device: only %d ioctls, %d parameters and %d sysfs files read from uapi/ and driver/"
+             % (len(ioctls), len(params), len(sysfs)))
+        return
+    man = read(MAN4)
+    # IOCTLS: one entry per command, its structure, privileged exactly for a SET.
+    heads = [h for h in tp_heads(man_section(man, "IOCTLS")) if "SNOWFLAKE_IOC_" in h]
+    seen = {}
+    for h in heads:
+        n += 1
+        m = re.match(r"\.B (SNOWFLAKE_IOC_\w+) .*struct (\w+)", h)
+        if not m:
+            fail("device: %s: IOCTLS entry %r names no command and structure" % (MAN4, h))
+            continue
+        name, struct = m.groups()
+        seen[name] = seen.get(name, 0) + 1
+        if name not in ioctls:
+            fail("device: %s documents %s, which uapi/linux/snowflake.h does not define" % (MAN4, name))
+            continue
+        if struct != ioctls[name][0]:
+            fail("device: %s gives %s struct %s; the header struct %s" % (MAN4, name, struct, ioctls[name][0]))
+        if ("privileged" in h) != ioctls[name][1]:
+            fail("device: %s: %s is %s; its entry %s" % (MAN4, name, "a _IOW command (privileged)" if ioctls[name][1]
+                                                       else "not privileged", "does not say so" if ioctls[name][1] else "says privileged"))
+    for name in ioctls:
+        n += 1
+        if seen.get(name, 0) != 1:
+            fail("device: %s has %d IOCTLS entries for %s (one wanted)" % (MAN4, seen.get(name, 0), name))
+        elif bad == n0:
+            ok("device: ioctl %s in snowflake(4) IOCTLS, struct %s%s" % (name, ioctls[name][0],
+                                                                       ", privileged" if ioctls[name][1] else ""))
+    # MODULE PARAMETERS: name=default, as the driver has them.
+    got = {}
+    for h in tp_heads(man_section(man, "MODULE PARAMETERS")):
+        h = re.sub(r"\\f[BIRP]|\"|^\.B[IR]* ", "", h).replace("\\-", "-")
+        for name, v in re.findall(r"([a-z_]+)= *(-?\d+)", h):
+            n += 1
+            if name in got:
+                fail("device: %s gives the parameter %s twice" % (MAN4, name))
+            got[name] = v
+    for name, v in got.items():
+        if name not in params:
+            fail("device: %s's MODULE PARAMETERS names %s, which is not a parameter of driver/snowflake_main.c" % (MAN4, name))
+        elif v != params[name]:
+            fail("device: %s gives %s=%s as the default; the driver's is %s" % (MAN4, name, v, params[name]))
+    for name in params:
+        n += 1
+        if name not in got:
+            fail("device: the module parameter %s is not in %s's MODULE PARAMETERS" % (name, MAN4))
+        elif got[name] == params[name]:
+            ok("device: parameter %s=%s in snowflake(4) MODULE PARAMETERS" % (name, params[name]))
+    # ERRORS: what the driver returns, and nothing else.
+    src = "".join(read(os.path.relpath(f, root)) for f in sorted(glob.glob(os.path.join(root, "driver", "*.[ch]"))))
+    errs = set(re.findall(r"-(E[A-Z0-9]{3,})\b", src))
+    if "ERESTARTSYS" in errs:
+        errs = (errs - {"ERESTARTSYS"}) | {"EINTR"}
+    if "nonseekable_open(" in src:
+        errs.add("ESPIPE")
+    listed = [re.sub(r"^\.B[IR]* ", "", h).split()[0] for h in tp_heads(man_section(man, "ERRORS"))]
+    for e in sorted(set(listed) | errs):
+        n += 1
+        if e not in listed:
+            fail("device: the driver returns %s; %s's ERRORS does not list it" % (e, MAN4))
+        elif e not in errs:
+            fail("device: %s's ERRORS lists %s, which the driver never returns" % (MAN4, e))
+        elif listed.count(e) > 1:
+            fail("device: %s's ERRORS lists %s %d times" % (MAN4, e, listed.count(e)))
+        else:
+            ok("device: errno %s in snowflake(4) ERRORS" % e)
+    # docs/ABI: one What: per attribute, its mode.
+    abi = read(ABI)
+    entries = re.findall(r"^What:\s*/sys/class/misc/(\S+)\n(?:[A-Za-z]+:.*\n)*?Description:\s*\n\s*\((R[OW])\)", abi, re.M)
+    whats = re.findall(r"^What:\s*/sys/class/misc/(\S+)", abi, re.M)
+    modes = dict(entries)
+    for path in whats:
+        n += 1
+        if whats.count(path) > 1:
+            fail("device: %s has %d entries for %s" % (ABI, whats.count(path), path))
+        if path not in sysfs:
+            fail("device: %s documents %s, which driver/ does not define" % (ABI, path))
+        elif path not in modes:
+            fail("device: %s: the description of %s does not begin with (RO) or (RW)" % (ABI, path))
+        elif modes[path] != sysfs[path]:
+            fail("device: %s says %s is (%s); driver/ makes it %s" % (ABI, path, modes[path], sysfs[path]))
+        elif whats.count(path) == 1:
+            ok("device: sysfs %s (%s) in docs/ABI" % (path, sysfs[path]))
+    for path in sysfs:
+        n += 1
+        if path not in whats:
+            fail("device: the sysfs file /sys/class/misc/%s is not in %s" % (path, ABI))
+    # No second home: a table (Markdown) or a list of .TP entries (a manual
+    # page's section) with two or more rows or entries naming the device's
+    # ioctls, parameters or sysfs files, outside the homes.  (One row alone
+    # is a name that happens to be one: the event `fenced`.)
+    files = {p.split("/", 1)[1] for p in sysfs} | {p.rsplit("/", 1)[1] for p in sysfs}
+
+    def kind(word, header=""):
+        word = word.strip("`*\\ ")
+        if word in ioctls:
+            return "ioctls", MAN4 + " (IOCTLS)"
+        if word in params and (word not in files or "parameter" in header.lower() or word.endswith("=")):
+            return "module parameters", MAN4 + " (MODULE PARAMETERS)"
+        if word in files:
+            return "sysfs files", ABI
+        return None
+
+    def report(where, rows):
+        kinds = {}
+        for k, word in rows:
+            kinds.setdefault(k, []).append(word)
+        for k, words in kinds.items():
+            if len(words) >= 2:
+                fail("device: %s: a list of %d of the device's %s (%s): their home is %s"
+                     % (where, len(words), k[0], ", ".join(words[:3]) + (", ..." if len(words) > 3 else ""), k[1]))
+    for rel in MDS:
+        inb, table, header, first = False, [], "", 0
+        lines = read(rel).split("\n") + [""]
+        for ln, line in enumerate(lines, 1):
+            if line.startswith("```"):
+                inb = not inb
+            if inb or not line.startswith("|"):
+                if table:
+                    report("%s:%d-%d" % (rel, first, ln - 1), table)
+                table, header = [], ""
+                continue
+            cell = line.strip("|").split("|", 1)[0]
+            if not table and not header:
+                header, first = cell, ln
+            words = re.findall(r"`([^`]+)`", cell)
+            n += 1
+            k = kind(words[0], header) if words else None
+            if k:
+                table.append((k, words[0]))
+    for rel in MANS:
+        text = read(rel)
+        for title, body in re.findall(r"^\.SH ([^\n]*)\n(.*?)(?=^\.SH |\Z)", text, re.M | re.S):
+            title = title.strip('"')
+            if rel == MAN4 and title in ("IOCTLS", "MODULE PARAMETERS"):
+                continue
+            rows = []
+            for h in tp_heads(body):
+                h = re.sub(r"\\f[BIRP]|^\.[A-Z]+ ", "", h).lstrip('"')
+                m = re.match(r"([A-Za-z_/]+=?)", h)
+                n += 1
+                k = kind(m.group(1)) if m else None
+                if k:
+                    rows.append((k, m.group(1)))
+            report("%s, %s" % (rel, title), rows)
+    if bad == n0:
+        ok("device: %d ioctls and %d module parameters in snowflake(4), %d sysfs files in docs/ABI, "
+           "%d errnos, and no second home (%d rows and entries read)" % (len(ioctls), len(params), len(sysfs), len(errs), n))
+
+
 CHECKS = {"links": check_links, "make": check_make, "agent": check_agent,
           "agent-defaults": check_agent_defaults, "agent-descriptions": check_agent_descriptions,
           "numbers": check_numbers, "templates": check_templates, "fuzz": check_fuzz,
           "sections": check_sections, "signals": check_signals, "mysql8": check_mysql8, "root": check_root, "modprobe": check_modprobe, "stores": check_stores, "debs": check_debs, "upgrade": check_upgrade, "lookup": check_lookup,
-          "lanes": check_lanes}
+          "lanes": check_lanes, "device": check_device}
 if __name__ == "__main__":   # tests/docs/shipped.py imports the helpers
     for name in args or list(CHECKS):
         if name not in CHECKS:

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Every user-facing name the module defines must be documented: each module
-# parameter and ioctl in the reference (docs/reference.md: the README is
-# the front page and links to it), each sysfs file there and in
-# docs/ABI/sysfs-class-misc-snowflake.  The names are read from the sources,
-# so a new parameter, ioctl or file without documentation fails here.
+# Every user-facing name the module defines must be documented, in its one
+# home (tests/docs/doccheck.py's check "device"): each module parameter,
+# ioctl and errno in snowflake(4), each sysfs file in
+# docs/ABI/sysfs-class-misc-snowflake, both ways, and no second table of
+# them anywhere.  The names are read from the sources, so a new parameter,
+# ioctl or file without documentation fails here.
 # Then the README's Python, PHP and C examples run on the host
 # (tests/docs/readme-examples.sh; its checks count here too).
 # Prints one line per name and "docs: N passed, N failed".
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-drv=driver/snowflake_main.c
 uapi=uapi/linux/snowflake.h
-abi=docs/ABI/sysfs-class-misc-snowflake
 readme=docs/reference.md
 
 pass=0
@@ -21,75 +20,14 @@ fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
-params=$(sed -n 's/^module_param_named(\([a-z_]*\),.*/\1/p' "$drv")
 ioctls=$(sed -n 's/^#define \(SNOWFLAKE_IOC_[A-Z_]*\)[[:space:]]*_IO.*/\1/p' "$uapi")
-# DEVICE_ATTR_RW and DEVICE_ATTR_RO files (instance_id), by name.
-rw_files=$(sed -n 's/^static DEVICE_ATTR_R[WO](\([a-z_]*\));/\1/p' "$drv")
-value_files=$(sed -n 's/^SF_VALUE_ATTR(\([a-z_]*\),.*/\1/p' "$drv")
-# The counters live in the "statistics" group.
-stat_files=$(sed -n '/^static struct attribute \*sf_stat_attrs/,/};/s/.*&sf_attr_\([a-z_]*\)\.attr.*/\1/p' "$drv")
-
-for name in $params; do
-	if grep -q "\`$name\`" "$readme"; then ok "parameter $name"; else bad "parameter $name not in $readme"; fi
-done
-for name in $ioctls; do
-	if grep -q "\`$name\`" "$readme"; then ok "ioctl $name"; else bad "ioctl $name not in $readme"; fi
-done
-for name in $rw_files $value_files; do
-	path=$name
-	if grep -qx "$name" <<<"$stat_files"; then
-		path=statistics/$name
-	fi
-	if grep -q "^What:[[:space:]]*/sys/class/misc/snowflake/$path\$" "$abi"; then
-		ok "sysfs $path in ABI"
-	else
-		bad "sysfs $path not in $abi"
-	fi
-	if grep -q "\`$path\`" "$readme"; then ok "sysfs $path in $readme"; else bad "sysfs $path not in $readme"; fi
-done
-# And the ABI file documents nothing that does not exist.
-for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/snowflake/||p' "$abi"); do
-	name=${path#statistics/}
-	if grep -qx "$name" <<<"$rw_files"$'\n'"$value_files"; then
-		ok "ABI entry $path exists"
-	else
-		bad "ABI entry $path has no attribute in $drv"
-	fi
-done
-
-# /dev/uuidv7 (driver/snowflake_uuid.c): its statistics files, both ways.
-uuid_drv=driver/snowflake_uuid.c
-uuid_files=$(sed -n 's/^static DEVICE_ATTR_RO(\([a-z_]*\));/\1/p' "$uuid_drv")
-for name in $uuid_files; do
-	if grep -q "^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/$name\$" "$abi"; then
-		ok "sysfs uuidv7/statistics/$name in ABI"
-	else
-		bad "sysfs uuidv7/statistics/$name not in $abi"
-	fi
-	if grep -q "\`$name\`" "$readme"; then ok "sysfs uuidv7 $name in README"; else bad "sysfs uuidv7 $name not in $readme"; fi
-done
-for path in $(sed -n 's|^What:[[:space:]]*/sys/class/misc/uuidv7/statistics/||p' "$abi"); do
-	if grep -qx "$path" <<<"$uuid_files"; then
-		ok "ABI entry uuidv7/statistics/$path exists"
-	else
-		bad "ABI entry uuidv7/statistics/$path has no attribute in $uuid_drv"
-	fi
-done
-[ -n "$uuid_files" ] || bad "could not read the /dev/uuidv7 files from $uuid_drv"
 
 # And the other way (issue 42, finding 12): every ioctl the documents and
-# man pages name exists in the uapi header, every module parameter
-# snowflake(4)'s PARAMETERS names exists in the driver.
-for name in $(cat "$readme" README.md userspace/man/* | grep -oE 'SNOWFLAKE_IOC_[A-Z_]+' | sort -u); do
+# man pages name exists in the uapi header.
+for name in $(cat README.md docs/*.md userspace/man/* | grep -oE 'SNOWFLAKE_IOC_[A-Z_]+' | sort -u); do
 	[ "$name" = SNOWFLAKE_IOC_MAGIC ] && continue
 	if grep -qx "$name" <<<"$ioctls"; then ok "documented ioctl $name exists"; else bad "documented ioctl $name is not in $uapi"; fi
 done
-man_params=$(awk '/^\.SH/ { on = ($0 ~ /PARAMETERS/) } on && prev ~ /^\.TP/ { print } { prev = $0 }' userspace/man/snowflake.4 |
-	sed -n 's/^\.B[IR]* *\([a-z_]*\).*/\1/p' | sort -u)
-for name in $man_params; do
-	if grep -qx "$name" <<<"$params"; then ok "snowflake(4)'s parameter $name exists"; else bad "snowflake(4) names a parameter $name the driver does not have"; fi
-done
-[ -n "$man_params" ] || bad "no parameter read from snowflake(4)'s PARAMETERS section"
 # Every page of this project a SEE ALSO names exists.
 for m in userspace/man/*.[0-9]; do
 	for ref in $(awk '/^\.SH SEE ALSO/ { on = 1; next } /^\.SH/ { on = 0 } on' "$m" |
@@ -98,7 +36,7 @@ for m in userspace/man/*.[0-9]; do
 	done
 done
 
-[ -n "$params" ] && [ -n "$ioctls" ] && [ -n "$rw_files" ] && [ -n "$value_files" ] ||
+[ -n "$ioctls" ] ||
 	bad "could not read the names from the sources"
 
 # The programs' options, each in its manual page (the reference of the
@@ -347,6 +285,29 @@ for want in 'signals:.*"SIGTERM or SIGINT" lists 2' 'sections:.*README.md, "Modu
 		ok "doccheck.py $check finds its planted mistake ($want)"
 	else
 		bad "doccheck.py $check does not find its planted mistake ($want)"
+	fi
+done
+
+# The canary of doccheck.py's check "device": the real homes copied into a
+# tree of their own, each with a mistake planted, which it must report.
+dv=$tmpd/device
+mkdir -p "$dv"/{uapi/linux,driver,userspace/man,docs/ABI}
+cp uapi/linux/snowflake.h "$dv/uapi/linux/"
+cp driver/*.c "$dv/driver/"
+cp userspace/man/snowflake.4 "$dv/userspace/man/"
+cp docs/ABI/sysfs-class-misc-snowflake "$dv/docs/ABI/"
+printf '%s\n' '# Reference' '| file | mode |' '| --- | --- |' '| `worker_id` | rw |' '| `statistics/reads` | ro |' >"$dv/docs/reference.md"
+sed -i 's/^\.BI catchup_threshold_ms= 1000$/.BI catchup_threshold_ms= 100/; s/^\.B SNOWFLAKE_IOC_GET_FENCE /.B SNOWFLAKE_IOC_GET_FENCES /; /^\.B ESTALE$/d' \
+	"$dv/userspace/man/snowflake.4"
+sed -i '0,/(RW) Worker id/s//(RO) Worker id/' "$dv/docs/ABI/sysfs-class-misc-snowflake"
+dev_out=$(python3 tests/docs/doccheck.py --root "$dv" device 2>&1) || true
+for want in 'reference.md:2-5: a list of 2 of the device.s sysfs files' 'catchup_threshold_ms=100 as the default; the driver.s is 1000' \
+	'documents SNOWFLAKE_IOC_GET_FENCES, which' 'has 0 IOCTLS entries for SNOWFLAKE_IOC_GET_FENCE ' \
+	'the driver returns ESTALE' 'says snowflake/worker_id is \(RO\); driver/ makes it RW'; do
+	if grep -qE "^FAIL device: .*$want" <<<"$dev_out"; then
+		ok "doccheck.py device finds its planted mistake ($want)"
+	else
+		bad "doccheck.py device does not find its planted mistake ($want)"
 	fi
 done
 

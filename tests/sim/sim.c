@@ -2037,7 +2037,7 @@ static void stamp(struct host *h)
  * put right, as NTP's step or the hypervisor's guest agent does after a
  * resume, and the device follows it, as the module's catch-up does (a wall
  * clock ahead of the generator's by more than catchup_threshold_ms, 1 s:
- * docs/reference.md, "The clock"); CLOCK_BOOTTIME, the leases' clock, stays
+ * snowflake(4), "The clock"); CLOCK_BOOTTIME, the leases' clock, stays
  * behind by the pause.  Left behind, the host's clocks would lag the others'
  * by every pause (seed 5467 on MySQL: 21 s, after three), past the largest
  * clock difference the quarantine is set for (conf_for_seed(): 4 s; the
