@@ -189,7 +189,7 @@ static const char *rec_field(const char *p, const char *end, const char *name)
 {
 	size_t n = strlen(name);
 
-	if ((size_t)(end - p) < n + 1 || memcmp(p, name, n) || p[n] != '=')
+	if ((size_t)(end - p) < n + 1 || memcmp(p, name, n) != 0 || p[n] != '=')
 		return NULL;
 	return p + n + 1;
 }
@@ -223,13 +223,15 @@ static bool rec_hex16(const char *s, const char *e, uint64_t *out)
 
 int ag_rec_parse(const char *s, size_t len, uint64_t max_ms, struct ag_rec_val *out)
 {
-	const char *p = s, *end = s + len, *e;
+	const char *p, *end, *e;
 	struct ag_rec_val v;
 	uint64_t n;
 	size_t olen;
 
-	if (!s || len < 4 || memcmp(p, "sf2 ", 4))
+	if (!s || len < 4 || memcmp(s, "sf2 ", 4) != 0)
 		return -1;
+	p = s;
+	end = s + len;
 	p += 4;
 	if (!(p = rec_field(p, end, "nonce")) || !(e = rec_token(p, end)) ||
 	    !rec_hex16(p, e, &v.nonce))
