@@ -110,6 +110,14 @@ static void rec_mine(const struct agent *a, struct ag_rec_val *v, uint64_t beat,
 	snprintf(v->owner, sizeof(v->owner), "%s", a->owner);
 }
 
+/* @v made free (no holder), its mark kept: a give-back's, or --init-store's. */
+static void rec_free(struct ag_rec_val *v)
+{
+	v->nonce = nonce64();
+	v->ttl_ms = 0;
+	snprintf(v->owner, sizeof(v->owner), "%s", AG_REC_FREE);
+}
+
 /* The claim's write itself: TRY_TAKEN, TRY_HELD (another wrote first), TRY_*. */
 static int rec_take(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, uint64_t mark,
 		    int64_t *sent_ns, uint64_t *mark_out)
@@ -300,9 +308,7 @@ static int r_give_back(struct agent *a, uint32_t dc, uint32_t w)
 		return -1;
 	if (invalid || !rec_ours(a, &v))
 		return 0;
-	v.nonce = nonce64();
-	v.ttl_ms = 0;
-	snprintf(v.owner, sizeof(v.owner), "%s", AG_REC_FREE);
+	rec_free(&v);
 	st = rec_put(a, dc, w, r.version, &v, 0, &ver);
 	if (st == RS_OK) {
 		if (a->dc == dc && a->w == w)
@@ -330,9 +336,8 @@ static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 	if (st == RS_OK && !replace_invalid)
 		return INIT_INVALID;
 	memset(&v, 0, sizeof(v));
-	v.nonce = nonce64();
 	v.mark = mark;
-	snprintf(v.owner, sizeof(v.owner), "%s", AG_REC_FREE);
+	rec_free(&v);
 	st = rec_put(a, dc, w, st == RS_OK ? r.version : 0, &v, 0, &ver);
 	if (st == RS_OK)
 		return invalid ? INIT_REPLACED : INIT_CREATED;

@@ -117,59 +117,75 @@ static size_t q_slot(uint64_t pair, unsigned int i)
 	return (size_t)((pair + i) % AG_QUARANTINE_SLOTS);
 }
 
-int64_t ag_quarantine_seen(struct ag_quarantine *q, uint64_t pair, int64_t now, int64_t gap_ns)
+/* Pair @pair's slot in the table @e, or NULL. */
+static struct ag_slot *slot_find(struct ag_slot *e, uint64_t pair)
+{
+	unsigned int i;
+
+	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
+		size_t s = q_slot(pair, i);
+
+		if (e[s].since && e[s].pair == pair)
+			return &e[s];
+	}
+	return NULL;
+}
+
+/*
+ * A slot for pair @pair, first seen so at @now: a free one, or, when all
+ * its probes are taken, the one whose entry started last (dropped: its
+ * quarantine or its wait starts again, later, never sooner).
+ */
+static struct ag_slot *slot_take(struct ag_slot *e, uint64_t pair, int64_t now)
 {
 	size_t s, pick = SIZE_MAX;
 	unsigned int i;
 
 	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
 		s = q_slot(pair, i);
-		if (q->e[s].since && q->e[s].pair == pair) {
-			if (now - q->e[s].last > gap_ns || now < q->e[s].since)
-				q->e[s].since = now;
-			q->e[s].last = now;
-			return q->e[s].since;
-		}
-	}
-	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
-		s = q_slot(pair, i);
-		if (!q->e[s].since) {
+		if (!e[s].since) {
 			pick = s;
 			break;
 		}
-		/* All taken: drop the one whose quarantine started last. */
-		if (pick == SIZE_MAX || q->e[s].since > q->e[pick].since)
+		if (pick == SIZE_MAX || e[s].since > e[pick].since)
 			pick = s;
 	}
-	q->e[pick].pair = pair;
-	q->e[pick].since = now;
-	q->e[pick].last = now;
-	return now;
+	memset(&e[pick], 0, sizeof(e[pick]));
+	e[pick].pair = pair;
+	e[pick].since = now;
+	return &e[pick];
+}
+
+static void slot_clear(struct ag_slot *e, uint64_t pair)
+{
+	struct ag_slot *x = slot_find(e, pair);
+
+	if (x)
+		x->since = 0;
+}
+
+int64_t ag_quarantine_seen(struct ag_quarantine *q, uint64_t pair, int64_t now, int64_t gap_ns)
+{
+	struct ag_slot *x = slot_find(q->e, pair);
+
+	if (!x)
+		x = slot_take(q->e, pair, now);
+	else if (now - x->last > gap_ns || now < x->since)
+		x->since = now;
+	x->last = now;
+	return x->since;
 }
 
 int64_t ag_quarantine_since(const struct ag_quarantine *q, uint64_t pair)
 {
-	unsigned int i;
+	const struct ag_slot *x = slot_find((struct ag_slot *)q->e, pair);
 
-	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
-		size_t s = q_slot(pair, i);
-
-		if (q->e[s].since && q->e[s].pair == pair)
-			return q->e[s].since;
-	}
-	return 0;
+	return x ? x->since : 0;
 }
 
 void ag_quarantine_clear(struct ag_quarantine *q, uint64_t pair)
 {
-	unsigned int i;
-
-	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
-		size_t s = q_slot(pair, i);
-
-		if (q->e[s].since && q->e[s].pair == pair)
-			q->e[s].since = 0;
-	}
+	slot_clear(q->e, pair);
 }
 
 bool ag_owner_ok(const char *s, size_t len, size_t max)
@@ -276,43 +292,17 @@ bool ag_rec_free(const struct ag_rec_val *v)
 
 int64_t ag_observe_seen(struct ag_observe *o, uint64_t pair, uint64_t version, int64_t now)
 {
-	size_t s, pick = SIZE_MAX;
-	unsigned int i;
+	struct ag_slot *x = slot_find(o->e, pair);
 
-	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
-		s = q_slot(pair, i);
-		if (o->e[s].since && o->e[s].pair == pair) {
-			if (o->e[s].version != version || now < o->e[s].since) {
-				o->e[s].version = version;
-				o->e[s].since = now;
-			}
-			return o->e[s].since;
-		}
-	}
-	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
-		s = q_slot(pair, i);
-		if (!o->e[s].since) {
-			pick = s;
-			break;
-		}
-		/* All taken: drop the newest observation (its wait starts again). */
-		if (pick == SIZE_MAX || o->e[s].since > o->e[pick].since)
-			pick = s;
-	}
-	o->e[pick].pair = pair;
-	o->e[pick].version = version;
-	o->e[pick].since = now;
-	return now;
+	if (!x)
+		x = slot_take(o->e, pair, now);
+	else if (x->version != version || now < x->since)
+		x->since = now;
+	x->version = version;
+	return x->since;
 }
 
 void ag_observe_clear(struct ag_observe *o, uint64_t pair)
 {
-	unsigned int i;
-
-	for (i = 0; i < AG_QUARANTINE_PROBE; i++) {
-		size_t s = q_slot(pair, i);
-
-		if (o->e[s].since && o->e[s].pair == pair)
-			o->e[s].since = 0;
-	}
+	slot_clear(o->e, pair);
 }

@@ -77,12 +77,16 @@ void ag_shorten(const char *s, size_t len, char *out, size_t out_len);
 #define AG_QUARANTINE_SLOTS	4096
 #define AG_QUARANTINE_PROBE	16
 
+/* A slot of the quarantine's table and of the observer's (struct ag_observe). */
+struct ag_slot {
+	uint64_t pair;		/* the pair's index in the pool */
+	int64_t since;		/* first seen so (ns; 0: a free slot) */
+	int64_t last;		/* the quarantine: last seen missing */
+	uint64_t version;	/* the observer: the record's version seen since @since */
+};
+
 struct ag_quarantine {
-	struct {
-		uint64_t pair;		/* the pair's index in the pool */
-		int64_t since;		/* first seen missing (ns; 0: a free slot) */
-		int64_t last;		/* last seen missing */
-	} e[AG_QUARANTINE_SLOTS];
+	struct ag_slot e[AG_QUARANTINE_SLOTS];
 };
 
 /*
@@ -136,11 +140,7 @@ bool ag_rec_free(const struct ag_rec_val *v);
  * wait starts again, later, never sooner).
  */
 struct ag_observe {
-	struct {
-		uint64_t pair;
-		uint64_t version;
-		int64_t since;		/* the reply that first showed it (ns; 0: free slot) */
-	} e[AG_QUARANTINE_SLOTS];
+	struct ag_slot e[AG_QUARANTINE_SLOTS];	/* since: the reply that first showed version */
 };
 
 /*
