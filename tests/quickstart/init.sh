@@ -6,7 +6,8 @@
 # a login shell, in the source tree, "y" answered to any question.
 #
 # /etc/quickstart/commands: "N<TAB>USER<TAB>COMMAND" lines; /etc/quickstart/dir:
-# the source tree.  Console lines: "QS N| OUTPUT", "QS rc N STATUS", then
+# the source tree.  Console lines: "QS N| OUTPUT", "QS time N SECONDS",
+# "QS rc N STATUS", then
 # "QS done" and a poweroff.  run.sh judges them.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 dir=$(cat /etc/quickstart/dir)
@@ -18,10 +19,11 @@ udevadm settle --timeout=60 || true
 echo "QS begin"
 while IFS=$'\t' read -r n user cmd; do
 	[ -n "$n" ] || continue
-	rc=0
+	rc=0 t0=$(date +%s)
 	yes 2>/dev/null | timeout -k 5 "${QS_CMD_TIMEOUT:-180}" \
 		runuser -l "$user" -c "cd '$dir' && $cmd" >/tmp/qs.out 2>&1 || rc=$?
 	sed "s/^/QS $n| /" /tmp/qs.out
+	echo "QS time $n $(($(date +%s) - t0))"
 	echo "QS rc $n $rc"
 done </etc/quickstart/commands
 # The kernel's messages of level warning and above, and the check's

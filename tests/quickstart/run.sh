@@ -12,6 +12,10 @@
 #     Each block runs in its own fresh root (they are alternatives, not
 #     steps of one path), except that the install blocks of one section,
 #     one after the other, share one.
+#   - The how-tos that follow the Quick start (FOLLOW below: the host's
+#     identity, the agent with Redis, with MariaDB): on the first suite,
+#     their sections' blocks run after the README's Quick start, in its
+#     root and guest, each section followed by a check of what it did.
 #   - The suites (QUICKSTART_SUITES, default "bookworm trixie"): the first
 #     runs every block, the others the README's only (its Quick start: the
 #     path a newcomer follows first; every block on Debian 13 as well would
@@ -62,7 +66,8 @@
 #
 # Environment: QUICKSTART_README, QUICKSTART_REFERENCE (other copies of
 # README.md and docs/reference.md, e.g. to show that a broken command
-# fails), QUICKSTART_BLOCKS (the documents whose blocks run, by name:
+# fails), QUICKSTART_DOCS (a directory to read docs/*.md from instead),
+# QUICKSTART_BLOCKS (the documents whose blocks run, by name:
 # readme, reference, or the name of a docs/*.md file without .md; default:
 # all), QUICKSTART_SUITES (above), QUICKSTART_KVER (bookworm's guest kernel),
 # QUICKSTART_SOURCES (bookworm's: an apt .sources/.list file; default: the
@@ -148,6 +153,34 @@ INSTALL_RE='(^|[;&|[:space:]])(apt(-get)?[[:space:]]+(install|build-dep)|make[[:
 # A command that needs the running system (the module in the kernel, udev,
 # systemd): from the first of them on, a block runs in the guest.
 SYSTEM_RE='(^|[;&|][[:space:]]*|sudo[[:space:]]+)(modprobe|insmod|systemctl|udevadm|snowflake)([[:space:]]|$)|/dev/'
+
+# The how-tos that follow the Quick start: on the first suite, the ```sh
+# blocks of these sections (DOC<TAB>HEADING<TAB>CHECK; DOC as in
+# QUICKSTART_BLOCKS, which must name it too) run after the README's Quick
+# start, in its root and its guest, one section after the other, whether or
+# not they install anything (they are what a newcomer does next on the
+# host the Quick start made: give it its identity, run the agent with a
+# store), each followed by its CHECK (tests/quickstart/check.sh in the
+# guest, as root; one check):
+#   identity   the device serves the datacenter and worker ids the
+#              section's commands set (--datacenter/--worker, or
+#              datacenter_id=/worker_id=), with worker_set 1, and
+#              modprobe's configuration gives them to the next load;
+#   agent      snowflake-agent.service is active, its current run started
+#              with the backend the section's agent.conf names (a
+#              "'backend = X'" argument of its commands) and logged
+#              event=unfenced, and the device is strict, has a worker id
+#              and is not fenced.
+# These sections never run as blocks of their own, and not on the other
+# suites.  A guest with a section to run has a network (QEMU's user
+# networking, systemd-networkd, DHCP; the host's resolver through QEMU's
+# 10.0.2.3): its `apt-get install` reaches the suite's mirror as the
+# host's does, with the apt lists the chroot had.
+FOLLOW=(
+	"readme	## Installing the packages	identity"
+	"deployment-redis	## On one Debian 12 host	agent"
+	"deployment-mysql	## On one Debian 12 host	agent"
+)
 
 # ---- the fresh root ----------------------------------------------------------
 # What a newcomer's Debian has before reading the README (passwd: every
@@ -379,17 +412,21 @@ expect() {
 # ---- one block -----------------------------------------------------------------
 # run_block NAME LABEL AS_ROOT CMD<TAB>COMMENT...
 run_block() {
-	local name=$1 label=$2 asroot=$3 r=$OUT/root-$1 i=0 split=-1 line cmd comment user
+	local name=$1 label=$2 asroot=$3 r=$OUT/root-$1 i=0 split=-1 line cmd comment user sect
 	local archives=$ARCHIVES/$1
 	mkdir -p "$archives/partial"
-	local -a cmds=() users=()
+	local -a cmds=() users=() sects=()
 	shift 3
 	for line in "$@"; do
 		cmd=${line%%$'\t'*} comment=${line#*$'\t'}
+		# A section that follows the Quick start: its name (follow_lines).
+		sect=''
+		[[ $comment != *$'\t'* ]] || sect=${comment#*$'\t'} comment=${comment%%$'\t'*}
+		sects+=("$sect")
 		user=$NEWCOMER
-		[ "$asroot" = 0 ] && [[ $comment != "as root"* ]] || user=root
+		[ "$asroot" = 0 ] && [[ $comment != "as root"* ]] && [[ $comment != "check: "* ]] || user=root
 		cmds+=("$cmd") users+=("$user")
-		if [ "$split" -lt 0 ] && [[ $cmd =~ $SYSTEM_RE ]]; then split=$i; fi
+		if [ "$split" -lt 0 ] && { [[ $cmd =~ $SYSTEM_RE ]] || [[ $comment == "check: "* ]]; }; then split=$i; fi
 		i=$((i + 1))
 	done
 	[ "$split" -ge 0 ] || split=${#cmds[@]}
@@ -436,15 +473,38 @@ guest() {
 	mkdir -p "$ov"/{usr/local/sbin,etc/quickstart,etc/systemd/system/multi-user.target.wants,dev,proc,sys,run,tmp}
 	chmod 1777 "$ov/tmp"
 	install -m 0755 "$HERE/init.sh" "$ov/usr/local/sbin/quickstart-guest"
+	install -m 0755 "$HERE/check.sh" "$ov/usr/local/sbin/quickstart-check"
+	# A command that installs (a section that follows the Quick start):
+	# the guest has a network, apt's lists and cache, and perl's modules
+	# (maintainer scripts use them), as the host had.
+	local net=0 unit_net=''
+	local -a keep_apt=(-o -path ./var/cache/apt -o -path ./var/lib/apt/lists
+		-o -path ./usr/share/perl -o -path ./usr/lib/x86_64-linux-gnu/perl)
+	local -a VM_SYSTEMD_ARGS=()
+	for ((i = from; i < count; i++)); do
+		[[ ! ${cmds[i]} =~ $INSTALL_RE ]] || net=1
+	done
+	if [ "$net" = 1 ]; then
+		keep_apt=()
+		VM_SYSTEMD_ARGS=(-netdev 'user,id=n0' -device 'virtio-net-pci,netdev=n0')
+		unit_net=$'Wants=network-online.target\nAfter=network-online.target'
+		mkdir -p "$ov"/etc/systemd/{network,system/sockets.target.wants,system/network-online.target.wants}
+		printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n' >"$ov/etc/systemd/network/80-quickstart.network"
+		ln -s /lib/systemd/system/systemd-networkd.service "$ov/etc/systemd/system/multi-user.target.wants/"
+		ln -s /lib/systemd/system/systemd-networkd.socket "$ov/etc/systemd/system/sockets.target.wants/"
+		ln -s /lib/systemd/system/systemd-networkd-wait-online.service "$ov/etc/systemd/system/network-online.target.wants/"
+		echo 'nameserver 10.0.2.3' >"$ov/etc/resolv.conf"
+	fi
 	install -D -m 0644 "$ROOT/tests/lib/kernel-log.sh" "$ov/usr/local/lib/sf-kernel-log.sh"
 	echo "$TREE" >"$ov/etc/quickstart/dir"
 	for ((i = from; i < count; i++)); do
 		printf '%d\t%s\t%s\n' "$((i + 1))" "${users[i]}" "${cmds[i]}"
 	done >"$ov/etc/quickstart/commands"
-	cat >"$ov/etc/systemd/system/quickstart.service" <<'EOF'
+	cat >"$ov/etc/systemd/system/quickstart.service" <<EOF
 [Unit]
 Description=snowflake: the documentation's commands that need the running system (tests/quickstart/run.sh)
 After=multi-user.target
+$unit_net
 
 [Service]
 Type=oneshot
@@ -463,32 +523,38 @@ EOF
 	# the build's output), then the overlay over it.
 	(cd "$r" && find . -xdev \( -path ./usr/src -o -path ./usr/lib/gcc -o -path ./usr/libexec/gcc \
 		-o -path ./usr/share/doc -o -path ./usr/share/man -o -path ./usr/share/locale \
-		-o -path ./usr/share/info -o -path ./var/cache/apt -o -path ./var/lib/apt/lists \
+		-o -path ./usr/share/info "${keep_apt[@]}" \
 		-o -path ./proc -o -path ./sys -o -path ./run -o -path ./tmp -o -path ./boot \
 		-o -path ./usr/include -o -path ./usr/lib/firmware -o -path ./var/lib/dkms \
 		-o -path './usr/bin/x86_64-linux-gnu-lto-dump-*' -o -path './usr/lib/x86_64-linux-gnu/lib*san.so*' \
-		-o -path ./usr/share/perl -o -path ./usr/lib/x86_64-linux-gnu/perl -o -path ./usr/lib/git-core \
+		-o -path ./usr/lib/git-core \
 		-o -path ".$TREE/build" -o \( -path './usr/lib/modules/*' ! -path "./usr/lib/modules/$KREL*" \) \) \
 		-prune -o -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) >"$img"
 	(cd "$ov" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
 		cpio --null -o -H newc --owner=0:0 --quiet) >>"$img"
 	echo "# the initramfs: $(($(stat -c %s "$img") >> 20)) MiB"
-	vm_boot_systemd "$KREL" "$img" "$log" "${QUICKSTART_VM_TIMEOUT:-600}" || rc=none
+	vm_boot_systemd "$KREL" "$img" "$log" "${QUICKSTART_VM_TIMEOUT:-$((600 + net * 600))}" || rc=none
 	rm -f "$img"
-	local n st want out=$OUT/$name-guest.out
+	local n st secs want out=$OUT/$name-guest.out
 	for ((i = from; i < count; i++)); do
 		n=$((i + 1))
 		tr -d '\r' <"$log" | sed -n "s/^QS $n| //p" >"$out"
 		st=$(tr -d '\r' <"$log" | sed -n "s/^QS rc $n //p" | tail -n 1)
-		indent <"$out" | head -n 20
+		secs=$(tr -d '\r' <"$log" | sed -n "s/^QS time $n //p" | tail -n 1)
+		# sects: run_block's (a followed section's commands name it).
+		local l=$label
+		[ -z "${sects[i]:-}" ] || l="$SUITE ${sects[i]} (after the Quick start)"
+		# (head reads the file: indent never writes into a closed pipe, as
+		# it did with a long output, killing the block under set -e.)
+		head -n 20 "$out" | indent
 		if [ -z "$st" ]; then
-			notok "$label (guest): ${cmds[i]} (${users[i]}): never ran (console: ${log#"$ROOT"/})"
+			notok "$l (guest): ${cmds[i]} (${users[i]}): never ran (console: ${log#"$ROOT"/})"
 		elif [ "$st" != 0 ]; then
-			notok "$label (guest): ${cmds[i]} (${users[i]}): exit $st"
+			notok "$l (guest): ${cmds[i]} (${users[i]}): exit $st"
 		elif want=$(expect "${cmds[i]}" "$out"); then
-			ok "$label (guest): ${cmds[i]} (${users[i]}${want:+: $want})"
+			ok "$l (guest): ${cmds[i]} (${users[i]}${want:+: $want}, ${secs:-?} s)"
 		else
-			notok "$label (guest): ${cmds[i]} (${users[i]}): not $want"
+			notok "$l (guest): ${cmds[i]} (${users[i]}): not $want"
 		fi
 	done
 	if ! log_has "$log" '^QS done'; then
@@ -510,6 +576,72 @@ EOF
 # started+=(NAMEi:PID).  Install blocks of one section in a row (the same
 # title, nothing but blocks without install commands between them) run in
 # one root, one after the other.
+# doc_file NAME: the file of the document NAME (readme, reference, or
+# docs/NAME.md; QUICKSTART_DOCS=DIR reads docs/*.md from DIR instead,
+# e.g. to show that a broken command or check fails).
+doc_file() {
+	case $1 in
+	readme) echo "$README" ;;
+	reference) echo "$REFERENCE" ;;
+	*) if [ -n "${QUICKSTART_DOCS:-}" ] && [ -e "$QUICKSTART_DOCS/$1.md" ]; then
+		echo "$QUICKSTART_DOCS/$1.md"
+	else
+		echo "$ROOT/docs/$1.md"
+	fi ;;
+	esac
+}
+
+# followed NAME TITLE: TITLE is a section of NAME that follows the Quick start.
+followed() {
+	local f d h
+	for f in "${FOLLOW[@]}"; do
+		IFS=$'\t' read -r d h _ <<<"$f"
+		[ "$d" != "$1" ] || [ "${h#* }" != "$2" ] || return 0
+	done
+	return 1
+}
+
+# follow_lines: the commands of the sections that follow the Quick start
+# (FOLLOW, those of the documents QUICKSTART_BLOCKS names), each section's
+# then its check, as COMMAND<TAB>COMMENT<TAB>SECTION lines (SECTION:
+# "DOC: HEADING", named on their check lines; a check's comment:
+# "check: SECTION").
+follow_lines() {
+	local f d h check file kind a b dc wk be sect
+	local -a c
+	for f in "${FOLLOW[@]}"; do
+		IFS=$'\t' read -r d h check <<<"$f"
+		want_block "$d" || continue
+		file=$(doc_file "$d")
+		sect="$d: ${h#* }"
+		c=()
+		while IFS=$'\t' read -r kind a b; do
+			[ "$kind" != C ] || c+=("$a"$'\t'"$b"$'\t'"$sect")
+		done < <(blocks "$file" "$h")
+		if [ "${#c[@]}" -eq 0 ]; then
+			printf 'false "no sh block in %s"\tcheck: %s\t%s\n' "$h" "$sect" "$sect"
+			continue
+		fi
+		printf '%s\n' "${c[@]}"
+		case $check in
+		identity)
+			dc='' wk=''
+			for a in "${c[@]}"; do
+				[[ ! $a =~ (--datacenter[[:space:]=]+|datacenter_id=)([0-9]+) ]] || dc=${BASH_REMATCH[2]}
+				[[ ! $a =~ (--worker[[:space:]=]+|worker_id=)([0-9]+) ]] || wk=${BASH_REMATCH[2]}
+			done
+			printf 'quickstart-check identity %s %s\tcheck: %s\t%s\n' "${dc:-none}" "${wk:-none}" "$sect" "$sect" ;;
+		agent)
+			be=''
+			for a in "${c[@]}"; do
+				[[ ! $a =~ \'backend[[:space:]]*=[[:space:]]*([a-z]+)\' ]] || be=${BASH_REMATCH[1]}
+			done
+			printf 'quickstart-check agent %s\tcheck: %s\t%s\n' "${be:-none}" "$sect" "$sect" ;;
+		*) printf 'false "unknown check %s"\tcheck: %s\t%s\n' "$check" "$sect" "$sect" ;;
+		esac
+	done
+}
+
 started=()
 doc_blocks() {
 	local name=$1 file=$2 kind a b nb=0 title='' asroot=0 ptitle='' proot=0 inst=0 line
@@ -521,13 +653,23 @@ doc_blocks() {
 	# One block ends: an install block joins the pending one of its
 	# section, or starts the next.
 	end_of_block() {
+		! followed "$name" "$title" || inst=0
 		[ "$inst" = 1 ] || { cur=(); return 0; }
 		if [ "${#pending[@]}" -gt 0 ] && { [ "$title" != "$ptitle" ] || [ "$asroot" != "$proot" ]; }; then
 			nb=$((nb + 1))
-			start_block "$SUITE-$name$nb" "$SUITE $name: $ptitle" "$proot" "${pending[@]}"
+			start_pending
 			pending=()
 		fi
 		pending+=("${cur[@]}") ptitle=$title proot=$asroot cur=() inst=0
+	}
+	# The pending block starts; the Quick start on the first suite with
+	# the sections that follow it (FOLLOW).
+	start_pending() {
+		local -a more=()
+		if [ "$name" = readme ] && [ "$ptitle" = "Quick start" ] && [ "$SUITE" = "${SUITES[0]}" ]; then
+			mapfile -t more < <(follow_lines)
+		fi
+		start_block "$SUITE-$name$nb" "$SUITE $name: $ptitle" "$proot" "${pending[@]}" "${more[@]}"
 	}
 	while IFS=$'\t' read -r kind a b; do
 		if [ "$kind" = B ]; then
@@ -541,9 +683,9 @@ doc_blocks() {
 	end_of_block
 	if [ "${#pending[@]}" -gt 0 ]; then
 		nb=$((nb + 1))
-		start_block "$SUITE-$name$nb" "$SUITE $name: $ptitle" "$proot" "${pending[@]}"
+		start_pending
 	fi
-	[ "$nb" -gt 0 ] || echo "# $SUITE $name: no install block in ${file#"$ROOT"/}"
+	[ "$nb" -gt 0 ] || echo "# $SUITE $name: no install block of its own in ${file#"$ROOT"/}"
 }
 start_block() {
 	echo "# started: $2"
@@ -598,8 +740,7 @@ for i in "${!SUITES[@]}"; do
 	[ "$i" -eq 0 ] || continue
 	for doc in "$ROOT"/docs/*.md; do
 		d=$(basename "$doc" .md)
-		[ "$d" != reference ] || doc=$REFERENCE
-		! want_block "$d" || doc_blocks "$d" "$doc"
+		! want_block "$d" || doc_blocks "$d" "$(doc_file "$d")"
 	done
 done
 if [ "${#started[@]}" -eq 0 ]; then
