@@ -93,6 +93,16 @@ rcli ACL SETUSER default allkeys >/dev/null
 rcli REPLICAOF 127.0.0.1 "$(free_port)" >/dev/null
 run unable 20 --expect unable -- "${store[@]}" "${common[@]}" --redis-allow-non-durable
 rcli REPLICAOF NO ONE >/dev/null
+# ... a master that may not write without a replica (NOREPLICAS) ...
+rcli CONFIG SET min-replicas-to-write 1 >/dev/null
+run noreplicas 20 --expect unable -- "${store[@]}" "${common[@]}"
+rcli CONFIG SET min-replicas-to-write 0 >/dev/null
+# ... a replica that answers nothing while its master is away (MASTERDOWN).
+rcli CONFIG SET replica-serve-stale-data no >/dev/null
+rcli REPLICAOF 127.0.0.1 "$(free_port)" >/dev/null
+run masterdown 20 --expect masterdown -- "${store[@]}" "${common[@]}" --redis-allow-non-durable
+rcli REPLICAOF NO ONE >/dev/null
+rcli CONFIG SET replica-serve-stale-data yes >/dev/null
 
 # Faulty: through tests/contract/faultproxy.py: garbage (a reply replaced by "?" and 16
 # bytes), a huge reply (a bulk string of 3 MB announced, 2 MB sent), no reply (held).

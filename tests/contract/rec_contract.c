@@ -16,8 +16,10 @@
  *             one pair (expiry on the observer's clock, give-back)
  *   refused   the store refuses this client the records' keys (an ACL):
  *             read and cas answer RS_REFUSED
- *   unable    the store cannot write at all (a read-only replica): cas
- *             answers RS_UNABLE, a read still answers
+ *   unable    the store cannot write at all (a read-only replica, a master
+ *             short of replicas): cas answers RS_UNABLE, a read still answers
+ *   masterdown  the store answers neither reads nor writes (a replica
+ *             whose master is away): read and cas answer RS_UNABLE
  *   faulty    replies are garbage, huge or none (--hook-fault turns that on
  *             after a first good read, --hook-pass off): read answers
  *             RS_FAILED, cas RS_FAILED or RS_UNKNOWN, never RS_OK
@@ -316,6 +318,20 @@ static void unable(struct agent *a)
 	tap(st == RS_UNABLE, "unable: cas answers RS_UNABLE (%s)", rs_name(st));
 }
 
+static void masterdown(struct agent *a)
+{
+	char t[AG_REC_MAX];
+	struct ag_rec r;
+	uint64_t x = 0;
+	int st;
+
+	text_of(t, sizeof(t), "-", 10);
+	st = a->rec->read(a, 0, 1, 0, &r);
+	tap(st == RS_UNABLE, "masterdown: read answers RS_UNABLE (%s)", rs_name(st));
+	st = a->rec->cas(a, 0, 1, 0, t, strlen(t), 0, &x);
+	tap(st == RS_UNABLE, "masterdown: cas answers RS_UNABLE (%s)", rs_name(st));
+}
+
 static void faulty(struct agent *a)
 {
 	char t[AG_REC_MAX];
@@ -404,6 +420,8 @@ int main(int argc, char **argv)
 		refused(&a);
 	} else if (!strcmp(mode, "unable")) {
 		unable(&a);
+	} else if (!strcmp(mode, "masterdown")) {
+		masterdown(&a);
 	} else if (!strcmp(mode, "faulty")) {
 		faulty(&a);
 	} else {

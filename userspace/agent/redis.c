@@ -1071,8 +1071,8 @@ const struct store_ops ag_redis_ops = {
  * The record design's backend (the layout and the scripts: above
  * rec_read_lua).  One script run on the pair's record and the counter:
  * the reply, or NULL with *@st: RS_REFUSED (NOPERM: an ACL on this pair's
- * keys), RS_UNABLE (MISCONF, LOADING, READONLY, OOM, BUSY: the store as a
- * whole), RS_FAILED (another error reply, nothing sent, a fatal reply),
+ * keys), RS_UNABLE (MISCONF, LOADING, READONLY, OOM, BUSY, NOREPLICAS,
+ * MASTERDOWN: the store as a whole), RS_FAILED (another error reply, nothing sent, a fatal reply),
  * RS_UNKNOWN (sent, no readable reply: the connection is dropped).
  * NOSCRIPT and EVAL: as eval3()'s, the protocol, not a resend.
  */
@@ -1080,7 +1080,9 @@ static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_
 			    const char *arg1, const char *arg2, int *st)
 {
 	struct rstore *rs = R(a);
-	static const char *const unable[] = { "MISCONF", "LOADING", "READONLY", "OOM", "BUSY" };
+	/* The store as a whole: a replica (its master away), too few replicas, ... */
+	static const char *const unable[] = { "MISCONF", "LOADING", "READONLY", "OOM", "BUSY",
+					      "NOREPLICAS", "MASTERDOWN" };
 	char key[512], rev[512];
 	const char *argv[] = { "EVALSHA", cas ? rs->rec_cas_sha : rs->rec_read_sha, cas ? "2" : "1",
 			       key, cas ? rev : arg1, cas ? arg1 : NULL, cas ? arg2 : NULL };
