@@ -332,14 +332,20 @@ static void masterdown(struct agent *a)
 	tap(st == RS_UNABLE, "masterdown: cas answers RS_UNABLE (%s)", rs_name(st));
 }
 
+/*
+ * Replies that cannot be read.  A read fails; a cas never answers RS_OK,
+ * and answers RS_FAILED ("not committed") only where its write is indeed
+ * not in the store: what it wrote is looked for once the fault is off.
+ */
 static void faulty(struct agent *a)
 {
 	char t[AG_REC_MAX];
 	struct ag_rec r;
-	uint64_t x = 0;
-	int st, h;
+	uint64_t x = 0, expect;
+	int st, h, back;
+	bool there;
 
-	text_of(t, sizeof(t), "-", 9);
+	text_of(t, sizeof(t), "-", (uint64_t)getpid() << 20 | (uint64_t)(boot_ns() & 0xfffff));
 	if (!hook_fault || !hook_pass) {
 		printf("# faulty needs --hook-fault and --hook-pass\n");
 		tap(false, "faulty: hooks given");
@@ -353,11 +359,18 @@ static void faulty(struct agent *a)
 	tap(st == RS_FAILED, "faulty: read answers RS_FAILED (%s)", rs_name(st));
 	hook(hook_pass, 0, 1);
 	st = a->rec->read(a, 0, 1, 0, &r);
+	expect = st == RS_OK ? r.version : 0;	/* a write that would commit */
 	h = hook(hook_fault, 0, 1);
-	st = a->rec->cas(a, 0, 1, 0, t, strlen(t), 0, &x);
+	st = a->rec->cas(a, 0, 1, expect, t, strlen(t), 0, &x);
 	tap(st == RS_FAILED || st == RS_UNKNOWN, "faulty: cas answers RS_FAILED or RS_UNKNOWN, never RS_OK (%s)",
 	    rs_name(st));
 	hook(hook_pass, 0, 1);
+	memset(&r, 0, sizeof(r));
+	back = a->rec->read(a, 0, 1, 0, &r);
+	there = back == RS_OK && same(&r, t, strlen(t));
+	tap((back == RS_OK || back == RS_ABSENT) && (st != RS_FAILED || !there),
+	    "faulty: read back once the fault is off (%s): the write is %s, and the cas said %s",
+	    rs_name(back), there ? "in the store" : "not in the store", rs_name(st));
 }
 
 int main(int argc, char **argv)
