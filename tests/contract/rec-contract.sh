@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # The record store's contract (issue 40, docs/lease-record.md): the one
 # suite of tests/contract/rec_contract.c (read, cas, versions that never
-# repeat, sizes, 1.4.0's key, refusals, a store unable to write, garbage and
-# huge replies, then the record engine of record.c over the backend) run
-# against a real store.  Today: Redis (ag_redis_rec_ops).  Another store is
+# repeat, sizes, records in a wrong form, 1.4.0's key, refusals, a store
+# unable to write, garbage, huge and no replies, then the record engine of
+# record.c over the backend) run against a real store.  Today: Redis (ag_redis_rec_ops).  Another store is
 # an adapter: its server started here, its agent options and its hooks
 # (delete a record, write a 1.4.0 key, refuse, make read-only), never a
 # copy of the scenarios.  A private redis-server on 127.0.0.1 (a free port,
@@ -80,7 +80,13 @@ run() {
 	grep -q '^1\.\.' "$tmp/$label.tap" || { bad "$label: the driver did not finish (its log:)"; tail -n 20 "$tmp/$label.log"; }
 }
 
-run basic 60 --hook-delete "$cli DEL \"$key\" | grep -qx 1" \
+# A record hash in a form the backend never writes, as $SF_CASE says (expanded
+# when the hook runs).
+# shellcheck disable=SC2016
+bad='case $SF_CASE in long) v=7 t=sf2$(head -c 509 /dev/zero | tr "\\0" x) ;; ver0) v=0 ;;
+	verlead) v=007 ;; verbig) v=9007199254740992 ;; vertext) v=1x ;; *) exit 9 ;; esac
+	'"$cli"' HSET "'"$key"'" ver "$v" rec "${t:-sf2 nonce=0000000000000001 beat=0 ttl=0 mark=00000000000000001000 owner=-}" | grep -qx 2'
+run basic 60 --hook-delete "$cli DEL \"$key\" | grep -qx 1" --hook-bad "$bad" \
 	--hook-legacy "$cli SET \"$key\" 'host-a:0123456789abcdef0123456789abcdef' PX 60000 | grep -qx OK" \
 	-- "${store[@]}" "${common[@]}"
 

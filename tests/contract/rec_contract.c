@@ -8,10 +8,12 @@
  * scenarios).  TAP on stdout, the agent's log on stderr.
  *
  *   rec_contract [--expect MODE] [--hook-delete CMD] [--hook-legacy CMD]
- *                [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...
+ *                [--hook-bad CMD] [--hook-fault CMD] [--hook-pass CMD]
+ *                -- AGENT-OPTIONS...
  *
  * MODE:
- *   basic     (the default) read, cas, versions, sizes, 1.4.0's key, then
+ *   basic     (the default) read, cas, versions, sizes, records in a wrong
+ *             form, 1.4.0's key, then
  *             the record engine (record.c) over the backend: two agents on
  *             one pair (expiry on the observer's clock, give-back)
  *   refused   the store refuses this client the records' keys (an ACL):
@@ -26,8 +28,9 @@
  *
  * Hooks are shell commands, run with SF_DC and SF_W set to the pair:
  * delete the pair's record by the store's own means; write a 1.4.0 key
- * (a value that is not a record) at the record's name; turn the fault on;
- * turn it off.  A scenario whose hook is not given is skipped (said).
+ * (a value that is not a record) at the record's name; write a record in
+ * a form no backend writes (SF_CASE: long, ver0, verlead, verbig, vertext;
+ * bad_records()); turn the fault on; turn it off.  A scenario whose hook is not given is skipped (said).
  *
  * Built with the agent's own code: agent.c included (as the simulator
  * does, for make_owner() and setup_pool()), the agent's other objects
@@ -65,7 +68,7 @@ static const char *rs_name(int st)
 	return st >= 0 && st <= RS_UNKNOWN ? n[st] : "?";
 }
 
-static const char *hook_delete, *hook_legacy, *hook_fault, *hook_pass;
+static const char *hook_delete, *hook_legacy, *hook_fault, *hook_pass, *hook_bad;
 
 static int hook(const char *cmd, uint32_t dc, uint32_t w)
 {
@@ -124,6 +127,39 @@ static void text_of(char *buf, size_t len, const char *tag, uint64_t n)
 static bool same(const struct ag_rec *r, const char *text, size_t len)
 {
 	return r->len == len && !memcmp(r->text, text, len);
+}
+
+/*
+ * A record the store holds in a form no backend writes (the hook writes
+ * it by the store's own means, as SF_CASE says): every reply is input, so
+ * the read fails, and is never taken as a record.
+ */
+static void bad_records(struct agent *a)
+{
+	static const char *const cases[] = {
+		"long",		/* a text of AG_REC_MAX bytes */
+		"ver0",		/* version 0 */
+		"verlead",	/* version 007 */
+		"verbig",	/* version 2^53 (above what the store can count exactly) */
+		"vertext",	/* version "1x" */
+	};
+	struct ag_rec r;
+	size_t i;
+	int st, h;
+
+	if (!hook_bad || !hook_delete) {
+		printf("# no --hook-bad or --hook-delete: records in a wrong form not checked\n");
+		return;
+	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		setenv("SF_CASE", cases[i], 1);
+		h = hook(hook_bad, 0, 1);
+		st = a->rec->read(a, 0, 1, 0, &r);
+		tap(!h && st == RS_FAILED, "a record in a wrong form (%s): read RS_FAILED (hook %d, %s)",
+		    cases[i], h, rs_name(st));
+		hook(hook_delete, 0, 1);
+	}
+	unsetenv("SF_CASE");
 }
 
 static void basic(struct agent *a)
@@ -199,6 +235,7 @@ static void basic(struct agent *a)
 	    "a text of AG_REC_MAX bytes: RS_FAILED, not written (%s, version %llu)", rs_name(st),
 	    (unsigned long long)r.version);
 
+	bad_records(a);
 	if (!hook_legacy) {
 		printf("# no --hook-legacy: 1.4.0's key not checked\n");
 		return;
@@ -396,11 +433,13 @@ int main(int argc, char **argv)
 			hook_fault = v;
 		else if (!strcmp(argv[i], "--hook-pass"))
 			hook_pass = v;
+		else if (!strcmp(argv[i], "--hook-bad"))
+			hook_bad = v;
 		else
 			break;
 	}
 	if (i >= argc || strcmp(argv[i], "--")) {
-		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
+		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-bad CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
 		return 2;
 	}
 	/* The agent's own parse: argv[i] ("--") stands where the program name does. */
