@@ -110,6 +110,40 @@ run masterdown 20 --expect masterdown -- "${store[@]}" "${common[@]}" --redis-al
 rcli REPLICAOF NO ONE >/dev/null
 rcli CONFIG SET replica-serve-stale-data yes >/dev/null
 
+# Restart: a second Redis that may lose writes (RDB only, redis-allow-non-durable),
+# restarted by a hook from a snapshot taken by another (its pid in a file,
+# stopped at the end).
+port2=$(free_port)
+mkdir -p "$tmp/redis2"
+cat >"$tmp/redis2.sh" <<EOT
+#!/bin/bash
+# The second Redis: (re)started from its snapshot, answering within 20 s.
+p=\$(cat "$tmp/redis2.pid" 2>/dev/null)
+if [ -n "\$p" ]; then
+	kill -KILL "\$p"
+	t=\$((\$(date +%s%3N) + 10000))
+	while kill -0 "\$p" 2>/dev/null; do [ "\$(date +%s%3N)" -lt "\$t" ] || exit 1; sleep 0.05; done
+fi
+redis-server --bind 127.0.0.1 --port $port2 --dir "$tmp/redis2" --save "" --appendonly no \
+	--maxmemory-policy noeviction --daemonize no >>"$tmp/redis2.log" 2>&1 </dev/null &
+echo \$! >"$tmp/redis2.pid"
+t=\$((\$(date +%s%3N) + 20000))
+until [ "\$(timeout 5 redis-cli -h 127.0.0.1 -p $port2 PING 2>/dev/null)" = PONG ]; do
+	[ "\$(date +%s%3N)" -lt "\$t" ] || exit 1
+	sleep 0.05
+done
+EOT
+# shellcheck disable=SC2317 # called by lib.sh's cleanup
+cleanup_pids() { cat "$tmp/redis2.pid" 2>/dev/null; }
+if bash "$tmp/redis2.sh"; then
+	store2=(--backend redis --redis-host 127.0.0.1 --redis-port "$port2" --redis-timeout-ms 300
+		--redis-allow-non-durable)
+	run restart 30 --expect restart --hook-save "timeout 5 redis-cli -h 127.0.0.1 -p $port2 SAVE | grep -qx OK" \
+		--hook-restart "bash $tmp/redis2.sh" -- "${store2[@]}" "${common[@]}"
+else
+	bad "the second redis-server did not answer within 20 s"
+fi
+
 # Faulty: through tests/contract/faultproxy.py: garbage (a reply replaced by "?" and 16
 # bytes), a huge reply (a bulk string of 3 MB announced, 2 MB sent), no reply (held).
 python3 tests/contract/faultproxy.py --upstream "127.0.0.1:$port" --control "$tmp/fp.sock" \

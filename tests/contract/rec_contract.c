@@ -8,8 +8,8 @@
  * scenarios).  TAP on stdout, the agent's log on stderr.
  *
  *   rec_contract [--expect MODE] [--hook-delete CMD] [--hook-legacy CMD]
- *                [--hook-bad CMD] [--hook-fault CMD] [--hook-pass CMD]
- *                -- AGENT-OPTIONS...
+ *                [--hook-bad CMD] [--hook-save CMD] [--hook-restart CMD]
+ *                [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...
  *
  * MODE:
  *   basic     (the default) read, cas, versions, sizes, records in a wrong
@@ -22,6 +22,9 @@
  *             short of replicas): cas answers RS_UNABLE, a read still answers
  *   masterdown  the store answers neither reads nor writes (a replica
  *             whose master is away): read and cas answer RS_UNABLE
+ *   restart   the store brought back to an older state (--hook-save takes
+ *             a snapshot, --hook-restart restarts from it): versions
+ *             handed out after the snapshot are never handed out again
  *   faulty    replies are garbage, huge or none (--hook-fault turns that on
  *             after a first good read, --hook-pass off): read answers
  *             RS_FAILED, cas RS_FAILED or RS_UNKNOWN, never RS_OK
@@ -69,6 +72,7 @@ static const char *rs_name(int st)
 }
 
 static const char *hook_delete, *hook_legacy, *hook_fault, *hook_pass, *hook_bad;
+static const char *hook_save, *hook_restart;
 
 static int hook(const char *cmd, uint32_t dc, uint32_t w)
 {
@@ -370,6 +374,53 @@ static void masterdown(struct agent *a)
 }
 
 /*
+ * A store brought back to an older state (a restart from a snapshot, a
+ * failover to a replica that lagged: what a store allowed to lose writes
+ * does, Redis' redis-allow-non-durable): the versions written after the
+ * snapshot are lost with the record, and must never be handed out again,
+ * or a delayed write naming one of them lands on a record its writer
+ * never read (ABA).
+ */
+static void restart(struct agent *a)
+{
+	char t[4][AG_REC_MAX];
+	struct ag_rec r;
+	uint64_t v[4] = { 0 }, v5 = 0, x = 0;
+	int st[4], h, s5, s6, i;
+
+	if (!hook_save || !hook_restart) {
+		printf("# restart needs --hook-save and --hook-restart\n");
+		tap(false, "restart: hooks given");
+		return;
+	}
+	for (i = 0; i < 4; i++)
+		text_of(t[i], sizeof(t[i]), "-", 20 + (uint64_t)i);
+	st[0] = a->rec->cas(a, 0, 0, 0, t[0], strlen(t[0]), 0, &v[0]);
+	st[1] = a->rec->cas(a, 0, 0, v[0], t[1], strlen(t[1]), 0, &v[1]);
+	h = hook(hook_save, 0, 0);
+	st[2] = a->rec->cas(a, 0, 0, v[1], t[2], strlen(t[2]), 0, &v[2]);
+	st[3] = a->rec->cas(a, 0, 0, v[2], t[3], strlen(t[3]), 0, &v[3]);
+	tap(!h && st[0] == RS_OK && st[1] == RS_OK && st[2] == RS_OK && st[3] == RS_OK,
+	    "restart: versions %llu %llu, a snapshot (hook %d), then %llu %llu",
+	    (unsigned long long)v[0], (unsigned long long)v[1], h, (unsigned long long)v[2],
+	    (unsigned long long)v[3]);
+	h = hook(hook_restart, 0, 0);
+	memset(&r, 0, sizeof(r));
+	for (i = 0; i < 50 && (s5 = a->rec->read(a, 0, 0, 0, &r)) == RS_FAILED; i++)
+		usleep(100 * 1000);	/* the first call after the restart finds the old connection gone */
+	tap(!h && s5 == RS_OK && r.version == v[1] && same(&r, t[1], strlen(t[1])),
+	    "restart: the store came back with the snapshot's record (hook %d, %s, version %llu)", h,
+	    rs_name(s5), (unsigned long long)r.version);
+	s5 = a->rec->cas(a, 0, 0, v[1], t[0], strlen(t[0]), 0, &v5);
+	tap(s5 == RS_OK && v5 > v[3],
+	    "restart: the next version %llu is above every one handed out before (%llu) (%s)",
+	    (unsigned long long)v5, (unsigned long long)v[3], rs_name(s5));
+	s6 = a->rec->cas(a, 0, 0, v[2], t[3], strlen(t[3]), 0, &x);
+	tap(s6 == RS_MOVED, "restart: a delayed write naming a lost version %llu: RS_MOVED (%s)",
+	    (unsigned long long)v[2], rs_name(s6));
+}
+
+/*
  * Replies that cannot be read.  A read fails; a cas never answers RS_OK,
  * and answers RS_FAILED ("not committed") only where its write is indeed
  * not in the store: what it wrote is looked for once the fault is off.
@@ -435,11 +486,15 @@ int main(int argc, char **argv)
 			hook_pass = v;
 		else if (!strcmp(argv[i], "--hook-bad"))
 			hook_bad = v;
+		else if (!strcmp(argv[i], "--hook-save"))
+			hook_save = v;
+		else if (!strcmp(argv[i], "--hook-restart"))
+			hook_restart = v;
 		else
 			break;
 	}
 	if (i >= argc || strcmp(argv[i], "--")) {
-		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-bad CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
+		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-bad CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
 		return 2;
 	}
 	/* The agent's own parse: argv[i] ("--") stands where the program name does. */
@@ -472,6 +527,8 @@ int main(int argc, char **argv)
 		refused(&a);
 	} else if (!strcmp(mode, "unable")) {
 		unable(&a);
+	} else if (!strcmp(mode, "restart")) {
+		restart(&a);
 	} else if (!strcmp(mode, "masterdown")) {
 		masterdown(&a);
 	} else if (!strcmp(mode, "faulty")) {

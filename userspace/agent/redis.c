@@ -165,8 +165,9 @@ static const char release_lua[] =
  * counter restarts at 1 when the record is deleted and created again, and
  * a delayed write of an old holder naming version 1 would then land on a
  * record it never read (ABA).  The store-wide one never goes back while
- * the key PREFIX:CLUSTER:rev lives: versions of one pair never repeat,
- * whatever is deleted beside it.  Its value is written as a string and
+ * the key PREFIX:CLUSTER:rev lives and the store keeps what it
+ * acknowledged (where it does not: a server life's jump, below): versions
+ * of one pair never repeat, whatever is deleted beside it.  Its value is written as a string and
  * compared as a string (Lua's numbers are doubles: the script refuses a
  * counter past 2^53 - 1, which a million writes a second reach in 285
  * years).
@@ -176,8 +177,9 @@ static const char release_lua[] =
  *        a string holding an owner with a TTL; another type: its name).
  * cas:   rec_cas_lua: with expect 0, only where there is no key at all;
  *        else only where the key is a record whose "ver" is expect's
- *        decimal text, byte for byte.  Then INCR rev, HSET ver and rec,
- *        return the new version (a string); 0 when the compare failed.
+ *        decimal text, byte for byte.  Then INCR rev (2^32 on, the first
+ *        write of a server life: below), HSET ver and rec, return the new
+ *        version (a string); 0 when the compare failed.
  * The compare and the write are atomic because Redis runs a script whole,
  * no other client's command in between (the scripts declare both keys).
  * An error raised inside the script after INCR and before HSET (OOM)
@@ -195,13 +197,22 @@ static const char release_lua[] =
  * key as held by a 1.4.0 agent, and taking its mark key's value over, is
  * step 3 (the rolling upgrade), not done here.
  *
- * Assumed: the counter key is never deleted nor set by anyone else while
- * agents run (no FLUSHDB, no restore of an older snapshot: a durable Redis,
- * G5, as checked at every connection); a record deleted by hand is safe
- * (its next version is above every earlier one).  With
- * redis-allow-non-durable a restart from an older state can bring the
- * counter back and repeat a version: 1.4.0's run_id tag of the marks is
- * not ported to records yet.
+ * A server life's first write moves the counter 2^32 on, not 1: the
+ * script keeps the run_id (INFO server's, new at every start of
+ * redis-server) of the life that last wrote in PREFIX:CLUSTER:revrun, and
+ * a write of another life adds 2^32.  A Redis brought back to an older
+ * state (a restart from an RDB snapshot or an AOF not fsynced, which
+ * redis-allow-non-durable accepts; a restore by an operator) has lost the
+ * counter's last values with the records that had them; they are never
+ * handed out again unless that life had written 2^32 versions past its
+ * snapshot.  (2^53 / 2^32: two million server lives.)
+ *
+ * Assumed: the counter keys are never deleted nor set by anyone else
+ * while agents run (no FLUSHDB, no DEL of them: then versions can
+ * repeat); a record deleted by hand is safe (its next version is above
+ * every earlier one).  1.4.0's marks' run_id tag (markrun, below) is not
+ * used by records: a record brought back lower is the engine's
+ * (event=mark_lowered: the holder raises its mark again, or fences).
  */
 /* The largest version a record may have: 2^53 - 1 (Lua numbers are doubles). */
 #define REC_VER_MAX	9007199254740991ULL
@@ -218,12 +229,18 @@ static const char rec_read_lua[] =
 	"return {'', 'hash'} end "
 	"if t == 'string' then return {'', string.sub(redis.call('GET', KEYS[1]), 1, ARGV[1])} end "
 	"return {'', t}";
-/* KEYS: record, rev; ARGV: expect ("0": no key at all), text.  The new version, or 0. */
+/*
+ * KEYS: record, rev, revrun; ARGV: expect ("0": no key at all), text, the
+ * server's run_id.  The new version, or 0.
+ */
 static const char rec_cas_lua[] =
 	"local t = redis.call('TYPE', KEYS[1]).ok "
 	"if ARGV[1] == '0' then if t ~= 'none' then return 0 end "
 	"elseif t ~= 'hash' or redis.call('HGET', KEYS[1], 'ver') ~= ARGV[1] then return 0 end "
-	"local v = redis.call('INCR', KEYS[2]) "
+	"local v "
+	"if redis.call('GET', KEYS[3]) ~= ARGV[3] then "
+	"v = redis.call('INCRBY', KEYS[2], 4294967296) redis.call('SET', KEYS[3], ARGV[3]) "
+	"else v = redis.call('INCR', KEYS[2]) end "
 	"if v > 9007199254740991 then return redis.error_reply('ERR snowflake: the record counter is past 2^53 - 1') end "
 	"v = string.format('%d', v) "
 	"redis.call('HSET', KEYS[1], 'ver', v, 'rec', ARGV[2]) "
@@ -1083,10 +1100,11 @@ static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_
 	/* The store as a whole: a replica (its master away), too few replicas, ... */
 	static const char *const unable[] = { "MISCONF", "LOADING", "READONLY", "OOM", "BUSY",
 					      "NOREPLICAS", "MASTERDOWN" };
-	char key[512], rev[512];
-	const char *argv[] = { "EVALSHA", cas ? rs->rec_cas_sha : rs->rec_read_sha, cas ? "2" : "1",
-			       key, cas ? rev : arg1, cas ? arg1 : NULL, cas ? arg2 : NULL };
-	int argc = cas ? 7 : 5;
+	char key[512], rev[512], revrun[512];
+	const char *argv[] = { "EVALSHA", cas ? rs->rec_cas_sha : rs->rec_read_sha, cas ? "3" : "1",
+			       key, cas ? rev : arg1, cas ? revrun : NULL, cas ? arg1 : NULL,
+			       cas ? arg2 : NULL, cas ? rs->run_id : NULL };
+	int argc = cas ? 9 : 5;
 	bool sent = false;
 	redisReply *r;
 	size_t i;
@@ -1096,6 +1114,7 @@ static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_
 		return NULL;
 	key_of(a, dc, w, key, sizeof(key));
 	snprintf(rev, sizeof(rev), "%s:%s:rev", a->c->prefix, a->c->cluster);
+	snprintf(revrun, sizeof(revrun), "%s:%s:revrun", a->c->prefix, a->c->cluster);
 	r = cmd_sent(a, deadline, argc, argv, &sent);
 	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
 		freeReplyObject(r);
