@@ -163,4 +163,8 @@ run huge 20 --expect faulty --hook-fault "$(fp 'mode inflate 2000000 24333030303
 	-- "${proxied[@]}" "${common[@]}"
 run silent 20 --expect faulty --hook-fault "$(fp 'mode hold')" --hook-pass "$(fp 'mode pass')" \
 	-- "${proxied[@]}" "${common[@]}"
+# The engine over a write whose reply is dropped after the store ran it (the
+# first request holding a record's text, "sf2 nonce=").
+run unknown 20 --expect unknown --hook-fault "$(fp 'drop 736632206e6f6e63653d')" \
+	--hook-pass "$(fp 'mode pass')" -- "${proxied[@]}" "${common[@]}"
 finish

@@ -22,6 +22,9 @@
  *             short of replicas): cas answers RS_UNABLE, a read still answers
  *   masterdown  the store answers neither reads nor writes (a replica
  *             whose master is away): read and cas answer RS_UNABLE
+ *   unknown   the engine over a claim whose reply is lost after the store
+ *             committed it (--hook-fault drops the next write's reply):
+ *             TRY_UNKNOWN, given back (G6), taken by another at once
  *   restart   the store brought back to an older state (--hook-save takes
  *             a snapshot, --hook-restart restarts from it): versions
  *             handed out after the snapshot are never handed out again
@@ -331,6 +334,46 @@ static void engine(struct agent *a, struct agent *b)
 	tap(st == 1, "engine: and given back (%d)", st);
 }
 
+/*
+ * The engine over a cas whose reply is lost after the store committed it
+ * (--hook-fault: the store's next write's reply dropped): the claim is
+ * TRY_UNKNOWN; the engine's give_back() finds the record ours (its nonce,
+ * its owner) and frees it, and the other agent takes it at once (G6).
+ */
+static void engine_unknown(struct agent *a, struct agent *b)
+{
+	const uint32_t dc = 0, w = 3;
+	int64_t sent;
+	uint64_t mark = 0;
+	struct ag_rec r;
+	struct ag_rec_val v;
+	int st, h, rs;
+
+	if (!hook_fault || !hook_pass) {
+		printf("# unknown needs --hook-fault and --hook-pass\n");
+		tap(false, "unknown: hooks given");
+		return;
+	}
+	st = a->st->init_mark(a, dc, w, 5000, false);
+	tap(st == INIT_CREATED || st == INIT_PRESENT, "unknown: a free record (%d)", st);
+	h = hook(hook_fault, dc, w);
+	st = a->st->claim(a, dc, w, &sent, &mark, 0);
+	hook(hook_pass, dc, w);
+	tap(!h && st == TRY_UNKNOWN, "unknown: a claim whose reply was lost is TRY_UNKNOWN (hook %d, %d)",
+	    h, st);
+	memset(&r, 0, sizeof(r));
+	rs = a->rec->read(a, dc, w, 0, &r);
+	tap(rs == RS_OK && !ag_rec_parse(r.text, r.len, a->mark_max_ms, &v) &&
+	    !strcmp(v.owner, a->owner), "unknown: it had committed: the record is the claimer's (%s)",
+	    rs_name(rs));
+	st = a->st->give_back(a, dc, w);
+	tap(st == 1, "unknown: give_back frees it (%d)", st);
+	st = b->st->claim(b, dc, w, &sent, &mark, 0);
+	tap(st == TRY_TAKEN, "unknown: the other agent takes it at once (%d)", st);
+	st = b->st->give_back(b, dc, w);
+	tap(st == 1, "unknown: and gives it back (%d)", st);
+}
+
 static void refused(struct agent *a)
 {
 	char t[AG_REC_MAX];
@@ -527,6 +570,14 @@ int main(int argc, char **argv)
 		refused(&a);
 	} else if (!strcmp(mode, "unable")) {
 		unable(&a);
+	} else if (!strcmp(mode, "unknown")) {
+		ret = agent_up(&b, &c);
+		if (ret)
+			tap(false, "unknown: a second agent (%d)", ret);
+		else
+			engine_unknown(&a, &b);
+		if (!ret)
+			b.st->fini(&b);
 	} else if (!strcmp(mode, "restart")) {
 		restart(&a);
 	} else if (!strcmp(mode, "masterdown")) {
