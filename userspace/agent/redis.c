@@ -167,10 +167,10 @@ static const char release_lua[] =
  * record it never read (ABA).  The store-wide one never goes back while
  * the key PREFIX:CLUSTER:rev lives and the store keeps what it
  * acknowledged (where it does not: a server life's jump, below): versions
- * of one pair never repeat, whatever is deleted beside it.  Its value is written as a string and
- * compared as a string (Lua's numbers are doubles: the script refuses a
- * counter past 2^53 - 1, which a million writes a second reach in 285
- * years).
+ * of one pair never repeat, whatever is deleted beside it.  Its value is
+ * written as a string and compared as a string (Lua's numbers are
+ * doubles: the script refuses a counter past 2^53 - 1, which a million
+ * writes a second reach in 285 years).
  *
  * read:  rec_read_lua: nil when there is no key; {ver, text} for a
  *        record; {"", value} for anything else at that name (1.4.0's key,
@@ -181,7 +181,8 @@ static const char release_lua[] =
  *        write of a server life: below), HSET ver and rec, return the new
  *        version (a string); 0 when the compare failed.
  * The compare and the write are atomic because Redis runs a script whole,
- * no other client's command in between (the scripts declare both keys).
+ * no other client's command in between (the scripts declare every key
+ * they touch, for ACLs).
  * An error raised inside the script after INCR and before HSET (OOM)
  * moves only the counter: the record is unchanged, and versions still
  * never repeat.
@@ -192,8 +193,8 @@ static const char release_lua[] =
  * on it (ag_rec_parse(): no "sf2 " text): event=mark_invalid, never
  * served, the pair quarantined as an invalid mark is.  No cas ever
  * replaces it: its compare needs a record hash, so a 1.4.0 agent's key
- * stays its own until its TTL ends (after which the pair is absent, and
- * the quarantine's --init-store path creates the record).  Reading 1.4.0's
+ * stays its own until its TTL ends (after which the pair is absent: a
+ * missing mark, quarantined as today, then created).  Reading 1.4.0's
  * key as held by a 1.4.0 agent, and taking its mark key's value over, is
  * step 3 (the rolling upgrade), not done here.
  *
@@ -1089,8 +1090,9 @@ const struct store_ops ag_redis_ops = {
  * rec_read_lua).  One script run on the pair's record and the counter:
  * the reply, or NULL with *@st: RS_REFUSED (NOPERM: an ACL on this pair's
  * keys), RS_UNABLE (MISCONF, LOADING, READONLY, OOM, BUSY, NOREPLICAS,
- * MASTERDOWN: the store as a whole), RS_FAILED (another error reply, nothing sent, a fatal reply),
- * RS_UNKNOWN (sent, no readable reply: the connection is dropped).
+ * MASTERDOWN: the store as a whole), RS_FAILED (another error reply,
+ * nothing sent, a fatal reply), RS_UNKNOWN (sent, no readable reply: the
+ * connection is dropped).
  * NOSCRIPT and EVAL: as eval3()'s, the protocol, not a resend.
  */
 static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_t dc, uint32_t w,
@@ -1127,8 +1129,11 @@ static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_
 		*st = sent && !a->fatal ? RS_UNKNOWN : RS_FAILED;
 		return NULL;
 	}
-	if (r->type != REDIS_REPLY_ERROR)
+	if (r->type != REDIS_REPLY_ERROR) {
+		ag_condition_over(a, AG_COND_STORE_DOWN, "event=redis_up host=%s port=%d",
+				  a->c->redis_host, a->c->redis_port);
 		return r;
+	}
 	if (!strncmp(r->str, "NOPERM", 6)) {
 		logm(AG_WARN, "event=redis_refused host=%s port=%d key=%s error=\"%.200s\": not run",
 		     a->c->redis_host, a->c->redis_port, key, r->str);
