@@ -274,6 +274,8 @@ int ag_record_use(struct agent *a, const struct rec_ops *r);
 #define MARK_FMT	"%020llu"
 
 extern const struct store_ops ag_redis_ops;
+/* The record design's Redis backend (redis.c): a hash per pair, a store-wide counter. */
+extern const struct rec_ops ag_redis_rec_ops;
 extern const struct store_ops ag_etcd_ops;
 extern const struct store_ops ag_mysql_ops;
 extern const struct store_ops ag_zookeeper_ops;

@@ -2,6 +2,11 @@
 /*
  * snowflake-agent(8): leases in a single Redis instance.
  *
+ * Two designs live here while the agent moves (issue 40): 1.4.0's key,
+ * mark and TTL (ag_redis_ops, this comment), and the record design's
+ * backend (ag_redis_rec_ops: its layout and scripts above rec_read_lua),
+ * which share the connection, AUTH, the checks and the recheck.
+ *
  * The lease is the key PREFIX:CLUSTER:worker:DC:W with this run's owner as
  * its value; the pair's timestamp mark is PREFIX:CLUSTER:mark:DC:W (no TTL:
  * it outlives every lease).  Every step is one Lua script, which Redis runs
@@ -145,6 +150,103 @@ static const char release_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[3] then "
 	"return redis.call('DEL', KEYS[1]) else return 0 end";
 
+/*
+ * The record design (issue 40, docs/lease-record.md; ag_redis_rec_ops at
+ * the end of this file): the backend of record.c's engine, two scripts on
+ * the connection, the checks and the recheck above.
+ *
+ * Layout.  Pair (DC, W)'s record is a hash at 1.4.0's key name
+ * (key_of(): PREFIX:CLUSTER:worker:DC:W), no TTL, two fields: "rec", the
+ * record's text (ag_rec_format()'s), and "ver", its version in decimal.
+ * Redis keeps no version of a key, so the version is a number the cas
+ * script takes from one counter of the whole store, PREFIX:CLUSTER:rev
+ * (INCR), in the same script as the write.  A store-wide counter, as
+ * etcd's revision (mod_revision) is, and not one per record: a per-record
+ * counter restarts at 1 when the record is deleted and created again, and
+ * a delayed write of an old holder naming version 1 would then land on a
+ * record it never read (ABA).  The store-wide one never goes back while
+ * the key PREFIX:CLUSTER:rev lives and the store keeps what it
+ * acknowledged (where it does not: a server life's jump, below): versions
+ * of one pair never repeat, whatever is deleted beside it.  Its value is
+ * written as a string and compared as a string (Lua's numbers are
+ * doubles: the script refuses a counter past 2^53 - 1, which a million
+ * writes a second reach in 285 years).
+ *
+ * read:  rec_read_lua: nil when there is no key; {ver, text} for a
+ *        record; {"", value} for anything else at that name (1.4.0's key,
+ *        a string holding an owner with a TTL; another type: its name).
+ * cas:   rec_cas_lua: with expect 0, only where there is no key at all;
+ *        else only where the key is a record whose "ver" is expect's
+ *        decimal text, byte for byte.  Then INCR rev (2^32 on, the first
+ *        write of a server life: below), HSET ver and rec, return the new
+ *        version (a string); 0 when the compare failed.
+ * The compare and the write are atomic because Redis runs a script whole,
+ * no other client's command in between (the scripts declare every key
+ * they touch, for ACLs).
+ * An error raised inside the script after INCR and before HSET (OOM)
+ * moves only the counter: the record is unchanged, and versions still
+ * never repeat.
+ *
+ * Not a record: a value at the record's name that is not a record hash
+ * is read as RS_OK with version REC_FOREIGN and its text (at most
+ * AG_REC_MAX - 1 bytes, else the read fails).  The engine's parse fails
+ * on it (ag_rec_parse(): no "sf2 " text): event=mark_invalid, never
+ * served, the pair quarantined as an invalid mark is.  No cas ever
+ * replaces it: its compare needs a record hash, so a 1.4.0 agent's key
+ * stays its own until its TTL ends (after which the pair is absent: a
+ * missing mark, quarantined as today, then created).  Reading 1.4.0's
+ * key as held by a 1.4.0 agent, and taking its mark key's value over, is
+ * step 3 (the rolling upgrade), not done here.
+ *
+ * A server life's first write moves the counter 2^32 on, not 1: the
+ * script keeps the run_id (INFO server's, new at every start of
+ * redis-server) of the life that last wrote in PREFIX:CLUSTER:revrun, and
+ * a write of another life adds 2^32.  A Redis brought back to an older
+ * state (a restart from an RDB snapshot or an AOF not fsynced, which
+ * redis-allow-non-durable accepts; a restore by an operator) has lost the
+ * counter's last values with the records that had them; they are never
+ * handed out again unless that life had written 2^32 versions past its
+ * snapshot.  (2^53 / 2^32: two million server lives.)
+ *
+ * Assumed: the counter keys are never deleted nor set by anyone else
+ * while agents run (no FLUSHDB, no DEL of them: then versions can
+ * repeat); a record deleted by hand is safe (its next version is above
+ * every earlier one).  1.4.0's marks' run_id tag (markrun, below) is not
+ * used by records: a record brought back lower is the engine's
+ * (event=mark_lowered: the holder raises its mark again, or fences).
+ */
+/* The largest version a record may have: 2^53 - 1 (Lua numbers are doubles). */
+#define REC_VER_MAX	9007199254740991ULL
+/* read()'s version of a value at a record's name that is not a record. */
+#define REC_FOREIGN	UINT64_MAX
+
+/* KEYS: record; ARGV: the longest text to return (AG_REC_MAX). */
+static const char rec_read_lua[] =
+	"local t = redis.call('TYPE', KEYS[1]).ok "
+	"if t == 'none' then return false end "
+	"if t == 'hash' then "
+	"local v = redis.call('HMGET', KEYS[1], 'ver', 'rec') "
+	"if v[1] and v[2] then return {v[1], string.sub(v[2], 1, ARGV[1])} end "
+	"return {'', 'hash'} end "
+	"if t == 'string' then return {'', string.sub(redis.call('GET', KEYS[1]), 1, ARGV[1])} end "
+	"return {'', t}";
+/*
+ * KEYS: record, rev, revrun; ARGV: expect ("0": no key at all), text, the
+ * server's run_id.  The new version, or 0.
+ */
+static const char rec_cas_lua[] =
+	"local t = redis.call('TYPE', KEYS[1]).ok "
+	"if ARGV[1] == '0' then if t ~= 'none' then return 0 end "
+	"elseif t ~= 'hash' or redis.call('HGET', KEYS[1], 'ver') ~= ARGV[1] then return 0 end "
+	"local v "
+	"if redis.call('GET', KEYS[3]) ~= ARGV[3] then "
+	"v = redis.call('INCRBY', KEYS[2], 4294967296) redis.call('SET', KEYS[3], ARGV[3]) "
+	"else v = redis.call('INCR', KEYS[2]) end "
+	"if v > 9007199254740991 then return redis.error_reply('ERR snowflake: the record counter is past 2^53 - 1') end "
+	"v = string.format('%d', v) "
+	"redis.call('HSET', KEYS[1], 'ver', v, 'rec', ARGV[2]) "
+	"return v";
+
 /* The most a reply may take (the largest, INFO server, is a few KiB). */
 #define REDIS_REPLY_MAX		(1 << 20)
 /* The most elements an array reply may have (CONFIG GET, init's {2, text}). */
@@ -161,6 +263,7 @@ enum { EV_UNKNOWN, EV_PAIR_REFUSED, EV_STORE_UNABLE };
 struct rstore {
 	redisContext *rc;
 	char claim_sha[41], renew_sha[41], release_sha[41], init_sha[41];
+	char rec_read_sha[41], rec_cas_sha[41];	/* the record design's (ag_redis_rec_ops) */
 	char run_id[41];		/* INFO server's run_id at the connection */
 	char max[24];			/* a->mark_max_ms as MARK_FMT */
 };
@@ -314,9 +417,12 @@ static redisReply *exchange(redisContext *rc, int64_t end, const char **why)
 /*
  * Run a command that ends by @deadline (0: within redis-timeout-ms), as a
  * whole; NULL when the deadline has passed, or the connection failed (it
- * is dropped), or the reply is fatal (a->fatal set).
+ * is dropped), or the reply is fatal (a->fatal set).  *@sent (when not
+ * NULL) is set once the command may have reached the server: a NULL
+ * after it, without a->fatal, is a request whose outcome is unknown.
  */
-static redisReply *cmd(struct agent *a, int64_t deadline, int argc, const char **argv)
+static redisReply *cmd_sent(struct agent *a, int64_t deadline, int argc, const char **argv,
+			    bool *sent)
 {
 	struct rstore *rs = R(a);
 	int64_t t = ms_left(deadline, a->c->redis_timeout_ms);
@@ -331,6 +437,8 @@ static redisReply *cmd(struct agent *a, int64_t deadline, int argc, const char *
 		redis_drop(a, "no connection");
 		return NULL;
 	}
+	if (sent)
+		*sent = true;	/* from here on, the request may reach the server */
 	r = exchange(rs->rc, boot_ns() + t * NS_PER_MS, &why);
 	if (!r) {
 		redis_drop(a, why);
@@ -341,6 +449,12 @@ static redisReply *cmd(struct agent *a, int64_t deadline, int argc, const char *
 		return NULL;
 	}
 	return r;
+}
+
+/* cmd_sent() for a command whose outcome matters less than its reply. */
+static redisReply *cmd(struct agent *a, int64_t deadline, int argc, const char **argv)
+{
+	return cmd_sent(a, deadline, argc, argv, NULL);
 }
 
 static bool load_script(struct agent *a, int64_t deadline, const char *lua, char *sha)
@@ -582,7 +696,9 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 	if (!load_script(a, deadline, claim_lua, rs->claim_sha) ||
 	    !load_script(a, deadline, renew_lua, rs->renew_sha) ||
 	    !load_script(a, deadline, release_lua, rs->release_sha) ||
-	    !load_script(a, deadline, init_lua, rs->init_sha)) {
+	    !load_script(a, deadline, init_lua, rs->init_sha) ||
+	    !load_script(a, deadline, rec_read_lua, rs->rec_read_sha) ||
+	    !load_script(a, deadline, rec_cas_lua, rs->rec_cas_sha)) {
 		if (!a->fatal)
 			redis_drop(a, "SCRIPT LOAD failed");
 		return false;
@@ -967,4 +1083,165 @@ const struct store_ops ag_redis_ops = {
 	.give_back = r_give_back,
 	.recheck = r_recheck,
 	.init_mark = r_init_mark,
+};
+
+/*
+ * The record design's backend (the layout and the scripts: above
+ * rec_read_lua).  One script run on the pair's record and the counter:
+ * the reply, or NULL with *@st: RS_REFUSED (NOPERM: an ACL on this pair's
+ * keys), RS_UNABLE (MISCONF, LOADING, READONLY, OOM, BUSY, NOREPLICAS,
+ * MASTERDOWN: the store as a whole), RS_FAILED (another error reply,
+ * nothing sent, a fatal reply), RS_UNKNOWN (sent, no readable reply: the
+ * connection is dropped).
+ * NOSCRIPT and EVAL: as eval3()'s, the protocol, not a resend.
+ */
+static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_t dc, uint32_t w,
+			    const char *arg1, const char *arg2, int *st)
+{
+	struct rstore *rs = R(a);
+	/* The store as a whole: a replica (its master away), too few replicas, ... */
+	static const char *const unable[] = { "MISCONF", "LOADING", "READONLY", "OOM", "BUSY",
+					      "NOREPLICAS", "MASTERDOWN" };
+	char key[512], rev[512], revrun[512];
+	const char *argv[] = { "EVALSHA", cas ? rs->rec_cas_sha : rs->rec_read_sha, cas ? "3" : "1",
+			       key, cas ? rev : arg1, cas ? revrun : NULL, cas ? arg1 : NULL,
+			       cas ? arg2 : NULL, cas ? rs->run_id : NULL };
+	int argc = cas ? 9 : 5;
+	bool sent = false;
+	redisReply *r;
+	size_t i;
+
+	*st = RS_FAILED;
+	if (!redis_connect(a, deadline))
+		return NULL;
+	key_of(a, dc, w, key, sizeof(key));
+	snprintf(rev, sizeof(rev), "%s:%s:rev", a->c->prefix, a->c->cluster);
+	snprintf(revrun, sizeof(revrun), "%s:%s:revrun", a->c->prefix, a->c->cluster);
+	r = cmd_sent(a, deadline, argc, argv, &sent);
+	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
+		freeReplyObject(r);
+		argv[0] = "EVAL";
+		argv[1] = cas ? rec_cas_lua : rec_read_lua;
+		sent = false;
+		r = cmd_sent(a, deadline, argc, argv, &sent);
+	}
+	if (!r) {
+		*st = sent && !a->fatal ? RS_UNKNOWN : RS_FAILED;
+		return NULL;
+	}
+	if (r->type != REDIS_REPLY_ERROR) {
+		ag_condition_over(a, AG_COND_STORE_DOWN, "event=redis_up host=%s port=%d",
+				  a->c->redis_host, a->c->redis_port);
+		return r;
+	}
+	if (!strncmp(r->str, "NOPERM", 6)) {
+		logm(AG_WARN, "event=redis_refused host=%s port=%d key=%s error=\"%.200s\": not run",
+		     a->c->redis_host, a->c->redis_port, key, r->str);
+		*st = RS_REFUSED;
+	}
+	for (i = 0; i < sizeof(unable) / sizeof(unable[0]) && *st == RS_FAILED; i++) {
+		size_t n = strlen(unable[i]);
+
+		if (!strncmp(r->str, unable[i], n) && (r->str[n] == ' ' || !r->str[n])) {
+			ag_condition(a, AG_COND_STORE_DOWN, AG_WARN,
+				     "event=redis_unable host=%s port=%d error=\"%.200s\": the store cannot run a write now (nothing ran)",
+				     a->c->redis_host, a->c->redis_port, r->str);
+			*st = RS_UNABLE;
+		}
+	}
+	if (*st == RS_FAILED)
+		logm(AG_WARN, "event=redis_error host=%s port=%d key=%s error=\"%.200s\"",
+		     a->c->redis_host, a->c->redis_port, key, r->str);
+	freeReplyObject(r);
+	return NULL;
+}
+
+static int rr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, struct ag_rec *out)
+{
+	char lim[16];
+	const redisReply *v, *t;
+	redisReply *r;
+	uint64_t ver = REC_FOREIGN;
+	int st;
+
+	snprintf(lim, sizeof(lim), "%d", AG_REC_MAX);
+	r = rec_eval(a, deadline, false, dc, w, lim, NULL, &st);
+	if (!r)
+		return st == RS_UNKNOWN ? RS_FAILED : st;
+	if (r->type == REDIS_REPLY_NIL) {
+		freeReplyObject(r);
+		return RS_ABSENT;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !r->element[0] || !r->element[1] ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
+		odd_reply(a, "record read reply", r);
+		freeReplyObject(r);
+		return RS_FAILED;
+	}
+	v = r->element[0];
+	t = r->element[1];
+	if (v->len && (ag_parse_u64(v->str, v->len, REC_VER_MAX, &ver) || !ver)) {
+		ag_reply_invalid(a, "record version", v->str, v->len);
+		freeReplyObject(r);
+		return RS_FAILED;
+	}
+	if (t->len >= AG_REC_MAX) {
+		ag_reply_invalid(a, "record text (longer than a record)", t->str, 64);
+		freeReplyObject(r);
+		return RS_FAILED;
+	}
+	out->version = ver;
+	out->len = t->len;
+	memcpy(out->text, t->str, t->len);
+	out->text[t->len] = '\0';
+	freeReplyObject(r);
+	return RS_OK;
+}
+
+static int rr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		  size_t len, int64_t deadline, uint64_t *version)
+{
+	char ex[24], txt[AG_REC_MAX];
+	redisReply *r;
+	uint64_t ver = 0;
+	int st;
+
+	/* hiredis sends each argument to its NUL: a text with one is not a record's. */
+	if (len >= sizeof(txt) || memchr(text, '\0', len))
+		return RS_FAILED;
+	memcpy(txt, text, len);
+	txt[len] = '\0';
+	snprintf(ex, sizeof(ex), "%llu", (unsigned long long)expect);
+	r = rec_eval(a, deadline, true, dc, w, ex, txt, &st);
+	if (!r)
+		return st;
+	if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+		freeReplyObject(r);
+		return RS_MOVED;
+	}
+	/*
+	 * The new version: above @expect (the counter never goes back; one
+	 * that did, a store brought back to an older state, is not trusted),
+	 * else a reply that says nothing sure: unknown, read back by the engine.
+	 */
+	if (r->type != REDIS_REPLY_STRING || ag_parse_u64(r->str, r->len, REC_VER_MAX, &ver) ||
+	    ver <= expect) {
+		odd_reply(a, "record cas reply", r);
+		freeReplyObject(r);
+		return RS_UNKNOWN;
+	}
+	freeReplyObject(r);
+	*version = ver;
+	return RS_OK;
+}
+
+const struct rec_ops ag_redis_rec_ops = {
+	.name = "redis",
+	.init = r_init,
+	.fini = r_fini,
+	.describe = r_describe,
+	.claim_wait = r_claim_wait,
+	.recheck = r_recheck,
+	.read = rr_read,
+	.cas = rr_cas,
 };
