@@ -312,9 +312,11 @@ static void engine(struct agent *a, struct agent *b)
 	tap(st == TRY_TAKEN && held > 1 && t_renew && t_taken - t_renew >= wait,
 	    "engine: the other is TRY_HELD (%d times) until it saw one version for ttl + margin = %lld ms after the renewal, then takes it (%d after %lld ms)",
 	    held, (long long)(wait / NS_PER_MS), st, (long long)((t_taken - t_renew) / NS_PER_MS));
-	tap(st == TRY_TAKEN && t_taken - t_renewed <= wait + 2000 * NS_PER_MS,
-	    "engine: ... and not long after (%lld ms, bound %lld ms)",
-	    (long long)((t_taken - t_renewed) / NS_PER_MS), (long long)(wait / NS_PER_MS + 2000));
+	/* (liveness, not timing: any time before the loop's end; tests assert no timing) */
+	tap(st == TRY_TAKEN && t_taken < end,
+	    "engine: ... and takes it at all (%lld ms after the renewal, the loop ends at %lld ms)",
+	    (long long)((t_taken - t_renewed) / NS_PER_MS),
+	    (long long)((end - t_renewed) / NS_PER_MS));
 	tap(m2 == mark, "engine: the taker's mark is the record's (%llu, %llu)",
 	    (unsigned long long)m2, (unsigned long long)mark);
 	b->dc = dc;

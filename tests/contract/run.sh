@@ -90,7 +90,8 @@ mutants_pid=$!
 ADAPTERS=("redis+etcd adapter:tests/contract/adapter-redis-etcd.sh"
 	"zookeeper adapter:tests/contract/adapter-zookeeper.sh"
 	"mysql adapter:tests/contract/adapter-mysql.sh"
-	"redis input:tests/contract/adapter-redis-input.sh")
+	"redis input:tests/contract/adapter-redis-input.sh"
+	"record store:tests/contract/rec-contract.sh")
 late_work() {
 	local st=$out/static-stage i n s
 	while :; do
