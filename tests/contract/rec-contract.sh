@@ -216,7 +216,7 @@ start_etcd() {
 	done
 }
 etcd_store() {
-	local eport key store ectl bad legacy proxied e2 nospace why
+	local eport key store ectl bad legacy leased proxied e2 nospace why
 	start_etcd rce0 || return
 	# The hooks' own variables, expanded when a hook runs (rec_contract.c sets them).
 	# shellcheck disable=SC2016
@@ -233,8 +233,12 @@ etcd_store() {
 	# shellcheck disable=SC2016
 	legacy='l=$('"$ectl"' lease grant 60 | sed -n "s/^lease \([0-9a-f]*\) granted.*/\1/p") && [ -n "$l" ] &&
 		'"$ectl"' put --lease="$l" "'"$key"'" host-a:0123456789abcdef0123456789abcdef | grep -qx OK'
+	# ... and a record's text bound to a lease (no agent writes one).
+	# shellcheck disable=SC2016
+	leased='l=$('"$ectl"' lease grant 60 | sed -n "s/^lease \([0-9a-f]*\) granted.*/\1/p") && [ -n "$l" ] &&
+		'"$ectl"' put --lease="$l" "'"$key"'" "sf2 nonce=0000000000000001 beat=0 ttl=0 mark=00000000000000001000 owner=-" | grep -qx OK'
 	run basic 60 --hook-delete "$ectl del \"$key\" | grep -qx 1" --hook-bad "$bad" \
-		--hook-legacy "$legacy" -- "${store[@]}" "${common[@]}"
+		--hook-legacy "$legacy" --hook-legacy-record "$leased" -- "${store[@]}" "${common[@]}"
 
 	na "$STORE noreplicas: etcd has no replica setting of its own (a store unable to write: unable)"
 	na "$STORE masterdown: a member without a quorum answers nothing (no readable reply: silent)"
