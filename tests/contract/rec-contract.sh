@@ -125,6 +125,7 @@ redis_store() {
 		'"$cli"' HSET "'"$key"'" ver "$v" rec "${t:-sf2 nonce=0000000000000001 beat=0 ttl=0 mark=00000000000000001000 owner=-}" | grep -qx 2'
 	run basic 60 --hook-delete "$cli DEL \"$key\" | grep -qx 1" --hook-bad "$bad" \
 		--hook-legacy "$cli SET \"$key\" 'host-a:0123456789abcdef0123456789abcdef' PX 60000 | grep -qx OK" \
+		--hook-legacy-record "$cli SET \"$key\" 'sf2 nonce=0000000000000001 beat=0 ttl=0 mark=00000000000000001000 owner=-' PX 60000 | grep -qx OK" \
 		-- "${store[@]}" "${common[@]}"
 
 	# Refused: the client may touch other keys only (an ACL: NOPERM).
