@@ -6,6 +6,12 @@
  * etcd: what is done when a call fails or its outcome is unknown, and
  * whether anything is asked again, the engine decides (agent.c).
  *
+ * Two designs live here while the agent moves (issue 40): 1.4.0's key,
+ * mark and lease (ag_etcd_ops, this comment), and the record design's
+ * backend (ag_etcd_rec_ops: its layout above rec_error(), at the end),
+ * which share the connection (post(), call(): the endpoints, the token)
+ * and the parsers.
+ *
  * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
  * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
  * bound to the lease, and only if the pair's timestamp mark (the key
