@@ -277,6 +277,8 @@ extern const struct store_ops ag_redis_ops;
 /* The record design's Redis backend (redis.c): a hash per pair, a store-wide counter. */
 extern const struct rec_ops ag_redis_rec_ops;
 extern const struct store_ops ag_etcd_ops;
+/* The record design's etcd backend (etcd.c): a plain key per pair, its mod_revision the version. */
+extern const struct rec_ops ag_etcd_rec_ops;
 extern const struct store_ops ag_mysql_ops;
 extern const struct store_ops ag_zookeeper_ops;
 

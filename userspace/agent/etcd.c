@@ -6,6 +6,12 @@
  * etcd: what is done when a call fails or its outcome is unknown, and
  * whether anything is asked again, the engine decides (agent.c).
  *
+ * Two designs live here while the agent moves (issue 40): 1.4.0's key,
+ * mark and lease (ag_etcd_ops, this comment), and the record design's
+ * backend (ag_etcd_rec_ops: its layout above rec_error(), at the end),
+ * which share the connection (post(), call(): the endpoints, the token)
+ * and the parsers.
+ *
  * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
  * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
  * bound to the lease, and only if the pair's timestamp mark (the key
@@ -69,6 +75,7 @@ static int e_init(struct agent *a)
 }
 
 const struct store_ops ag_etcd_ops = { .name = "etcd", .init = e_init };
+const struct rec_ops ag_etcd_rec_ops = { .name = "etcd", .init = e_init };
 #else
 #include <errno.h>
 #include <poll.h>
@@ -1140,5 +1147,232 @@ const struct store_ops ag_etcd_ops = {
 	.renew = e_renew,
 	.give_back = e_give_back,
 	.init_mark = e_init_mark,
+};
+
+/*
+ * The record design (issue 40, docs/lease-record.md): ag_etcd_rec_ops,
+ * the backend of record.c's engine, on this file's connection (post(),
+ * call(): one request to one endpoint, once; the token) and its strict
+ * parsers (store_parse.c).
+ *
+ * Layout.  Pair (DC, W)'s record is the key of 1.4.0's name (key_of():
+ * PREFIX:CLUSTER:worker:DC:W), a plain key bound to no lease (it outlives
+ * every agent), its value the record's text (base64 in the gateway's
+ * JSON).  Its version is the key's mod_revision: etcd's own, the store-wide
+ * revision of the write that last changed it, which never repeats, not
+ * even after the key is deleted and created again (the revision only
+ * grows), so a delayed write naming a version of a deleted record never
+ * lands (ABA).  Nothing of the version is kept or counted here.
+ *
+ * read:  Range(key).  No key: RS_ABSENT.  Else RS_OK with the value
+ *        decoded (at most AG_REC_MAX - 1 bytes, else the read fails) and
+ *        its mod_revision; every number parsed strictly (a decimal string,
+ *        above 0), a reply in any other form fails the read.
+ * cas:   Txn If(ModRevision(key) == expect, Lease(key) == 0)
+ *            Then(Put(key, text))
+ *        (expect 0: If(CreateRevision(key) == 0), only where there is no
+ *        key).  The Put binds no lease (a Put without one also unbinds
+ *        any).  Committed ("succeeded": true): the new version is the
+ *        reply header's revision, the Txn's own (its only write is the
+ *        Put, so it is the key's mod_revision now), above @expect.  Not
+ *        committed: RS_MOVED.  The compare and the write are one Txn, so
+ *        atomic.
+ *
+ * 1.4.0's key at that name (a key bound to a lease, whose value is an
+ * owner: never "sf2 ") is read as RS_OK with its text: the engine's parse
+ * fails on it (ag_rec_parse()), event=mark_invalid, never served.  A key
+ * bound to a lease whose value does begin "sf2 " (no agent writes one) is
+ * read with "etcd-lease=ID " before its text, so that it too is never
+ * taken as a record.  A key bound to a lease has a mod_revision like any
+ * other, and the engine does compare-and-set over a record it could not
+ * parse (a quarantine that has passed, --init-store --init-mark-ms: it
+ * replaces the invalid text): the compare Lease(key) == 0 makes that cas
+ * RS_MOVED, so no cas ever replaces 1.4.0's key; its pair is taken only
+ * once its lease ended and the key is gone (a missing mark then,
+ * quarantined as today).  A plain key at that name whose value is not a
+ * record (an operator's) is invalid, replaced only as the engine says.
+ * Reading 1.4.0's key as held by a 1.4.0 agent, and taking its mark key's
+ * value over, is step 3 (the rolling upgrade), not done here.
+ *
+ * Errors, as the rest of this file classes them (post(), e_claim()):
+ *  - permission denied (gRPC 7: etcd's RBAC does not grant this pair's
+ *    key): RS_REFUSED, this pair only (event=etcd_permission_denied);
+ *  - resource exhausted (8: the database over its quota, NOSPACE; too many
+ *    requests), refused before anything is proposed: RS_UNABLE;
+ *  - unavailable (14: no leader, a request timed out, a leader lost) and
+ *    deadline exceeded (4): a read RS_UNABLE (14) or RS_FAILED (4); a cas
+ *    RS_UNKNOWN, since a proposal that timed out may still commit
+ *    (e_claim()'s policy: not written only for an error etcd answered that
+ *    is neither 14 nor 4);
+ *  - another error etcd answered (the request did not run), or nothing
+ *    sent (no connection; a stop signal before the request left; a token
+ *    refused, asked afresh next time): RS_FAILED;
+ *  - no reply, or a reply that cannot be read (an HTTP error without a
+ *    code, garbage, too long, a stop signal while it was out): a read
+ *    RS_FAILED, a cas RS_UNKNOWN (the engine reads its nonce back).
+ * Assumed (as 1.4.0 assumes of its keys): nobody restores etcd from a
+ * snapshot while agents run (etcdctl snapshot restore brings the revision
+ * back, and revisions handed out after the snapshot would be handed out
+ * again: the emergency procedure stops the agents first).
+ */
+
+/* A Range or Txn reply's error @code for pair key @key, as an RS_* (above). */
+static int rec_error(struct agent *a, const char *key, int code, bool cas)
+{
+	struct estore *e = E(a);
+
+	if (a->fatal || code == NOT_SENT)
+		return RS_FAILED;
+	if (code == PERMISSION_DENIED) {
+		logm(AG_WARN, "event=etcd_permission_denied key=%s user=%s: etcd's RBAC does not grant this pair's record (permission denied): not run",
+		     key, a->c->etcd_user ? a->c->etcd_user : "");
+		return RS_REFUSED;
+	}
+	if (code == 8) {
+		ag_condition(a, AG_COND_STORE_DOWN, AG_WARN,
+			     "event=etcd_unable error=\"%.200s\": the store cannot run a write now (nothing ran)",
+			     e->body ? e->body : "resource exhausted");
+		return RS_UNABLE;
+	}
+	if (code == 14 || code == 4 || code < 0)
+		return cas ? RS_UNKNOWN : code == 14 ? RS_UNABLE : RS_FAILED;
+	logm(AG_WARN, "event=etcd_error key=%s code=%d error=\"%.200s\"", key, code,
+	     e->body ? e->body : "");
+	return RS_FAILED;
+}
+
+static int er_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, struct ag_rec *out)
+{
+	struct json_object *j, *kvs = NULL, *kv, *v;
+	char key[512], k64[700], body[800];
+	uint64_t count = 0, rev = 0, lease = 0;
+	int code, cv, lv;
+	long n;
+	size_t nkv;
+
+	key_of(a, dc, w, key, sizeof(key));
+	b64(key, k64, sizeof(k64));
+	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", k64);
+	j = call(a, deadline, "/v3/kv/range", body, &code);
+	if (!j)
+		return rec_error(a, key, code, false);
+	/* count and kvs agree: both left out (no key), or 1 and one key-value. */
+	cv = ag_etcd_u64(j, "count", ID_MAX, &count);
+	nkv = json_object_object_get_ex(j, "kvs", &kvs) && json_object_is_type(kvs, json_type_array) ?
+	      json_object_array_length(kvs) : 0;
+	if (cv == AG_VAL_INVALID || count > 1 || count != nkv ||
+	    (kvs && !json_object_is_type(kvs, json_type_array)))
+		goto bad;
+	if (!count) {
+		json_object_put(j);
+		return RS_ABSENT;
+	}
+	kv = range_kv(j);
+	lv = ag_etcd_u64(kv, "lease", ID_MAX, &lease);
+	if (!kv || ag_etcd_u64(kv, "mod_revision", ID_MAX, &rev) != AG_VAL_OK || !rev ||
+	    lv == AG_VAL_INVALID)
+		goto bad;
+	/* A key with an empty value: the gateway leaves "value" out. */
+	n = 0;
+	out->text[0] = '\0';
+	if (json_object_object_get_ex(kv, "value", &v) && v) {
+		if (!json_object_is_type(v, json_type_string))
+			goto bad;
+		n = ag_unb64(json_object_get_string(v), (size_t)json_object_get_string_len(v),
+			     out->text, sizeof(out->text));
+		if (n < 0) {
+			ag_reply_invalid(a, "etcd record value (not base64, or longer than a record)",
+					 json_object_get_string(v),
+					 (size_t)json_object_get_string_len(v));
+			json_object_put(j);
+			return RS_FAILED;
+		}
+	}
+	out->len = (size_t)n;
+	if (lease && out->len >= 4 && !memcmp(out->text, "sf2 ", 4)) {
+		/* A record's text bound to a lease: no agent writes one; never a record. */
+		char tag[40];
+		int tl = snprintf(tag, sizeof(tag), "etcd-lease=%llu ", (unsigned long long)lease);
+		size_t keep = out->len + (size_t)tl < sizeof(out->text) ?
+			      out->len : sizeof(out->text) - 1 - (size_t)tl;
+
+		memmove(out->text + tl, out->text, keep);
+		memcpy(out->text, tag, (size_t)tl);
+		out->len = keep + (size_t)tl;
+		out->text[out->len] = '\0';
+	}
+	out->version = rev;
+	json_object_put(j);
+	return RS_OK;
+bad:
+	ag_reply_invalid(a, "etcd range of a record", json_object_to_json_string(j),
+			 strlen(json_object_to_json_string(j)));
+	json_object_put(j);
+	return RS_FAILED;
+}
+
+static int er_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		  size_t len, int64_t deadline, uint64_t *version)
+{
+	struct json_object *j, *hdr = NULL;
+	char key[512], k64[700], txt[AG_REC_MAX], v64[AG_REC_MAX / 3 * 4 + 8], cmp[1600], *body;
+	uint64_t rev = 0;
+	int code, sv;
+	bool ok;
+
+	/* b64() reads to the NUL: a text with one is not a record's. */
+	if (expect > ID_MAX || len >= sizeof(txt) || memchr(text, '\0', len))
+		return RS_FAILED;
+	memcpy(txt, text, len);
+	txt[len] = '\0';
+	key_of(a, dc, w, key, sizeof(key));
+	b64(key, k64, sizeof(k64));
+	b64(txt, v64, sizeof(v64));
+	if (!expect)
+		snprintf(cmp, sizeof(cmp),
+			 "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}",
+			 k64);
+	else
+		snprintf(cmp, sizeof(cmp),
+			 "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"MOD\",\"mod_revision\":\"%llu\"},"
+			 "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"LEASE\",\"lease\":\"0\"}",
+			 k64, (unsigned long long)expect, k64);
+	if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
+		     cmp, k64, v64) < 0)
+		return RS_FAILED;
+	j = call(a, deadline, "/v3/kv/txn", body, &code);
+	free(body);
+	if (!j)
+		return rec_error(a, key, code, true);
+	/*
+	 * "succeeded" a boolean (left out: false) and the header's revision, a
+	 * decimal above 0; committed, the Txn's own, above @expect (the
+	 * revision never goes back): else a reply that says nothing sure,
+	 * unknown (read back by the engine).
+	 */
+	sv = ag_etcd_succeeded(j, &ok);
+	json_object_object_get_ex(j, "header", &hdr);
+	if (sv == AG_VAL_INVALID || ag_etcd_u64(hdr, "revision", ID_MAX, &rev) != AG_VAL_OK ||
+	    !rev || (ok && rev <= expect)) {
+		ag_reply_invalid(a, "etcd record cas reply", json_object_to_json_string(j),
+				 strlen(json_object_to_json_string(j)));
+		json_object_put(j);
+		return RS_UNKNOWN;
+	}
+	json_object_put(j);
+	if (!ok)
+		return RS_MOVED;
+	*version = rev;
+	return RS_OK;
+}
+
+const struct rec_ops ag_etcd_rec_ops = {
+	.name = "etcd",
+	.init = e_init,
+	.fini = e_fini,
+	.describe = e_describe,
+	.claim_wait = e_claim_wait,
+	.read = er_read,
+	.cas = er_cas,
 };
 #endif /* AG_NO_ETCD */

@@ -189,9 +189,10 @@ static const char release_lua[] =
  *
  * Not a record: a value at the record's name that is not a record hash
  * is read as RS_OK with version REC_FOREIGN and its text (at most
- * AG_REC_MAX - 1 bytes, else the read fails).  The engine's parse fails
- * on it (ag_rec_parse(): no "sf2 " text): event=mark_invalid, never
- * served, the pair quarantined as an invalid mark is.  No cas ever
+ * AG_REC_MAX - 1 bytes, else the read fails; a string that begins "sf2 ",
+ * which no agent writes, with "redis-string " before it).  The engine's
+ * parse fails on it (ag_rec_parse(): no "sf2 " text): event=mark_invalid,
+ * never served, the pair quarantined as an invalid mark is.  No cas ever
  * replaces it: its compare needs a record hash, so a 1.4.0 agent's key
  * stays its own until its TTL ends (after which the pair is absent: a
  * missing mark, quarantined as today, then created).  Reading 1.4.0's
@@ -1194,6 +1195,17 @@ static int rr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, s
 	out->len = t->len;
 	memcpy(out->text, t->str, t->len);
 	out->text[t->len] = '\0';
+	if (!v->len && t->len >= 4 && !memcmp(t->str, "sf2 ", 4)) {
+		/* A record's text outside a record hash: no agent writes one; never a record. */
+		static const char tag[] = "redis-string ";
+		size_t tl = sizeof(tag) - 1;
+		size_t keep = t->len + tl < sizeof(out->text) ? t->len : sizeof(out->text) - 1 - tl;
+
+		memcpy(out->text + tl, t->str, keep);
+		memcpy(out->text, tag, tl);
+		out->len = keep + tl;
+		out->text[out->len] = '\0';
+	}
 	freeReplyObject(r);
 	return RS_OK;
 }
