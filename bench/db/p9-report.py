@@ -29,22 +29,25 @@ def fields(line):
     return out
 
 
-def main(path):
-    runs, calls, meta, device = {}, [], {}, []
+def bench_lines(path, tag):
+    """Each "BENCH TAG KIND ..." line of @path: (KIND, its fields, the line)."""
     with open(path) as f:
         for line in f:
-            if not line.startswith("BENCH p9 "):
-                continue
-            kind = line.split()[2]
-            fl = fields(line)
-            if kind == "meta":
-                meta = fl
-            elif kind == "calls":
-                calls.append(fl)
-            elif kind == "device":
-                device.append(fl)
-            elif kind.startswith("db="):
-                runs.setdefault((fl["db"], fl["key"]), []).append(fl)
+            if line.startswith("BENCH %s " % tag):
+                yield line.split()[2], fields(line), line
+
+
+def main(path):
+    runs, calls, meta, device = {}, [], {}, []
+    for kind, fl, _ in bench_lines(path, "p9"):
+        if kind == "meta":
+            meta = fl
+        elif kind == "calls":
+            calls.append(fl)
+        elif kind == "device":
+            device.append(fl)
+        elif kind.startswith("db="):
+            runs.setdefault((fl["db"], fl["key"]), []).append(fl)
     if not runs:
         sys.exit("p9-report: no BENCH p9 lines in " + path)
     rows = int(meta.get("rows", 0))
@@ -139,38 +142,33 @@ NATIVE_CALLS = (("snowflake_ms", "`snowflake.nextval()`"),
 def native(path):
     """The table of bench/db/p9-native.sh's run; 1 when the run is not whole."""
     meta, runs, calls, reads, unmeasured, order, errors, done = {}, {}, [], [], [], {}, [], False
-    with open(path) as f:
-        for line in f:
-            if not line.startswith("BENCH p9native "):
+    for kind, fl, line in bench_lines(path, "p9native"):
+        if kind == "meta":
+            meta = fl
+        elif kind == "done":
+            done = True
+        elif kind in ("unmeasured", "measurable"):
+            unmeasured.append((kind, fl))
+        elif kind in ("calls", "read") or kind.startswith("db="):
+            name = kind if kind in ("calls", "read") else fl.get("key", "?")
+            try:
+                fl["_ms"] = {k: float(v) for k, v in fl.items() if k == "ms" or k.endswith("_ms")}
+                if kind == "read":
+                    fl["_ms"]["ms"] = int(fl["ns"]) / 1e6
+                    fl["_ms"]["zero_ms"] = int(fl["zero_ns"]) / 1e6
+                    if int(fl["ids"]) != int(fl["rows"]) or int(fl["last"]) - int(fl["first"]) != int(fl["rows"]) - 1:
+                        errors.append("a read of other IDs than the file's: " + line.strip())
+                r, pos = int(fl["round"]), int(fl["pos"])
+            except (KeyError, ValueError):
+                errors.append("a malformed line: " + line.strip())
                 continue
-            kind = line.split()[2]
-            fl = fields(line)
-            if kind == "meta":
-                meta = fl
-            elif kind == "done":
-                done = True
-            elif kind in ("unmeasured", "measurable"):
-                unmeasured.append((kind, fl))
-            elif kind in ("calls", "read") or kind.startswith("db="):
-                name = kind if kind in ("calls", "read") else fl.get("key", "?")
-                try:
-                    fl["_ms"] = {k: float(v) for k, v in fl.items() if k == "ms" or k.endswith("_ms")}
-                    if kind == "read":
-                        fl["_ms"]["ms"] = int(fl["ns"]) / 1e6
-                        fl["_ms"]["zero_ms"] = int(fl["zero_ns"]) / 1e6
-                        if int(fl["ids"]) != int(fl["rows"]) or int(fl["last"]) - int(fl["first"]) != int(fl["rows"]) - 1:
-                            errors.append("a read of other IDs than the file's: " + line.strip())
-                    r, pos = int(fl["round"]), int(fl["pos"])
-                except (KeyError, ValueError):
-                    errors.append("a malformed line: " + line.strip())
-                    continue
-                order.setdefault(r, {})[pos] = name
-                if kind == "calls":
-                    calls.append(fl)
-                elif kind == "read":
-                    reads.append(fl)
-                else:
-                    runs.setdefault(name, []).append(fl)
+            order.setdefault(r, {})[pos] = name
+            if kind == "calls":
+                calls.append(fl)
+            elif kind == "read":
+                reads.append(fl)
+            else:
+                runs.setdefault(name, []).append(fl)
     rows, rounds = int(meta.get("rows", 0)), int(meta.get("rounds", 0))
     if not meta or not rows or not rounds:
         errors.append("no meta line with rows and rounds")
