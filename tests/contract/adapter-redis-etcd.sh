@@ -6,7 +6,7 @@
 # suite's (tests/contract/contract.py; MIGRATION.md lists where each check
 # of the old scripts/agent-test.sh lives now).
 #   - the configuration: file, flags, errors (exit 2)
-#   - 32 agents contend for ids: all distinct (their logs and Redis' keys)
+#   - 32 agents contend for ids: all distinct (their logs and Redis' records)
 #   - SIGTERM: the lease is released at once (exit 0); restarted with its
 #     state file, the agent claims the same id again
 #   - a full pool: a clear message, and the agent keeps trying (backoff)
@@ -19,8 +19,9 @@
 #   - name resolution is bounded by redis-timeout-ms (a DNS server that
 #     never answers, in a private network and mount namespace)
 #   - --metrics-file
-#   - etcd (one member): claim past a dead first endpoint, renew, the key given back on
-#     SIGTERM, expiry after kill -9, authentication (exit 4 when refused);
+#   - etcd (one member): claim past a dead first endpoint, renew, the record given back on
+#     SIGTERM, taken over after kill -9 (seen unchanged for TTL + margin),
+#     authentication (exit 4 when refused);
 #     over TLS with a CA made here (an unknown CA is refused)
 #   - prefer = hostname, machine-id: two agents of one host derive one
 #     pair: the first gets it, the second takes another; prefer = ip in
@@ -54,6 +55,20 @@ cleanup_pids() { echo "$redis_pid $redis2_pid $etcd_pid"; }
 
 port=$(free_port)
 rcli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
+# A pair is one record (docs/lease-record.md; Redis: a hash, its text in
+# the field rec; etcd: the key's value), "sf2 ... owner=O", O "-" when free.
+# rowner KEY [REDIS-CLI-ARGS...]: its holder, nothing when free or absent.
+rowner() {
+	local k=$1
+	shift
+	rcli "$@" hget "$k" rec | sed -n 's/^sf2 .* owner=\(.*\)$/\1/p' | grep -vx -- -
+}
+# rset KEY OWNER TTL: an operator's record at KEY (mark 0) at a new version
+# from the store's counter (OWNER "-" and TTL 0: free).
+rset() {
+	rcli EVAL "local v = redis.call('INCR', KEYS[2]) redis.call('HSET', KEYS[1], 'ver', string.format('%d', v), 'rec', ARGV[1]) return v" \
+		2 "$1" "${1%%:worker:*}:rev" "sf2 nonce=0000000000000001 beat=0 ttl=$3 mark=00000000000000000000 owner=$2" >/dev/null
+}
 
 start_redis() {
 	local i
@@ -134,7 +149,7 @@ distinct_and_in_redis() {
 		fi
 		seen[$pair]=$i
 		key="$PREFIX:c1:worker:${pair%:*}:${pair#*:}"
-		val=$(rcli get "$key")
+		val=$(rowner "$key")
 		if [ "$val" != "$(owner_of "$i")" ]; then
 			echo "  $key holds '$val', not agent $i's owner"
 			rc=1
@@ -189,8 +204,8 @@ ok "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') sta
 
 echo "==== $N_AGENTS agents contend for ids (pool: 2 datacenters x 32 workers) ===="
 init_space
-check "--init-store: the 64 marks of the pool ($(grep -o 'created=[0-9]*' "$tmp/init.log" | tail -n1))" \
-	test "$(rcli --scan --pattern "$PREFIX:c1:mark:*" | wc -l)" = 64
+check "--init-store: the 64 records of the pool ($(grep -o 'created=[0-9]*' "$tmp/init.log" | tail -n1))" \
+	test "$(rcli --scan --pattern "$PREFIX:c1:worker:*" | wc -l)" = 64
 t0=$(ms)
 for i in $(seq 0 $((N_AGENTS - 1))); do
 	: >"$tmp/agent.$i.log"
@@ -202,13 +217,14 @@ if wait_all "event=claimed" 20 "${off0[@]}"; then
 else
 	bad "all $N_AGENTS agents claimed an id"
 fi
-check "the $N_AGENTS pairs are distinct and each key holds its agent's owner" \
+check "the $N_AGENTS pairs are distinct and each record holds its agent's owner" \
 	distinct_and_in_redis "${off0[@]}"
-nkeys=$(rcli --scan --pattern "$PREFIX:c1:worker:*" | wc -l)
-check "Redis holds exactly $N_AGENTS lease keys ($nkeys)" test "$nkeys" -eq "$N_AGENTS"
+nkeys=$(for k in $(rcli --scan --pattern "$PREFIX:c1:worker:*"); do rowner "$k"; done | grep -c .)
+check "Redis holds exactly $N_AGENTS held records ($nkeys)" test "$nkeys" -eq "$N_AGENTS"
 ttl_left=$(rcli pttl "$PREFIX:c1:worker:$(claimed_pair 0)" 2>/dev/null)
-check "the leases have a TTL (pttl $ttl_left ms of $TTL)" \
-	bash -c '[ "$1" -gt 0 ] && [ "$1" -le "$2" ]' _ "${ttl_left:-0}" "$TTL"
+check "the records have no TTL of Redis' (pttl $ttl_left), the holder's ttl in the record" \
+	bash -c '[ "$1" = -1 ] && redis-cli -h 127.0.0.1 -p "$2" hget "$3" rec | grep -q " ttl=$4 "' _ \
+	"${ttl_left:-0}" "$port" "$PREFIX:c1:worker:$(claimed_pair 0)" "$TTL"
 sleep "$(awk "BEGIN { print $TTL * 1.5 / 1000 }")"
 check "renewed: every lease outlives its first TTL" distinct_and_in_redis "${off0[@]}"
 
@@ -221,7 +237,7 @@ wait "${agent_pids[i]}"
 rc=$?
 agent_pids[i]=
 check "SIGTERM: exit 0" test "$rc" -eq 0
-check "SIGTERM: the key is gone at once" test "$(rcli exists "$key")" = 0
+check "SIGTERM: the record is free at once" test -z "$(rowner "$key")"
 check "SIGTERM: fenced before the release" \
 	bash -c 'grep -o "event=fenced.*reason=agent-stopped\|event=released" "$1" | tail -n2 | head -n1 | grep -q fenced' _ "$tmp/agent.$i.log"
 check "the state file remembers $pair" grep -qx "datacenter=${pair%:*} worker=${pair#*:}" "$tmp/state.$i"
@@ -243,14 +259,14 @@ for sig in HUP QUIT; do
 	rc=$?
 	agent_pids[i]=
 	check "SIG$sig: exit 0 (not killed by the signal: $rc)" test "$rc" -eq 0
-	check "SIG$sig: the key $key is gone at once" test "$(rcli exists "$key")" = 0
+	check "SIG$sig: the record $key is free at once" test -z "$(rowner "$key")"
 	check "SIG$sig: fenced before the release" \
 		bash -c 'grep -o "event=fenced.*reason=agent-stopped\|event=released" "$1" | tail -n2 | head -n1 | grep -q fenced' _ "$tmp/agent.$i.log"
 done
 
 echo "==== a full pool: the agent keeps trying ===="
 init_space --cluster full --datacenter-ids 0 --worker-ids 0-2
-for w in 0 1 2; do rcli set "$PREFIX:full:worker:0:$w" someone-else PX 60000 >/dev/null; done
+for w in 0 1 2; do rset "$PREFIX:full:worker:0:$w" someone-else 60000; done
 "$AGENT" "${flags[@]}" --cluster full --datacenter-ids 0 --worker-ids 0-2 --state-file '' \
 	2>"$tmp/agent.92.log" &
 agent_pids[92]=$!
@@ -262,7 +278,7 @@ check "still running after $((TTL * 3 / 2)) ms of a full pool (no exit 3)" kill 
 tries=$(grep -c "event=pool_full" "$tmp/agent.92.log")
 check "tried again with a backoff ($tries tries in $((TTL * 3 / 2)) ms)" \
 	bash -c '[ "$1" -ge 2 ] && [ "$1" -le 10 ]' _ "$tries"
-rcli del "$PREFIX:full:worker:0:1" >/dev/null
+rset "$PREFIX:full:worker:0:1" - 0
 if wait_one 92 "event=claimed datacenter=0 worker=1" 10 0; then
 	ok "a pair freed: claimed (0:1)"
 else
@@ -272,7 +288,8 @@ kill -TERM "${agent_pids[92]}"
 wait "${agent_pids[92]}"
 check "full-pool agent: exit 0 on SIGTERM" test $? -eq 0
 agent_pids[92]=
-rcli del "$PREFIX:full:worker:0:0" "$PREFIX:full:worker:0:2" >/dev/null
+rset "$PREFIX:full:worker:0:0" - 0
+rset "$PREFIX:full:worker:0:2" - 0
 
 echo "==== redis-db ===="
 init_space --cluster dbtest --redis-db 5 --datacenter-ids 0 --worker-ids 7
@@ -281,12 +298,12 @@ init_space --cluster dbtest --redis-db 5 --datacenter-ids 0 --worker-ids 7
 dbpid=$!
 agent_pids[90]=$dbpid
 for _ in $(seq 100); do grep -q "event=claimed" "$tmp/db.log" && break; sleep 0.05; done
-check "--redis-db 5: the lease key is in database 5" \
-	test "$(rcli -n 5 exists "$PREFIX:dbtest:worker:0:7")" = 1
+check "--redis-db 5: the record held in database 5" \
+	test -n "$(rowner "$PREFIX:dbtest:worker:0:7" -n 5)"
 check "--redis-db 5: and not in database 0" test "$(rcli exists "$PREFIX:dbtest:worker:0:7")" = 0
 kill -TERM "$dbpid"
 wait "$dbpid"
-check "--redis-db 5: released on SIGTERM (exit $?)" test "$(rcli -n 5 exists "$PREFIX:dbtest:worker:0:7")" = 0
+check "--redis-db 5: released on SIGTERM (exit $?)" test -z "$(rowner "$PREFIX:dbtest:worker:0:7" -n 5)"
 agent_pids[90]=
 
 
@@ -329,7 +346,8 @@ for _ in $(seq 100); do grep -q "event=claimed" "$tmp/pw4.log" && break; sleep 0
 check "the right password and noeviction: claimed" grep -q "event=claimed" "$tmp/pw4.log"
 kill -TERM "${agent_pids[94]}"
 wait "${agent_pids[94]}"
-check "and released on SIGTERM (exit $?)" test "$(r2 --scan --pattern "$PREFIX:r2:worker:*" | wc -l)" = 0
+check "and released on SIGTERM (exit $?)" \
+	test "$(for k in $(r2 --scan --pattern "$PREFIX:r2:worker:*"); do r2 hget "$k" rec; done | grep -vc " owner=-$")" = 0
 agent_pids[94]=
 r2 config set maxmemory-policy allkeys-lru >/dev/null
 rc=$(run_bounded 5 "$tmp/evict2.log" "$AGENT" "${flags2[@]}" --redis-password s3cret)
@@ -354,9 +372,9 @@ o95=$(owner_of 95) o96=$(owner_of 96)
 check "same --owner: each run has its own owner ($o95, $o96)" \
 	bash -c '[ "$1" != "$2" ] && [[ $1 == cloned:* ]] && [[ $2 == cloned:* ]]' _ "$o95" "$o96"
 sleep "$(awk "BEGIN { print $TTL * 1.5 / 1000 }")"
-check "same --owner: the keys hold each its own owner after renewals" bash -c '
-	[ "$(redis-cli -p "$1" get "$2:clone:worker:${3%:*}:${3#*:}")" = "$4" ] &&
-	[ "$(redis-cli -p "$1" get "$2:clone:worker:${5%:*}:${5#*:}")" = "$6" ]' \
+check "same --owner: the records hold each its own owner after renewals" bash -c '
+	[ "$(redis-cli -p "$1" hget "$2:clone:worker:${3%:*}:${3#*:}" rec | sed -n "s/.* owner=//p")" = "$4" ] &&
+	[ "$(redis-cli -p "$1" hget "$2:clone:worker:${5%:*}:${5#*:}" rec | sed -n "s/.* owner=//p")" = "$6" ]' \
 	_ "$port" "$PREFIX" "$p95" "$o95" "$p96" "$o96"
 for i in 95 96; do kill -TERM "${agent_pids[i]}"; wait "${agent_pids[i]}"; agent_pids[i]=; done
 
@@ -443,12 +461,14 @@ etcd --name t0 --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$ec
 	--initial-cluster "t0=http://127.0.0.1:$epport" >"$tmp/etcd.log" 2>&1 &
 etcd_pid=$!
 ectl() { ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$ecport" "$@"; }
+# eowner KEY: the holder of an etcd record, nothing when free or absent.
+eowner() { ectl get --print-value-only "$1" | sed -n 's/^sf2 .* owner=\(.*\)$/\1/p' | grep -vx -- -; }
 for _ in $(seq 100); do ectl endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
 check "etcd $(etcd --version | sed -n 's/^etcd Version: //p') started" ectl endpoint health
 eflags=("${flags[@]}" --backend etcd --etcd-timeout-ms 300 --cluster etcd --datacenter-ids 0
 	--worker-ids 0-1 --state-file '' --etcd-endpoints "http://127.0.0.1:$deadport,http://127.0.0.1:$ecport")
 "$AGENT" "${eflags[@]}" --init-store 2>>"$tmp/init.log" || bad "--init-store on etcd"
-check "etcd: --init-store made the marks" test "$(ectl get --prefix --keys-only "$PREFIX:etcd:mark:" | grep -c .)" = 2
+check "etcd: --init-store made the records" test "$(ectl get --prefix --keys-only "$PREFIX:etcd:worker:" | grep -c .)" = 2
 : >"$tmp/agent.80.log"
 "$AGENT" "${eflags[@]}" 2>>"$tmp/agent.80.log" &
 agent_pids[80]=$!
@@ -459,16 +479,16 @@ else
 fi
 p80=$(claimed_pair 80)
 ekey="$PREFIX:etcd:worker:${p80%:*}:${p80#*:}"
-check "etcd: the key $ekey holds the agent's owner" test "$(ectl get --print-value-only "$ekey")" = "$(owner_of 80)"
-check "etcd: the key is bound to a lease" bash -c 'ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$1" get "$2" -w json | grep -q "\"lease\":[1-9]"' _ "$ecport" "$ekey"
+check "etcd: the record $ekey holds the agent's owner" test "$(eowner "$ekey")" = "$(owner_of 80)"
+check "etcd: the record is bound to no lease" bash -c '! ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$1" get "$2" -w json | grep -q "\"lease\":[1-9]"' _ "$ecport" "$ekey"
 sleep "$(awk "BEGIN { print $TTL * 1.5 / 1000 }")"
-check "etcd: renewed, the key outlives its TTL" test "$(ectl get --print-value-only "$ekey")" = "$(owner_of 80)"
+check "etcd: renewed, the record still the agent's past its TTL" test "$(eowner "$ekey")" = "$(owner_of 80)"
 kill -TERM "${agent_pids[80]}"
 wait "${agent_pids[80]}"
 rc=$?
 agent_pids[80]=
-check "etcd: SIGTERM: exit 0, the key given back (gone at once) ($rc)" \
-	bash -c '[ "$1" = 0 ] && [ -z "$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$2" get --print-value-only "$3")" ]' _ "$rc" "$ecport" "$ekey"
+check "etcd: SIGTERM: exit 0, the record given back (free at once) ($rc)" \
+	bash -c '[ "$1" = 0 ] && [ -z "$2" ]' _ "$rc" "$(eowner "$ekey")"
 "$AGENT" "${eflags[@]}" 2>"$tmp/agent.81.log" &
 agent_pids[81]=$!
 wait_one 81 "event=claimed" 10 0 || bad "etcd: agent 81 never claimed"
@@ -478,10 +498,21 @@ kill -KILL "${agent_pids[81]}"
 wait "${agent_pids[81]}" 2>/dev/null
 agent_pids[81]=
 t_kill=$(ms)
-check "etcd: kill -9: the key stays while the lease lives" test -n "$(ectl get --print-value-only "$ekey")"
-while [ -n "$(ectl get --print-value-only "$ekey")" ] && [ "$(($(ms) - t_kill))" -lt $((TTL * 4)) ]; do sleep 0.1; done
-check "etcd: kill -9: the key is gone once the lease expired ($(($(ms) - t_kill)) ms, TTL $TTL)" \
-	test -z "$(ectl get --print-value-only "$ekey")"
+sleep "$(awk "BEGIN { print $TTL * 2 / 1000 }")"
+check "etcd: kill -9: the record stays the killed agent's (no store lease ends it)" test -n "$(eowner "$ekey")"
+: >"$tmp/agent.85.log"
+"$AGENT" "${eflags[@]}" --datacenter-ids "${p81%:*}" --worker-ids "${p81#*:}" 2>>"$tmp/agent.85.log" &
+agent_pids[85]=$!
+t_start=$(ms)
+if wait_one 85 "event=claimed" $((TTL * 4 / 1000)) 0; then
+	check "etcd: kill -9: another agent takes the pair over once it saw the record unchanged for TTL + margin ($(($(ms) - t_start)) ms, TTL $TTL)" \
+		bash -c 'grep -q "event=record_expired" "$1" && [ "$2" -ge "$3" ]' _ "$tmp/agent.85.log" "$(($(ms) - t_start))" "$TTL"
+else
+	bad "etcd: kill -9: nobody took the pair over within 4 TTL"
+fi
+kill -TERM "${agent_pids[85]}"
+wait "${agent_pids[85]}"
+agent_pids[85]=
 ectl user add root:r00tpw >/dev/null 2>&1
 ectl auth enable >/dev/null 2>&1
 rc=$(run_bounded 5 "$tmp/eauth.log" "$AGENT" "${eflags[@]}" --etcd-user root --etcd-password wrong)
@@ -575,7 +606,7 @@ for how in hostname machine-id; do
 			bash -c '[ "$1" = "$2" ] && grep -q "event=preferred_busy datacenter=${1%:*} worker=${1#*:}" "$3" && [ -n "$4" ] && [ "$4" != "$1" ]' \
 			_ "$want" "$w2" "$tmp/agent.101.log" "$(claimed_pair 101)"
 		check "prefer=$how: the held pair's key still holds the first agent's owner" \
-			test "$(rcli get "$PREFIX:pref-$how:worker:${want%:*}:${want#*:}")" = "$(owner_of 100)"
+			test "$(rowner "$PREFIX:pref-$how:worker:${want%:*}:${want#*:}")" = "$(owner_of 100)"
 	}
 	for i in 100 101; do
 		[ -n "${agent_pids[i]:-}" ] || continue
@@ -649,8 +680,8 @@ for i in "${!agent_pids[@]}"; do
 	agent_pids[i]=
 done
 check "every agent exited 0 on SIGTERM" test "$rcs" -eq 0
-nkeys=$(rcli --scan --pattern "$PREFIX:c1:worker:*" | wc -l)
-check "no lease key is left ($nkeys)" test "$nkeys" -eq 0
+nkeys=$(for k in $(rcli --scan --pattern "$PREFIX:c1:worker:*"); do rowner "$k"; done | grep -c .)
+check "no record is left held ($nkeys)" test "$nkeys" -eq 0
 
 echo "==== the history of every agent of this run ===="
 python3 "$ROOT/tests/lease/check.py" --label agent-test "$HIST" >"$tmp/check.out" 2>&1

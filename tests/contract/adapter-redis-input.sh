@@ -4,22 +4,24 @@
 # redis-server (appendonly yes, appendfsync always) on 127.0.0.1, each
 # check a reproduction of one finding, where it asserts more than the
 # contract's scenario of it (tests/contract/contract.py) or is Redis's own:
-#   - a mark that is not the 20 digits the agent writes (-1, 1000, abc, 25
-#     digits, 2^64-1, above the layout): never served (event=mark_invalid
-#     with its key and its text), no lease taken; --init-store leaves it
-#     (exit 1) unless --init-mark-ms is given, and never lowers a valid
-#     mark; an invalid mark under a holder is replaced by its next raise
+#   - a 1.4.0 mark key (a pair with no record) that is not the 20 digits
+#     1.4.0 wrote (-1, 1000, abc, 25 digits, 2^64-1, above the layout): never
+#     served (event=mark_invalid with its key and its text), no record
+#     made; --init-store leaves it (exit 1) unless --init-mark-ms is given,
+#     migrates a valid one into a record, and never lowers a record's mark;
+#     a record's mark edited in place (its version kept) under a holder is
+#     replaced by its next raise
 #   - a Redis that can bring a mark back lower (no AOF fsynced at every
 #     write; a master with a replica; a replica) is refused (exit 5,
 #     event=redis_unsafe) unless --redis-allow-non-durable
-#     (event=redis_not_durable); with it, a mark from before the server's
-#     restart (an RDB snapshot reloaded) reads as missing (event=mark_stale)
+#     (event=redis_not_durable); with it, a record from before the server's
+#     restart (an RDB snapshot reloaded) is never trusted (event=mark_stale)
 #   - a reply trickled a byte per 300 ms cannot hold a renewal past the
 #     fence ("no whole reply within the deadline"); a 300 MiB reply is
 #     refused ("reply larger than 1 MiB") with bounded memory (the
 #     contract's fault proxy, faultproxy.py, in between)
 #   - SIGTERM during --init-store of 262144 pairs ends it at once (exit 1,
-#     interrupted=1, every mark written whole)
+#     interrupted=1, every record written whole)
 #   - a configuration line over 1023 bytes: "FILE:N: line longer than"
 # The quarantine per pair, SIGTERM while replies trickle and SIGTERM during
 # the claim walk are the contract's scenarios quarantine_per_pair, trickle
@@ -55,6 +57,9 @@ start_server() {
 port=$(free_port)
 start_server main "$port" --save '' --appendonly yes --appendfsync always || { bad "redis-server did not start"; finish; }
 rcli() { redis-cli -p "$port" "$@"; }
+# rmark KEY [PORT]: the mark of the record at KEY (docs/deployment-redis.md:
+# a hash, its text "sf2 ... mark=M owner=O" in the field rec), nothing when absent.
+rmark() { redis-cli -p "${2:-$port}" hget "$1" rec | sed -n 's/^sf2 .* mark=\([^ ]*\) owner=.*$/\1/p'; }
 TTL=2000
 base=(--config /dev/null --redis-host 127.0.0.1 --redis-timeout-ms 300 --ttl-ms "$TTL"
 	--prefix rin --dry-run --log-level debug --state-file '' --settle-ms 0)
@@ -91,7 +96,7 @@ stop() {
 	rc=$?
 }
 
-echo "==== invalid marks are never served ===="
+echo "==== invalid 1.4.0 marks are never served ===="
 big=$(printf '9%.0s' $(seq 25))
 i=0
 for v in -1 1000 abc "$big" 18446744073709551615 99999999999999999999; do
@@ -103,30 +108,33 @@ for v in -1 1000 abc "$big" 18446744073709551615 99999999999999999999; do
 	wait_log "$tmp/bad$i.log" "event=mark_invalid" 5
 	sleep 1
 	stop "$a"
-	check "mark '${v:0:22}': event=mark_invalid with its key, nothing claimed, the mark unchanged" \
+	check "1.4.0 mark '${v:0:22}': event=mark_invalid with its key, nothing claimed, the mark unchanged" \
 		bash -c 'grep -q "event=mark_invalid datacenter=0 worker=0 key=rin:$1:mark:0:0 value=\"${2:0:20}" "$3" &&
 			! grep -q "event=claimed" "$3" && [ -z "$(redis-cli -p $4 get rin:$1:worker:0:0)" ] &&
 			[ "$(redis-cli -p $4 get rin:$1:mark:0:0)" = "$2" ]' _ "bad$i" "$v" "$tmp/bad$i.log" "$port"
 done
 
-echo "==== --init-store and invalid marks ===="
+echo "==== --init-store and 1.4.0's marks ===="
 cl=(--cluster init --datacenter-ids 0 --worker-ids 0-2)
 rcli set rin:init:mark:0:0 -1 >/dev/null
 rcli set rin:init:mark:0:1 00000000009999999999 >/dev/null
 "$AGENT" "${flags[@]}" "${cl[@]}" --init-store 2>"$tmp/init1.log"
 rc=$?
-check "--init-store without --init-mark-ms leaves an invalid mark: exit $rc, said so ($(grep -o 'created=.*failed=[0-9]*' "$tmp/init1.log"))" \
+check "--init-store without --init-mark-ms leaves an invalid mark, migrates a valid one: exit $rc, said so ($(grep -o 'created=.*failed=[0-9]*' "$tmp/init1.log"))" \
 	bash -c '[ "$1" = 1 ] && [ "$(redis-cli -p $2 get rin:init:mark:0:0)" = -1 ] &&
-		grep -q "event=mark_invalid.*action=left" "$3" && grep -q "created=1 present=1 replaced=0 invalid=1" "$3"' \
+		[ "$(redis-cli -p $2 exists rin:init:worker:0:0)" = 0 ] &&
+		[ "$(redis-cli -p $2 hget rin:init:worker:0:1 rec | sed -n "s/.* mark=\([0-9]*\) .*/\1/p")" = 00000000009999999999 ] &&
+		grep -q "event=mark_invalid.*action=left" "$3" && grep -q "event=mark_migrated datacenter=0 worker=1" "$3" &&
+		grep -q "created=2 present=0 replaced=0 invalid=1" "$3"' \
 	_ "$rc" "$port" "$tmp/init1.log"
 "$AGENT" "${flags[@]}" "${cl[@]}" --init-store --init-mark-ms 5000000000 2>"$tmp/init2.log"
 rc=$?
-check "--init-store --init-mark-ms replaces it, says so, and never lowers a valid mark (exit $rc)" \
-	bash -c '[ "$1" = 0 ] && [ "$(redis-cli -p $2 get rin:init:mark:0:0)" = 00000000005000000000 ] &&
-		[ "$(redis-cli -p $2 get rin:init:mark:0:1)" = 00000000009999999999 ] &&
-		[ "$(redis-cli -p $2 get rin:init:mark:0:2)" = 00000000000000000000 ] &&
-		grep -q "event=mark_invalid.*action=replaced" "$3" && grep -q "replaced=1 invalid=0" "$3"' \
-	_ "$rc" "$port" "$tmp/init2.log"
+check "--init-store --init-mark-ms replaces it by a record, says so, and never lowers a record's mark (exit $rc)" \
+	bash -c '[ "$1" = 0 ] && [ "$2" = 00000000005000000000 ] && [ "$3" = 00000000009999999999 ] &&
+		[ "$4" = 00000000000000000000 ] &&
+		grep -q "event=mark_invalid.*action=replaced" "$5" && grep -q "replaced=1 invalid=0" "$5"' \
+	_ "$rc" "$(rmark rin:init:worker:0:0)" "$(rmark rin:init:worker:0:1)" "$(rmark rin:init:worker:0:2)" \
+	"$tmp/init2.log"
 
 echo "==== an invalid mark under a holder ===="
 cl=(--cluster hold --datacenter-ids 0 --worker-ids 0)
@@ -134,11 +142,14 @@ cl=(--cluster hold --datacenter-ids 0 --worker-ids 0)
 agent hold "${flags[@]}" "${cl[@]}"
 a=$last_pid
 wait_log "$tmp/hold.log" "event=unfenced" 10 || bad "the holder never served"
-rcli set rin:hold:mark:0:0 abc >/dev/null
+# the record's mark edited in place: its text, not its version (an
+# operator's HSET of the field), so the holder's next write replaces it
+t=$(rcli hget rin:hold:worker:0:0 rec)
+rcli hset rin:hold:worker:0:0 rec "$(sed 's/ mark=[0-9]* / mark=abc /' <<<"$t")" >/dev/null
 n0=$(grep -c "event=mark_invalid" "$tmp/hold.log")
 sleep 3
 stop "$a"
-m=$(rcli get rin:hold:mark:0:0)
+m=$(rmark rin:hold:worker:0:0)
 check "its next raise replaces it (mark now $m), the holder kept serving (exit $rc)" \
 	bash -c '[[ $1 =~ ^[0-9]{20}$ ]] && [ "$2" = 0 ] && ! grep -q "event=fenced.*reason=lease" "$3"' _ "$m" "$rc" "$tmp/hold.log"
 : "$n0"
@@ -177,8 +188,8 @@ kill -KILL "${servers[-1]}"
 wait "${servers[-1]}" 2>/dev/null
 
 # --redis-allow-non-durable on a Redis with RDB snapshots: SAVE, raises,
-# kill -9, restart: the snapshot's marks are lower than the last raise,
-# and must read as missing.
+# kill -9, restart: the snapshot's record is lower than the last raise,
+# and must not be trusted (stale: quarantined as an invalid record).
 kill -KILL "$nd"
 wait "$nd" 2>/dev/null
 rm -rf "$tmp/nd"
@@ -195,9 +206,9 @@ else
 	bad "--redis-allow-non-durable: never served"
 fi
 redis-cli -p "$p2" save >/dev/null
-saved=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
+saved=$(rmark rin:nd:worker:0:0 "$p2")
 sleep 4
-raised=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
+raised=$(rmark rin:nd:worker:0:0 "$p2")
 # The engine says a store's condition once (ag_condition()): the recheck
 # of every TTL meets it again, at debug, and no backend keeps a flag.
 check "--redis-allow-non-durable: said once (warn), met again at each recheck (debug)" \
@@ -208,15 +219,15 @@ wait "$nd" 2>/dev/null
 stop "$a"
 start_server nd "$p2" --save '' --appendonly no || bad "the RDB redis-server did not restart"
 nd=$last_pid
-back=$(redis-cli -p "$p2" get rin:nd:mark:0:0)
+back=$(rmark rin:nd:worker:0:0 "$p2")
 agent ndh2 "${ndf[@]}"
 a=$last_pid
-wait_log "$tmp/ndh2.log" "event=mark_missing" 10
+wait_log "$tmp/ndh2.log" "event=mark_invalid" 10
 sleep 1
 stop "$a"
-check "restarted from its snapshot (mark $raised back to $back): the mark reads as missing, nothing claimed" \
-	bash -c '[ "$1" = "$2" ] && [[ $3 > $1 ]] && grep -q "event=mark_stale" "$4" &&
-		grep -q "event=mark_missing" "$4" && ! grep -q "event=claimed" "$4"' \
+check "restarted from its snapshot (mark $raised back to $back): the record is stale, never served, nothing claimed" \
+	bash -c '[ -n "$1" ] && [ "$1" = "$2" ] && [[ $3 > $1 ]] && grep -q "event=mark_stale" "$4" &&
+		grep -q "event=mark_invalid" "$4" && ! grep -q "event=claimed" "$4"' \
 	_ "$back" "$saved" "$raised" "$tmp/ndh2.log"
 
 echo "==== trickled and oversized replies (a proxy in between) ===="
@@ -250,7 +261,6 @@ check "replies trickled a byte per 300 ms: the renewal gives up and the agent fe
 sleep 0.5
 stop "$a"
 proxy mode inflate 314572800 "$(printf '$314572800\r\n' | od -An -tx1 | tr -d ' \n')"
-rcli del rin:px:worker:0:0 >/dev/null
 agent inflate "${base[@]}" "${cl[@]}"
 a=$last_pid
 wait_log "$tmp/inflate.log" "reply larger than 1 MiB" 20
@@ -270,9 +280,10 @@ t_t=$(ms)
 stop "$a"
 t_e=$(ms)
 n=$(redis-cli -p "$port" -n 3 dbsize)
-odd=$(redis-cli -p "$port" -n 3 --scan --pattern 'rin:big:mark:*' | head -n 2000 |
-	xargs redis-cli -p "$port" -n 3 mget | grep -cvE '^0{20}$')
-check "--init-store of 262144 pairs: SIGTERM ends it (exit $rc, $((t_e - t_t)) ms, $n marks made, all whole: $odd odd)" \
+odd=$(redis-cli -p "$port" -n 3 --scan --pattern 'rin:big:worker:*' | head -n 300 |
+	while read -r k; do redis-cli -p "$port" -n 3 hget "$k" rec; done |
+	grep -cvE '^sf2 nonce=[0-9a-f]{16} beat=0 ttl=0 mark=0{20} owner=-$')
+check "--init-store of 262144 pairs: SIGTERM ends it (exit $rc, $((t_e - t_t)) ms, $n keys made, the records whole: $odd odd)" \
 	bash -c '[ "$1" = 1 ] && [ $(($3 - $2)) -le 1500 ] && [ "$4" -lt 262144 ] && [ "$5" = 0 ] &&
 		grep -q "event=store_initialised.*interrupted=1" "$6"' _ "$rc" "$t_t" "$t_e" "$n" "$odd" "$tmp/big-init.log"
 

@@ -126,6 +126,7 @@ redis_store() {
 	run basic 60 --hook-delete "$cli DEL \"$key\" | grep -qx 1" --hook-bad "$bad" \
 		--hook-legacy "$cli SET \"$key\" 'host-a:0123456789abcdef0123456789abcdef' PX 60000 | grep -qx OK" \
 		--hook-legacy-record "$cli SET \"$key\" 'sf2 nonce=0000000000000001 beat=0 ttl=0 mark=00000000000000001000 owner=-' PX 60000 | grep -qx OK" \
+		--hook-legacy-mark "$cli SET \"${key/:worker:/:mark:}\" \"\$SF_MARK\" | grep -qx OK" \
 		-- "${store[@]}" "${common[@]}"
 
 	# Refused: the client may touch other keys only (an ACL: NOPERM).
@@ -239,7 +240,9 @@ etcd_store() {
 	leased='l=$('"$ectl"' lease grant 60 | sed -n "s/^lease \([0-9a-f]*\) granted.*/\1/p") && [ -n "$l" ] &&
 		'"$ectl"' put --lease="$l" "'"$key"'" "sf2 nonce=0000000000000001 beat=0 ttl=0 mark=00000000000000001000 owner=-" | grep -qx OK'
 	run basic 60 --hook-delete "$ectl del \"$key\" | grep -qx 1" --hook-bad "$bad" \
-		--hook-legacy "$legacy" --hook-legacy-record "$leased" -- "${store[@]}" "${common[@]}"
+		--hook-legacy "$legacy" --hook-legacy-record "$leased" \
+		--hook-legacy-mark "$ectl put \"${key/:worker:/:mark:}\" \"\$SF_MARK\" | grep -qx OK" \
+		-- "${store[@]}" "${common[@]}"
 
 	na "$STORE noreplicas: etcd has no replica setting of its own (a store unable to write: unable)"
 	na "$STORE masterdown: a member without a quorum answers nothing (no readable reply: silent)"

@@ -14,6 +14,7 @@ import json
 import re
 import os
 import pwd
+import random
 import signal
 import socket
 import struct
@@ -205,7 +206,63 @@ class Store:
         return lambda req: self.classify(req, cluster)[0] == kind
 
 
-class Redis(Store):
+class RecordLayout:
+    """A store of the record design (docs/lease-record.md): one record per
+    pair at the pair key's name, "sf2 nonce=N beat=B ttl=T mark=M owner=O",
+    the mark a field of it.  The scenarios' edits in its terms: the "key"
+    is the record's holder (None when free or absent); deleting it (1.4.0:
+    the pair's lease key, its mark left) is writing the record free, its
+    mark kept (an operator freeing the pair by hand); replacing it writes
+    another owner that keeps the pair for a minute (ttl=60000); the mark is
+    the record's field, set (a new version, as any write) or deleted (the
+    whole record deleted: no mark).  A subclass has _rec_get (the text,
+    None: no record), _rec_put (written at a new version), _rec_del and
+    reply_committed (a cas reply's bytes: committed)."""
+    FIELDS = re.compile(r"^sf2 nonce=(\S*) beat=(\S*) ttl=(\S*) mark=(\S*) owner=(.*)$", re.S)
+
+    @staticmethod
+    def rec_text(owner="-", mark=0, ttl=0, beat=0, nonce=None):
+        nonce = nonce if nonce is not None else "%016x" % random.getrandbits(64)
+        m = mark if isinstance(mark, str) else "%020d" % mark
+        return "sf2 nonce=%s beat=%d ttl=%d mark=%s owner=%s" % (nonce, beat, ttl, m, owner)
+
+    def _fields(self, cl, pair):
+        t = self._rec_get(cl, pair)
+        m = self.FIELDS.match(t) if t is not None else None
+        return m.groups() if m else None
+
+    def key_get(self, cl, pair):
+        f = self._fields(cl, pair)
+        return None if not f or f[4] == "-" else f[4]
+
+    def key_del(self, cl, pair):
+        f = self._fields(cl, pair)
+        if f:
+            self._rec_put(cl, pair, self.rec_text("-", f[3], 0, int(f[1])))
+        else:
+            self._rec_del(cl, pair)
+
+    def key_replace(self, cl, pair, owner):
+        f = self._fields(cl, pair)
+        self._rec_put(cl, pair, self.rec_text(owner, f[3] if f else 0, 60000, 0))
+
+    def mark_get(self, cl, pair):
+        f = self._fields(cl, pair)
+        return f[3] if f else None
+
+    def mark_set(self, cl, pair, text):
+        f = self._fields(cl, pair)
+        if f:
+            nonce, beat, ttl, _, owner = f
+            self._rec_put(cl, pair, self.rec_text(owner, text, int(ttl), int(beat), nonce))
+        else:
+            self._rec_put(cl, pair, self.rec_text("-", text))
+
+    def mark_del(self, cl, pair):
+        self._rec_del(cl, pair)
+
+
+class Redis(RecordLayout, Store):
     name = "redis"
 
     def start(self):
@@ -283,8 +340,9 @@ class Redis(Store):
         return ("127.0.0.1", self.port)
 
     # The agent's scripts, learnt from the SCRIPT LOADs (and EVALs) the
-    # proxy passes: a script that SETs KEYS[1] (the worker key) claims it,
-    # one that PEXPIREs it renews it, one that DELs it releases it.
+    # proxy passes: the one that HSETs a record is a write (a claim, a
+    # renewal or a release by the text it writes: record_kind()), the one
+    # that HMGETs it a read.
     scripts = {}
 
     @staticmethod
@@ -310,12 +368,10 @@ class Redis(Store):
 
     @staticmethod
     def _script_kind(lua):
-        if b"'SET', KEYS[1]" in lua:
-            return "claim"
-        if b"'PEXPIRE', KEYS[1]" in lua:
-            return "renewal"
-        if b"'DEL', KEYS[1]" in lua:
-            return "release"
+        if b"'HSET', KEYS[1]" in lua:
+            return "write"
+        if b"'HMGET', KEYS[1]" in lua:
+            return "read"
         return "other"
 
     def observe(self, req):
@@ -332,32 +388,52 @@ class Redis(Store):
         key = a[3].decode(errors="replace")
         if not key.startswith("%s:%s:worker:" % (PREFIX, cluster)):
             return ("other", key)
+        if kind == "write":
+            try:
+                n = int(a[2])
+                kind = record_kind(a[3 + n + 1].decode(errors="replace"))
+            except (ValueError, IndexError):
+                kind = "other"
         return (kind, key)
 
     # the header of a reply of 300 MB (a bulk string)
     huge_reply = b"$300000000\r\n"
 
-    def key_get(self, cl, pair):
-        return self.cmd("GET", key_name(cl, "worker", pair))
+    # The record: a hash (ver, rec) at the pair key's name, ver from the
+    # store's counter PREFIX:CLUSTER:rev (userspace/agent/redis.c).
+    def _rec_get(self, cl, pair):
+        v = self.cmd("HGET", key_name(cl, "worker", pair), "rec")
+        return None if v is None or isinstance(v, Exception) else v
 
-    def key_del(self, cl, pair):
+    def _rec_put(self, cl, pair, text):
+        r = self.cmd("EVAL", "local v = redis.call('INCR', KEYS[2]) "
+                     "redis.call('HSET', KEYS[1], 'ver', string.format('%d', v), 'rec', ARGV[1]) "
+                     "return v", "2", key_name(cl, "worker", pair),
+                     "%s:%s:rev" % (PREFIX, cl), text)
+        if isinstance(r, Exception):
+            raise OSError("writing a record: %s" % r)
+
+    def _rec_del(self, cl, pair):
         self.cmd("DEL", key_name(cl, "worker", pair))
 
-    def key_replace(self, cl, pair, owner):
-        self.cmd("SET", key_name(cl, "worker", pair), owner, "PX", "60000")
+    @staticmethod
+    def reply_committed(reply):
+        """The cas script's reply: the new version (a bulk string), not 0."""
+        return reply.startswith(b"$") and not reply.startswith(b"$-1")
 
-    def mark_get(self, cl, pair):
-        v = self.cmd("GET", key_name(cl, "mark", pair))
-        return None if v is None else v
-
-    def mark_set(self, cl, pair, text):
+    # 1.4.0's layout (the upgrade): its mark key, its pair key (the owner, a TTL)
+    def legacy_mark_set(self, cl, pair, text):
         self.cmd("SET", key_name(cl, "mark", pair), text)
 
-    def mark_del(self, cl, pair):
-        self.cmd("DEL", key_name(cl, "mark", pair))
+    def legacy_key_set(self, cl, pair, owner, ttl_ms):
+        self.cmd("SET", key_name(cl, "worker", pair), owner, "PX", str(ttl_ms))
+
+    def legacy_key_get(self, cl, pair):
+        v = self.cmd("GET", key_name(cl, "worker", pair))
+        return None if isinstance(v, Exception) else v
 
 
-class Etcd(Store):
+class Etcd(RecordLayout, Store):
     name = "etcd"
     token = "sf-contract"       # --initial-cluster-token
 
@@ -432,11 +508,9 @@ class Etcd(Store):
         return ("127.0.0.1", self.cports[0])
 
     def classify(self, req, cluster):
-        """The last HTTP request in @req: a Txn that puts a worker key under
-        a lease if its create revision is 0 is a claim; a keepalive, or a
-        Txn comparing a worker key's lease, a renewal; a Txn of ranges only,
-        a read; a deleterange, a revoke, or a Txn that deletes a worker key
-        only while it holds a value (the engine's give_back), a release."""
+        """The last HTTP request in @req: a Txn that puts a worker key (a
+        record) is a claim, a renewal or a release by the text it puts
+        (record_kind()); a range of a worker key, a read."""
         i = req.rfind(b"POST /v3/")
         if i < 0:
             return ("other", "")
@@ -446,39 +520,24 @@ class Etcd(Store):
             body = json.loads(req[j + 4:]) if j >= 0 else None
         except ValueError:
             body = None
-        if path == "/v3/lease/keepalive":
-            return ("renewal", "lease %s" % (body or {}).get("ID", "?"))
-        if path == "/v3/lease/revoke":
-            return ("release", "lease %s" % (body or {}).get("ID", "?"))
-        if path == "/v3/kv/deleterange":
-            return ("release", "")
-        if path != "/v3/kv/txn" or not isinstance(body, dict):
-            return ("other", "")
         pre = "%s:%s:worker:" % (PREFIX, cluster)
 
-        def key(d):
+        def dec(v):
             try:
-                return base64.b64decode(d.get("key", "")).decode(errors="replace")
+                return base64.b64decode(v or "").decode(errors="replace")
             except ValueError:
                 return ""
-        cmp = body.get("compare") or []
-        puts = [key(x["request_put"]) for x in body.get("success") or [] if "request_put" in x
-                and x["request_put"].get("lease") not in (None, "0")]
-        dels = [key(x["request_delete_range"]) for x in body.get("success") or []
-                if "request_delete_range" in x]
-        for c in cmp:
-            k = key(c)
-            if not k.startswith(pre):
-                continue
-            if c.get("target") == "VALUE" and k in dels:
-                return ("release", k)
-            if c.get("target") == "CREATE" and str(c.get("create_revision", "0")) == "0" \
-                    and k in puts:
-                return ("claim", k)
-            if c.get("target") == "LEASE":
-                return ("renewal", k)
-        if not cmp:
-            return ("read", "")
+        if not isinstance(body, dict):
+            return ("other", "")
+        if path == "/v3/kv/range":
+            k = dec(body.get("key"))
+            return ("read", k) if k.startswith(pre) else ("other", k)
+        if path != "/v3/kv/txn":
+            return ("other", "")
+        for x in body.get("success") or []:
+            put = x.get("request_put") if isinstance(x, dict) else None
+            if put and dec(put.get("key")).startswith(pre):
+                return (record_kind(dec(put.get("value"))), dec(put.get("key")))
         return ("other", "")
 
     huge_reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -489,23 +548,43 @@ class Etcd(Store):
         kvs = r.get("kvs") or []
         return base64.b64decode(kvs[0]["value"]).decode(errors="replace") if kvs else None
 
-    def key_get(self, cl, pair):
+    # The record: a plain key at the pair key's name, its mod_revision the
+    # version (userspace/agent/etcd.c).
+    def _rec_get(self, cl, pair):
         return self._get(key_name(cl, "worker", pair))
 
-    def key_del(self, cl, pair):
+    def _rec_put(self, cl, pair, text):
+        self.post("/v3/kv/put", {"key": b64(key_name(cl, "worker", pair)), "value": b64(text)})
+
+    def _rec_del(self, cl, pair):
         self.post("/v3/kv/deleterange", {"key": b64(key_name(cl, "worker", pair))})
 
-    def key_replace(self, cl, pair, owner):
-        self.post("/v3/kv/put", {"key": b64(key_name(cl, "worker", pair)), "value": b64(owner)})
+    @staticmethod
+    def reply_committed(reply):
+        return b'"succeeded":true' in reply
 
-    def mark_get(self, cl, pair):
-        return self._get(key_name(cl, "mark", pair))
-
-    def mark_set(self, cl, pair, text):
+    # 1.4.0's layout (the upgrade): its mark key, its pair key (the owner, bound to a lease)
+    def legacy_mark_set(self, cl, pair, text):
         self.post("/v3/kv/put", {"key": b64(key_name(cl, "mark", pair)), "value": b64(text)})
 
-    def mark_del(self, cl, pair):
-        self.post("/v3/kv/deleterange", {"key": b64(key_name(cl, "mark", pair))})
+    def legacy_key_set(self, cl, pair, owner, ttl_ms):
+        lease = self.post("/v3/lease/grant", {"TTL": max(1, ttl_ms // 1000)})["ID"]
+        self.post("/v3/kv/put", {"key": b64(key_name(cl, "worker", pair)), "value": b64(owner),
+                                 "lease": lease})
+
+    def legacy_key_get(self, cl, pair):
+        return self._get(key_name(cl, "worker", pair))
+
+
+def record_kind(text):
+    """What a record write is, by the text it writes (record.c): free
+    (owner=-) a release (or --init-store's record), beat=0 a claim, else a
+    renewal (a re-adoption, a raise)."""
+    if text.endswith(" owner=-"):
+        return "release"
+    if " beat=0 " in text:
+        return "claim"
+    return "renewal" if text.startswith("sf2 ") else "other"
 
 
 def b64(s):

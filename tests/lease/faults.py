@@ -65,6 +65,7 @@ and "lease-faults STORE: N passed, M failed"; every process it starts is
 stopped by its pid, whatever happens.
 """
 import argparse
+import base64
 import os
 import random
 import re
@@ -268,9 +269,9 @@ class Run:
             r.stderr.strip().split("event=store_initialised ")[-1][:120]))
         return True
 
-    # ---- deleting every lease key (the marks stay)
+    # ---- deleting every lease key (the marks stay); records: freed
     def delete_keys(self):
-        """The number of lease keys deleted, or -1."""
+        """The number of lease keys deleted (records freed), or -1."""
         prefix = "sffaults:%s:worker:" % self.a.store
         if self.a.store == "mysql":
             return self.clear_rows()
@@ -284,15 +285,43 @@ class Run:
                     return -1
                 return sum(1 for name in out.split() if name.startswith(prefix) and
                            "rc = 0" in st.cli("delete %s/%s" % (st.ROOT, name), timeout=5))
+            # Redis, etcd: one record per pair (docs/lease-record.md), its
+            # mark a field of it.  An operator frees every held pair by
+            # hand: the record written free (owner "-", its mark kept) at a
+            # new version, over the very version read (a holder's renewal
+            # in between is never overwritten with an older mark).  (A
+            # string there is an older agent's lease key, --legacy's:
+            # deleted, as before.)
             if st.name == "redis":
                 lua = ("local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
-                       "n = n + redis.call('DEL', k) end return n")
-                n = st.cmd("EVAL", lua, 0, prefix + "*", timeout=2)
+                       "if redis.call('TYPE', k).ok == 'hash' then "
+                       "local t = redis.call('HGET', k, 'rec') "
+                       "if t and not string.find(t, ' owner=%-$') then "
+                       "t = string.gsub(string.gsub(t, ' ttl=%d+ ', ' ttl=0 '), ' owner=.*$', ' owner=-') "
+                       "local v = redis.call('INCR', ARGV[2]) "
+                       "redis.call('HSET', k, 'ver', string.format('%d', v), 'rec', t) "
+                       "n = n + 1 end "
+                       "elseif redis.call('TYPE', k).ok == 'string' then "
+                       "n = n + redis.call('DEL', k) end end return n")
+                n = st.cmd("EVAL", lua, 0, prefix + "*", "sffaults:%s:rev" % self.a.store,
+                           timeout=2)
                 return n if isinstance(n, int) else -1
             end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-            r = st.post("/v3/kv/deleterange", {"key": S.b64(prefix), "range_end": S.b64(end)},
+            r = st.post("/v3/kv/range", {"key": S.b64(prefix), "range_end": S.b64(end)},
                         timeout=1)
-            return int(r.get("deleted", 0))
+            n = 0
+            for kv in r.get("kvs") or []:
+                t = base64.b64decode(kv.get("value", "")).decode(errors="replace")
+                if not t.startswith("sf2 ") or t.endswith(" owner=-"):
+                    continue
+                t = re.sub(r" owner=.*$", " owner=-", re.sub(r" ttl=\d+ ", " ttl=0 ", t), flags=re.S)
+                x = st.post("/v3/kv/txn", {
+                    "compare": [{"key": kv["key"], "result": "EQUAL", "target": "MOD",
+                                 "mod_revision": kv["mod_revision"]}],
+                    "success": [{"request_put": {"key": kv["key"], "value": S.b64(t)}}]},
+                    timeout=1)
+                n += 1 if x.get("succeeded") else 0
+            return n
         except (OSError, ValueError, subprocess.TimeoutExpired):
             return -1
 

@@ -113,8 +113,8 @@ static pid_t sim_getpid(void);
 #undef getpid
 
 /* The real backends are not linked: agent_main() (never called) names them. */
-const struct store_ops ag_redis_ops = { .name = "redis (not in the simulator)" };
-const struct store_ops ag_etcd_ops = { .name = "etcd (not in the simulator)" };
+const struct rec_ops ag_redis_rec_ops = { .name = "redis (not in the simulator)" };
+const struct rec_ops ag_etcd_rec_ops = { .name = "etcd (not in the simulator)" };
 const struct store_ops ag_mysql_ops = { .name = "mysql (not in the simulator)" };
 const struct store_ops ag_zookeeper_ops = { .name = "zookeeper (not in the simulator)" };
 

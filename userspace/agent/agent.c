@@ -200,13 +200,20 @@ int ag_mark_check(const struct agent *a, uint32_t dc, uint32_t w, const char *te
 	return -1;
 }
 
+const char *ag_store_name(const struct agent *a)
+{
+	if (a->rec)
+		return a->rec->name;
+	return a->st ? a->st->name : "?";
+}
+
 void ag_reply_invalid(const struct agent *a, const char *what, const char *text, size_t len)
 {
 	char shown[96];
 
 	ag_shorten(text, len, shown, sizeof(shown));
 	logm(AG_WARN, "event=store_reply_invalid backend=%s what=\"%s\" value=\"%s\": not a value this agent accepts; the call failed",
-	     a->st ? a->st->name : "?", what, shown);
+	     ag_store_name(a), what, shown);
 }
 
 /* sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET. */
@@ -1977,11 +1984,15 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	a.c = &conf;
-	a.st = conf.backend == AG_ETCD ? &ag_etcd_ops : &ag_redis_ops;
-	if (conf.backend == AG_MYSQL)
+	/* Redis and etcd: the record design (record.c over the store's rec_ops). */
+	if (conf.backend == AG_ETCD)
+		ag_record_use(&a, &ag_etcd_rec_ops);
+	else if (conf.backend == AG_MYSQL)
 		a.st = &ag_mysql_ops;
-	if (conf.backend == AG_ZOOKEEPER)
+	else if (conf.backend == AG_ZOOKEEPER)
 		a.st = &ag_zookeeper_ops;
+	else
+		ag_record_use(&a, &ag_redis_rec_ops);
 	log_level = conf.level;
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -2033,7 +2044,7 @@ int main(int argc, char **argv)
 	}
 	a.st->describe(&a, where, sizeof(where));
 	logm(AG_INFO, "event=start owner=%s backend=%s %s prefix=%s cluster=%s datacenters=%u-%u workers=%u-%u ttl_ms=%u renew_ms=%u margin_ms=%u mark_step_ms=%u%s",
-	     a.owner, a.st->name, where, conf.prefix, conf.cluster,
+	     a.owner, ag_store_name(&a), where, conf.prefix, conf.cluster,
 	     a.dc_lo, a.dc_hi, a.w_lo, a.w_hi, conf.ttl_ms, conf.renew_ms, conf.margin_ms,
 	     conf.mark_step_ms, conf.dry_run ? " dry_run=1" : "");
 	hist(&a, "start owner=%s space=%s:%s pid=%d at=%lld clock_offset_ms=%lld", a.owner,

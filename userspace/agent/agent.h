@@ -240,6 +240,22 @@ struct ag_rec {
 	char text[AG_REC_MAX];
 };
 
+/*
+ * 1.4.0's mark key of a pair whose record is absent, as legacy() found
+ * it (docs/lease-record.md, "1.4.0 beside it"): @state AG_LEG_NONE (no
+ * key), AG_LEG_MARK (a string: @text), AG_LEG_STALE (a string written
+ * before the store last restarted: Redis' markrun, redis-allow-non-durable),
+ * AG_LEG_OTHER (another type: its name in @text, never a mark); @guard what
+ * create() compares besides @state and @text (etcd: the key's mod_revision).
+ */
+enum { AG_LEG_NONE, AG_LEG_MARK, AG_LEG_STALE, AG_LEG_OTHER };
+struct ag_legacy {
+	int state;
+	uint64_t guard;
+	size_t len;
+	char text[AG_REC_MAX];
+};
+
 struct rec_ops {
 	const char *name;
 	int (*init)(struct agent *a);
@@ -256,6 +272,16 @@ struct rec_ops {
 	 */
 	int (*cas)(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
 		   size_t len, int64_t deadline, uint64_t *version);
+	/*
+	 * A store 1.4.0 ran on (NULL: none): pair (@dc, @w)'s 1.4.0 mark key,
+	 * RS_OK (*@m), RS_REFUSED, RS_UNABLE, RS_FAILED; and cas(@expect 0)
+	 * that commits only where that key is still as *@m found it, in the
+	 * same atomic step (one script, one Txn): RS_MOVED when either moved.
+	 */
+	int (*legacy)(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline,
+		      struct ag_legacy *m);
+	int (*create)(struct agent *a, uint32_t dc, uint32_t w, const struct ag_legacy *m,
+		      const char *text, size_t len, int64_t deadline, uint64_t *version);
 };
 
 /*
@@ -266,6 +292,8 @@ struct rec_ops {
  */
 extern const struct store_ops ag_record_ops;
 int ag_record_use(struct agent *a, const struct rec_ops *r);
+/* The store's name (a record backend's: "redis", not "record"), for the logs. */
+const char *ag_store_name(const struct agent *a);
 
 /* renew()'s *@mark when the step did not read the mark. */
 #define AG_MARK_UNREAD	UINT64_MAX

@@ -6,47 +6,10 @@
  * etcd: what is done when a call fails or its outcome is unknown, and
  * whether anything is asked again, the engine decides (agent.c).
  *
- * Two designs live here while the agent moves (issue 40): 1.4.0's key,
- * mark and lease (ag_etcd_ops, this comment), and the record design's
- * backend (ag_etcd_rec_ops: its layout above rec_error(), at the end),
- * which share the connection (post(), call(): the endpoints, the token)
- * and the parsers.
- *
- * The model is etcd's own clientv3/concurrency: one lease (LeaseGrant,
- * TTL = ceil(ttl-ms / 1000) s), the pair's key created only if absent and
- * bound to the lease, and only if the pair's timestamp mark (the key
- * PREFIX:CLUSTER:mark:DC:W, bound to no lease) is still as a first read
- * found it, valid, which the same Txn reads back (G1, G4 in agent.h):
- *
- *   Txn If(CreateRevision(key) == 0, ModRevision(mark) == as read)
- *       Then(Put(key, owner, lease), Range(mark))
- *
- * (see e_claim(): a missing or invalid mark is written only with
- * init_mark, over the very text read).  Its outcome unknown, a claim is
- * TRY_UNKNOWN, and the engine gives the key back before its next step
- * (give_back(): a Txn that deletes the key only while it holds our owner;
- * agent.c resolve_unknown()).
- *
- * The lease is kept with LeaseKeepAlive.  A keep-alive proves only that
- * the lease lives, not that the key is still bound to it (an operator's
- * `etcdctl del --prefix` leaves the lease alive): so every renewal also
- * proves the key itself, in a Txn that compares the key's create revision
- * (the revision of our own claim: a key deleted and created again has
- * another) and its lease with ours, and raises the mark in the same Txn
- * (G3, G4):
- *
- *   Txn If(CreateRevision(key) == ours, Lease(key) == ours
- *          [, Value(mark) < raise])
- *       Then([Put(mark, raise),] Range(mark)) Else(Range(key), Range(mark))
- *
- * Marks are 20-digit decimals, so etcd's byte comparison is numeric; one
- * that is not (an operator's "1000") fails the compare unraised, so a raise
- * counts only on the mark the Txn reads back (prove()).  Every value read
- * is parsed strictly (store_parse.c).  The lease's clock starts on the
- * leader when it handles the request, after we sent it, so the agent's
- * rule holds: valid from before the grant or keep-alive was sent, for
- * ttl - margin.  A leader change never shortens a lease (the new leader
- * gives every lease a full TTL).
+ * The record store (ag_etcd_rec_ops, the backend of record.c's engine:
+ * issue 40, docs/lease-record.md; its layout above rec_error()) on one
+ * connection per request (post(), call(): the endpoints, the token) and
+ * the strict parsers of store_parse.c.
  *
  * One request goes to one endpoint, once (post()): none is ever sent
  * again, to that endpoint or the next, by this file or by libcurl (a
@@ -74,7 +37,6 @@ static int e_init(struct agent *a)
 	return AG_EXIT_USAGE;
 }
 
-const struct store_ops ag_etcd_ops = { .name = "etcd", .init = e_init };
 const struct rec_ops ag_etcd_rec_ops = { .name = "etcd", .init = e_init };
 #else
 #include <errno.h>
@@ -96,22 +58,11 @@ const struct rec_ops ag_etcd_rec_ops = { .name = "etcd", .init = e_init };
 /* post()'s *grpc_code when the request never left (no connection): not committed. */
 #define NOT_SENT	(-2)
 
-/* A pair's mark as read: AG_VAL_*, the value, the revision that last wrote it, its text. */
-struct mread {
-	int v;
-	uint64_t mark, mod_rev;
-	char text[64];
-};
-
 struct estore {
 	CURL *h;			/* the one request's handle */
 	CURLM *m;			/* ... driven by post() through ag_wait() */
 	char **eps;			/* endpoints */
 	int n_eps, cur;			/* cur: the endpoint the next request goes to */
-	char lease[24];			/* decimal lease id, "" none */
-	uint64_t create_rev;		/* the revision that created our key, 0 none */
-	int64_t lease_sent;		/* before its grant or last keep-alive */
-	struct mread seen;		/* our pair's mark as the last claim or proof read it */
 	char auth[600];			/* "Authorization: token", "" none */
 	char *body;			/* the response */
 	size_t len;
@@ -166,15 +117,6 @@ static const char *jstr(struct json_object *o, const char *k)
 	       json_object_get_string(v) : NULL;
 }
 
-/* The Txn reply's "succeeded" (strictly a boolean; left out: false). */
-static bool txn_ok(struct json_object *j)
-{
-	bool ok;
-
-	return ag_etcd_succeeded(j, &ok) != AG_VAL_INVALID && ok;
-}
-
-#define txn_range	ag_etcd_txn_range
 #define range_kv	ag_etcd_range_kv
 
 /*
@@ -555,606 +497,10 @@ static int64_t e_claim_wait(struct agent *a)
 	return 0;	/* etcd keeps its leases across restarts (its raft log) */
 }
 
-/* LeaseKeepAlive of our lease: 1 alive (lease_sent updated), 0 gone, -1 failed. */
-static int keepalive(struct agent *a, int64_t deadline, int64_t *sent)
-{
-	struct estore *e = E(a);
-	struct json_object *j, *res;
-	char body[64];
-	uint64_t ttl;
-	int code, ret;
-
-	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", e->lease);
-	*sent = boot_ns();
-	j = call(a, deadline, "/v3/lease/keepalive", body, &code);
-	if (!j)
-		return code == 5 ? 0 : -1;	/* 5: not found */
-	/* TTL left out (0): the lease is gone; not a string of digits: a bad reply. */
-	res = json_object_object_get_ex(j, "result", &res) ? res : NULL;
-	switch (ag_etcd_u64(res, "TTL", ID_MAX, &ttl)) {
-	case AG_VAL_OK:
-		ret = ttl > 0;
-		break;
-	case AG_VAL_MISSING:
-		ret = res ? 0 : -1;
-		break;
-	default:
-		ret = -1;
-		break;
-	}
-	if (ret < 0)
-		logm(AG_WARN, "etcd keep-alive of lease %s: a bad reply (no TTL as a decimal string): %.200s",
-		     e->lease, json_object_to_json_string(j));
-	json_object_put(j);
-	if (ret > 0)
-		e->lease_sent = *sent;
-	else if (!ret)
-		e->lease[0] = '\0';
-	return ret;
-}
-
-/*
- * A lease young enough to claim with: ours, kept alive, or a new one.
- * false: not now (no answer, or a bad one); the claim fails and the
- * engine asks again.
- */
-static bool have_lease(struct agent *a)
-{
-	struct estore *e = E(a);
-	struct json_object *j;
-	char body[64];
-	uint64_t id;
-	int64_t sent;
-	int code, alive;
-
-	if (e->lease[0] && boot_ns() - e->lease_sent < (int64_t)a->c->renew_ms * NS_PER_MS)
-		return true;
-	if (e->lease[0]) {
-		alive = keepalive(a, 0, &sent);
-		if (alive)
-			return alive > 0;
-	}
-	snprintf(body, sizeof(body), "{\"TTL\":\"%u\"}", (a->c->ttl_ms + 999) / 1000);
-	sent = boot_ns();
-	j = call(a, 0, "/v3/lease/grant", body, &code);
-	if (!j)
-		return false;
-	if (ag_etcd_u64(j, "ID", ID_MAX, &id) == AG_VAL_OK && id) {
-		snprintf(e->lease, sizeof(e->lease), "%llu", (unsigned long long)id);
-		e->lease_sent = sent;
-	} else {
-		/* Nobody keeps an unknown lease alive: it ends by itself. */
-		logm(AG_WARN, "etcd lease grant: a bad reply (no ID as a decimal string): %.200s",
-		     json_object_to_json_string(j));
-	}
-	json_object_put(j);
-	return e->lease[0];
-}
-
-/* @kv (NULL: none) as a struct mread; -1 when its revision is not a decimal string. */
-static int mread_of(struct agent *a, struct json_object *kv, struct mread *mr)
-{
-	mr->v = ag_etcd_kv_mark(kv, a->mark_max_ms, &mr->mark, mr->text, sizeof(mr->text));
-	mr->mod_rev = 0;
-	if (mr->v != AG_VAL_MISSING &&
-	    (ag_etcd_u64(kv, "mod_revision", ID_MAX, &mr->mod_rev) != AG_VAL_OK || !mr->mod_rev)) {
-		ag_reply_invalid(a, "etcd mod_revision", json_object_to_json_string(kv),
-				 strlen(json_object_to_json_string(kv)));
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * The compare "the mark is still as read" for a Txn: absent (create
- * revision 0), or last written by the very revision read.  So a write
- * that replaces an invalid mark replaces only the text found invalid.
- */
-static void mark_cmp(const struct mread *mr, const char *m64, char *buf, size_t len)
-{
-	if (mr->v == AG_VAL_MISSING)
-		snprintf(buf, len, "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}",
-			 m64);
-	else
-		snprintf(buf, len, "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"MOD\",\"mod_revision\":\"%llu\"}",
-			 m64, (unsigned long long)mr->mod_rev);
-}
-
-/* What read_pair() found at a pair's key. */
-enum { KEY_ABSENT, KEY_OTHERS, KEY_OURS, KEY_OURS_STRAY };
-
 /* etcd's permission denied (RBAC: the user's roles leave this key out). */
 #define PERMISSION_DENIED	7
 
-/* A pair's key refused by RBAC: said, and the claim is this pair's refusal (TRY_REFUSED). */
-static int pair_refused(struct agent *a, const char *key)
-{
-	logm(AG_WARN, "event=etcd_permission_denied key=%s user=%s: etcd's RBAC does not grant this pair's key (permission denied): this pair is skipped",
-	     key, a->c->etcd_user ? a->c->etcd_user : "");
-	return TRY_REFUSED;
-}
-
 /*
- * Read pair (@dc, @w) in one Txn (one revision): its mark into *@mr and
- * its key into *@state: KEY_ABSENT, KEY_OTHERS, KEY_OURS (this run's
- * owner, bound to the lease it keeps alive: a claim of ours that
- * committed after the engine had given it back, its reply lost; *@crev
- * its create revision) or KEY_OURS_STRAY (this run's owner on another
- * lease).  0, -1 (no reply, or a bad one), or TRY_REFUSED (permission
- * denied: etcd's RBAC leaves this pair's keys out).
- */
-static int read_pair(struct agent *a, uint32_t dc, uint32_t w, struct mread *mr, int *state,
-		     uint64_t *crev)
-{
-	struct estore *e = E(a);
-	struct json_object *j, *range, *kv;
-	char key[512], k64[700], mkey[512], m64[700], v64[440], *body;
-	const char *val;
-	uint64_t lease = 0, ours = 0;
-	int code, ret = 0, lv;
-
-	key_of(a, dc, w, key, sizeof(key));
-	b64(key, k64, sizeof(k64));
-	mark_key_of(a, dc, w, mkey, sizeof(mkey));
-	b64(mkey, m64, sizeof(m64));
-	b64(a->owner, v64, sizeof(v64));
-	if (asprintf(&body,
-		     "{\"success\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
-		     m64, k64) < 0)
-		return -1;
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j)
-		return code == PERMISSION_DENIED ? pair_refused(a, key) : -1;
-	if (!txn_ok(j) || !txn_range(j, 0) || mread_of(a, range_kv(txn_range(j, 0)), mr))
-		ret = -1;
-	range = txn_range(j, 1);
-	kv = range ? range_kv(range) : NULL;
-	*state = KEY_ABSENT;
-	*crev = 0;
-	if (!ret && !range) {
-		ret = -1;
-	} else if (!ret && kv) {
-		/* Our owner's text exactly as we wrote it (base64), on our lease or not. */
-		val = jstr(kv, "value");
-		lv = ag_etcd_u64(kv, "lease", ID_MAX, &lease);
-		if (ag_etcd_u64(kv, "create_revision", ID_MAX, crev) != AG_VAL_OK || !*crev ||
-		    lv == AG_VAL_INVALID)
-			ret = -1;
-		else if (!val || strcmp(val, v64) != 0)
-			*state = KEY_OTHERS;
-		else if (e->lease[0] && !ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &ours) &&
-			 lv == AG_VAL_OK && lease == ours)
-			*state = KEY_OURS;
-		else
-			*state = KEY_OURS_STRAY;
-	}
-	if (ret)
-		ag_reply_invalid(a, "etcd range of a pair", json_object_to_json_string(j),
-				 strlen(json_object_to_json_string(j)));
-	json_object_put(j);
-	return ret;
-}
-
-/*
- * A Txn whose reply is wanted only for its "succeeded" (a conditional
- * write: --init-store's replacement, give_back()'s delete), @body freed:
- * 1 it succeeded, 0 its compare failed (nothing written), -1 no reply or
- * one without a boolean "succeeded" (the caller asks again).
- */
-static int txn_succeeded(struct agent *a, char *body)
-{
-	struct json_object *j;
-	int code, ret;
-	bool ok;
-
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j)
-		return -1;
-	ret = ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID ? -1 : ok;
-	json_object_put(j);
-	return ret;
-}
-
-/*
- * --init-store: create the mark of (@dc, @w) at @value where it is
- * missing, in one Txn that reads it where it is not:
- *
- *   Txn If(CreateRevision(mark) == 0) Then(Put(mark, value)) Else(Range(mark))
- *
- * and where that read finds it invalid and @replace_invalid, replace only
- * that very text (ModRevision(mark) == as read).  INIT_*, or -1 failed: no
- * answer, or the mark changed between the two (the engine asks again).
- */
-static int e_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t value,
-		       bool replace_invalid)
-{
-	struct json_object *j;
-	char mkey[512], m64[700], v[24], v64[40], cmp[900], *body;
-	struct mread mr = { .v = AG_VAL_MISSING };
-	int code;
-	bool ok;
-
-	mark_key_of(a, dc, w, mkey, sizeof(mkey));
-	b64(mkey, m64, sizeof(m64));
-	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)value);
-	b64(v, v64, sizeof(v64));
-	mark_cmp(&mr, m64, cmp, sizeof(cmp));
-	if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}],"
-		     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}", cmp, m64, v64, m64) < 0)
-		return -1;
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j)
-		return -1;
-	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID ||
-	    (!ok && (mread_of(a, range_kv(txn_range(j, 0)), &mr) || mr.v == AG_VAL_MISSING))) {
-		ag_reply_invalid(a, "etcd mark at --init-store", json_object_to_json_string(j),
-				 strlen(json_object_to_json_string(j)));
-		json_object_put(j);
-		return -1;
-	}
-	json_object_put(j);
-	if (ok)
-		return INIT_CREATED;
-	if (mr.v == AG_VAL_OK)
-		return INIT_PRESENT;
-	if (!replace_invalid) {
-		ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "left");
-		return INIT_INVALID;
-	}
-	mark_cmp(&mr, m64, cmp, sizeof(cmp));
-	if (asprintf(&body, "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
-		     cmp, m64, v64) < 0)
-		return -1;
-	switch (txn_succeeded(a, body)) {
-	case 1:
-		break;
-	case 0:
-		logm(AG_DEBUG, "etcd --init-store: mark %s changed since it was read: not replaced", mkey);
-		return -1;
-	default:
-		return -1;
-	}
-	ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
-	return INIT_REPLACED;
-}
-
-/*
- * Claim (@dc, @w): read the pair (its mark, whether its key exists), then
- * one Txn that creates the key bound to our lease only while the key is
- * absent and the mark is still as read, and reads the mark back:
- *
- *   Txn If(CreateRevision(key) == 0, <the mark as read>)
- *       Then([Put(mark, init_mark),] Put(key, owner, lease), Range(mark))
- *       Else(Range(key, count))
- *
- * A missing or invalid mark is written (at @init_mark) only with
- * @init_mark, in the same Txn, and only over the very text read; without,
- * nothing is written (TRY_NO_MARK, TRY_BAD_MARK).  Nothing is asked twice:
- * a failed compare is not committed (the key taken since the read:
- * TRY_HELD; the mark changed: TRY_ERROR, the engine asks again), a Txn
- * without a readable answer TRY_UNKNOWN (the engine gives the key back).
- *
- * The lease may be one an earlier claim of this run bound a key to
- * (have_lease() keeps it alive).  No such key is left to be kept alive
- * for ever and read as another owner's (pool_full for ever with one
- * pair): the engine claims only once every earlier claim is settled, an
- * unknown one given back (resolve_unknown(): delete-if-owner), the one it
- * claimed last, served or not, offered back first (acquire(): readopt()
- * takes it again while its key is the one that claim bound to our lease;
- * a claim goes on only when that key is not ours: gone with its lease,
- * deleted, or another's).  A VM fork starts the store afresh.  A claim of
- * ours delayed on its way past its give-back may still commit later, on
- * the lease kept alive here: the read finds our owner at the key, never
- * counted as another's (issue 40 D3): on our lease, taken as this claim
- * (event=own_key_adopted); on another, TRY_UNKNOWN (the engine gives it
- * back).  A key etcd's RBAC does not grant (permission denied) is this
- * pair's refusal, TRY_REFUSED (event=etcd_permission_denied).
- */
-static int e_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
-		   uint64_t init_mark)
-{
-	struct estore *e = E(a);
-	struct json_object *j, *hdr = NULL;
-	char key[512], k64[700], mkey[512], m64[700], v64[440], iv[24], iv64[40], cmp[900];
-	char put_mark[1000], text[64], *body;
-	uint64_t rev, count;
-	struct mread mr, back;
-	int code, ret, state;
-	bool ok;
-
-	e->create_rev = 0;
-	if (!have_lease(a))
-		return TRY_ERROR;
-	key_of(a, dc, w, key, sizeof(key));
-	b64(key, k64, sizeof(k64));
-	mark_key_of(a, dc, w, mkey, sizeof(mkey));
-	b64(mkey, m64, sizeof(m64));
-	b64(a->owner, v64, sizeof(v64));
-	ret = read_pair(a, dc, w, &mr, &state, &rev);
-	if (ret)
-		return ret == TRY_REFUSED ? TRY_REFUSED : TRY_ERROR;
-	if (state == KEY_OURS && mr.v == AG_VAL_OK) {
-		/*
-		 * Our own key on the lease we keep alive, which the engine does
-		 * not hold (issue 40 D3: a claim of ours, its reply lost, that
-		 * committed after its give-back): taken as this claim.  The key
-		 * and the mark were read in one revision, and nobody else can
-		 * have raised the mark while the key was ours.
-		 */
-		logm(AG_WARN, "event=own_key_adopted datacenter=%u worker=%u key=%s lease=%s: a claim of this run whose reply was lost committed after it was given back; taken as this claim",
-		     dc, w, key, e->lease);
-		e->create_rev = rev;
-		e->seen = mr;
-		*mark = mr.mark;
-		*sent = e->lease_sent;
-		return TRY_TAKEN;
-	}
-	if (state == KEY_OURS || state == KEY_OURS_STRAY) {
-		/* Ours, but not to be taken as it is: the engine gives it back (delete-if-owner). */
-		logm(AG_WARN, "event=own_key_found datacenter=%u worker=%u key=%s: this run's owner on a key the agent does not hold; given back",
-		     dc, w, key);
-		return TRY_UNKNOWN;
-	}
-	if (state == KEY_OTHERS)
-		return TRY_HELD;
-	if (mr.v == AG_VAL_MISSING && !init_mark)
-		return TRY_NO_MARK;
-	if (mr.v == AG_VAL_INVALID && !init_mark) {
-		ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "not-served");
-		return TRY_BAD_MARK;
-	}
-	put_mark[0] = '\0';
-	if (mr.v != AG_VAL_OK) {
-		snprintf(iv, sizeof(iv), MARK_FMT, (unsigned long long)init_mark);
-		b64(iv, iv64, sizeof(iv64));
-		snprintf(put_mark, sizeof(put_mark),
-			 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, iv64);
-	}
-	mark_cmp(&mr, m64, cmp, sizeof(cmp));
-	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},%s],"
-		     "\"success\":[%s{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}},"
-		     "{\"request_range\":{\"key\":\"%s\"}}],"
-		     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"count_only\":true}}]}",
-		     k64, cmp, put_mark, k64, v64, e->lease, m64, k64) < 0)
-		return TRY_ERROR;
-	*sent = e->lease_sent;
-	j = call(a, 0, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j) {
-		if (code == 5)	/* the lease expired meanwhile: nothing was written */
-			e->lease[0] = '\0';
-		if (code == PERMISSION_DENIED && !a->fatal)
-			return pair_refused(a, key);
-		/* Never sent, or an error etcd answered (not 14, unavailable; not 4, deadline): not written. */
-		if (code == 5 || code == NOT_SENT || a->fatal ||
-		    (code >= 0 && code != 14 && code != 4))
-			return TRY_ERROR;
-		return TRY_UNKNOWN;	/* no reply: maybe committed (G6, the engine) */
-	}
-	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
-		ag_reply_invalid(a, "etcd claim's \"succeeded\"", json_object_to_json_string(j),
-				 strlen(json_object_to_json_string(j)));
-		json_object_put(j);
-		return TRY_UNKNOWN;
-	}
-	if (!ok) {
-		/* Not committed: the key taken (TRY_HELD), or the mark changed (count left out), since the read. */
-		ret = ag_etcd_u64(txn_range(j, 0), "count", ID_MAX, &count);
-		if (ret == AG_VAL_INVALID)
-			ag_reply_invalid(a, "etcd claim's count", json_object_to_json_string(j),
-					 strlen(json_object_to_json_string(j)));
-		json_object_put(j);
-		return ret == AG_VAL_OK && count ? TRY_HELD : TRY_ERROR;
-	}
-	/* Our Put is the Txn's only write to the key: its create revision is the Txn's. */
-	json_object_object_get_ex(j, "header", &hdr);
-	/* Committed, but a reply this agent cannot use: given back by the engine. */
-	ret = TRY_UNKNOWN;
-	if (mread_of(a, range_kv(txn_range(j, put_mark[0] ? 2 : 1)), &back) ||
-	    back.v != AG_VAL_OK) {
-		snprintf(text, sizeof(text), "%s", back.text);
-		ag_reply_invalid(a, "etcd mark read back at a claim", text, strlen(text));
-	} else if (ag_etcd_u64(hdr, "revision", ID_MAX, &rev) != AG_VAL_OK || !rev) {
-		ag_reply_invalid(a, "etcd claim's revision", json_object_to_json_string(j),
-				 strlen(json_object_to_json_string(j)));
-	} else {
-		if (mr.v == AG_VAL_INVALID)
-			ag_mark_invalid(a, dc, w, mr.text, strlen(mr.text), "replaced");
-		e->create_rev = rev;
-		e->seen = back;
-		*mark = back.mark;
-		ret = TRY_TAKEN;
-	}
-	json_object_put(j);
-	return ret;
-}
-
-/*
- * Prove that our key is the one our claim created and still bound to our
- * lease, raising the mark to @raise (0: no raise) in the same Txn (see
- * the top of this file).  1 ours, *@mark the mark as the Txn read it (0
- * when it is missing or invalid); 0 not ours (gone, or another's); -1
- * failed.
- *
- * The raise compares the mark as this holder last read it (e->seen, at
- * its claim or last proof): a valid one by value (Value(mark) < raise), a
- * missing or invalid one as that very read (absent, or its mod revision:
- * only the text found invalid is replaced; safe, this holder's floor is
- * above every earlier holder's timestamps and @raise above its own).  The
- * key proven ours but the mark compare failed (at or above @raise
- * already; missing, invalid or changed since that read): 1 with the mark
- * read now, nothing sent again; the engine raises again where that is
- * below what it needs (agent.c renew(): event=mark_lowered), and that
- * proof compares the very mark read here.  A raise counts only on a valid
- * mark read back at or above it ("1000" fails the byte compare unraised).
- */
-static int prove(struct agent *a, int64_t deadline, uint64_t raise, uint64_t *mark)
-{
-	struct estore *e = E(a);
-	struct json_object *j, *kv;
-	char k64[700], mkey[512], m64[700], v[24], v64[40], *body;
-	char cmp_raise[900] = "", put_raise[900] = "";
-	uint64_t rev, lease, lease_ours = 0;
-	struct mread was = e->seen, back;
-	int code;
-	bool ok;
-
-	b64(a->key, k64, sizeof(k64));
-	mark_key_of(a, a->dc, a->w, mkey, sizeof(mkey));
-	b64(mkey, m64, sizeof(m64));
-	*mark = 0;
-	if (ag_parse_u64(e->lease, strlen(e->lease), ID_MAX, &lease_ours) || !e->create_rev)
-		return 0;
-	if (raise) {
-		snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)raise);
-		b64(v, v64, sizeof(v64));
-		if (was.v == AG_VAL_OK) {
-			snprintf(cmp_raise, sizeof(cmp_raise),
-				 ",{\"key\":\"%s\",\"result\":\"LESS\",\"target\":\"VALUE\",\"value\":\"%s\"}",
-				 m64, v64);
-		} else {
-			cmp_raise[0] = ',';
-			mark_cmp(&was, m64, cmp_raise + 1, sizeof(cmp_raise) - 1);
-		}
-		snprintf(put_raise, sizeof(put_raise),
-			 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},", m64, v64);
-	}
-	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"%llu\"},"
-		     "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"LEASE\",\"lease\":\"%s\"}%s],"
-		     "\"success\":[%s{\"request_range\":{\"key\":\"%s\"}}],"
-		     "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}]}",
-		     k64, (unsigned long long)e->create_rev, k64, e->lease, cmp_raise, put_raise,
-		     m64, k64, m64) < 0)
-		return -1;
-	j = call(a, deadline, "/v3/kv/txn", body, &code);
-	free(body);
-	if (!j)
-		return -1;
-	if (ag_etcd_succeeded(j, &ok) == AG_VAL_INVALID) {
-		json_object_put(j);
-		return -1;
-	}
-	if (!ok) {
-		/* Which compare failed?  The key first. */
-		kv = range_kv(txn_range(j, 0));
-		if (!kv || ag_etcd_u64(kv, "create_revision", ID_MAX, &rev) != AG_VAL_OK ||
-		    rev != e->create_rev || ag_etcd_u64(kv, "lease", ID_MAX, &lease) != AG_VAL_OK ||
-		    lease != lease_ours) {
-			logm(AG_WARN, "event=key_lost key=%s: %s", a->key,
-			     kv ? "the key is another lease's now" : "the key is gone (deleted, or expired)");
-			json_object_put(j);
-			return 0;
-		}
-		if (!raise) {
-			/* Only the key was compared, and it reads as ours. */
-			ag_reply_invalid(a, "etcd proof of a key", json_object_to_json_string(j),
-					 strlen(json_object_to_json_string(j)));
-			json_object_put(j);
-			return -1;
-		}
-	}
-	/* The mark: after the raise's Put, or after the key in the Else branch. */
-	if (mread_of(a, range_kv(txn_range(j, !ok || raise ? 1 : 0)), &back)) {
-		json_object_put(j);
-		return -1;
-	}
-	json_object_put(j);
-	e->seen = back;
-	*mark = back.v == AG_VAL_OK ? back.mark : 0;
-	if (!ok || !raise)
-		return 1;
-	if (back.v != AG_VAL_OK || back.mark < raise) {
-		ag_reply_invalid(a, "etcd mark read back after a raise", back.text, strlen(back.text));
-		*mark = 0;
-		return -1;
-	}
-	if (was.v == AG_VAL_INVALID)
-		ag_mark_invalid(a, a->dc, a->w, was.text, strlen(was.text), "replaced");
-	else if (was.v == AG_VAL_MISSING)
-		logm(AG_WARN, "event=mark_recreated key=%s mark_ms=%llu: the pair's mark was gone while this host held the pair",
-		     mkey, (unsigned long long)raise);
-	return 1;
-}
-
-/* Our lease still alive, and the key still the one our claim bound to it: ours again. */
-static int e_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
-{
-	struct estore *e = E(a);
-	int ret;
-
-	if (!e->lease[0] || !e->create_rev || dc != a->dc || w != a->w)
-		return TRY_HELD;
-	ret = keepalive(a, 0, sent);
-	if (ret <= 0)
-		return ret < 0 ? TRY_ERROR : TRY_HELD;
-	ret = prove(a, 0, a->mark_ms, mark);
-	if (ret < 0)
-		return TRY_ERROR;
-	return ret ? TRY_TAKEN : TRY_HELD;
-}
-
-static int e_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
-		   uint64_t *mark)
-{
-	int ret;
-
-	*mark = AG_MARK_UNREAD;
-	if (!E(a)->lease[0])
-		return 0;
-	ret = keepalive(a, deadline, sent);
-	if (ret <= 0)
-		return ret;
-	/* The lease lives; is the key still the one our claim made? */
-	ret = prove(a, deadline, raise_to, mark);
-	if (ret != 1)
-		*mark = AG_MARK_UNREAD;
-	return ret;
-}
-
-/*
- * give_back(): delete pair (@dc, @w)'s key only while it holds our owner
- * (G6, agent.c), in one Txn.  1 deleted, 0 not ours, -1 no answer (the
- * engine asks again, or leaves the key to end with its lease).
- */
-static int e_give_back(struct agent *a, uint32_t dc, uint32_t w)
-{
-	char key[512], k64[700], v64[440], *body;
-
-	key_of(a, dc, w, key, sizeof(key));
-	b64(key, k64, sizeof(k64));
-	b64(a->owner, v64, sizeof(v64));
-	if (asprintf(&body,
-		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"VALUE\",\"value\":\"%s\"}],"
-		     "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
-		     k64, v64, k64) < 0)
-		return -1;
-	return txn_succeeded(a, body);
-}
-
-const struct store_ops ag_etcd_ops = {
-	.name = "etcd",
-	.init = e_init,
-	.fini = e_fini,
-	.describe = e_describe,
-	.claim_wait = e_claim_wait,
-	.claim = e_claim,
-	.readopt = e_readopt,
-	.renew = e_renew,
-	.give_back = e_give_back,
-	.init_mark = e_init_mark,
-};
-
-/*
- * The record design (issue 40, docs/lease-record.md): ag_etcd_rec_ops,
- * the backend of record.c's engine, on this file's connection (post(),
- * call(): one request to one endpoint, once; the token) and its strict
- * parsers (store_parse.c).
- *
  * Layout.  Pair (DC, W)'s record is the key of 1.4.0's name (key_of():
  * PREFIX:CLUSTER:worker:DC:W), a plain key bound to no lease (it outlives
  * every agent), its value the record's text (base64 in the gateway's
@@ -1179,8 +525,9 @@ const struct store_ops ag_etcd_ops = {
  *        atomic.
  *
  * 1.4.0's key at that name (a key bound to a lease, whose value is an
- * owner: never "sf2 ") is read as RS_OK with its text: the engine's parse
- * fails on it (ag_rec_parse()), event=mark_invalid, never served.  A key
+ * owner: never "sf2 ") is read as RS_OK with its text: the engine reads
+ * an owner's form as a 1.4.0 agent's key, held by it (record.c,
+ * REC_1_4_0), anything else as an invalid record, never served.  A key
  * bound to a lease whose value does begin "sf2 " (no agent writes one) is
  * read with "etcd-lease=ID " before its text, so that it too is never
  * taken as a record.  A key bound to a lease has a mod_revision like any
@@ -1188,11 +535,14 @@ const struct store_ops ag_etcd_ops = {
  * parse (a quarantine that has passed, --init-store --init-mark-ms: it
  * replaces the invalid text): the compare Lease(key) == 0 makes that cas
  * RS_MOVED, so no cas ever replaces 1.4.0's key; its pair is taken only
- * once its lease ended and the key is gone (a missing mark then,
- * quarantined as today).  A plain key at that name whose value is not a
- * record (an operator's) is invalid, replaced only as the engine says.
- * Reading 1.4.0's key as held by a 1.4.0 agent, and taking its mark key's
- * value over, is step 3 (the rolling upgrade), not done here.
+ * once its lease ended and the key is gone.  A plain key at that name
+ * whose value is not a record (an operator's) is invalid, replaced only
+ * as the engine says.
+ *
+ * 1.4.0's mark key (the rolling upgrade): legacy() is Range(mark key), its
+ * text and mod_revision; create() is the cas of a new record with one
+ * compare more, If(ModRevision(mark key) == as read) (0: still none), in
+ * the same Txn.  The mark keys are left in place.
  *
  * Errors, as the rest of this file classes them (post(), e_claim()):
  *  - permission denied (gRPC 7: etcd's RBAC does not grant this pair's
@@ -1311,11 +661,13 @@ bad:
 	return RS_FAILED;
 }
 
-static int er_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
-		  size_t len, int64_t deadline, uint64_t *version)
+/* A cas (@leg NULL), or a create only while 1.4.0's mark key is at @leg's mod_revision. */
+static int er_write(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		    size_t len, int64_t deadline, uint64_t *version, const struct ag_legacy *leg)
 {
 	struct json_object *j, *hdr = NULL;
-	char key[512], k64[700], txt[AG_REC_MAX], v64[AG_REC_MAX / 3 * 4 + 8], cmp[1600], *body;
+	char key[512], k64[700], txt[AG_REC_MAX], v64[AG_REC_MAX / 3 * 4 + 8], cmp[2400], *body;
+	char mkey[512], m64[700];
 	uint64_t rev = 0;
 	int code, sv;
 	bool ok;
@@ -1328,7 +680,14 @@ static int er_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, con
 	key_of(a, dc, w, key, sizeof(key));
 	b64(key, k64, sizeof(k64));
 	b64(txt, v64, sizeof(v64));
-	if (!expect)
+	mark_key_of(a, dc, w, mkey, sizeof(mkey));
+	b64(mkey, m64, sizeof(m64));
+	if (!expect && leg)
+		snprintf(cmp, sizeof(cmp),
+			 "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"},"
+			 "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"MOD\",\"mod_revision\":\"%llu\"}",
+			 k64, m64, (unsigned long long)leg->guard);
+	else if (!expect)
 		snprintf(cmp, sizeof(cmp),
 			 "{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\",\"create_revision\":\"0\"}",
 			 k64);
@@ -1366,6 +725,72 @@ static int er_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, con
 	return RS_OK;
 }
 
+static int er_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		  size_t len, int64_t deadline, uint64_t *version)
+{
+	return er_write(a, dc, w, expect, text, len, deadline, version, NULL);
+}
+
+static int er_create(struct agent *a, uint32_t dc, uint32_t w, const struct ag_legacy *m,
+		     const char *text, size_t len, int64_t deadline, uint64_t *version)
+{
+	return er_write(a, dc, w, 0, text, len, deadline, version, m);
+}
+
+/*
+ * 1.4.0's mark key: Range(mark key).  None: AG_LEG_NONE, guard 0 (a
+ * compare of a missing key's mod_revision with 0 holds); else its text
+ * (AG_LEG_MARK; AG_LEG_OTHER "long" when it is no shorter than a record)
+ * and its mod_revision, the guard create() compares.
+ */
+static int er_legacy(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline,
+		     struct ag_legacy *m)
+{
+	struct json_object *j, *kv, *v;
+	char mkey[512], m64[700], body[800];
+	uint64_t count = 0, rev = 0;
+	int code;
+	long n = 0;
+
+	memset(m, 0, sizeof(*m));
+	mark_key_of(a, dc, w, mkey, sizeof(mkey));
+	b64(mkey, m64, sizeof(m64));
+	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", m64);
+	j = call(a, deadline, "/v3/kv/range", body, &code);
+	if (!j)
+		return rec_error(a, mkey, code, false);
+	if (ag_etcd_u64(j, "count", ID_MAX, &count) == AG_VAL_INVALID || count > 1)
+		goto bad;
+	if (!count) {
+		json_object_put(j);
+		return RS_OK;
+	}
+	kv = range_kv(j);
+	if (!kv || ag_etcd_u64(kv, "mod_revision", ID_MAX, &rev) != AG_VAL_OK || !rev)
+		goto bad;
+	m->state = AG_LEG_MARK;
+	m->guard = rev;
+	if (json_object_object_get_ex(kv, "value", &v) && v) {
+		if (!json_object_is_type(v, json_type_string))
+			goto bad;
+		n = ag_unb64(json_object_get_string(v), (size_t)json_object_get_string_len(v),
+			     m->text, sizeof(m->text));
+	}
+	if (n < 0) {
+		m->state = AG_LEG_OTHER;
+		n = snprintf(m->text, sizeof(m->text), "long");
+	}
+	m->len = (size_t)n;
+	m->text[m->len] = '\0';
+	json_object_put(j);
+	return RS_OK;
+bad:
+	ag_reply_invalid(a, "etcd range of a 1.4.0 mark", json_object_to_json_string(j),
+			 strlen(json_object_to_json_string(j)));
+	json_object_put(j);
+	return RS_FAILED;
+}
+
 const struct rec_ops ag_etcd_rec_ops = {
 	.name = "etcd",
 	.init = e_init,
@@ -1374,5 +799,7 @@ const struct rec_ops ag_etcd_rec_ops = {
 	.claim_wait = e_claim_wait,
 	.read = er_read,
 	.cas = er_cas,
+	.legacy = er_legacy,
+	.create = er_create,
 };
 #endif /* AG_NO_ETCD */

@@ -1,68 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * snowflake-agent(8): leases in a single Redis instance.
+ * snowflake-agent(8): the record store in a single Redis instance
+ * (ag_redis_rec_ops, the backend of record.c's engine: issue 40,
+ * docs/lease-record.md; the layout and the scripts below, above
+ * rec_read_lua), on one connection with AUTH, the durability checks and
+ * the recheck.
  *
- * Two designs live here while the agent moves (issue 40): 1.4.0's key,
- * mark and TTL (ag_redis_ops, this comment), and the record design's
- * backend (ag_redis_rec_ops: its layout and scripts above rec_read_lua),
- * which share the connection, AUTH, the checks and the recheck.
+ * What Redis must guarantee, checked at every connection: a record lives
+ * until an operator deletes it.  So maxmemory-policy must be noeviction
+ * (any other policy may evict a record under memory pressure), and the
+ * server must not be a Redis Cluster node (hiredis does not follow
+ * MOVED).  A wrong password is an error of its own, not an outage to wait
+ * out.
  *
- * The lease is the key PREFIX:CLUSTER:worker:DC:W with this run's owner as
- * its value; the pair's timestamp mark is PREFIX:CLUSTER:mark:DC:W (no TTL:
- * it outlives every lease).  Every step is one Lua script, which Redis runs
- * atomically (no other command runs in between):
- *
- *   claim:   if the key exists: held; if the mark is missing: no mark;
- *            if it is invalid: the text, nothing written; else SET key
- *            owner PX ttl and return the mark (G1, G4)
- *   renew:   if GET key == owner: PEXPIRE key ttl, and raise the mark to
- *            at least the value given (never lower it; an invalid one is
- *            replaced); else lost (G3, G4)
- *   release: if GET key == owner: DEL key (the mark stays): give_back(),
- *            the engine's one way to give a pair back (the lease after
- *            the fence, a claim whose reply was lost: G6, agent.c)
- *
- * A claim answers committed (the script's reply), not committed (an
- * error reply: the script never ran; NOPERM of an ACL on this pair's keys
- * is this pair's refusal, TRY_REFUSED; any other, MISCONF, LOADING,
- * READONLY, OOM, BUSY, is the store unable to write at all, said as
- * event=redis_unable, TRY_ERROR: the engine asks again as for a store
- * error, nothing quarantined) or unknown (no reply, a reply that cannot
- * be read: TRY_UNKNOWN).
- *
- * The scripts check a mark's form themselves (20 digits, at most the
- * layout's last timestamp, given as ARGV): "1000", "-1" or a hash is
- * never compared as a number.  What they return is checked again here
- * (ag_mark_check(), exact reply types).
- *
- * The owner is new at every start (128 random bits), so "the key holds our
- * owner" proves the key is the one this very run created: a key deleted
- * and claimed again by another agent holds another owner.
- *
- * What Redis must guarantee, checked at every connection: a key lives until
- * its TTL ends or its owner deletes it.  So maxmemory-policy must be
- * noeviction (any other policy may evict a lease under memory pressure,
- * volatile-* ones first of all, as every lease has a TTL), and the server
- * must not be a Redis Cluster node (hiredis does not follow MOVED).  A
- * wrong password is an error of its own, not an outage to wait out.
- *
- * G5: a mark read lower than it was accepted lets the next holder stamp
+ * G5: a record read older than it was accepted lets the next holder stamp
  * below the old holder's ceiling.  A Redis that can do that (an RDB
  * snapshot or an AOF not fsynced at every write brought back by a
  * restart; a replica promoted by a failover) is refused (exit 5) unless
- * redis-allow-non-durable: then every mark is written with the run_id of
- * the server that took it (PREFIX:CLUSTER:markrun:DC:W, in the same
- * script), and a mark whose run_id is not the server's current one (the
- * server restarted, or is another one since) reads as missing.
+ * redis-allow-non-durable (then the version counter jumps at every server
+ * life, below, and claims wait redis-min-uptime-ms after a restart).
  *
  * Every call ends by its deadline as a whole (not per read: a server that
  * trickles its reply holds nothing past it) and reads at most
  * REDIS_REPLY_MAX bytes (a larger reply drops the connection); every wait,
  * the connect's too, is the engine's ag_wait() (the deadline, the stop
- * signal).  This file keeps no orphan and resends nothing: a claim without
- * a reply is TRY_UNKNOWN, resolved by the engine (agent.c
- * resolve_unknown()); a call that failed drops the connection, and the
- * next call the engine makes connects again.
+ * signal).  This file keeps no orphan and resends nothing: a write without
+ * a reply is RS_UNKNOWN, resolved by the engine (its nonce read back); a
+ * call that failed drops the connection, and the next call the engine
+ * makes connects again.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,84 +42,7 @@
 #include "agent.h"
 #include "redis_parse.h"
 
-_Static_assert(INIT_PRESENT == 0 && INIT_CREATED == 1 && INIT_REPLACED == 2 && INIT_INVALID == 3,
-	       "init_lua's codes are agent.h's INIT_*");
-
 /*
- * Every script starts with these: ok(m), the mark's form (ARGV[1]: the
- * layout's last timestamp, 20 digits; 20 digits compare as numbers);
- * getm(), the mark's text (a non-string reads as its type's name: invalid)
- * and whether it is stale (ARGV[2]: the server's run_id when the stale
- * check is on, else "": a mark whose markrun key differs); tag(), the
- * run_id beside a mark written.
- */
-#define LUA_COMMON \
-	"local function ok(m) return #m == 20 and not string.find(m, '%D') and m <= ARGV[1] end " \
-	"local function getm() " \
-	"local m = redis.pcall('GET', KEYS[2]) " \
-	"if type(m) == 'table' then m = 'WRONGTYPE' end " \
-	"if not m then return nil, false end " \
-	"return m, ARGV[2] ~= '' and redis.pcall('GET', KEYS[3]) ~= ARGV[2] end " \
-	"local function setm(v) redis.call('SET', KEYS[2], v) " \
-	"if ARGV[2] ~= '' then redis.call('SET', KEYS[3], ARGV[2]) end end "
-
-/*
- * KEYS: key, mark, markrun; ARGV: max, run, owner, ttl, init ("": none).
- * -1 held; -2 no mark; -3 a stale mark (a restart since); {text} an
- * invalid mark; else the mark (the key set).  With init: a missing, stale
- * or invalid mark is first made init (a stale one: the higher of the two).
- */
-static const char claim_lua[] = LUA_COMMON
-	"if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end "
-	"local m, stale = getm() "
-	"if ARGV[5] ~= '' and (not m or stale or not ok(m)) then "
-	"local v = ARGV[5] "
-	"if m and ok(m) and m > v then v = m end "
-	"setm(v) m = v stale = false end "
-	"if not m then return -2 end "
-	"if not ok(m) then return {m} end "
-	"if stale then return -3 end "
-	"redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) "
-	"return m";
-/*
- * KEYS: key, mark, markrun; ARGV: max, run, owner, ttl, raise ("": none).
- * 0 lost; -2 ours but no mark (and none to create); {text} ours, an
- * invalid mark and nothing to raise; else the mark after the raise (an
- * invalid or stale mark is replaced by the raise).
- */
-static const char renew_lua[] = LUA_COMMON
-	"if redis.call('GET', KEYS[1]) ~= ARGV[3] then return 0 end "
-	"redis.call('PEXPIRE', KEYS[1], ARGV[4]) "
-	"local m, stale = getm() "
-	"if ARGV[5] ~= '' and (not m or stale or not ok(m) or m < ARGV[5]) then "
-	"setm(ARGV[5]) m = ARGV[5] end "
-	"if not m then return -2 end "
-	"if not ok(m) then return {m} end "
-	"return m";
-/*
- * KEYS: -, mark, markrun; ARGV: max, run, value, replace ("1": replace an
- * invalid or stale mark).  {1} created; {0} a valid mark, left; {2, text}
- * replaced (a stale one: by the higher of the two); {3, text} invalid or
- * stale, left.
- */
-static const char init_lua[] = LUA_COMMON
-	"local m, stale = getm() "
-	"if not m then setm(ARGV[3]) return {1} end "
-	"if ok(m) and not stale then return {0} end "
-	"if ARGV[4] ~= '1' then return {3, m} end "
-	"local v = ARGV[3] "
-	"if ok(m) and m > v then v = m end "
-	"setm(v) return {2, m}";
-/* KEYS: key, -, -; ARGV: -, -, owner.  1 deleted, 0 not ours (the mark stays). */
-static const char release_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[3] then "
-	"return redis.call('DEL', KEYS[1]) else return 0 end";
-
-/*
- * The record design (issue 40, docs/lease-record.md; ag_redis_rec_ops at
- * the end of this file): the backend of record.c's engine, two scripts on
- * the connection, the checks and the recheck above.
- *
  * Layout.  Pair (DC, W)'s record is a hash at 1.4.0's key name
  * (key_of(): PREFIX:CLUSTER:worker:DC:W), no TTL, two fields: "rec", the
  * record's text (ag_rec_format()'s), and "ver", its version in decimal.
@@ -191,13 +79,19 @@ static const char release_lua[] =
  * is read as RS_OK with version REC_FOREIGN and its text (at most
  * AG_REC_MAX - 1 bytes, else the read fails; a string that begins "sf2 ",
  * which no agent writes, with "redis-string " before it).  The engine's
- * parse fails on it (ag_rec_parse(): no "sf2 " text): event=mark_invalid,
- * never served, the pair quarantined as an invalid mark is.  No cas ever
- * replaces it: its compare needs a record hash, so a 1.4.0 agent's key
- * stays its own until its TTL ends (after which the pair is absent: a
- * missing mark, quarantined as today, then created).  Reading 1.4.0's
- * key as held by a 1.4.0 agent, and taking its mark key's value over, is
- * step 3 (the rolling upgrade), not done here.
+ * parse fails on it (ag_rec_parse(): no "sf2 " text): an owner's form is
+ * a 1.4.0 agent's key, held by it (record.c, REC_1_4_0), anything else
+ * event=mark_invalid, never served, the pair quarantined as an invalid
+ * mark is.  No cas ever replaces it: its compare needs a record hash, so
+ * a 1.4.0 agent's key stays its own until its TTL ends.
+ *
+ * 1.4.0's mark key (the rolling upgrade): legacy(), rec_leg_lua, reads
+ * PREFIX:CLUSTER:mark:DC:W (and, with redis-allow-non-durable, whether
+ * its markrun tag is this server life's: a stale mark reads as missing,
+ * as 1.4.0 read it); create() is the cas script given that key as a
+ * fourth key and the state and text read as a guard: it commits only
+ * where there is no key at the record's name and the mark key is as read,
+ * in the same script.  The mark keys are left in place.
  *
  * A server life's first write moves the counter 2^32 on, not 1: the
  * script keeps the run_id (INFO server's, new at every start of
@@ -207,13 +101,19 @@ static const char release_lua[] =
  * redis-allow-non-durable accepts; a restore by an operator) has lost the
  * counter's last values with the records that had them; they are never
  * handed out again unless that life had written 2^32 versions past its
- * snapshot.  (2^53 / 2^32: two million server lives.)
+ * snapshot.  (2^53 / 2^32: two million server lives.)  That first version
+ * is kept in PREFIX:CLUSTER:revrunbase; with redis-allow-non-durable a
+ * record whose version is below it, or read before this life wrote
+ * anything, was written before the server's last restart and may be older
+ * than what its writer was told (its mark lower): read with "redis-stale "
+ * before its text (event=mark_stale), never a record to the engine, so
+ * quarantined as an invalid one, as 1.4.0 read a mark of another run_id.
  *
  * Assumed: the counter keys are never deleted nor set by anyone else
  * while agents run (no FLUSHDB, no DEL of them: then versions can
  * repeat); a record deleted by hand is safe (its next version is above
- * every earlier one).  1.4.0's marks' run_id tag (markrun, below) is not
- * used by records: a record brought back lower is the engine's
+ * every earlier one).  1.4.0's marks' run_id tag (markrun) is not
+ * written for records: a record brought back lower is the engine's
  * (event=mark_lowered: the holder raises its mark again, or fences).
  */
 /* The largest version a record may have: 2^53 - 1 (Lua numbers are doubles). */
@@ -221,27 +121,67 @@ static const char release_lua[] =
 /* read()'s version of a value at a record's name that is not a record. */
 #define REC_FOREIGN	UINT64_MAX
 
-/* KEYS: record; ARGV: the longest text to return (AG_REC_MAX). */
+/*
+ * 1.4.0's mark key (the rolling upgrade, docs/lease-record.md): leg(k) its
+ * state and text, "0" none, "1" a string (its text), "2" anything else
+ * (its type's name, or "long": a string of AG_REC_MAX bytes or more,
+ * never a mark).  The create's guard is that state and text joined.
+ */
+#define LUA_LEG \
+	"local function leg(k) local t = redis.call('TYPE', k).ok " \
+	"if t == 'none' then return '0', '' end " \
+	"if t ~= 'string' then return '2', t end " \
+	"local m = redis.call('GET', k) " \
+	"if #m >= 512 then return '2', 'long' end " \
+	"return '1', m end "
+_Static_assert(AG_REC_MAX == 512, "LUA_LEG's 512 is AG_REC_MAX");
+/*
+ * KEYS: 1.4.0's mark, its markrun; ARGV: the server's run_id when the
+ * stale check is on (redis-allow-non-durable), else "".  nil: no mark
+ * key; {state, text}: state as leg()'s, "3" a string whose markrun is
+ * not this server life's (stale).
+ */
+static const char rec_leg_lua[] = LUA_LEG
+	"local s, m = leg(KEYS[1]) "
+	"if s == '0' then return false end "
+	"if s == '1' and ARGV[1] ~= '' and redis.pcall('GET', KEYS[2]) ~= ARGV[1] then s = '3' end "
+	"return {s, m}";
+
+/*
+ * KEYS: record, revrun, revbase; ARGV: the longest text to return
+ * (AG_REC_MAX), the server's run_id when the stale check is on
+ * (redis-allow-non-durable), else "".  A record whose version is below the
+ * first of this server life (revbase), or read before this life wrote
+ * anything (revrun another life's), gets a third element: stale.
+ */
 static const char rec_read_lua[] =
 	"local t = redis.call('TYPE', KEYS[1]).ok "
 	"if t == 'none' then return false end "
 	"if t == 'hash' then "
 	"local v = redis.call('HMGET', KEYS[1], 'ver', 'rec') "
-	"if v[1] and v[2] then return {v[1], string.sub(v[2], 1, ARGV[1])} end "
+	"if v[1] and v[2] then "
+	"if ARGV[2] ~= '' and (redis.pcall('GET', KEYS[2]) ~= ARGV[2] or "
+	"not tonumber(v[1]) or tonumber(v[1]) < (tonumber(redis.pcall('GET', KEYS[3])) or 0)) then "
+	"return {v[1], string.sub(v[2], 1, ARGV[1]), 'stale'} end "
+	"return {v[1], string.sub(v[2], 1, ARGV[1])} end "
 	"return {'', 'hash'} end "
 	"if t == 'string' then return {'', string.sub(redis.call('GET', KEYS[1]), 1, ARGV[1])} end "
 	"return {'', t}";
 /*
- * KEYS: record, rev, revrun; ARGV: expect ("0": no key at all), text, the
- * server's run_id.  The new version, or 0.
+ * KEYS: record, rev, revrun, revbase (the first version of the server life
+ * in revrun)[, 1.4.0's mark]; ARGV: expect ("0": no key at all), text, the
+ * server's run_id[, the mark's guard: leg()'s state and text as read].
+ * The new version, or 0 (the record, or 1.4.0's mark, not as expected).
  */
-static const char rec_cas_lua[] =
+static const char rec_cas_lua[] = LUA_LEG
 	"local t = redis.call('TYPE', KEYS[1]).ok "
 	"if ARGV[1] == '0' then if t ~= 'none' then return 0 end "
 	"elseif t ~= 'hash' or redis.call('HGET', KEYS[1], 'ver') ~= ARGV[1] then return 0 end "
+	"if KEYS[5] then local g, m = leg(KEYS[5]) if g .. m ~= ARGV[4] then return 0 end end "
 	"local v "
 	"if redis.call('GET', KEYS[3]) ~= ARGV[3] then "
 	"v = redis.call('INCRBY', KEYS[2], 4294967296) redis.call('SET', KEYS[3], ARGV[3]) "
+	"redis.call('SET', KEYS[4], string.format('%d', v)) "
 	"else v = redis.call('INCR', KEYS[2]) end "
 	"if v > 9007199254740991 then return redis.error_reply('ERR snowflake: the record counter is past 2^53 - 1') end "
 	"v = string.format('%d', v) "
@@ -253,8 +193,6 @@ static const char rec_cas_lua[] =
 /* The most elements an array reply may have (CONFIG GET, init's {2, text}). */
 #define REDIS_ELEMENTS_MAX	16
 
-/* eval3()'s *refused: why a script got no usable reply. */
-enum { EV_UNKNOWN, EV_PAIR_REFUSED, EV_STORE_UNABLE };
 
 /*
  * What this file keeps is the connection and what the server said on it;
@@ -263,10 +201,8 @@ enum { EV_UNKNOWN, EV_PAIR_REFUSED, EV_STORE_UNABLE };
  */
 struct rstore {
 	redisContext *rc;
-	char claim_sha[41], renew_sha[41], release_sha[41], init_sha[41];
-	char rec_read_sha[41], rec_cas_sha[41];	/* the record design's (ag_redis_rec_ops) */
+	char rec_read_sha[41], rec_cas_sha[41], rec_leg_sha[41];	/* ag_redis_rec_ops' */
 	char run_id[41];		/* INFO server's run_id at the connection */
-	char max[24];			/* a->mark_max_ms as MARK_FMT */
 };
 
 static struct rstore *R(const struct agent *a)
@@ -694,12 +630,9 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 	}
 	if (!check_redis(a, deadline))
 		return false;
-	if (!load_script(a, deadline, claim_lua, rs->claim_sha) ||
-	    !load_script(a, deadline, renew_lua, rs->renew_sha) ||
-	    !load_script(a, deadline, release_lua, rs->release_sha) ||
-	    !load_script(a, deadline, init_lua, rs->init_sha) ||
-	    !load_script(a, deadline, rec_read_lua, rs->rec_read_sha) ||
-	    !load_script(a, deadline, rec_cas_lua, rs->rec_cas_sha)) {
+	if (!load_script(a, deadline, rec_read_lua, rs->rec_read_sha) ||
+	    !load_script(a, deadline, rec_cas_lua, rs->rec_cas_sha) ||
+	    !load_script(a, deadline, rec_leg_lua, rs->rec_leg_sha)) {
 		if (!a->fatal)
 			redis_drop(a, "SCRIPT LOAD failed");
 		return false;
@@ -709,138 +642,10 @@ static bool redis_connect(struct agent *a, int64_t deadline)
 	return true;
 }
 
-/*
- * EVALSHA of one of our scripts on the pair's key, mark and markrun keys
- * with ARGV: the layout's last timestamp, the run_id (when the stale check
- * is on), then @argc arguments.  The reply (the caller frees it), or NULL
- * on a connection error or timeout (*@refused EV_UNKNOWN: the outcome is
- * unknown) or an error reply (the script never ran): *@refused
- * EV_PAIR_REFUSED for NOPERM (an ACL on this pair's keys), EV_STORE_UNABLE
- * for any other (MISCONF, LOADING, READONLY, OOM, BUSY: the store cannot
- * write at all; AG_COND_STORE_DOWN, event=redis_unable).
- *
- * EVAL after NOSCRIPT is the protocol, not a resend: NOSCRIPT says the
- * server does not know the script (its cache was flushed, or it restarted
- * between our SCRIPT LOAD and now), so nothing ran and EVAL is the first
- * and only run of the step.  Nothing else is ever sent twice here: a call
- * without a reply returns NULL (the connection dropped), and whether the
- * step is asked again, and how, is the engine's (agent.c).
- */
-static redisReply *eval3(struct agent *a, int64_t deadline, const char *sha, const char *lua,
-			 uint32_t dc, uint32_t w, int argc, const char **args, int *refused)
-{
-	struct rstore *rs = R(a);
-	char key[512], mark[512], run[512];
-	const char *argv[12] = { "EVALSHA", sha, "3", key, mark, run, rs->max,
-				 a->c->redis_allow_non_durable ? rs->run_id : "" };
-	redisReply *r;
-	int i;
-
-	*refused = EV_UNKNOWN;
-	key_of(a, dc, w, key, sizeof(key));
-	mark_key_of(a, dc, w, mark, sizeof(mark));
-	snprintf(run, sizeof(run), "%s:%s:markrun:%u:%u", a->c->prefix, a->c->cluster, dc, w);
-	for (i = 0; i < argc && i < 4; i++)
-		argv[8 + i] = args[i];
-	r = cmd(a, deadline, 8 + i, argv);
-	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
-		freeReplyObject(r);
-		argv[0] = "EVAL";
-		argv[1] = lua;
-		r = cmd(a, deadline, 8 + i, argv);
-	}
-	if (r && r->type == REDIS_REPLY_ERROR) {
-		/*
-		 * NOPERM: an ACL that leaves out this pair's keys, this pair
-		 * only.  Any other error (MISCONF, LOADING, READONLY, OOM,
-		 * BUSY, ...) is the store unable to run a write at all, for
-		 * every pair: said as such, never one pair's refusal.
-		 */
-		if (!strncmp(r->str, "NOPERM", 6)) {
-			logm(AG_WARN, "event=redis_refused host=%s port=%d command=%s error=\"%.200s\": not run",
-			     a->c->redis_host, a->c->redis_port, argv[0], r->str);
-			*refused = EV_PAIR_REFUSED;
-		} else {
-			ag_condition(a, AG_COND_STORE_DOWN, AG_WARN,
-				     "event=redis_unable host=%s port=%d error=\"%.200s\": the store cannot run a write now (nothing ran); trying again",
-				     a->c->redis_host, a->c->redis_port, r->str);
-			*refused = EV_STORE_UNABLE;
-		}
-		freeReplyObject(r);
-		return NULL;
-	}
-	if (r)
-		ag_condition_over(a, AG_COND_STORE_DOWN, "event=redis_up host=%s port=%d",
-				  a->c->redis_host, a->c->redis_port);
-	return r;
-}
-
-/*
- * What a script returned, for the pair (@dc, @w) (ag_redis_script_reply()):
- * an invalid mark, or a string that is not a valid mark, is logged.
- */
-static enum ag_redis_kind script_reply(struct agent *a, const redisReply *r, uint32_t dc,
-				       uint32_t w, long long *code, uint64_t *mark,
-				       const char *action)
-{
-	enum ag_redis_kind k;
-	const char *text = NULL;
-	size_t len = 0;
-
-	k = ag_redis_script_reply(r, a->mark_max_ms, code, mark, &text, &len);
-	if (k == AG_RS_INVALID)
-		ag_mark_invalid(a, dc, w, text, len, action);
-	else if (k == AG_RS_ODD && r->type == REDIS_REPLY_STRING)
-		ag_mark_invalid(a, dc, w, r->str, r->len, "not-served");
-	return k;
-}
-
 static void odd_reply(struct agent *a, const char *what, const redisReply *r)
 {
 	ag_reply_invalid(a, what, r->type == REDIS_REPLY_STRING ? r->str : "(another type)",
 			 r->type == REDIS_REPLY_STRING ? r->len : 14);
-}
-
-/*
- * The renewal script: 1 renewed (*@mark the mark after it), 0 lost, -1
- * failed, TRY_NO_MARK ours but no mark, TRY_BAD_MARK ours with an invalid
- * mark and nothing to raise.
- */
-static int renew_script(struct agent *a, int64_t deadline, uint32_t dc, uint32_t w,
-			uint64_t raise, uint64_t *mark)
-{
-	char ttl[16], rs[24];
-	const char *args[] = { a->owner, ttl, rs };
-	redisReply *r;
-	long long code = 0;
-	int ret = -1;
-	int refused;
-
-	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	if (raise)
-		snprintf(rs, sizeof(rs), MARK_FMT, (unsigned long long)raise);
-	else
-		rs[0] = '\0';
-	r = eval3(a, deadline, R(a)->renew_sha, renew_lua, dc, w, 3, args, &refused);
-	if (!r)
-		return -1;
-	switch (script_reply(a, r, dc, w, &code, mark, "left")) {
-	case AG_RS_INT:
-		ret = code == 0 ? 0 : code == -2 ? TRY_NO_MARK : -1;
-		break;
-	case AG_RS_MARK:
-		ret = 1;
-		break;
-	case AG_RS_INVALID:
-		ret = TRY_BAD_MARK;
-		break;
-	case AG_RS_ODD:
-		break;
-	}
-	if (ret == -1)
-		odd_reply(a, "renew script reply", r);
-	freeReplyObject(r);
-	return ret;
 }
 
 static int r_init(struct agent *a)
@@ -850,7 +655,6 @@ static int r_init(struct agent *a)
 		logm(AG_ERR, "out of memory");
 		return AG_EXIT_RUNTIME;
 	}
-	snprintf(R(a)->max, sizeof(R(a)->max), MARK_FMT, (unsigned long long)a->mark_max_ms);
 	return 0;
 }
 
@@ -869,153 +673,6 @@ static void r_fini(struct agent *a)
 static void r_describe(const struct agent *a, char *buf, size_t len)
 {
 	snprintf(buf, len, "redis=%s:%d", a->c->redis_host, a->c->redis_port);
-}
-
-/*
- * give_back(): the release script on pair (@dc, @w)'s key (G6, agent.c):
- * 1 deleted, 0 not ours, -1 no answer, or refused (an error reply: the
- * key is left as it was, and ends with its TTL).
- */
-static int r_give_back(struct agent *a, uint32_t dc, uint32_t w)
-{
-	const char *args[] = { a->owner };
-	redisReply *r;
-	int v = -1;
-	int refused;
-
-	if (!redis_connect(a, 0))
-		return -1;
-	r = eval3(a, 0, R(a)->release_sha, release_lua, dc, w, 1, args, &refused);
-	if (r && r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
-		v = (int)r->integer;
-	else if (r)
-		odd_reply(a, "release script reply", r);
-	freeReplyObject(r);
-	return v;
-}
-
-/* The claim script (see the top of this file). */
-static int r_claim(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark,
-		   uint64_t init_mark)
-{
-	char ttl[16], init[24];
-	const char *args[] = { a->owner, ttl, init };
-	redisReply *r;
-	long long code = 0;
-	int ret = TRY_ERROR;
-	int refused;
-
-	if (!redis_connect(a, 0))
-		return TRY_ERROR;
-	snprintf(ttl, sizeof(ttl), "%u", a->c->ttl_ms);
-	if (init_mark)
-		snprintf(init, sizeof(init), MARK_FMT, (unsigned long long)init_mark);
-	else
-		init[0] = '\0';
-	*sent = boot_ns();
-	r = eval3(a, 0, R(a)->claim_sha, claim_lua, dc, w, 3, args, &refused);
-	/* An error reply: the script never ran (not committed); no reply: unknown (G6). */
-	if (!r)
-		return refused == EV_PAIR_REFUSED ? TRY_REFUSED :
-		       refused == EV_STORE_UNABLE ? TRY_ERROR : TRY_UNKNOWN;
-	switch (script_reply(a, r, dc, w, &code, mark, "not-served")) {
-	case AG_RS_INT:
-		if (code == -1)
-			ret = TRY_HELD;
-		else if (code == -2)
-			ret = TRY_NO_MARK;
-		else if (code == -3) {
-			logm(AG_WARN, "event=mark_stale datacenter=%u worker=%u run_id=%s: the mark was written before this Redis last restarted (redis-allow-non-durable): treated as missing",
-			     dc, w, R(a)->run_id);
-			ret = TRY_NO_MARK;
-		}
-		break;
-	case AG_RS_MARK:
-		ret = TRY_TAKEN;
-		break;
-	case AG_RS_INVALID:
-		ret = TRY_BAD_MARK;
-		break;
-	case AG_RS_ODD:
-		break;
-	}
-	/* An odd reply says nothing of the key: unknown, undone by the engine. */
-	if (ret == TRY_ERROR) {
-		odd_reply(a, "claim script reply", r);
-		ret = TRY_UNKNOWN;
-	}
-	freeReplyObject(r);
-	return ret;
-}
-
-/*
- * The key still holds this run's owner: renew it with the renewal script,
- * re-creating a missing (or replacing an invalid) mark at the highest this
- * run had raised it to.
- */
-static int r_readopt(struct agent *a, uint32_t dc, uint32_t w, int64_t *sent, uint64_t *mark)
-{
-	int ret;
-
-	if (!redis_connect(a, 0))
-		return TRY_ERROR;
-	*sent = boot_ns();
-	ret = renew_script(a, 0, dc, w, a->mark_ms, mark);
-	if (ret < 0)
-		return TRY_ERROR;
-	if (ret == TRY_BAD_MARK || ret == TRY_NO_MARK)
-		return TRY_BAD_MARK;
-	return ret == 1 ? TRY_TAKEN : TRY_HELD;
-}
-
-static int r_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t raise_to,
-		   uint64_t *mark)
-{
-	int ret;
-
-	*mark = AG_MARK_UNREAD;
-	if (!redis_connect(a, deadline))
-		return -1;
-	*sent = boot_ns();
-	ret = renew_script(a, deadline, a->dc, a->w, raise_to, mark);
-	/*
-	 * Ours, but the mark is gone or invalid and nothing to raise: 0, a
-	 * mark below every one this holder raised (the engine raises it).
-	 */
-	if (ret == TRY_NO_MARK || ret == TRY_BAD_MARK) {
-		*mark = 0;
-		return 1;
-	}
-	if (ret != 1)
-		*mark = AG_MARK_UNREAD;
-	return ret;
-}
-
-/* --init-store: the init script (see init_lua). */
-static int r_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
-		       bool replace_invalid)
-{
-	char v[24];
-	const char *args[] = { v, replace_invalid ? "1" : "0" };
-	const char *text = NULL;
-	size_t len = 0;
-	redisReply *r;
-	int ret;
-	int refused;
-
-	if (!redis_connect(a, 0))
-		return -1;
-	snprintf(v, sizeof(v), MARK_FMT, (unsigned long long)mark);
-	r = eval3(a, 0, R(a)->init_sha, init_lua, dc, w, 2, args, &refused);
-	if (!r)
-		return -1;
-	ret = ag_redis_init_reply(r, &text, &len);
-	if (ret == INIT_REPLACED || ret == INIT_INVALID)
-		ag_mark_invalid(a, dc, w, text, len, ret == INIT_REPLACED ? "replaced" : "left");
-	if (ret < 0)
-		odd_reply(a, "init script reply", r);
-	freeReplyObject(r);
-	return ret;
 }
 
 /*
@@ -1072,20 +729,6 @@ static int r_recheck(struct agent *a, int64_t deadline)
 	return durability(a, deadline) ? 0 : -1;
 }
 
-const struct store_ops ag_redis_ops = {
-	.name = "redis",
-	.init = r_init,
-	.fini = r_fini,
-	.describe = r_describe,
-	.claim_wait = r_claim_wait,
-	.claim = r_claim,
-	.readopt = r_readopt,
-	.renew = r_renew,
-	.give_back = r_give_back,
-	.recheck = r_recheck,
-	.init_mark = r_init_mark,
-};
-
 /*
  * The record design's backend (the layout and the scripts: above
  * rec_read_lua).  One script run on the pair's record and the counter:
@@ -1094,20 +737,26 @@ const struct store_ops ag_redis_ops = {
  * MASTERDOWN: the store as a whole), RS_FAILED (another error reply,
  * nothing sent, a fatal reply), RS_UNKNOWN (sent, no readable reply: the
  * connection is dropped).
- * NOSCRIPT and EVAL: as eval3()'s, the protocol, not a resend.
+ *
+ * EVAL after NOSCRIPT is the protocol, not a resend: NOSCRIPT says the
+ * server does not know the script (its cache was flushed, or it restarted
+ * between our SCRIPT LOAD and now), so nothing ran and EVAL is the first
+ * and only run of the step.  Nothing else is ever sent twice here: a call
+ * without a reply returns NULL (the connection dropped), and whether the
+ * step is asked again, and how, is the engine's (record.c, agent.c).
  */
-static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_t dc, uint32_t w,
-			    const char *arg1, const char *arg2, int *st)
+enum { RE_READ, RE_CAS, RE_LEG, RE_CREATE };
+
+static redisReply *rec_eval(struct agent *a, int64_t deadline, int op, uint32_t dc, uint32_t w,
+			    const char *arg1, const char *arg2, const char *arg3, int *st)
 {
 	struct rstore *rs = R(a);
 	/* The store as a whole: a replica (its master away), too few replicas, ... */
 	static const char *const unable[] = { "MISCONF", "LOADING", "READONLY", "OOM", "BUSY",
 					      "NOREPLICAS", "MASTERDOWN" };
-	char key[512], rev[512], revrun[512];
-	const char *argv[] = { "EVALSHA", cas ? rs->rec_cas_sha : rs->rec_read_sha, cas ? "3" : "1",
-			       key, cas ? rev : arg1, cas ? revrun : NULL, cas ? arg1 : NULL,
-			       cas ? arg2 : NULL, cas ? rs->run_id : NULL };
-	int argc = cas ? 9 : 5;
+	char key[512], rev[512], revrun[512], revbase[520], mark[512], markrun[512];
+	const char *argv[14] = { "EVALSHA" };
+	int argc;
 	bool sent = false;
 	redisReply *r;
 	size_t i;
@@ -1116,13 +765,37 @@ static redisReply *rec_eval(struct agent *a, int64_t deadline, bool cas, uint32_
 	if (!redis_connect(a, deadline))
 		return NULL;
 	key_of(a, dc, w, key, sizeof(key));
+	mark_key_of(a, dc, w, mark, sizeof(mark));
+	snprintf(markrun, sizeof(markrun), "%s:%s:markrun:%u:%u", a->c->prefix, a->c->cluster, dc, w);
 	snprintf(rev, sizeof(rev), "%s:%s:rev", a->c->prefix, a->c->cluster);
 	snprintf(revrun, sizeof(revrun), "%s:%s:revrun", a->c->prefix, a->c->cluster);
+	snprintf(revbase, sizeof(revbase), "%s:%s:revrunbase", a->c->prefix, a->c->cluster);
+	if (op == RE_READ) {
+		const char *v[] = { rs->rec_read_sha, "3", key, revrun, revbase, arg1,
+				    a->c->redis_allow_non_durable ? rs->run_id : "" };
+
+		memcpy(argv + 1, v, sizeof(v));
+		argc = 8;
+	} else if (op == RE_LEG) {
+		const char *v[] = { rs->rec_leg_sha, "2", mark, markrun,
+				    a->c->redis_allow_non_durable ? rs->run_id : "" };
+
+		memcpy(argv + 1, v, sizeof(v));
+		argc = 6;
+	} else {
+		const char *v[] = { rs->rec_cas_sha, op == RE_CAS ? "4" : "5", key, rev, revrun,
+				    revbase, op == RE_CAS ? arg1 : mark, op == RE_CAS ? arg2 : arg1,
+				    op == RE_CAS ? rs->run_id : arg2, op == RE_CAS ? NULL : rs->run_id,
+				    arg3 };
+
+		memcpy(argv + 1, v, sizeof(v));
+		argc = op == RE_CAS ? 10 : 12;
+	}
 	r = cmd_sent(a, deadline, argc, argv, &sent);
 	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
 		freeReplyObject(r);
 		argv[0] = "EVAL";
-		argv[1] = cas ? rec_cas_lua : rec_read_lua;
+		argv[1] = op == RE_READ ? rec_read_lua : op == RE_LEG ? rec_leg_lua : rec_cas_lua;
 		sent = false;
 		r = cmd_sent(a, deadline, argc, argv, &sent);
 	}
@@ -1166,15 +839,18 @@ static int rr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, s
 	int st;
 
 	snprintf(lim, sizeof(lim), "%d", AG_REC_MAX);
-	r = rec_eval(a, deadline, false, dc, w, lim, NULL, &st);
+	r = rec_eval(a, deadline, RE_READ, dc, w, lim, NULL, NULL, &st);
 	if (!r)
 		return st == RS_UNKNOWN ? RS_FAILED : st;
 	if (r->type == REDIS_REPLY_NIL) {
 		freeReplyObject(r);
 		return RS_ABSENT;
 	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !r->element[0] || !r->element[1] ||
-	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->elements > 3 || !r->element[0] ||
+	    !r->element[1] || r->element[0]->type != REDIS_REPLY_STRING ||
+	    r->element[1]->type != REDIS_REPLY_STRING ||
+	    (r->elements == 3 && (!r->element[2] || r->element[2]->type != REDIS_REPLY_STRING ||
+				  r->element[2]->len != 5 || memcmp(r->element[2]->str, "stale", 5) != 0))) {
 		odd_reply(a, "record read reply", r);
 		freeReplyObject(r);
 		return RS_FAILED;
@@ -1195,10 +871,18 @@ static int rr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, s
 	out->len = t->len;
 	memcpy(out->text, t->str, t->len);
 	out->text[t->len] = '\0';
-	if (!v->len && t->len >= 4 && !memcmp(t->str, "sf2 ", 4)) {
-		/* A record's text outside a record hash: no agent writes one; never a record. */
-		static const char tag[] = "redis-string ";
-		size_t tl = sizeof(tag) - 1;
+	if (r->elements == 3 || (!v->len && t->len >= 4 && !memcmp(t->str, "sf2 ", 4))) {
+		/*
+		 * A record's text outside a record hash (no agent writes one), or
+		 * a record written before this server life (stale): never a
+		 * record, so never served nor taken without a quarantine.
+		 */
+		const char *tag = r->elements == 3 ? "redis-stale " : "redis-string ";
+
+		if (r->elements == 3)
+			logm(AG_WARN, "event=mark_stale datacenter=%u worker=%u run_id=%s: the record was written before this Redis last restarted (redis-allow-non-durable): not trusted, quarantined as an invalid record",
+			     dc, w, R(a)->run_id);
+		size_t tl = strlen(tag);
 		size_t keep = t->len + tl < sizeof(out->text) ? t->len : sizeof(out->text) - 1 - tl;
 
 		memcpy(out->text + tl, t->str, keep);
@@ -1210,8 +894,9 @@ static int rr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, s
 	return RS_OK;
 }
 
-static int rr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
-		  size_t len, int64_t deadline, uint64_t *version)
+/* A cas (@guard NULL), or a create only while 1.4.0's mark is as @guard says. */
+static int rr_write(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		    size_t len, int64_t deadline, uint64_t *version, const char *guard)
 {
 	char ex[24], txt[AG_REC_MAX];
 	redisReply *r;
@@ -1224,7 +909,10 @@ static int rr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, con
 	memcpy(txt, text, len);
 	txt[len] = '\0';
 	snprintf(ex, sizeof(ex), "%llu", (unsigned long long)expect);
-	r = rec_eval(a, deadline, true, dc, w, ex, txt, &st);
+	if (guard)
+		r = rec_eval(a, deadline, RE_CREATE, dc, w, ex, txt, guard, &st);
+	else
+		r = rec_eval(a, deadline, RE_CAS, dc, w, ex, txt, NULL, &st);
 	if (!r)
 		return st;
 	if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
@@ -1247,6 +935,60 @@ static int rr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, con
 	return RS_OK;
 }
 
+static int rr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		  size_t len, int64_t deadline, uint64_t *version)
+{
+	return rr_write(a, dc, w, expect, text, len, deadline, version, NULL);
+}
+
+/* 1.4.0's mark key (rec_leg_lua): its state and text, checked as a reply. */
+static int rr_legacy(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline,
+		     struct ag_legacy *m)
+{
+	const redisReply *s, *t;
+	redisReply *r;
+	int st;
+
+	memset(m, 0, sizeof(*m));
+	r = rec_eval(a, deadline, RE_LEG, dc, w, NULL, NULL, NULL, &st);
+	if (!r)
+		return st == RS_UNKNOWN ? RS_FAILED : st;
+	if (r->type == REDIS_REPLY_NIL) {
+		freeReplyObject(r);
+		return RS_OK;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !r->element[0] || !r->element[1] ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+	    r->element[0]->len != 1 || !strchr("123", r->element[0]->str[0]) ||
+	    r->element[1]->len >= sizeof(m->text)) {
+		odd_reply(a, "1.4.0 mark reply", r);
+		freeReplyObject(r);
+		return RS_FAILED;
+	}
+	s = r->element[0];
+	t = r->element[1];
+	m->state = s->str[0] == '1' ? AG_LEG_MARK : s->str[0] == '3' ? AG_LEG_STALE : AG_LEG_OTHER;
+	m->len = t->len;
+	memcpy(m->text, t->str, t->len);
+	m->text[t->len] = '\0';
+	freeReplyObject(r);
+	return RS_OK;
+}
+
+/* A record created only where 1.4.0's mark key is as *@m (rr_legacy()) found it. */
+static int rr_create(struct agent *a, uint32_t dc, uint32_t w, const struct ag_legacy *m,
+		     const char *text, size_t len, int64_t deadline, uint64_t *version)
+{
+	char guard[AG_REC_MAX + 2];
+
+	if (m->len >= AG_REC_MAX || memchr(m->text, '\0', m->len))
+		return RS_FAILED;
+	snprintf(guard, sizeof(guard), "%c%.*s",
+		 m->state == AG_LEG_NONE ? '0' : m->state == AG_LEG_OTHER ? '2' : '1',
+		 (int)m->len, m->text);
+	return rr_write(a, dc, w, 0, text, len, deadline, version, guard);
+}
+
 const struct rec_ops ag_redis_rec_ops = {
 	.name = "redis",
 	.init = r_init,
@@ -1256,4 +998,6 @@ const struct rec_ops ag_redis_rec_ops = {
 	.recheck = r_recheck,
 	.read = rr_read,
 	.cas = rr_cas,
+	.legacy = rr_legacy,
+	.create = rr_create,
 };
