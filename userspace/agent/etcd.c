@@ -591,52 +591,89 @@ static int rec_error(struct agent *a, const char *key, int code, bool cas)
 	return RS_FAILED;
 }
 
-static int er_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, struct ag_rec *out)
+/*
+ * Range(@key), one key: RS_OK with *@j (the reply: the caller puts it),
+ * *@kv its key-value, *@rev its mod_revision (above 0) and *@lease its
+ * lease (0: none); RS_ABSENT; or the call's failure (rec_error(); a reply
+ * in any other form: RS_FAILED, said).  Every number parsed strictly, and
+ * count and kvs agree: both left out (no key), or 1 and one key-value.
+ */
+static int range_one(struct agent *a, int64_t deadline, const char *key, struct json_object **j,
+		     struct json_object **kv, uint64_t *rev, uint64_t *lease)
 {
-	struct json_object *j, *kvs = NULL, *kv, *v;
-	char key[512], k64[700], body[800];
-	uint64_t count = 0, rev = 0, lease = 0;
-	int code, cv, lv;
-	long n;
+	struct json_object *kvs = NULL;
+	char k64[700], body[800];
+	uint64_t count = 0;
+	int code, cv;
 	size_t nkv;
 
-	key_of(a, dc, w, key, sizeof(key));
+	*rev = *lease = 0;
 	b64(key, k64, sizeof(k64));
 	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", k64);
-	j = call(a, deadline, "/v3/kv/range", body, &code);
-	if (!j)
+	*j = call(a, deadline, "/v3/kv/range", body, &code);
+	if (!*j)
 		return rec_error(a, key, code, false);
-	/* count and kvs agree: both left out (no key), or 1 and one key-value. */
-	cv = ag_etcd_u64(j, "count", ID_MAX, &count);
-	nkv = json_object_object_get_ex(j, "kvs", &kvs) && json_object_is_type(kvs, json_type_array) ?
+	cv = ag_etcd_u64(*j, "count", ID_MAX, &count);
+	nkv = json_object_object_get_ex(*j, "kvs", &kvs) && json_object_is_type(kvs, json_type_array) ?
 	      json_object_array_length(kvs) : 0;
 	if (cv == AG_VAL_INVALID || count > 1 || count != nkv ||
 	    (kvs && !json_object_is_type(kvs, json_type_array)))
 		goto bad;
 	if (!count) {
-		json_object_put(j);
+		json_object_put(*j);
+		*j = NULL;
 		return RS_ABSENT;
 	}
-	kv = range_kv(j);
-	lv = ag_etcd_u64(kv, "lease", ID_MAX, &lease);
-	if (!kv || ag_etcd_u64(kv, "mod_revision", ID_MAX, &rev) != AG_VAL_OK || !rev ||
-	    lv == AG_VAL_INVALID)
+	*kv = range_kv(*j);
+	if (!*kv || ag_etcd_u64(*kv, "mod_revision", ID_MAX, rev) != AG_VAL_OK || !*rev ||
+	    ag_etcd_u64(*kv, "lease", ID_MAX, lease) == AG_VAL_INVALID)
 		goto bad;
-	/* A key with an empty value: the gateway leaves "value" out. */
-	n = 0;
-	out->text[0] = '\0';
-	if (json_object_object_get_ex(kv, "value", &v) && v) {
-		if (!json_object_is_type(v, json_type_string))
-			goto bad;
-		n = ag_unb64(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-			     out->text, sizeof(out->text));
-		if (n < 0) {
-			ag_reply_invalid(a, "etcd record value (not base64, or longer than a record)",
-					 json_object_get_string(v),
-					 (size_t)json_object_get_string_len(v));
-			json_object_put(j);
-			return RS_FAILED;
-		}
+	return RS_OK;
+bad:
+	ag_reply_invalid(a, "etcd range of one key", json_object_to_json_string(*j),
+			 strlen(json_object_to_json_string(*j)));
+	json_object_put(*j);
+	*j = NULL;
+	return RS_FAILED;
+}
+
+/*
+ * @kv's value decoded into @out (@len bytes, NUL-terminated; a key with an
+ * empty value: the gateway leaves "value" out): its length, -1 when it is
+ * not a string (a reply in another form), -2 when not base64 or too long.
+ */
+static long kv_value(struct json_object *kv, char *out, size_t len)
+{
+	struct json_object *v;
+	long n;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(kv, "value", &v) || !v)
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return -1;
+	n = ag_unb64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out, len);
+	return n < 0 ? -2 : n;
+}
+
+static int er_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, struct ag_rec *out)
+{
+	struct json_object *j = NULL, *kv = NULL;
+	char key[512];
+	uint64_t rev, lease;
+	long n;
+	int st;
+
+	key_of(a, dc, w, key, sizeof(key));
+	st = range_one(a, deadline, key, &j, &kv, &rev, &lease);
+	if (st != RS_OK)
+		return st;
+	n = kv_value(kv, out->text, sizeof(out->text));
+	if (n < 0) {
+		ag_reply_invalid(a, "etcd record value (not a base64 string, or longer than a record)",
+				 json_object_to_json_string(kv), strlen(json_object_to_json_string(kv)));
+		json_object_put(j);
+		return RS_FAILED;
 	}
 	out->len = (size_t)n;
 	if (lease && out->len >= 4 && !memcmp(out->text, "sf2 ", 4)) {
@@ -654,11 +691,6 @@ static int er_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, s
 	out->version = rev;
 	json_object_put(j);
 	return RS_OK;
-bad:
-	ag_reply_invalid(a, "etcd range of a record", json_object_to_json_string(j),
-			 strlen(json_object_to_json_string(j)));
-	json_object_put(j);
-	return RS_FAILED;
 }
 
 /* A cas (@leg NULL), or a create only while 1.4.0's mark key is at @leg's mod_revision. */
@@ -740,55 +772,34 @@ static int er_create(struct agent *a, uint32_t dc, uint32_t w, const struct ag_l
 /*
  * 1.4.0's mark key: Range(mark key).  None: AG_LEG_NONE, guard 0 (a
  * compare of a missing key's mod_revision with 0 holds); else its text
- * (AG_LEG_MARK; AG_LEG_OTHER "long" when it is no shorter than a record)
- * and its mod_revision, the guard create() compares.
+ * (AG_LEG_MARK; AG_LEG_OTHER "long" or "not-a-string" when it is no
+ * shorter than a record, or not base64, or not a string) and its
+ * mod_revision, the guard create() compares.
  */
 static int er_legacy(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline,
 		     struct ag_legacy *m)
 {
-	struct json_object *j, *kv, *v;
-	char mkey[512], m64[700], body[800];
-	uint64_t count = 0, rev = 0;
-	int code;
-	long n = 0;
+	struct json_object *j = NULL, *kv = NULL;
+	char mkey[512];
+	uint64_t rev, lease;
+	long n;
+	int st;
 
 	memset(m, 0, sizeof(*m));
 	mark_key_of(a, dc, w, mkey, sizeof(mkey));
-	b64(mkey, m64, sizeof(m64));
-	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", m64);
-	j = call(a, deadline, "/v3/kv/range", body, &code);
-	if (!j)
-		return rec_error(a, mkey, code, false);
-	if (ag_etcd_u64(j, "count", ID_MAX, &count) == AG_VAL_INVALID || count > 1)
-		goto bad;
-	if (!count) {
-		json_object_put(j);
+	st = range_one(a, deadline, mkey, &j, &kv, &rev, &lease);
+	if (st == RS_ABSENT)
 		return RS_OK;
-	}
-	kv = range_kv(j);
-	if (!kv || ag_etcd_u64(kv, "mod_revision", ID_MAX, &rev) != AG_VAL_OK || !rev)
-		goto bad;
-	m->state = AG_LEG_MARK;
+	if (st != RS_OK)
+		return st;
+	n = kv_value(kv, m->text, sizeof(m->text));
+	m->state = n < 0 ? AG_LEG_OTHER : AG_LEG_MARK;
 	m->guard = rev;
-	if (json_object_object_get_ex(kv, "value", &v) && v) {
-		if (!json_object_is_type(v, json_type_string))
-			goto bad;
-		n = ag_unb64(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-			     m->text, sizeof(m->text));
-	}
-	if (n < 0) {
-		m->state = AG_LEG_OTHER;
-		n = snprintf(m->text, sizeof(m->text), "long");
-	}
+	if (n < 0)
+		n = snprintf(m->text, sizeof(m->text), "%s", n == -1 ? "not-a-string" : "long");
 	m->len = (size_t)n;
-	m->text[m->len] = '\0';
 	json_object_put(j);
 	return RS_OK;
-bad:
-	ag_reply_invalid(a, "etcd range of a 1.4.0 mark", json_object_to_json_string(j),
-			 strlen(json_object_to_json_string(j)));
-	json_object_put(j);
-	return RS_FAILED;
 }
 
 const struct rec_ops ag_etcd_rec_ops = {
