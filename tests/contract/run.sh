@@ -21,7 +21,9 @@
 #     has (their helpers in tests/contract/lib.sh):
 #     tests/contract/adapter-redis-etcd.sh, adapter-zookeeper.sh,
 #     adapter-mysql.sh (their guests are the agent stage's), and
-#     adapter-redis-input.sh (what Redis holds or says is input)
+#     adapter-redis-input.sh (what Redis holds or says is input),
+#     rec-contract.sh (the record store) and upgrade-1.4.0.sh (1.4.0's
+#     agent beside this one on Redis and etcd)
 # MIGRATION.md says where each check of the old per-backend scripts lives.
 # TAP lines, then "contract: N passed, M failed".
 set -uo pipefail
@@ -91,7 +93,8 @@ ADAPTERS=("redis+etcd adapter:tests/contract/adapter-redis-etcd.sh"
 	"zookeeper adapter:tests/contract/adapter-zookeeper.sh"
 	"mysql adapter:tests/contract/adapter-mysql.sh"
 	"redis input:tests/contract/adapter-redis-input.sh"
-	"record store:tests/contract/rec-contract.sh")
+	"record store:tests/contract/rec-contract.sh"
+	"upgrade from 1.4.0:tests/contract/upgrade-1.4.0.sh")
 late_work() {
 	local st=$out/static-stage i n s
 	while :; do
