@@ -2530,6 +2530,8 @@ def s_upgrade_1_4_0(c):
     --init-store of pair 2 migrates M2 into a free record; A takes pair 0
     with its floor above M (event=mark_migrated), B never takes pair 1
     while its 1.4.0 key lives, nor pair 0 from A."""
+    if not isinstance(c.s, S.RecordLayout):
+        raise NA(NA_I40_UPGRADE[("upgrade_1_4_0", c.s.name)])
     now = int(time.time() * 1000)
     m, m2 = now + 60000, now + 90000
     c.s.legacy_mark_set(c.cl, (0, 0), "%020d" % m)

@@ -405,29 +405,34 @@ def main():
     check("an agent that served with no interval in the history fails (%s)" % v[1][:80],
           v[0] == "FAIL" and "no interval" in v[1])
 
-    # the proxy's report: a claim matcher is not taken by a read
+    # the proxy's report: what a record request is (etcd: a Range of a
+    # record is a read; a Txn that puts a record is a claim, a renewal or a
+    # release by the text it writes), and a claim matcher is not taken by a read
     st = S.Etcd(d, [])
     cl = "c"
-    k = S.b64(S.key_name(cl, "worker", (0, 0)))
-    m = S.b64(S.key_name(cl, "mark", (0, 0)))
-    body = ('{"success":[{"request_range":{"key":"%s"}},{"request_range":{"key":"%s",'
-            '"count_only":true}}]}' % (m, k))
-    read = ("POST /v3/kv/txn HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)).encode()
-    body = ('{"compare":[{"key":"%s","result":"EQUAL","target":"CREATE","create_revision":"0"}],'
-            '"success":[{"request_put":{"key":"%s","value":"bw==","lease":"7"}}],'
-            '"failure":[{"request_range":{"key":"%s","count_only":true}}]}' % (k, k, k))
-    claim = ("POST /v3/kv/txn HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)).encode()
-    check("etcd: read_pair()'s read-only Txn is a read, not a claim (%s)" %
-          (st.classify(read, cl),), st.classify(read, cl)[0] == "read")
-    check("etcd: the claim's Txn is a claim of its key (%s)" % (st.classify(claim, cl),),
-          st.classify(claim, cl) == ("claim", S.key_name(cl, "worker", (0, 0))))
-    check("etcd: b0278b3's drop pattern also matched the read (why finding a was possible)",
-          b'"count_only":true}}]}' in read)
-    body = '{"ID":"7"}'
-    revoke = ("POST /v3/lease/revoke HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" %
-              (len(body), body)).encode()
-    check("etcd: a lease revoke is a release of its lease (%s)" % (st.classify(revoke, cl),),
-          st.classify(revoke, cl) == ("release", "lease 7"))
+    key = S.key_name(cl, "worker", (0, 0))
+    k = S.b64(key)
+
+    def req(path, body):
+        return ("POST %s HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" %
+                (path, len(body), body)).encode()
+
+    def put(text):
+        return req("/v3/kv/txn", '{"compare":[{"key":"%s","result":"EQUAL","target":"MOD",'
+                   '"mod_revision":"5"}],"success":[{"request_put":{"key":"%s","value":"%s"}}]}'
+                   % (k, k, S.b64(text)))
+    read = req("/v3/kv/range", '{"key":"%s"}' % k)
+    check("etcd: a record's Range is a read, not a claim (%s)" % (st.classify(read, cl),),
+          st.classify(read, cl) == ("read", key))
+    for text, kind in ((S.Etcd.rec_text("o:1", 5, 2000, 0), "claim"),
+                       (S.Etcd.rec_text("o:1", 5, 2000, 3), "renewal"),
+                       (S.Etcd.rec_text("-", 5, 0, 3), "release")):
+        check("etcd: a Txn putting %r is a %s of its key (%s)" % (text[-30:], kind,
+                                                               st.classify(put(text), cl)),
+              st.classify(put(text), cl) == (kind, key))
+    check("etcd: a put of another cluster's record is none of this cluster's (%s)" %
+          (st.classify(put(S.Etcd.rec_text("o:1")), "other"),),
+          st.classify(put(S.Etcd.rec_text("o:1")), "other")[0] == "other")
     # a mutant cell: a harness error proves nothing (a mutant whose agent
     # cannot be run is not killed by it)
     md = os.path.join(d, "mutants")
