@@ -57,7 +57,9 @@ a fresh TTL once a leader answers again, the agents claim only from a
 Redis up for the TTL (redis-min-uptime-ms) after it restarted; MySQL
 none.  The liveness figure: the longest time a live agent waited for a
 free pair while the store answered, since the store's last fault (a
-store-down, a key deletion), against TTL + settle + 1 s.
+store-down; a leader-change: an election the store answered through,
+after which etcd and ZooKeeper give every lease and session a fresh TTL
+as well; a key deletion), against TTL + settle + 1 s.
 
 Then every agent is stopped (SIGTERM), the store too, and the
 checker judges DIR/history.  Prints ok/FAIL lines, the checker's figures
@@ -162,11 +164,24 @@ class Run:
         return 0 if self.a.store == "mysql" else ttl
 
     def poll_store(self):
-        """Thread: write a store-down fault for every period the store did not answer."""
+        """Thread: write a store-down fault for every period the store did not
+        answer, and a leader-change fault for every election it answered
+        through (etcd, ZooKeeper: one between two polls 0.2 s apart is seen
+        only so), from the last poll that saw the old leader until the
+        restart wait after the poll that saw the new one."""
         down_at, restarted = None, False
+        epoch_of = getattr(self.store, "leader_epoch", None)
+        epoch, epoch_t = None, None
         while not self.polling_done.is_set():
             t = now_ns()
             up = self.store_answers()
+            e = epoch_of() if epoch_of else None
+            if up and e is not None:
+                if epoch is not None and e != epoch:
+                    end = now_ns()
+                    self.fault("leader-change", at=epoch_t,
+                               until=end + self.restart_wait_ns(False), answered=end)
+                epoch, epoch_t = e, t
             with self.lock:
                 if self.restarts:
                     restarted = restarted or down_at is not None
