@@ -282,8 +282,10 @@ etcd_store() {
 		$ectl role add sfrc >/dev/null &&
 		$ectl role grant-permission sfrc readwrite --prefix=true "sfrc:$cluster:worker:0:1" >/dev/null &&
 		$ectl user grant-role sfrc sfrc >/dev/null && $ectl auth enable >/dev/null; then
+		# etcd checks a password with bcrypt: under load its first reply (the
+		# token) can take longer than 300 ms, so this run's bound is 2 s.
 		run refused 20 --expect refused -- "${store[@]}" "${common[@]}" \
-			--etcd-user sfrc --etcd-password sfrcpw
+			--etcd-user sfrc --etcd-password sfrcpw --etcd-timeout-ms 2000 --ttl-ms 6000 --margin-ms 1000
 		$ectl --user root:r00tpw auth disable >/dev/null || bad "etcd: auth disable"
 	else
 		bad "etcd: RBAC set up (a user sfrc granted sfrc:$cluster:worker:0:1 only)"

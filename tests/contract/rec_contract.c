@@ -271,6 +271,13 @@ static void basic(struct agent *a)
 	tap(st == RS_OK && r.version == v2 && same(&r, t2, strlen(t2)),
 	    "after the stale cas the record is unchanged (%s, version %llu)", rs_name(st),
 	    (unsigned long long)r.version);
+	/* A version no read or write handed out (above the current one): never committed. */
+	st = b->cas(a, 0, 0, v2 + 1000, t1, strlen(t1), 0, &x);
+	i = b->read(a, 0, 0, 0, &r);
+	tap((st == RS_MOVED || st == RS_FAILED) && i == RS_OK && r.version == v2 &&
+	    same(&r, t2, strlen(t2)),
+	    "cas(%llu, never handed out): not committed, RS_MOVED or RS_FAILED (%s, version %llu)",
+	    (unsigned long long)(v2 + 1000), rs_name(st), (unsigned long long)r.version);
 
 	if (!hook_delete) {
 		printf("# no --hook-delete: versions after a delete not checked\n");
