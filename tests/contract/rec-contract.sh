@@ -5,15 +5,18 @@
 # repeat, sizes, records in a wrong form, 1.4.0's key, refusals, a store
 # unable to write, garbage, huge and no replies, then the record engine of
 # record.c over the backend) run against each real store that has a
-# backend: Redis (ag_redis_rec_ops), etcd (ag_etcd_rec_ops).  A store is an
+# backend: Redis (ag_redis_rec_ops), etcd (ag_etcd_rec_ops), ZooKeeper
+# (ag_zk_rec_ops).  A store is an
 # adapter here: its server started, its agent options and its hooks
 # (delete a record, write a 1.4.0 key, write a record in a wrong form,
 # refuse, make it unable to write), never a copy of the scenarios.  What a
 # store cannot have is said as a line "n/a  STORE MODE: why" (counted, not
-# a pass).  Private servers on 127.0.0.1 (free ports, their directories
+# a pass); what the store's documentation says it does not exclude, as a
+# line "limit  STORE MODE: what" (counted, not a pass: the driver fails when
+# the store does not show it).  Private servers on 127.0.0.1 (free ports, their directories
 # under $BUILD, stopped by pid at the end), every step time-bounded.
 #
-#   tests/contract/rec-contract.sh [STORE...]   (redis etcd: the default)
+#   tests/contract/rec-contract.sh [STORE...]   (redis etcd zookeeper: the default)
 #       prints "rec-contract: N passed, M failed"
 set -uo pipefail
 NAME=rec-contract
@@ -21,13 +24,21 @@ NAME=rec-contract
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT" || exit 1
 
+ZK_SERVER=/usr/share/zookeeper/bin/zkServer.sh
+ZK_CLI=/usr/lib/zookeeper/bin/cli_mt
+ZK_JCLI=/usr/share/zookeeper/bin/zkCli.sh
 STORES=("$@")
-[ "${#STORES[@]}" -gt 0 ] || STORES=(redis etcd)
+[ "${#STORES[@]}" -gt 0 ] || STORES=(redis etcd zookeeper)
 for s in "${STORES[@]}"; do
 	case $s in
 	redis) need_cmds ": redis-server" redis-server redis-cli ;;
 	etcd) need_cmds ": etcd" etcd etcdctl ;;
-	*) bad "no store $s (redis, etcd)"; finish ;;
+	zookeeper)
+		need_cmds ": zookeeper" java
+		for f in "$ZK_SERVER" "$ZK_CLI" "$ZK_JCLI"; do
+			[ -x "$f" ] || { bad "$f is missing (scripts/deps.sh: zookeeperd, zookeeper-bin)"; finish; }
+		done ;;
+	*) bad "no store $s (redis, etcd, zookeeper)"; finish ;;
 	esac
 done
 need_cmds "" socat python3 pkg-config
@@ -57,11 +68,13 @@ fi
 cluster=rc$$
 common=(--prefix sfrc --cluster "$cluster" --datacenter-ids 0-0 --worker-ids 0-3
 	--ttl-ms 1500 --renew-ms 300 --margin-ms 300 --owner contract --dry-run)
-n_na=0
+n_na=0 n_limit=0
 # shellcheck disable=SC2317 # called by lib.sh's cleanup
-cleanup_pids() { cat "$tmp/redis2.pid" 2>/dev/null; }
+cleanup_pids() { cat "$tmp/redis2.pid" "$tmp"/zk-eph.*.pid 2>/dev/null; }
 # na WHAT: a scenario or a case the store cannot have, and why (not a pass).
 na() { n_na=$((n_na + 1)); echo "n/a  $*"; }
+# limit WHAT: what the store's documentation says it does not exclude, shown (not a pass).
+limit() { n_limit=$((n_limit + 1)); echo "limit  $*"; }
 # A faultproxy in front of 127.0.0.1:$1, its control socket $tmp/$2.sock;
 # its port in $pport.  fp CMD: a hook that sends CMD to it.
 start_proxy() {
@@ -90,6 +103,7 @@ run() {
 		"ok "*) ok "$label: ${line#ok }" ;;
 		"not ok "*) bad "$label: ${line#not ok }" ;;
 		"n/a - "*) na "$label: ${line#n/a - }" ;;
+		"limit - "*) limit "$label: ${line#limit - }" ;;
 		"#"*) echo "$line" ;;
 		esac
 	done <"$f.tap"
@@ -268,8 +282,10 @@ etcd_store() {
 		$ectl role add sfrc >/dev/null &&
 		$ectl role grant-permission sfrc readwrite --prefix=true "sfrc:$cluster:worker:0:1" >/dev/null &&
 		$ectl user grant-role sfrc sfrc >/dev/null && $ectl auth enable >/dev/null; then
+		# etcd checks a password with bcrypt: under load its first reply (the
+		# token) can take longer than 300 ms, so this run's bound is 2 s.
 		run refused 20 --expect refused -- "${store[@]}" "${common[@]}" \
-			--etcd-user sfrc --etcd-password sfrcpw
+			--etcd-user sfrc --etcd-password sfrcpw --etcd-timeout-ms 2000 --ttl-ms 6000 --margin-ms 1000
 		$ectl --user root:r00tpw auth disable >/dev/null || bad "etcd: auth disable"
 	else
 		bad "etcd: RBAC set up (a user sfrc granted sfrc:$cluster:worker:0:1 only)"
@@ -290,12 +306,156 @@ etcd_store() {
 	eport=$e2
 }
 
+# ZooKeeper: a persistent node per pair, its mzxid the version.  A private
+# ensemble of three servers (as tests/contract/stores.py's: tickTime 500 ms),
+# hard quotas enforced (a store unable to write), two of them stopped at
+# the end (no quorum).  Nodes are made and deleted with the C client's
+# cli_mt (another session), ACLs and quotas set with the Java zkCli.sh (one
+# run: cli_mt has neither).
+# zk_py CODE PORT...: python CODE with z, tests/contract/stores.py's
+# ZooKeeper over the servers whose client ports are PORT... (its mode() and
+# wait_up(): what a server says to "srvr").
+zk_py() {
+	local code=$1
+	shift
+	python3 -c 'import sys
+sys.path.insert(0, "tests/contract")
+import stores
+z = stores.ZooKeeper(None, [])
+z.cports = [int(p) for p in sys.argv[1:]]
+z.m = [True] * len(z.cports)
+'"$code" "$@"
+}
+zookeeper_store() {
+	local i j t out hosts root key path store zc jc bad eph proxied refroot qroot cports=() peers=() zpids=()
+	for i in 0 1 2; do
+		cports+=("$(free_port)")
+		peers+=("$(free_port):$(free_port)")
+	done
+	for i in 0 1 2; do
+		mkdir -p "$tmp/zk$i/data"
+		echo $((i + 1)) >"$tmp/zk$i/data/myid"
+		{
+			printf '%s\n' tickTime=500 initLimit=20 syncLimit=6 "dataDir=$tmp/zk$i/data" \
+				"clientPort=${cports[i]}" clientPortAddress=127.0.0.1 admin.enableServer=false \
+				4lw.commands.whitelist=srvr maxClientCnxns=0
+			for j in 0 1 2; do echo "server.$((j + 1))=127.0.0.1:${peers[j]}"; done
+		} >"$tmp/zk$i/zoo.cfg"
+	done
+	# start-foreground execs java: the pid is the server's.
+	for i in 0 1 2; do
+		JMXDISABLE=true ZOO_LOG_DIR="$tmp/zk$i" \
+			JVMFLAGS="-Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Dzookeeper.enforceQuota=true" \
+			"$ZK_SERVER" start-foreground "$tmp/zk$i/zoo.cfg" >"$tmp/zk$i.log" 2>&1 &
+		servers+=($!)
+		zpids+=($!)
+	done
+	zk_py 'sys.exit(0 if z.wait_up(120) else 1)' "${cports[@]}" ||
+		{ bad "the ZooKeeper ensemble did not elect a leader within 120 s"; return; }
+	hosts=127.0.0.1:${cports[0]},127.0.0.1:${cports[1]},127.0.0.1:${cports[2]}
+	root=/rc$cluster
+	# The hooks' own variables, expanded when a hook runs (rec_contract.c sets them).
+	# shellcheck disable=SC2016
+	key='sfrc:'$cluster':worker:$SF_DC:$SF_W'
+	path=$root/$key
+	store=(--backend zookeeper --zookeeper-hosts "$hosts" --zookeeper-root "$root" --zookeeper-timeout-ms 800)
+	zc="timeout 10 $ZK_CLI -h $hosts"
+	# A node in a form the backend never writes: only a text too long; ZooKeeper
+	# sets a node's versions itself.
+	why="ZooKeeper sets a node's versions (its mzxid, its data version) itself: none can be written by hand"
+	# shellcheck disable=SC2016
+	bad='case $SF_CASE in long) '"$zc"' -c "create '"$path"'" >/dev/null 2>&1
+			'"$zc"' -c "set '"$path"' sf2$(head -c 509 /dev/zero | tr "\\0" x)" 2>&1 | grep -q "rc = 0" ;;
+		ver0|verlead|verbig|vertext) echo "'"$why"'"; exit 77 ;; *) exit 9 ;; esac'
+	# 1.4.0's key: an ephemeral node of another session (a cli_mt of its own, its
+	# stdin held open by a sleep: both stopped by pid at the end), its data DATA.
+	cat >"$tmp/zk-eph.sh" <<-EOT
+		#!/bin/bash
+		# zk-eph.sh PATH DATA: PATH an ephemeral node holding DATA, answered within 10 s.
+		n=\$(date +%s%N)
+		mkfifo "$tmp/zk-eph.\$n.in" || exit 1
+		sleep 60 >"$tmp/zk-eph.\$n.in" 2>/dev/null &
+		echo \$! >"$tmp/zk-eph.\$n.pid"
+		"$ZK_CLI" -h "$hosts" <"$tmp/zk-eph.\$n.in" >"$tmp/zk-eph.\$n.log" 2>&1 &
+		echo \$! >>"$tmp/zk-eph.\$n.pid"
+		printf 'create +e %s\nset %s %s\n' "\$1" "\$1" "\$2" >"$tmp/zk-eph.\$n.in"
+		t=\$((\$(date +%s%3N) + 10000))
+		until out=\$($zc -c "get \$1" 2>&1) && grep -q "ephemeralOwner = [1-9a-f]" <<<"\$out" &&
+			grep -qxF "\$2" <<<"\$out"; do
+			[ "\$(date +%s%3N)" -lt "\$t" ] || exit 1
+			sleep 0.1
+		done
+	EOT
+	eph="bash $tmp/zk-eph.sh $path"
+	run basic 60 --hook-delete "$zc -c \"delete $path\" 2>&1 | grep -q 'rc = 0\$'" --hook-bad "$bad" \
+		--hook-legacy "$eph host-a:0123456789abcdef0123456789abcdef" \
+		--hook-legacy-record "$eph 'sf2 nonce=0000000000000001 beat=0 ttl=0 mark=00000000000000001000 owner=-'" \
+		--limit-aba "ZooKeeper's compare names the node's data version, which a node deleted by hand, created again and written as often has again (docs/deployment-zookeeper.md, the record: excluded by \"no operator deletes a record while agents run\")" \
+		-- "${store[@]}" "${common[@]}"
+
+	na "$STORE noreplicas: ZooKeeper has no replica setting of its own; a write needs a quorum (quorum, below)"
+	na "$STORE restart: ZooKeeper answers a write once a quorum has it in its fsynced log, so a restart keeps every zxid handed out; a restore of an older data directory is an operator's act, with the agents stopped"
+
+	# Refused: a root this client may read but not create in (world:anyone:r),
+	# its record of pair 0:0 readable by another digest user only.  Unable: a
+	# root over its hard quota of 10 bytes (QuotaExceeded; reads answered).
+	refroot=/rcref$cluster
+	qroot=/rcq$cluster
+	for i in "$refroot" "$refroot/sfrc:$cluster:worker:0:0" "$qroot"; do
+		out=$($zc -c "create $i" 2>&1)
+		grep -q "rc = 0" <<<"$out" || bad "zookeeper: create $i ($(tail -n 2 <<<"$out" | tr '\n' ' '))"
+	done
+	jc=$(printf '%s\n' "setquota -B 10 $qroot" \
+		"setAcl $refroot/sfrc:$cluster:worker:0:0 digest:other:AAAAAAAAAAAAAAAAAAAAAAAAAAA=:cdrwa" \
+		"setAcl $refroot world:anyone:r" "getAcl $refroot" quit |
+		CLIENT_JVMFLAGS="-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1" ZOO_LOG_DIR="$tmp" \
+			timeout 60 "$ZK_JCLI" -server "$hosts" 2>&1)
+	if grep -q "^: r$" <<<"$jc"; then
+		run refused 20 --expect refused -- --backend zookeeper --zookeeper-hosts "$hosts" \
+			--zookeeper-root "$refroot" --zookeeper-timeout-ms 800 "${common[@]}"
+		run unable 20 --expect unable -- --backend zookeeper --zookeeper-hosts "$hosts" \
+			--zookeeper-root "$qroot" --zookeeper-timeout-ms 800 "${common[@]}"
+	else
+		bad "zookeeper: zkCli.sh set an ACL and a quota ($(tail -n 3 <<<"$jc" | tr '\n' ' '))"
+	fi
+
+	# Faulty, through tests/contract/faultproxy.py in front of the first server:
+	# garbage (a reply replaced by "?" and 16 bytes: a length prefix the agent's
+	# relay cuts), a huge reply (a prefix of 256 MB, 2 MB sent), no reply (held).
+	# The fault may cut the session's connection before a call is sent (a ping's
+	# reply comes first): that call answers RS_UNABLE (no session), never RS_OK.
+	start_proxy "${cports[0]}" zfp || return
+	proxied=(--backend zookeeper --zookeeper-hosts "127.0.0.1:$pport" --zookeeper-root "$root"
+		--zookeeper-timeout-ms 800)
+	run garbage 20 --expect faulty --unsent-unable --hook-fault "$(fp 'mode inflate 16 3f')" --hook-pass "$(fp 'mode pass')" \
+		-- "${proxied[@]}" "${common[@]}"
+	run huge 20 --expect faulty --unsent-unable --hook-fault "$(fp 'mode inflate 2000000 10000000')" --hook-pass "$(fp 'mode pass')" \
+		-- "${proxied[@]}" "${common[@]}"
+	run silent 20 --expect faulty --unsent-unable --hook-fault "$(fp 'mode hold')" --hook-pass "$(fp 'mode pass')" \
+		-- "${proxied[@]}" "${common[@]}"
+	# The engine over a write whose reply is dropped after the store ran it (the
+	# first request holding a record's text, "sf2 nonce=").
+	run unknown 20 --expect unknown --hook-fault "$(fp 'drop 736632206e6f6e63653d')" \
+		--hook-pass "$(fp 'mode pass')" -- "${proxied[@]}" "${common[@]}"
+
+	# Quorum lost: two of the three stopped; the last serves no session.
+	kill "${zpids[1]}" "${zpids[2]}"
+	t=$(($(ms) + 20000))
+	until zk_py 'sys.exit(0 if z.mode(0) is None else 1)' "${cports[0]}"; do
+		[ "$(ms)" -lt "$t" ] || { bad "zookeeper: the last server still serves without a quorum"; return; }
+		sleep 0.2
+	done
+	run quorum 20 --expect masterdown -- "${store[@]}" "${common[@]}"
+}
+
 for STORE in "${STORES[@]}"; do
 	echo "==== $STORE ===="
 	case $STORE in
 	redis) redis_store ;;
 	etcd) etcd_store ;;
+	zookeeper) zookeeper_store ;;
 	esac
 done
 [ "$n_na" -eq 0 ] || echo "$NAME: $n_na n/a (the lines \"n/a\" above: what the store cannot have)"
+[ "$n_limit" -eq 0 ] || echo "$NAME: $n_limit limit (the lines \"limit\" above: what a store's documentation says it does not exclude)"
 finish

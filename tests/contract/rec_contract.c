@@ -10,11 +10,12 @@
  *   rec_contract [--expect MODE] [--hook-delete CMD] [--hook-legacy CMD]
  *                [--hook-legacy-record CMD] [--hook-bad CMD] [--hook-save CMD]
  *                [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD]
- *                -- AGENT-OPTIONS...
+ *                [--limit-aba WHY] [--unsent-unable] -- AGENT-OPTIONS...
  *
  * MODE:
  *   basic     (the default) read, cas, versions, sizes, records in a wrong
- *             form, 1.4.0's key, then
+ *             form, 1.4.0's key, a stale cas of another agent after a
+ *             delete by hand (aba()), then
  *             the record engine (record.c) over the backend: two agents on
  *             one pair (expiry on the observer's clock, give-back)
  *   refused   the store refuses this client the records' keys (an ACL):
@@ -31,7 +32,9 @@
  *             handed out after the snapshot are never handed out again
  *   faulty    replies are garbage, huge or none (--hook-fault turns that on
  *             after a first good read, --hook-pass off): read answers
- *             RS_FAILED, cas RS_FAILED or RS_UNKNOWN, never RS_OK
+ *             RS_FAILED, cas RS_FAILED or RS_UNKNOWN, never RS_OK (with
+ *             --unsent-unable, either may answer RS_UNABLE: the fault cut
+ *             the connection before the call was sent)
  *
  * Hooks are shell commands, run with SF_DC and SF_W set to the pair:
  * delete the pair's record by the store's own means; write a 1.4.0 key
@@ -81,6 +84,14 @@ static const char *rs_name(int st)
 
 static const char *hook_delete, *hook_legacy, *hook_fault, *hook_pass, *hook_bad;
 static const char *hook_save, *hook_restart, *hook_legacy_record;
+/* --limit-aba: the store's documented limit on versions after a delete by hand (why). */
+static const char *limit_aba;
+/*
+ * --unsent-unable: a call that finds the store's connection cut by the
+ * fault before it was sent answers RS_UNABLE (ZooKeeper: no session by the
+ * deadline, which its backend cannot tell from a server without a quorum).
+ */
+static bool unsent_unable;
 
 /* A hook's environment: the pair. */
 static void hook_env(uint32_t dc, uint32_t w)
@@ -138,6 +149,8 @@ static const struct rec_ops *backend_of(const struct ag_conf *c)
 		return &ag_redis_rec_ops;
 	case AG_ETCD:
 		return &ag_etcd_rec_ops;
+	case AG_ZOOKEEPER:
+		return &ag_zk_rec_ops;
 	default:
 		return NULL;
 	}
@@ -258,6 +271,13 @@ static void basic(struct agent *a)
 	tap(st == RS_OK && r.version == v2 && same(&r, t2, strlen(t2)),
 	    "after the stale cas the record is unchanged (%s, version %llu)", rs_name(st),
 	    (unsigned long long)r.version);
+	/* A version no read or write handed out (above the current one): never committed. */
+	st = b->cas(a, 0, 0, v2 + 1000, t1, strlen(t1), 0, &x);
+	i = b->read(a, 0, 0, 0, &r);
+	tap((st == RS_MOVED || st == RS_FAILED) && i == RS_OK && r.version == v2 &&
+	    same(&r, t2, strlen(t2)),
+	    "cas(%llu, never handed out): not committed, RS_MOVED or RS_FAILED (%s, version %llu)",
+	    (unsigned long long)(v2 + 1000), rs_name(st), (unsigned long long)r.version);
 
 	if (!hook_delete) {
 		printf("# no --hook-delete: versions after a delete not checked\n");
@@ -339,6 +359,63 @@ static void legacy(struct agent *a, uint32_t w, const char *what, const char *cm
 	    rs_name(st2));
 	if (hook_delete)	/* the pair free again for the scenarios after */
 		hook(hook_delete, 0, w);
+}
+
+/*
+ * Versions that never repeat, against a writer whose read came before a
+ * delete by hand (ABA): @b reads pair (0, 0)'s record after two writes;
+ * the record is deleted (--hook-delete) and created again by @a, and
+ * @b's cas over the version it read must not commit.  @a then writes it
+ * twice more, as often as before @b's read (a store whose compare names
+ * a count of writes per record, ZooKeeper's data version, has that count
+ * again): @b's cas still must not commit, unless the store's documented
+ * limit says it does (--limit-aba WHY: then it must commit, shown as a
+ * line "limit - ...", neither a pass nor a failure; if it does not, the
+ * documentation says more than the store does, and that fails).
+ */
+static void aba(struct agent *a, struct agent *b)
+{
+	char t[4][AG_REC_MAX];
+	struct ag_rec r;
+	uint64_t v = 0, x = 0;
+	int st[4], h, rs, s1, s2, i;
+
+	if (!hook_delete) {
+		printf("# no --hook-delete: a stale cas after a delete by hand not checked\n");
+		return;
+	}
+	for (i = 0; i < 4; i++)
+		text_of(t[i], sizeof(t[i]), "-", 40 + (uint64_t)i);
+	hook(hook_delete, 0, 0);
+	st[0] = a->rec->cas(a, 0, 0, 0, t[0], strlen(t[0]), 0, &v);
+	st[1] = a->rec->cas(a, 0, 0, v, t[1], strlen(t[1]), 0, &v);
+	st[2] = a->rec->cas(a, 0, 0, v, t[2], strlen(t[2]), 0, &v);
+	memset(&r, 0, sizeof(r));
+	rs = b->rec->read(b, 0, 0, 0, &r);
+	h = hook(hook_delete, 0, 0);
+	st[3] = a->rec->cas(a, 0, 0, 0, t[0], strlen(t[0]), 0, &v);
+	tap(st[0] == RS_OK && st[1] == RS_OK && st[2] == RS_OK && rs == RS_OK && r.version &&
+	    !h && st[3] == RS_OK && v > r.version,
+	    "aba: read by another at version %llu after two writes, deleted by hand (hook %d) and created again at %llu (%s %s %s, %s, %s)",
+	    (unsigned long long)r.version, h, (unsigned long long)v, rs_name(st[0]),
+	    rs_name(st[1]), rs_name(st[2]), rs_name(rs), rs_name(st[3]));
+	s1 = b->rec->cas(b, 0, 0, r.version, t[3], strlen(t[3]), 0, &x);
+	tap(s1 == RS_MOVED, "aba: the other's stale cas over %llu after the delete: RS_MOVED (%s)",
+	    (unsigned long long)r.version, rs_name(s1));
+	st[1] = a->rec->cas(a, 0, 0, v, t[1], strlen(t[1]), 0, &v);
+	st[2] = a->rec->cas(a, 0, 0, v, t[2], strlen(t[2]), 0, &v);
+	s2 = b->rec->cas(b, 0, 0, r.version, t[3], strlen(t[3]), 0, &x);
+	if (!limit_aba)
+		tap(st[1] == RS_OK && st[2] == RS_OK && s2 == RS_MOVED,
+		    "aba: written twice more (%s %s): the stale cas over %llu still RS_MOVED (%s)",
+		    rs_name(st[1]), rs_name(st[2]), (unsigned long long)r.version, rs_name(s2));
+	else if (st[1] == RS_OK && st[2] == RS_OK && s2 == RS_OK)
+		printf("limit - aba: written twice more, the stale cas over %llu commits (%s): %s\n",
+		       (unsigned long long)r.version, rs_name(s2), limit_aba);
+	else
+		tap(false, "aba: the documented limit (%s) did not show: written twice more (%s %s), the stale cas over %llu %s",
+		    limit_aba, rs_name(st[1]), rs_name(st[2]), (unsigned long long)r.version,
+		    rs_name(s2));
 }
 
 /*
@@ -564,19 +641,22 @@ static void faulty(struct agent *a)
 	tap(h == 0 && (st == RS_ABSENT || st == RS_OK), "faulty: a first read answers (%s), the fault is on (%d)",
 	    rs_name(st), h);
 	st = a->rec->read(a, 0, 1, 0, &r);
-	tap(st == RS_FAILED, "faulty: read answers RS_FAILED (%s)", rs_name(st));
+	tap(st == RS_FAILED || (unsent_unable && st == RS_UNABLE),
+	    "faulty: read answers RS_FAILED%s (%s)", unsent_unable ? " or RS_UNABLE (not sent)" : "",
+	    rs_name(st));
 	hook(hook_pass, 0, 1);
 	st = a->rec->read(a, 0, 1, 0, &r);
 	expect = st == RS_OK ? r.version : 0;	/* a write that would commit */
 	h = hook(hook_fault, 0, 1);
 	st = a->rec->cas(a, 0, 1, expect, t, strlen(t), 0, &x);
-	tap(!h && (st == RS_FAILED || st == RS_UNKNOWN),
-	    "faulty: cas answers RS_FAILED or RS_UNKNOWN, never RS_OK (hook %d, %s)", h, rs_name(st));
+	tap(!h && (st == RS_FAILED || st == RS_UNKNOWN || (unsent_unable && st == RS_UNABLE)),
+	    "faulty: cas answers RS_FAILED or RS_UNKNOWN%s, never RS_OK (hook %d, %s)",
+	    unsent_unable ? " (or RS_UNABLE: not sent)" : "", h, rs_name(st));
 	hook(hook_pass, 0, 1);
 	memset(&r, 0, sizeof(r));
 	back = a->rec->read(a, 0, 1, 0, &r);
 	there = back == RS_OK && same(&r, t, strlen(t));
-	tap((back == RS_OK || back == RS_ABSENT) && (st != RS_FAILED || !there),
+	tap((back == RS_OK || back == RS_ABSENT) && (st == RS_UNKNOWN || !there),
 	    "faulty: read back once the fault is off (%s): the write is %s, and the cas said %s",
 	    rs_name(back), there ? "in the store" : "not in the store", rs_name(st));
 }
@@ -592,6 +672,11 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(argv[i], "--unsent-unable")) {
+			unsent_unable = true;
+			i--;
+			continue;
+		}
 		if (!v)
 			break;
 		if (!strcmp(argv[i], "--expect"))
@@ -612,11 +697,13 @@ int main(int argc, char **argv)
 			hook_save = v;
 		else if (!strcmp(argv[i], "--hook-restart"))
 			hook_restart = v;
+		else if (!strcmp(argv[i], "--limit-aba"))
+			limit_aba = v;
 		else
 			break;
 	}
 	if (i >= argc || strcmp(argv[i], "--") != 0) {
-		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|masterdown|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
+		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|masterdown|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] [--limit-aba WHY] [--unsent-unable] -- AGENT-OPTIONS...\n");
 		return 2;
 	}
 	/* The agent's own parse: argv[i] ("--") stands where the program name does. */
@@ -639,10 +726,12 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "basic")) {
 		basic(&a);
 		ret = agent_up(&b, &c);
-		if (ret)
+		if (ret) {
 			tap(false, "engine: a second agent (%d)", ret);
-		else
+		} else {
+			aba(&a, &b);
 			engine(&a, &b);
+		}
 		if (!ret)
 			b.st->fini(&b);
 	} else if (!strcmp(mode, "refused")) {
