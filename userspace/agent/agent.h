@@ -280,6 +280,8 @@ extern const struct store_ops ag_etcd_ops;
 /* The record design's etcd backend (etcd.c): a plain key per pair, its mod_revision the version. */
 extern const struct rec_ops ag_etcd_rec_ops;
 extern const struct store_ops ag_mysql_ops;
+/* The record design's MySQL backend (mysql.c): the pair's row, its ver from a counter row. */
+extern const struct rec_ops ag_mysql_rec_ops;
 extern const struct store_ops ag_zookeeper_ops;
 
 /*
