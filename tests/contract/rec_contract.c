@@ -8,7 +8,7 @@
  * scenarios).  TAP on stdout, the agent's log on stderr.
  *
  *   rec_contract [--expect MODE] [--hook-delete CMD] [--hook-legacy CMD]
- *                [--hook-legacy-record CMD] [--hook-legacy-expired CMD]
+ *                [--hook-legacy-record CMD] [--hook-legacy-expired CMD] [--hook-free CMD]
  *                [--hook-bad CMD] [--hook-save CMD]
  *                [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD]
  *                -- AGENT-OPTIONS...
@@ -44,7 +44,8 @@
  * (a value that is not a record) at the record's name; write a record's
  * text there the 1.4.0 way (etcd: bound to a lease; no agent writes one); write a 1.4.0 key
  * whose lease the store has ended but which it still holds (MySQL: a row with
- * an expiry in the past, --hook-legacy-expired); write a record in
+ * an expiry in the past, --hook-legacy-expired); free a held record by hand
+ * (the deployment guide's emergency procedure, --hook-free); write a record in
  * a form no backend writes (SF_CASE: long, ver0, verlead, verbig, vertext;
  * bad_records()); turn the fault on; turn it off.  A scenario whose hook is not given is skipped (said).
  * A form the store cannot hold (etcd sets a record's version itself):
@@ -89,6 +90,7 @@ static const char *rs_name(int st)
 
 static const char *hook_delete, *hook_legacy, *hook_fault, *hook_pass, *hook_bad;
 static const char *hook_save, *hook_restart, *hook_legacy_record, *hook_legacy_expired;
+static const char *hook_free;
 
 /* A hook's environment: the pair. */
 static void hook_env(uint32_t dc, uint32_t w)
@@ -235,6 +237,7 @@ static void bad_records(struct agent *a)
 static void legacy(struct agent *a, uint32_t w, const char *what, const char *cmd,
 		   const char *opt);
 static void legacy_expired(struct agent *a);
+static void engine_freed(struct agent *a, struct agent *b, uint32_t dc, uint32_t w);
 
 static void basic(struct agent *a)
 {
@@ -395,6 +398,40 @@ static void legacy_expired(struct agent *a)
 }
 
 /*
+ * The deployment guide's emergency procedure (--hook-free: the pair's
+ * record freed by hand, its holder stopped): the record is free with its
+ * mark, another agent takes it at once, and the old holder's renewal (had
+ * it not been stopped) is lost: the version moved.
+ */
+static void engine_freed(struct agent *a, struct agent *b, uint32_t dc, uint32_t w)
+{
+	int64_t sent;
+	uint64_t mark = 0, m2 = 0;
+	struct ag_rec r;
+	struct ag_rec_val v;
+	int st, h, rs;
+
+	if (!hook_free) {
+		printf("# no --hook-free: a record freed by hand not checked\n");
+		return;
+	}
+	st = a->st->claim(a, dc, w, &sent, &mark, 0);
+	h = hook(hook_free, dc, w);
+	memset(&r, 0, sizeof(r));
+	rs = b->rec->read(b, dc, w, 0, &r);
+	tap(st == TRY_TAKEN && !h && rs == RS_OK &&
+	    !ag_rec_parse(r.text, r.len, b->mark_max_ms, &v) && ag_rec_free(&v) && v.mark == mark,
+	    "engine: a held record freed by hand (claim %d, hook %d, %s: %.*s)", st, h, rs_name(rs),
+	    (int)r.len, r.text);
+	st = b->st->claim(b, dc, w, &sent, &m2, 0);
+	tap(st == TRY_TAKEN && m2 == mark, "engine: ... taken at once by another, its mark kept (%d, %llu)",
+	    st, (unsigned long long)m2);
+	st = a->st->renew(a, 0, &sent, 0, &mark);
+	tap(st == 0, "engine: ... and the old holder's renewal is lost (%d)", st);
+	b->st->give_back(b, dc, w);
+}
+
+/*
  * The record engine (record.c) over the real backend: two agents on one
  * pair.  @a claims; @b's claim is held until it has seen the record's
  * version unchanged for ttl + margin on its own clock (a renewal of @a
@@ -462,6 +499,7 @@ static void engine(struct agent *a, struct agent *b)
 	tap(st == TRY_TAKEN, "engine: a freed record is taken at once (%d)", st);
 	st = a->st->give_back(a, dc, w);
 	tap(st == 1, "engine: and given back (%d)", st);
+	engine_freed(a, b, dc, w);
 }
 
 /*
@@ -674,6 +712,8 @@ int main(int argc, char **argv)
 			hook_legacy_record = v;
 		else if (!strcmp(argv[i], "--hook-legacy-expired"))
 			hook_legacy_expired = v;
+		else if (!strcmp(argv[i], "--hook-free"))
+			hook_free = v;
 		else if (!strcmp(argv[i], "--hook-fault"))
 			hook_fault = v;
 		else if (!strcmp(argv[i], "--hook-pass"))
@@ -688,7 +728,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i >= argc || strcmp(argv[i], "--") != 0) {
-		fprintf(stderr, "usage: rec_contract [--expect basic|refused|refusedcas|unable|masterdown|noschema|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-legacy-expired CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
+		fprintf(stderr, "usage: rec_contract [--expect basic|refused|refusedcas|unable|masterdown|noschema|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-legacy-expired CMD] [--hook-free CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
 		return 2;
 	}
 	/* The agent's own parse: argv[i] ("--") stands where the program name does. */
