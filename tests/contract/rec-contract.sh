@@ -79,6 +79,23 @@ start_proxy() {
 	pport=$(head -n1 "$tmp/$2.port")
 }
 fp() { echo "echo '$1' | timeout 5 socat - UNIX-CONNECT:$fp_sock | grep -q '^ok'"; }
+# run_faulty HUGE DROP AGENT-OPTIONS...: through the faultproxy started last, the
+# replies garbage ("?" and 16 bytes), huge (the hex bytes HUGE, the store's own
+# header of a reply of 3 MB, then 2 MB sent) and none (held), each after a first
+# good read ("faulty"); then the engine over a write whose reply is dropped after
+# the store ran it (the first request holding the hex bytes DROP: "unknown").
+run_faulty() {
+	local huge=$1 drop=$2
+	shift 2
+	run garbage 20 --expect faulty --hook-fault "$(fp 'mode inflate 16 3f')" --hook-pass "$(fp 'mode pass')" \
+		-- "$@" "${common[@]}"
+	run huge 20 --expect faulty --hook-fault "$(fp "mode inflate 2000000 $huge")" --hook-pass "$(fp 'mode pass')" \
+		-- "$@" "${common[@]}"
+	run silent 20 --expect faulty --hook-fault "$(fp 'mode hold')" --hook-pass "$(fp 'mode pass')" \
+		-- "$@" "${common[@]}"
+	run unknown 20 --expect unknown --hook-fault "$(fp "drop $drop")" --hook-pass "$(fp 'mode pass')" \
+		-- "$@" "${common[@]}"
+}
 
 # run MODE SECONDS DRIVER-ARGS... -- AGENT-OPTIONS: the driver's TAP lines counted,
 # labelled "$STORE MODE"; its "n/a - " lines counted as n/a.
@@ -186,16 +203,9 @@ redis_store() {
 	# bytes), a huge reply (a bulk string of 3 MB announced, 2 MB sent), no reply (held).
 	start_proxy "$port" fp || return
 	proxied=(--backend redis --redis-host 127.0.0.1 --redis-port "$pport" --redis-timeout-ms 300)
-	run garbage 20 --expect faulty --hook-fault "$(fp 'mode inflate 16 3f')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
-	run huge 20 --expect faulty --hook-fault "$(fp 'mode inflate 2000000 2433303030303030300d0a')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
-	run silent 20 --expect faulty --hook-fault "$(fp 'mode hold')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
 	# The engine over a write whose reply is dropped after the store ran it (the
 	# first request holding a record's text, "sf2 nonce=").
-	run unknown 20 --expect unknown --hook-fault "$(fp 'drop 736632206e6f6e63653d')" \
-		--hook-pass "$(fp 'mode pass')" -- "${proxied[@]}" "${common[@]}"
+	run_faulty 2433303030303030300d0a 736632206e6f6e63653d "${proxied[@]}"
 }
 
 # etcd: a plain key per pair, its mod_revision the version.  One private
@@ -252,17 +262,11 @@ etcd_store() {
 	# sent), no reply (held).
 	start_proxy "$eport" efp || return
 	proxied=(--backend etcd --etcd-endpoints "http://127.0.0.1:$pport" --etcd-timeout-ms 300)
-	run garbage 20 --expect faulty --hook-fault "$(fp 'mode inflate 16 3f')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
-	run huge 20 --expect faulty --hook-fault "$(fp "mode inflate 2000000 $(printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3000000\r\n\r\n' | od -An -tx1 | tr -d ' \n')")" \
-		--hook-pass "$(fp 'mode pass')" -- "${proxied[@]}" "${common[@]}"
-	run silent 20 --expect faulty --hook-fault "$(fp 'mode hold')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
 	# The engine over a write whose reply is dropped after the store ran it: the
 	# first request holding a record's text, its value's base64 beginning
 	# "sf2 nonce" (c2YyIG5vbmNl).
-	run unknown 20 --expect unknown --hook-fault "$(fp "drop $(printf c2YyIG5vbmNl | od -An -tx1 | tr -d ' \n')")" \
-		--hook-pass "$(fp 'mode pass')" -- "${proxied[@]}" "${common[@]}"
+	run_faulty "$(printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3000000\r\n\r\n' | od -An -tx1 | tr -d ' \n')" \
+		"$(printf c2YyIG5vbmNl | od -An -tx1 | tr -d ' \n')" "${proxied[@]}"
 
 	# Refused: etcd's RBAC, a user whose role grants another pair's key only.
 	if $ectl user add root:r00tpw >/dev/null && $ectl role add root >/dev/null &&
@@ -299,7 +303,7 @@ etcd_store() {
 # (docs/snowflake-mysql.sql), so that the record's columns come from
 # --init-store; users with the grants each run needs.
 mysql_store() {
-	local port sock d t store q hook proxied u
+	local port sock d t store hook proxied u
 	d=$tmp/mysql
 	sock=$d/sock
 	[ "${#sock}" -lt 100 ] || { bad "mysql: the socket path $sock is too long"; return; }
@@ -400,6 +404,7 @@ mysql_store() {
 	kill -TERM "${agent_pids[0]}" 2>/dev/null
 	wait "${agent_pids[0]}" 2>/dev/null
 	agent_pids[0]=
+	# shellcheck disable=SC2016 # expanded by the inner bash
 	check "mysql: a 1.4.0 agent never claims a record's row (${u:0:40}...: $(grep -c 'event=claimed' "$d/old.log") claims)" \
 		bash -c '[ "${1#sf2 }" != "$1" ] && ! grep -q "event=claimed" "$2" && grep -q "event=start" "$2"' _ "$u" "$d/old.log"
 
@@ -426,16 +431,9 @@ mysql_store() {
 	start_proxy "$port" myfp || return
 	proxied=(--config "$d/agent.conf" --backend mysql --mysql-host 127.0.0.1 --mysql-port "$pport"
 		--mysql-timeout-ms 800 --mysql-user sfrc)
-	run garbage 20 --expect faulty --hook-fault "$(fp 'mode inflate 16 3f')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
-	run huge 20 --expect faulty --hook-fault "$(fp 'mode inflate 2000000 c0c62d01')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
-	run silent 20 --expect faulty --hook-fault "$(fp 'mode hold')" --hook-pass "$(fp 'mode pass')" \
-		-- "${proxied[@]}" "${common[@]}"
 	# The engine over a write whose reply is dropped after the server ran it: the
 	# first request holding a record's text, sent as a hex literal ("sf2 nonce=").
-	run unknown 20 --expect unknown --hook-fault "$(fp "drop $(printf 736632206e6f6e63653d | od -An -tx1 | tr -d ' \n')")" \
-		--hook-pass "$(fp 'mode pass')" -- "${proxied[@]}" "${common[@]}"
+	run_faulty c0c62d01 "$(printf 736632206e6f6e63653d | od -An -tx1 | tr -d ' \n')" "${proxied[@]}"
 }
 
 for STORE in "${STORES[@]}"; do

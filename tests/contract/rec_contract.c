@@ -556,35 +556,40 @@ static void refused(struct agent *a)
 	tap(st == RS_REFUSED, "refused: cas answers RS_REFUSED (%s)", rs_name(st));
 }
 
-/* Reads allowed, writes refused (a grant without UPDATE): read answers, cas RS_REFUSED. */
-static void refused_cas(struct agent *a)
+/*
+ * The store reads but does not write (@mode): a read of pair (0, @w)
+ * answers, cas(0) answers @want.
+ */
+static void writes_fail(struct agent *a, const char *mode, uint32_t w, uint64_t n, int want)
 {
 	char t[AG_REC_MAX];
 	struct ag_rec r;
 	uint64_t x = 0;
 	int st;
 
-	text_of(t, sizeof(t), "-", 9);
-	st = a->rec->read(a, 0, 0, 0, &r);
-	tap(st == RS_ABSENT || st == RS_OK, "refusedcas: a read answers (%s)", rs_name(st));
-	st = a->rec->cas(a, 0, 0, 0, t, strlen(t), 0, &x);
-	tap(st == RS_REFUSED, "refusedcas: cas(0) answers RS_REFUSED (%s)", rs_name(st));
-	st = a->rec->cas(a, 0, 0, 1, t, strlen(t), 0, &x);
-	tap(st == RS_REFUSED, "refusedcas: cas(1) answers RS_REFUSED (%s)", rs_name(st));
+	text_of(t, sizeof(t), "-", n);
+	st = a->rec->read(a, 0, w, 0, &r);
+	tap(st == RS_ABSENT || st == RS_OK, "%s: a read still answers (%s)", mode, rs_name(st));
+	st = a->rec->cas(a, 0, w, 0, t, strlen(t), 0, &x);
+	tap(st == want, "%s: cas answers %s (%s)", mode, rs_name(want), rs_name(st));
 }
 
 static void unable(struct agent *a)
 {
+	writes_fail(a, "unable", 1, 8, RS_UNABLE);
+}
+
+/* Reads allowed, writes refused (a grant without UPDATE): a cas over a version too. */
+static void refused_cas(struct agent *a)
+{
 	char t[AG_REC_MAX];
-	struct ag_rec r;
 	uint64_t x = 0;
 	int st;
 
-	text_of(t, sizeof(t), "-", 8);
-	st = a->rec->read(a, 0, 1, 0, &r);
-	tap(st == RS_ABSENT || st == RS_OK, "unable: a read still answers (%s)", rs_name(st));
-	st = a->rec->cas(a, 0, 1, 0, t, strlen(t), 0, &x);
-	tap(st == RS_UNABLE, "unable: cas answers RS_UNABLE (%s)", rs_name(st));
+	writes_fail(a, "refusedcas", 0, 9, RS_REFUSED);
+	text_of(t, sizeof(t), "-", 9);
+	st = a->rec->cas(a, 0, 0, 1, t, strlen(t), 0, &x);
+	tap(st == RS_REFUSED, "refusedcas: cas(1) answers RS_REFUSED (%s)", rs_name(st));
 }
 
 static void masterdown(struct agent *a, const char *mode)

@@ -953,14 +953,13 @@ static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
  */
 static bool make_schema(struct agent *a, int64_t end)
 {
-	struct mstore *s = M(a);
-	struct reply r;
 	char sql[1024];
+	struct reply r;
 
-	if (s->schema_ok)
+	if (M(a)->schema_ok)
 		return true;
 	if (!mysql_connect_db(a, end, true)) {
-		if (a->fatal || !s->no_schema)
+		if (a->fatal || !M(a)->no_schema)
 			return false;
 		/* No database: create it. */
 		if (!mysql_connect_db(a, end, false))
