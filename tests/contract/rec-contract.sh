@@ -360,6 +360,8 @@ mysql_store() {
 	legacy) q "INSERT INTO snowflake_lease \$cols VALUES (\$vals, '\$own', UTC_TIMESTAMP(6) + INTERVAL 60 SECOND, 1000, NULL, NULL)" ;;
 	legacy-record) q "INSERT INTO snowflake_lease \$cols VALUES (\$vals, '\$own', UTC_TIMESTAMP(6) + INTERVAL 60 SECOND, 1000, '\$rec', 5)" ;;
 	legacy-expired) q "INSERT INTO snowflake_lease \$cols VALUES (\$vals, '\$own', UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, 1000, NULL, NULL)" ;;
+	# 1.4.0's renewal (mysql.c renew_batch()) of that holder: exit 0 when it matched no row.
+	legacy-late) [ "\$(q "UPDATE snowflake_lease SET expiry = UTC_TIMESTAMP(6) + INTERVAL 2 SECOND, mark = GREATEST(mark, 2000) WHERE prefix = 'sfrc' AND cluster = '$cluster' AND datacenter = \$SF_DC AND worker = \$SF_W AND owner = '\$own'; SELECT ROW_COUNT()")" = 0 ] ;;
 	bad) case \$SF_CASE in
 		long) echo "the rec column is VARBINARY(511) (checked at every connection): the server holds no longer text"; exit 77 ;;
 		verlead|vertext) echo "ver is a BIGINT UNSIGNED column (checked at every connection): the server holds a number, not its text"; exit 77 ;;
@@ -386,7 +388,7 @@ mysql_store() {
 	# --init-store adds them (an instant ALTER); then every scenario.
 	run basic 60 --hook-delete "$hook delete" --hook-bad "$hook bad" --hook-legacy "$hook legacy" \
 		--hook-legacy-record "$hook legacy-record" --hook-legacy-expired "$hook legacy-expired" \
-		--hook-free "$hook free" \
+		--hook-legacy-late "$hook legacy-late" --hook-free "$hook free" \
 		-- "${store[@]}" --mysql-user sfrc "${common[@]}" --init-store
 	check "mysql basic: --init-store added the record's columns (event=mysql_record_columns_added)" \
 		grep -q "event=mysql_record_columns_added" "$tmp/mysql.basic.log"

@@ -9,6 +9,7 @@
  *
  *   rec_contract [--expect MODE] [--hook-delete CMD] [--hook-legacy CMD]
  *                [--hook-legacy-record CMD] [--hook-legacy-expired CMD] [--hook-free CMD]
+ *                [--hook-legacy-late CMD]
  *                [--hook-bad CMD] [--hook-save CMD]
  *                [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD]
  *                -- AGENT-OPTIONS...
@@ -44,7 +45,8 @@
  * (a value that is not a record) at the record's name; write a record's
  * text there the 1.4.0 way (etcd: bound to a lease; no agent writes one); write a 1.4.0 key
  * whose lease the store has ended but which it still holds (MySQL: a row with
- * an expiry in the past, --hook-legacy-expired); free a held record by hand
+ * an expiry in the past, --hook-legacy-expired; then its holder's late
+ * renewal, --hook-legacy-late, exit 0 when it matched nothing); free a held record by hand
  * (the deployment guide's emergency procedure, --hook-free); write a record in
  * a form no backend writes (SF_CASE: long, ver0, verlead, verbig, vertext;
  * bad_records()); turn the fault on; turn it off.  A scenario whose hook is not given is skipped (said).
@@ -90,7 +92,7 @@ static const char *rs_name(int st)
 
 static const char *hook_delete, *hook_legacy, *hook_fault, *hook_pass, *hook_bad;
 static const char *hook_save, *hook_restart, *hook_legacy_record, *hook_legacy_expired;
-static const char *hook_free;
+static const char *hook_free, *hook_legacy_late;
 
 /* A hook's environment: the pair. */
 static void hook_env(uint32_t dc, uint32_t w)
@@ -393,6 +395,15 @@ static void legacy_expired(struct agent *a)
 	    "... cas(0) RS_MOVED (%s), cas(its version) replaces it (%s, version %llu; read back %s, version %llu)",
 	    rs_name(st), rs_name(st2), (unsigned long long)v1, rs_name(st3),
 	    (unsigned long long)r2.version);
+	if (hook_legacy_late) {
+		/* 1.4.0's holder renews late (its write by the store's own means): in vain. */
+		h = hook(hook_legacy_late, 0, 2);
+		memset(&r, 0, sizeof(r));
+		st = b->read(a, 0, 2, 0, &r);
+		tap(!h && st == RS_OK && r.version == v1 && same(&r, t1, strlen(t1)),
+		    "... and a late renewal of 1.4.0's holder matches nothing: the record unchanged (hook %d, %s, version %llu)",
+		    h, rs_name(st), (unsigned long long)r.version);
+	}
 	if (hook_delete)
 		hook(hook_delete, 0, 2);
 }
@@ -719,6 +730,8 @@ int main(int argc, char **argv)
 			hook_legacy_expired = v;
 		else if (!strcmp(argv[i], "--hook-free"))
 			hook_free = v;
+		else if (!strcmp(argv[i], "--hook-legacy-late"))
+			hook_legacy_late = v;
 		else if (!strcmp(argv[i], "--hook-fault"))
 			hook_fault = v;
 		else if (!strcmp(argv[i], "--hook-pass"))
@@ -733,7 +746,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i >= argc || strcmp(argv[i], "--") != 0) {
-		fprintf(stderr, "usage: rec_contract [--expect basic|refused|refusedcas|unable|masterdown|noschema|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-legacy-expired CMD] [--hook-free CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
+		fprintf(stderr, "usage: rec_contract [--expect basic|refused|refusedcas|unable|masterdown|noschema|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-legacy-expired CMD] [--hook-legacy-late CMD] [--hook-free CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
 		return 2;
 	}
 	/* The agent's own parse: argv[i] ("--") stands where the program name does. */

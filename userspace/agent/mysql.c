@@ -1253,7 +1253,14 @@ static int rec_ready(struct agent *a, int64_t end, uint32_t dc, uint32_t w)
 	return RS_OK;
 }
 
-/* Column @i of @r's row: @len bytes at most, as given (its length in *@n). */
+/* A request answered without an error: the store's condition (unable, down) is over. */
+static void rec_answered(struct agent *a)
+{
+	ag_condition_over(a, AG_COND_STORE_DOWN, "event=mysql_up host=%s port=%d", a->c->mysql_host,
+			  a->c->mysql_port);
+}
+
+/* Column @i of @r's row as kept (its length in *@n: at most what its buffer holds). */
 static const char *rec_col(const struct reply *r, int i, size_t *n)
 {
 	*n = r->col_len[i] < sizeof(r->col[i]) ? r->col_len[i] : sizeof(r->col[i]) - 1;
@@ -1280,6 +1287,7 @@ static int mr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, s
 	run_sql(a, end, sql, &r);
 	if (r.err)
 		return rec_error(a, dc, w, &r, false);
+	rec_answered(a);
 	if (r.n != 1 || r.affected[0] != -1) {
 		ag_reply_invalid(a, "record read reply (not one result set)", "", 0);
 		return RS_FAILED;
@@ -1309,7 +1317,8 @@ static int mr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, s
 		/* Not a record's row (written by hand): said as such (cut), never a record. */
 		char held[1024];
 		int hn = snprintf(held, sizeof(held), "mysql-held owner=%.*s expiry=%.60s rec=%.*s",
-				  (int)on, t, r.col[5], (int)len, r.col_null[1] ? "NULL" : r.col[1]);
+				  (int)on, t, r.col[5], r.col_null[1] ? 4 : (int)len,
+				  r.col_null[1] ? "NULL" : r.col[1]);
 
 		out->len = hn < 0 ? 0 : (size_t)hn < sizeof(out->text) ? (size_t)hn : sizeof(out->text) - 1;
 		memcpy(out->text, held, out->len);
@@ -1372,6 +1381,7 @@ static int mr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, con
 		return RS_UNKNOWN;	/* the write matched; what came after failed */
 	if (r.err)
 		return rec_error(a, dc, w, &r, true);
+	rec_answered(a);
 	if (r.n != 3 || r.affected[0] < 1 || r.affected[0] > 2 || r.affected[1] < 0 ||
 	    r.affected[1] > 1 || r.affected[2] != -1) {
 		ag_reply_invalid(a, "record cas reply (not the batch's three results)", "", 0);
