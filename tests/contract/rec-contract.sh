@@ -392,6 +392,14 @@ mysql_store() {
 		-- "${store[@]}" --mysql-user sfrc "${common[@]}" --init-store
 	check "mysql basic: --init-store added the record's columns (event=mysql_record_columns_added)" \
 		grep -q "event=mysql_record_columns_added" "$tmp/mysql.basic.log"
+	# The guide's ALTER, as written there, on another 1.4.0 table: the columns --init-store made.
+	sed -n '/^ALTER TABLE snowflake_lease ADD COLUMN rec/p' docs/deployment-mysql.md | sed 's/snowflake_lease/doc_lease/' >"$d/alter.sql"
+	u="SELECT GROUP_CONCAT(CONCAT_WS(' ', COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, ORDINAL_POSITION) ORDER BY ORDINAL_POSITION) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'snowflake' AND TABLE_NAME"
+	q snowflake -e "CREATE TABLE doc_lease LIKE snowflake_lease; ALTER TABLE doc_lease DROP COLUMN rec, DROP COLUMN ver; SOURCE $d/alter.sql;" ||
+		bad "mysql: the ALTER of docs/deployment-mysql.md ($(cat "$d/alter.sql"))"
+	t=$(q -e "$u = 'snowflake_lease'")
+	check "mysql: the ALTER of docs/deployment-mysql.md makes the columns --init-store made (${t##*,owner})" \
+		test "${t##*rec varbinary(511) YES NULL 8,ver bigint(20) unsigned YES NULL 9}" = "" -a "$(q -e "$u = 'doc_lease'")" = "$t"
 	u=$(q snowflake -e "SELECT owner, expiry, mark, rec IS NULL, ver IS NULL FROM snowflake_lease WHERE cluster = 'other$cluster'" 2>&1)
 	check "mysql basic: 1.4.0's row of another cluster kept as it was ($u)" test "$u" = "$(printf 'host-b:0123\t2999-01-01 00:00:00.000000\t1234\t1\t1')"
 	u=$(q snowflake -e "SELECT (SELECT ver FROM snowflake_lease WHERE cluster = '$cluster' AND datacenter = 4294967295 AND worker = 4294967295) >= MAX(ver), COUNT(*) FROM snowflake_lease WHERE cluster = '$cluster' AND worker < 4294967295" 2>&1)
