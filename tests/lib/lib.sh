@@ -267,6 +267,35 @@ vmlinuz_of() {
 	return 1
 }
 
+# bg_start RC CMD...: CMD in the background, in a subshell that writes
+# CMD's exit status to the file RC when it ends ($! is that subshell).
+# bg_wait PID RC: waits for it and returns that status (255 when RC was
+# never written: the subshell was killed).
+# Not `wait PID` alone, long after the child ended: bash forgets a reaped
+# child's status when a later child of the same shell is given the same
+# pid (pid_max is 32768 on these machines and a kernel build wraps it in
+# minutes), and `wait PID` then says "not a child of this shell", 127.
+# CI's run of 6bd60d2 failed the contract lane's "mutants.sh failed" so:
+# a shell that forks ~700 times between the mutants' end and its wait.
+# tests/static/bgwait-test.sh gives the pid back (a pid namespace,
+# ns_last_pid) and checks both.
+bg_start() {
+	local rc=$1
+	shift
+	rm -f "$rc"
+	(
+		"$@"
+		echo "$?" >"$rc"
+	) &
+}
+bg_wait() {
+	local r
+	wait "$1" 2>/dev/null
+	r=$(cat "$2" 2>/dev/null)
+	[[ $r =~ ^[0-9]+$ ]] || r=255
+	return "$r"
+}
+
 # Seconds since the epoch, for timings.
 now() { date +%s; }
 
