@@ -431,6 +431,16 @@ mysql_store() {
 	q -e "SET GLOBAL read_only = 1"
 	run unable 20 --expect unable -- "${store[@]}" --mysql-user sfrc "${common[@]}"
 	q -e "SET GLOBAL read_only = 0"
+	# ... the counter row locked by another session for 3 s: the cas's lock wait ends
+	# by innodb_lock_wait_timeout (1 s, the agent's session), before mysql-timeout-ms
+	# (2000 here, with a TTL of 3000 for it to fit).
+	q snowflake -e "START TRANSACTION; SELECT ver FROM snowflake_lease WHERE prefix = 'sfrc' AND cluster = '$cluster'
+		AND datacenter = 4294967295 AND worker = 4294967295 FOR UPDATE; DO SLEEP(3); COMMIT" >"$d/lock.log" 2>&1 &
+	u=$!
+	sleep 0.5
+	STORE=mysql-lockwait run unable 20 --expect unable -- "${store[@]}" --mysql-user sfrc "${common[@]}" \
+		--ttl-ms 3000 --mysql-timeout-ms 2000
+	wait "$u" || bad "mysql: the session holding the counter row's lock ($(cat "$d/lock.log"))"
 	na "$STORE noreplicas: MariaDB has no refusal of a write for too few replicas (semi-synchronous replication waits, then commits)"
 	na "$STORE masterdown: a MariaDB replica whose primary is away still answers reads (read-only: unable)"
 	na "$STORE restart: InnoDB answers a commit once its redo log is flushed (innodb_flush_log_at_trx_commit = 1, checked at every connection: G5), so a restart keeps the counter and every version handed out; a restore from a backup is an operator's act, with the agents stopped"
