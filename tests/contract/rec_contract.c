@@ -8,7 +8,9 @@
  * scenarios).  TAP on stdout, the agent's log on stderr.
  *
  *   rec_contract [--expect MODE] [--hook-delete CMD] [--hook-legacy CMD]
- *                [--hook-legacy-record CMD] [--hook-bad CMD] [--hook-save CMD]
+ *                [--hook-legacy-record CMD] [--hook-legacy-expired CMD] [--hook-free CMD]
+ *                [--hook-legacy-late CMD]
+ *                [--hook-bad CMD] [--hook-save CMD]
  *                [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD]
  *                [--limit-aba WHY] [--unsent-unable] -- AGENT-OPTIONS...
  *
@@ -20,10 +22,15 @@
  *             one pair (expiry on the observer's clock, give-back)
  *   refused   the store refuses this client the records' keys (an ACL):
  *             read and cas answer RS_REFUSED
+ *   refusedcas  the store lets this client read the records but not write
+ *             them (MySQL: a grant without UPDATE on a column): a read
+ *             answers, cas answers RS_REFUSED
  *   unable    the store cannot write at all (a read-only replica, a master
  *             short of replicas): cas answers RS_UNABLE, a read still answers
  *   masterdown  the store answers neither reads nor writes (a replica
  *             whose master is away): read and cas answer RS_UNABLE
+ *   noschema  the same of a store without the records' schema (MySQL:
+ *             1.4.0's table, without the record's columns)
  *   unknown   the engine over a claim whose reply is lost after the store
  *             committed it (--hook-fault drops the next write's reply):
  *             TRY_UNKNOWN, given back (G6), taken by another at once
@@ -39,7 +46,11 @@
  * Hooks are shell commands, run with SF_DC and SF_W set to the pair:
  * delete the pair's record by the store's own means; write a 1.4.0 key
  * (a value that is not a record) at the record's name; write a record's
- * text there the 1.4.0 way (etcd: bound to a lease; no agent writes one); write a record in
+ * text there the 1.4.0 way (etcd: bound to a lease; no agent writes one); write a 1.4.0 key
+ * whose lease the store has ended but which it still holds (MySQL: a row with
+ * an expiry in the past, --hook-legacy-expired; then its holder's late
+ * renewal, --hook-legacy-late, exit 0 when it matched nothing); free a held record by hand
+ * (the deployment guide's emergency procedure, --hook-free); write a record in
  * a form no backend writes (SF_CASE: long, ver0, verlead, verbig, vertext;
  * bad_records()); turn the fault on; turn it off.  A scenario whose hook is not given is skipped (said).
  * A form the store cannot hold (etcd sets a record's version itself):
@@ -92,6 +103,8 @@ static const char *limit_aba;
  * deadline, which its backend cannot tell from a server without a quorum).
  */
 static bool unsent_unable;
+static const char *hook_legacy_expired;
+static const char *hook_free, *hook_legacy_late;
 
 /* A hook's environment: the pair. */
 static void hook_env(uint32_t dc, uint32_t w)
@@ -145,6 +158,8 @@ static int hook_said(const char *cmd, uint32_t dc, uint32_t w, char *out, size_t
 static const struct rec_ops *backend_of(const struct ag_conf *c)
 {
 	switch (c->backend) {
+	case AG_MYSQL:
+		return &ag_mysql_rec_ops;
 	case AG_REDIS:
 		return &ag_redis_rec_ops;
 	case AG_ETCD:
@@ -237,6 +252,8 @@ static void bad_records(struct agent *a)
 
 static void legacy(struct agent *a, uint32_t w, const char *what, const char *cmd,
 		   const char *opt);
+static void legacy_expired(struct agent *a);
+static void engine_freed(struct agent *a, struct agent *b, uint32_t dc, uint32_t w);
 
 static void basic(struct agent *a)
 {
@@ -320,6 +337,7 @@ static void basic(struct agent *a)
 	legacy(a, 2, "1.4.0's key", hook_legacy, "--hook-legacy");
 	legacy(a, 1, "a record's text on a key the store expires (1.4.0's way)", hook_legacy_record,
 	       "--hook-legacy-record");
+	legacy_expired(a);
 }
 
 /*
@@ -419,6 +437,90 @@ static void aba(struct agent *a, struct agent *b)
 }
 
 /*
+ * A 1.4.0 key whose lease the store has ended but that it still holds
+ * (MySQL: the pair's row, its expiry in the past on the server's clock):
+ * read as present, never a record; created over by no cas(0); replaced by
+ * a cas naming the version read (1.4.0's lease is over by 1.4.0's own
+ * rule), and that cas's version is then the record's.
+ */
+static void legacy_expired(struct agent *a)
+{
+	const struct rec_ops *b = a->rec;
+	char t1[AG_REC_MAX];
+	struct ag_rec r, r2;
+	struct ag_rec_val v;
+	uint64_t x = 0, v1 = 0;
+	int h, st, st2, st3;
+
+	if (!hook_legacy_expired) {
+		printf("# no --hook-legacy-expired: an expired 1.4.0 key the store keeps not checked\n");
+		return;
+	}
+	text_of(t1, sizeof(t1), "-", 11);
+	h = hook(hook_legacy_expired, 0, 2);
+	memset(&r, 0, sizeof(r));
+	st = b->read(a, 0, 2, 0, &r);
+	tap(!h && st == RS_OK && r.version && r.len < AG_REC_MAX &&
+	    ag_rec_parse(r.text, r.len, a->mark_max_ms, &v) != 0,
+	    "an expired 1.4.0 key the store keeps: read as present, not a record (hook %d, %s, version %llu)",
+	    h, rs_name(st), (unsigned long long)r.version);
+	st = b->cas(a, 0, 2, 0, t1, strlen(t1), 0, &x);
+	st2 = b->cas(a, 0, 2, r.version, t1, strlen(t1), 0, &v1);
+	memset(&r2, 0, sizeof(r2));
+	st3 = b->read(a, 0, 2, 0, &r2);
+	tap(st == RS_MOVED && st2 == RS_OK && st3 == RS_OK && r2.version == v1 &&
+	    same(&r2, t1, strlen(t1)),
+	    "... cas(0) RS_MOVED (%s), cas(its version) replaces it (%s, version %llu; read back %s, version %llu)",
+	    rs_name(st), rs_name(st2), (unsigned long long)v1, rs_name(st3),
+	    (unsigned long long)r2.version);
+	if (hook_legacy_late) {
+		/* 1.4.0's holder renews late (its write by the store's own means): in vain. */
+		h = hook(hook_legacy_late, 0, 2);
+		memset(&r, 0, sizeof(r));
+		st = b->read(a, 0, 2, 0, &r);
+		tap(!h && st == RS_OK && r.version == v1 && same(&r, t1, strlen(t1)),
+		    "... and a late renewal of 1.4.0's holder matches nothing: the record unchanged (hook %d, %s, version %llu)",
+		    h, rs_name(st), (unsigned long long)r.version);
+	}
+	if (hook_delete)
+		hook(hook_delete, 0, 2);
+}
+
+/*
+ * The deployment guide's emergency procedure (--hook-free: the pair's
+ * record freed by hand, its holder stopped): the record is free with its
+ * mark, another agent takes it at once, and the old holder's renewal (had
+ * it not been stopped) is lost: the version moved.
+ */
+static void engine_freed(struct agent *a, struct agent *b, uint32_t dc, uint32_t w)
+{
+	int64_t sent;
+	uint64_t mark = 0, m2 = 0;
+	struct ag_rec r;
+	struct ag_rec_val v;
+	int st, h, rs;
+
+	if (!hook_free) {
+		printf("# no --hook-free: a record freed by hand not checked\n");
+		return;
+	}
+	st = a->st->claim(a, dc, w, &sent, &mark, 0);
+	h = hook(hook_free, dc, w);
+	memset(&r, 0, sizeof(r));
+	rs = b->rec->read(b, dc, w, 0, &r);
+	tap(st == TRY_TAKEN && !h && rs == RS_OK &&
+	    !ag_rec_parse(r.text, r.len, b->mark_max_ms, &v) && ag_rec_free(&v) && v.mark == mark,
+	    "engine: a held record freed by hand (claim %d, hook %d, %s: %.*s)", st, h, rs_name(rs),
+	    (int)r.len, r.text);
+	st = b->st->claim(b, dc, w, &sent, &m2, 0);
+	tap(st == TRY_TAKEN && m2 == mark, "engine: ... taken at once by another, its mark kept (%d, %llu)",
+	    st, (unsigned long long)m2);
+	st = a->st->renew(a, 0, &sent, 0, &mark);
+	tap(st == 0, "engine: ... and the old holder's renewal is lost (%d)", st);
+	b->st->give_back(b, dc, w);
+}
+
+/*
  * The record engine (record.c) over the real backend: two agents on one
  * pair.  @a claims; @b's claim is held until it has seen the record's
  * version unchanged for ttl + margin on its own clock (a renewal of @a
@@ -486,6 +588,7 @@ static void engine(struct agent *a, struct agent *b)
 	tap(st == TRY_TAKEN, "engine: a freed record is taken at once (%d)", st);
 	st = a->st->give_back(a, dc, w);
 	tap(st == 1, "engine: and given back (%d)", st);
+	engine_freed(a, b, dc, w);
 }
 
 /*
@@ -542,21 +645,43 @@ static void refused(struct agent *a)
 	tap(st == RS_REFUSED, "refused: cas answers RS_REFUSED (%s)", rs_name(st));
 }
 
-static void unable(struct agent *a)
+/*
+ * The store reads but does not write (@mode): a read of pair (0, @w)
+ * answers, cas(0) answers @want.
+ */
+static void writes_fail(struct agent *a, const char *mode, uint32_t w, uint64_t n, int want)
 {
 	char t[AG_REC_MAX];
 	struct ag_rec r;
 	uint64_t x = 0;
 	int st;
 
-	text_of(t, sizeof(t), "-", 8);
-	st = a->rec->read(a, 0, 1, 0, &r);
-	tap(st == RS_ABSENT || st == RS_OK, "unable: a read still answers (%s)", rs_name(st));
-	st = a->rec->cas(a, 0, 1, 0, t, strlen(t), 0, &x);
-	tap(st == RS_UNABLE, "unable: cas answers RS_UNABLE (%s)", rs_name(st));
+	text_of(t, sizeof(t), "-", n);
+	st = a->rec->read(a, 0, w, 0, &r);
+	tap(st == RS_ABSENT || st == RS_OK, "%s: a read still answers (%s)", mode, rs_name(st));
+	st = a->rec->cas(a, 0, w, 0, t, strlen(t), 0, &x);
+	tap(st == want, "%s: cas answers %s (%s)", mode, rs_name(want), rs_name(st));
 }
 
-static void masterdown(struct agent *a)
+static void unable(struct agent *a)
+{
+	writes_fail(a, "unable", 1, 8, RS_UNABLE);
+}
+
+/* Reads allowed, writes refused (a grant without UPDATE): a cas over a version too. */
+static void refused_cas(struct agent *a)
+{
+	char t[AG_REC_MAX];
+	uint64_t x = 0;
+	int st;
+
+	writes_fail(a, "refusedcas", 0, 9, RS_REFUSED);
+	text_of(t, sizeof(t), "-", 9);
+	st = a->rec->cas(a, 0, 0, 1, t, strlen(t), 0, &x);
+	tap(st == RS_REFUSED, "refusedcas: cas(1) answers RS_REFUSED (%s)", rs_name(st));
+}
+
+static void masterdown(struct agent *a, const char *mode)
 {
 	char t[AG_REC_MAX];
 	struct ag_rec r;
@@ -565,9 +690,9 @@ static void masterdown(struct agent *a)
 
 	text_of(t, sizeof(t), "-", 10);
 	st = a->rec->read(a, 0, 1, 0, &r);
-	tap(st == RS_UNABLE, "masterdown: read answers RS_UNABLE (%s)", rs_name(st));
+	tap(st == RS_UNABLE, "%s: read answers RS_UNABLE (%s)", mode, rs_name(st));
 	st = a->rec->cas(a, 0, 1, 0, t, strlen(t), 0, &x);
-	tap(st == RS_UNABLE, "masterdown: cas answers RS_UNABLE (%s)", rs_name(st));
+	tap(st == RS_UNABLE, "%s: cas answers RS_UNABLE (%s)", mode, rs_name(st));
 }
 
 /*
@@ -687,6 +812,12 @@ int main(int argc, char **argv)
 			hook_legacy = v;
 		else if (!strcmp(argv[i], "--hook-legacy-record"))
 			hook_legacy_record = v;
+		else if (!strcmp(argv[i], "--hook-legacy-expired"))
+			hook_legacy_expired = v;
+		else if (!strcmp(argv[i], "--hook-free"))
+			hook_free = v;
+		else if (!strcmp(argv[i], "--hook-legacy-late"))
+			hook_legacy_late = v;
 		else if (!strcmp(argv[i], "--hook-fault"))
 			hook_fault = v;
 		else if (!strcmp(argv[i], "--hook-pass"))
@@ -703,7 +834,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i >= argc || strcmp(argv[i], "--") != 0) {
-		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|masterdown|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] [--limit-aba WHY] [--unsent-unable] -- AGENT-OPTIONS...\n");
+		fprintf(stderr, "usage: rec_contract [--expect basic|refused|refusedcas|unable|masterdown|noschema|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-legacy-expired CMD] [--hook-legacy-late CMD] [--hook-free CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] [--limit-aba WHY] [--unsent-unable] -- AGENT-OPTIONS...\n");
 		return 2;
 	}
 	/* The agent's own parse: argv[i] ("--") stands where the program name does. */
@@ -748,8 +879,10 @@ int main(int argc, char **argv)
 			b.st->fini(&b);
 	} else if (!strcmp(mode, "restart")) {
 		restart(&a);
-	} else if (!strcmp(mode, "masterdown")) {
-		masterdown(&a);
+	} else if (!strcmp(mode, "masterdown") || !strcmp(mode, "noschema")) {
+		masterdown(&a, mode);
+	} else if (!strcmp(mode, "refusedcas")) {
+		refused_cas(&a);
 	} else if (!strcmp(mode, "faulty")) {
 		faulty(&a);
 	} else {
