@@ -499,7 +499,7 @@ mcache_get() {
 	local e t
 	e=$(mcache_entry "$1" "$2") && mcache_fresh "$e" || return 1
 	t=$(mktemp "$3.mcache.XXXXXX") || return 1
-	if cp "$e" "$t" && mv -f "$t" "$3"; then
+	if cp "$e" "$t" && chmod 0644 "$t" && mv -f "$t" "$3"; then
 		return 0
 	fi
 	rm -f "$t"
@@ -532,7 +532,7 @@ mcache_put() {
 	local e t
 	e=$(mcache_entry "$1" "$2") || return 0
 	t=$(mktemp "${e%/*}/.tmp.$2.XXXXXX") || return 1
-	if cp "$3" "$t" && sync "$t" && mv -f "$t" "$e"; then
+	if cp "$3" "$t" && chmod 0644 "$t" && sync "$t" && mv -f "$t" "$e"; then
 		mcache_prune "$1" "$2"
 		return 0
 	fi
@@ -549,7 +549,7 @@ mcache_put_dir() {
 	e=$(mcache_entry "$kind" "$key") || return 0
 	t=$(mktemp "${e%/*}/.tmp.$key.XXXXXX") || return 1
 	if tar -C "$dir" --numeric-owner --xattrs --xattrs-include='*' --one-file-system \
-		-I 'zstd -T0' -cf "$t" "${@:-.}" && sync "$t" && mv -f "$t" "$e"; then
+		-I 'zstd -T0' -cf "$t" "${@:-.}" && chmod 0644 "$t" && sync "$t" && mv -f "$t" "$e"; then
 		mcache_prune "$kind" "$key"
 		return 0
 	fi
