@@ -405,7 +405,7 @@ build_module() {
 #   SNOWFLAKE_CACHE unset    /var/cache/snowflake-check, when it can be made
 #                            and written (as root); otherwise none
 #   SNOWFLAKE_CACHE=         none: every artefact made in build/ as before
-#   SNOWFLAKE_CACHE=DIR      DIR
+#   SNOWFLAKE_CACHE=DIR      DIR (an absolute path; another is none)
 #   SNOWFLAKE_CACHE_DAYS=N   the max age of an entry (default 7)
 #
 # Each script still looks in its own build/ first; only when its artefact
@@ -449,11 +449,12 @@ build_module() {
 MCACHE_KEEP=2
 
 # mcache_dir: the cache directory, made when missing; status 1 when there
-# is none (SNOWFLAKE_CACHE empty, or the directory cannot be made or
-# written, or is not ours).
+# is none (SNOWFLAKE_CACHE empty or not an absolute path: the scripts run
+# from different directories; or the directory cannot be made or written,
+# or is not ours).
 mcache_dir() {
 	local d=${SNOWFLAKE_CACHE-/var/cache/snowflake-check}
-	[ -n "$d" ] || return 1
+	[[ $d == /* ]] || return 1
 	mkdir -p "$d" 2>/dev/null || return 1
 	[ -d "$d" ] && [ -w "$d" ] && [ -O "$d" ] || return 1
 	printf '%s\n' "$d"

@@ -164,6 +164,7 @@ check "mcache: get_dir of an entry that does not extract is a miss, the director
 # No cache: SNOWFLAKE_CACHE empty; a directory of another user.
 check "mcache: SNOWFLAKE_CACHE= is no cache: a put is nothing, a get a miss" \
 	eval 'SNOWFLAKE_CACHE= mcache_put kind k7 "$tmp/a" && ! SNOWFLAKE_CACHE= mcache_get kind k6 "$tmp/got6"'
+check "mcache: a relative SNOWFLAKE_CACHE is no cache" eval '! (cd "$tmp" && SNOWFLAKE_CACHE=mcache mcache_dir)'
 if [ "$(id -u)" -eq 0 ]; then
 	mkdir "$tmp/theirs"
 	chown 54321 "$tmp/theirs"
