@@ -396,7 +396,7 @@ build_module() {
 # The machine cache: the artefacts whose name already carries their recipe
 # (a hash of what makes them), kept outside the clone, shared by every
 # clone of the machine, so that a fresh clone (CI's) takes them instead of
-# making them again.  In the fresh-clone run of ec2f9d0 they were most of
+# making them again.  In the fresh-clone run of 73c8df9 they were most of
 # its time: the quickstart's Debian 12 and 13 roots 788 and 615 s, the
 # deb stage's root 795 s, the previous release 780 s, the dkms roots 404
 # and 476 s, piuparts' chroot 218 s, the debug kernel several hundred CPU
