@@ -277,6 +277,8 @@ if [ "${1:-}" = --selected ]; then
 fi
 
 busy_t0=$(machine_busy)
+# The machine cache the roots and builds come from (lib.sh's mcache_*).
+echo "machine cache: $(mcache_dir || echo "none (SNOWFLAKE_CACHE=${SNOWFLAKE_CACHE-})")"
 run_stage deps scripts/deps.sh
 run_stage ksrc scripts/ksrc.sh
 # The debug kernel's build (about 14 CPU-minutes on a fresh clone, cached in
