@@ -46,7 +46,8 @@
 #   make restart         the restart proof of snowflake-floord in QEMU guests
 #
 # make clean drops what the builds and tests made; make distclean the caches
-# too (downloaded guest kernels, extracted kernel source: all of build/).
+# too (downloaded guest kernels, extracted kernel source: all of build/), not
+# the machine cache outside the clone (tests/README.md, "The machine cache").
 #
 # Quiet by default; V=1 shows the commands.
 

@@ -3,7 +3,8 @@
 # `make tinyconfig` + scripts/debug-kernel.config (lockdep, KASAN, UBSAN,
 # kmemleak, fault injection, ...).  The tree is cached in
 # build/debug-kernel/<hash of tarball version + fragment + this script>/linux
-# and build/debug-kernel/kver/<KVER> links to it, which is how lib.sh's
+# (and in the machine cache, lib.sh's mcache_*, under that hash) and
+# build/debug-kernel/kver/<KVER> links to it, which is how lib.sh's
 # kdir_of/vmlinuz_of resolve that KVER (KERNELS=<KVER> tests/vmtest/run.sh).
 #
 # Prints "KVER=...", "KDIR=..." and "BZIMAGE=..." last.  -q: print only the
@@ -74,6 +75,20 @@ if ! flock -n 9; then
 	log "waiting for the build in progress (${top#"$ROOT"/}/.lock)"
 	flock 9
 fi
+# The machine cache (lib.sh's mcache_*): another clone's tree of the same
+# hash, within its max age (extracted here: the module builds write
+# beside it, never into the entry).  Its key adds the host's gcc, which
+# built it: the modules built against it later use the host's gcc, and a
+# clone's tree of the same hash is made with the gcc of its day.
+mkey=$hash-gcc$(gcc -dumpfullversion 2>/dev/null || echo none)
+if [ ! -f "$dir/.done" ]; then
+	start=$(now)
+	if mcache_get_dir debug-kernel "$mkey" "$dir" && [ -f "$dir/.done" ]; then
+		log "${dir#"$ROOT"/} from the machine cache ($(mcache_age debug-kernel "$mkey") old, $(($(now) - start)) s)"
+	else
+		rm -rf "$dir"
+	fi
+fi
 if [ ! -f "$dir/.done" ]; then
 	start=$(now)
 	rm -rf "$dir"
@@ -100,6 +115,7 @@ if [ ! -f "$dir/.done" ]; then
 	echo "$(($(now) - start))" >"$dir/build-secs"
 	touch "$dir/.done"
 	log "built in $(cat "$dir/build-secs")s"
+	mcache_put_dir debug-kernel "$mkey" "$dir" || warn "the tree not stored in the machine cache"
 else
 	verify_config
 	log "reusing ${dir#"$ROOT"/} (built in $(cat "$dir/build-secs" 2>/dev/null || echo ?)s)"

@@ -88,7 +88,7 @@ apt_install() {
 KROOT_PKGS=(mmdebstrap zstd kmod util-linux dpkg)
 kroot_pid=
 kroot_start() {
-	"$ROOT/scripts/kroot.sh" >"$BUILD/kroot.log" 2>&1 &
+	bg_start "$BUILD/kroot.rc" "$ROOT/scripts/kroot.sh" >"$BUILD/kroot.log" 2>&1
 	kroot_pid=$!
 }
 # A failure before kroot_wait still waits for the roots (no mmdebstrap
@@ -96,7 +96,7 @@ kroot_start() {
 trap '[ -z "$kroot_pid" ] || wait "$kroot_pid" 2>/dev/null || true' EXIT
 kroot_wait() {
 	local rc=0
-	wait "$kroot_pid" || rc=$?
+	bg_wait "$kroot_pid" "$BUILD/kroot.rc" || rc=$?
 	kroot_pid=
 	cat "$BUILD/kroot.log"
 	[ "$rc" -eq 0 ] || die "scripts/kroot.sh failed (exit $rc; its log above)"

@@ -9,7 +9,8 @@
 #   KROOT_MIRROR=URL                the Debian mirror (default: the host's)
 #
 # Cached: build/kroots/SUITE-KEY.tar.zst, KEY a hash of the recipe (the
-# mmdebstrap options, the mirror, the packages), rebuilt when it changes;
+# mmdebstrap options, the mirror, the packages), rebuilt when it changes
+# (and in the machine cache, lib.sh's mcache_*, with its images);
 # build/kroots/SUITE/ the root unpacked from it.  Writes
 # build/kroots/SUITE.kvers ("META KVER" lines, read by suite_kvers in
 # lib.sh), build/kroots/kver/KVER -> the root, and
@@ -90,7 +91,7 @@ fetch_image() {
 
 # make_root SUITE: the cached root of SUITE, unpacked, its kernels recorded.
 make_root() {
-	local suite=$1 metas key tarball r mmopts start meta kver kvers=()
+	local suite=$1 metas key tarball r mmopts start meta kver kvers=() made d
 	mapfile -t metas < <(metas_of "$suite")
 	[ "${#metas[@]}" -gt 0 ] || die "Debian $suite has no kernel in SUITE_KERNELS"
 	# No Recommends; sid's Release is past its Valid-Until on the mirror.
@@ -100,9 +101,29 @@ make_root() {
 	key=$(printf '%s\n' "${mmopts[@]}" "$MIRROR" | sha256sum | cut -c1-12)
 	tarball=$OUT/$suite-$key.tar.zst
 	r=$OUT/$suite
+	made=0
 	if [ ! -s "$tarball" ]; then
 		start=$(now)
 		rm -f "$OUT/$suite"-*.tar.zst
+	fi
+	# The machine cache (lib.sh): the tarball with its kernels' images,
+	# fetched the day it was made (a root's apt lists name that day's
+	# kernel, which the mirror drops when it moves on: fetch_image in a
+	# root of last week may find it gone).
+	if [ ! -s "$tarball" ] && mcache_get_dir "kroot-$suite" "$key" "$OUT/mcache-$suite" &&
+		[ -s "$OUT/mcache-$suite/${tarball##*/}" ]; then
+		for d in "$OUT/mcache-$suite"/images/*/; do
+			d=${d%/}
+			[ -d "$d" ] || continue
+			rm -rf "$OUT/images/${d##*/}"
+			mv -T "$d" "$OUT/images/${d##*/}"
+		done
+		mv "$OUT/mcache-$suite/${tarball##*/}" "$tarball"
+		msg "root of Debian $suite from the machine cache ($(mcache_age "kroot-$suite" "$key") old, $(($(now) - start)) s)"
+	fi
+	rm -rf "$OUT/mcache-$suite"
+	if [ ! -s "$tarball" ]; then
+		made=1
 		msg "mmdebstrap $suite ($MIRROR)"
 		if ! mmdebstrap "${mmopts[@]}" "$suite" "$tarball.tmp.tar.zst" "deb $MIRROR $suite main" \
 			>"$OUT/$suite.mmdebstrap.log" 2>&1; then
@@ -132,6 +153,10 @@ make_root() {
 		kvers+=("$kver")
 	done
 	mv "$OUT/$suite.kvers.tmp" "$OUT/$suite.kvers"
+	if [ "$made" = 1 ]; then
+		mcache_put_dir "kroot-$suite" "$key" "$OUT" "${tarball##*/}" "${kvers[@]/#/images/}" ||
+			warn "the $suite root not stored in the machine cache"
+	fi
 	msg "Debian $suite: $(kroot_run "$r" "$OUT" gcc --version | head -n 1); kernels ${kvers[*]}"
 }
 

@@ -970,9 +970,11 @@ TEST_F_TIMEOUT(cli, config_json, CLI_TEST_TIMEOUT)
  */
 TEST_F_TIMEOUT(cli, save_gives_the_identity_at_once_and_records_it, CLI_TEST_TIMEOUT)
 {
-	static const char conf[] = "/tmp/cli_test-identity.conf";
+	static const char conf[] = "/tmp/cli_test-modprobe.d/snowflake.identity.conf";
 	char buf[1024];
 	struct run r;
+
+	mkdir("/tmp/cli_test-modprobe.d", 0755);
 
 	ASSERT_EQ(0, sf_reload(""));
 	RUN(&r, "config");
@@ -998,6 +1000,78 @@ TEST_F_TIMEOUT(cli, save_gives_the_identity_at_once_and_records_it, CLI_TEST_TIM
 	EXPECT_STREQ("", r.err);
 	run_free(&r);
 	unlink(conf);
+}
+
+static void put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd >= 0) {
+		if (write(fd, text, strlen(text)) < 0)
+			perror(path);
+		close(fd);
+	}
+}
+
+/*
+ * config --save refuses, changing nothing, where another modprobe.d file
+ * gives the ids at every load: with --strict any (a worker id at load ends
+ * strict mode's refusal: the host would serve it beside the agent's
+ * leases), else one applied after its own file.  A file applied before it,
+ * or one that only names strict, is no conflict.
+ */
+TEST_F_TIMEOUT(cli, save_refuses_ids_given_by_another_modprobe_file, CLI_TEST_TIMEOUT)
+{
+	static const char dir[] = "/tmp/cli_test-other.d";
+	static const char conf[] = "/tmp/cli_test-other.d/snowflake.identity.conf";
+	static const char early[] = "/tmp/cli_test-other.d/snowflake.conf";
+	static const char late[] = "/tmp/cli_test-other.d/zz-local.conf";
+	char buf[1024];
+	struct run r;
+
+	ASSERT_EQ(0, sf_reload(""));
+	mkdir(dir, 0755);
+	unlink(conf);
+	put_file(early, "# the package's file, edited by hand\noptions snowflake \\\n  worker_id=5\n");
+	setenv("SNOWFLAKE_MODPROBE_CONF", conf, 1);
+	RUN(&r, "config", "--strict", "--save");
+	EXPECT_EQ(EXIT_RUNTIME, r.rc);
+	EXPECT_NE(NULL, strstr(r.err, "snowflake.conf line 2 gives snowflake worker_id=5"))
+		TH_LOG("%s", r.err);
+	EXPECT_NE(NULL, strstr(r.err, "nothing changed")) TH_LOG("%s", r.err);
+	run_free(&r);
+	EXPECT_GT(0, sf_read_path(conf, buf, sizeof(buf)));
+
+	/* Without --strict, the earlier file loses to the saved one: saved. */
+	RUN(&r, "config", "--datacenter", "3", "--worker", "9", "--save");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	EXPECT_EQ(9, sf_sysfs_u64("worker_id"));
+
+	/* A later one wins over it: refused, the device unchanged. */
+	put_file(late, "options snowflake strict=0 datacenter_id=1\n");
+	RUN(&r, "config", "--datacenter", "4", "--worker", "11", "--save");
+	EXPECT_EQ(EXIT_RUNTIME, r.rc);
+	EXPECT_NE(NULL, strstr(r.err, "zz-local.conf line 1 gives snowflake datacenter_id=1"))
+		TH_LOG("%s", r.err);
+	run_free(&r);
+	EXPECT_EQ(3, sf_sysfs_u64("datacenter_id"));
+	EXPECT_EQ(9, sf_sysfs_u64("worker_id"));
+
+	/* Files that name only strict are no conflict for --strict. */
+	put_file(early, "options snowflake strict=1\n");
+	put_file(late, "# options snowflake worker_id=2\n");
+	RUN(&r, "config", "--strict", "--save");
+	EXPECT_EQ(EXIT_OK, r.rc) TH_LOG("stderr: %s", r.err);
+	run_free(&r);
+	unsetenv("SNOWFLAKE_MODPROBE_CONF");
+	ASSERT_LT(0, sf_read_path(conf, buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "\noptions snowflake strict=1\n")) TH_LOG("%s", buf);
+	unlink(conf);
+	unlink(early);
+	unlink(late);
+	rmdir(dir);
+	ASSERT_EQ(0, sf_reload(""));
 }
 
 /* --version: the version of the VERSION file, as the module's. */

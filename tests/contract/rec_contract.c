@@ -9,21 +9,28 @@
  *
  *   rec_contract [--expect MODE] [--hook-delete CMD] [--hook-legacy CMD]
  *                [--hook-legacy-record CMD] [--hook-legacy-mark CMD]
+ *                [--hook-legacy-expired CMD] [--hook-free CMD] [--hook-legacy-late CMD]
  *                [--hook-bad CMD] [--hook-save CMD]
  *                [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD]
- *                -- AGENT-OPTIONS...
+ *                [--limit-aba WHY] [--unsent-unable] -- AGENT-OPTIONS...
  *
  * MODE:
  *   basic     (the default) read, cas, versions, sizes, records in a wrong
- *             form, 1.4.0's key, then
+ *             form, 1.4.0's key, a stale cas of another agent after a
+ *             delete by hand (aba()), then
  *             the record engine (record.c) over the backend: two agents on
  *             one pair (expiry on the observer's clock, give-back)
  *   refused   the store refuses this client the records' keys (an ACL):
  *             read and cas answer RS_REFUSED
+ *   refusedcas  the store lets this client read the records but not write
+ *             them (MySQL: a grant without UPDATE on a column): a read
+ *             answers, cas answers RS_REFUSED
  *   unable    the store cannot write at all (a read-only replica, a master
  *             short of replicas): cas answers RS_UNABLE, a read still answers
  *   masterdown  the store answers neither reads nor writes (a replica
  *             whose master is away): read and cas answer RS_UNABLE
+ *   noschema  the same of a store without the records' schema (MySQL:
+ *             1.4.0's table, without the record's columns)
  *   unknown   the engine over a claim whose reply is lost after the store
  *             committed it (--hook-fault drops the next write's reply):
  *             TRY_UNKNOWN, given back (G6), taken by another at once
@@ -32,12 +39,18 @@
  *             handed out after the snapshot are never handed out again
  *   faulty    replies are garbage, huge or none (--hook-fault turns that on
  *             after a first good read, --hook-pass off): read answers
- *             RS_FAILED, cas RS_FAILED or RS_UNKNOWN, never RS_OK
+ *             RS_FAILED, cas RS_FAILED or RS_UNKNOWN, never RS_OK (with
+ *             --unsent-unable, either may answer RS_UNABLE: the fault cut
+ *             the connection before the call was sent)
  *
  * Hooks are shell commands, run with SF_DC and SF_W set to the pair:
  * delete the pair's record by the store's own means; write a 1.4.0 key
  * (a value that is not a record) at the record's name; write a record's
- * text there the 1.4.0 way (etcd: bound to a lease; no agent writes one); write a record in
+ * text there the 1.4.0 way (etcd: bound to a lease; no agent writes one); write a 1.4.0 key
+ * whose lease the store has ended but which it still holds (MySQL: a row with
+ * an expiry in the past, --hook-legacy-expired; then its holder's late
+ * renewal, --hook-legacy-late, exit 0 when it matched nothing); free a held record by hand
+ * (the deployment guide's emergency procedure, --hook-free); write a record in
  * a form no backend writes (SF_CASE: long, ver0, verlead, verbig, vertext;
  * bad_records()); write 1.4.0's mark key at $SF_MARK (legacy_mark()); turn
  * the fault on; turn it off.  A scenario whose hook is not given is skipped (said).
@@ -83,6 +96,16 @@ static const char *rs_name(int st)
 
 static const char *hook_delete, *hook_legacy, *hook_fault, *hook_pass, *hook_bad;
 static const char *hook_save, *hook_restart, *hook_legacy_record, *hook_legacy_mark;
+/* --limit-aba: the store's documented limit on versions after a delete by hand (why). */
+static const char *limit_aba;
+/*
+ * --unsent-unable: a call that finds the store's connection cut by the
+ * fault before it was sent answers RS_UNABLE (ZooKeeper: no session by the
+ * deadline, which its backend cannot tell from a server without a quorum).
+ */
+static bool unsent_unable;
+static const char *hook_legacy_expired;
+static const char *hook_free, *hook_legacy_late;
 
 /* A hook's environment: the pair. */
 static void hook_env(uint32_t dc, uint32_t w)
@@ -136,10 +159,14 @@ static int hook_said(const char *cmd, uint32_t dc, uint32_t w, char *out, size_t
 static const struct rec_ops *backend_of(const struct ag_conf *c)
 {
 	switch (c->backend) {
+	case AG_MYSQL:
+		return &ag_mysql_rec_ops;
 	case AG_REDIS:
 		return &ag_redis_rec_ops;
 	case AG_ETCD:
 		return &ag_etcd_rec_ops;
+	case AG_ZOOKEEPER:
+		return &ag_zk_rec_ops;
 	default:
 		return NULL;
 	}
@@ -227,6 +254,8 @@ static void bad_records(struct agent *a)
 static void legacy(struct agent *a, uint32_t w, const char *what, const char *cmd,
 		   const char *opt);
 static void legacy_mark(struct agent *a);
+static void legacy_expired(struct agent *a);
+static void engine_freed(struct agent *a, struct agent *b, uint32_t dc, uint32_t w);
 
 static void basic(struct agent *a)
 {
@@ -261,6 +290,13 @@ static void basic(struct agent *a)
 	tap(st == RS_OK && r.version == v2 && same(&r, t2, strlen(t2)),
 	    "after the stale cas the record is unchanged (%s, version %llu)", rs_name(st),
 	    (unsigned long long)r.version);
+	/* A version no read or write handed out (above the current one): never committed. */
+	st = b->cas(a, 0, 0, v2 + 1000, t1, strlen(t1), 0, &x);
+	i = b->read(a, 0, 0, 0, &r);
+	tap((st == RS_MOVED || st == RS_FAILED) && i == RS_OK && r.version == v2 &&
+	    same(&r, t2, strlen(t2)),
+	    "cas(%llu, never handed out): not committed, RS_MOVED or RS_FAILED (%s, version %llu)",
+	    (unsigned long long)(v2 + 1000), rs_name(st), (unsigned long long)r.version);
 
 	if (!hook_delete) {
 		printf("# no --hook-delete: versions after a delete not checked\n");
@@ -304,6 +340,7 @@ static void basic(struct agent *a)
 	legacy(a, 1, "a record's text on a key the store expires (1.4.0's way)", hook_legacy_record,
 	       "--hook-legacy-record");
 	legacy_mark(a);
+	legacy_expired(a);
 }
 
 /*
@@ -392,6 +429,147 @@ static void legacy(struct agent *a, uint32_t w, const char *what, const char *cm
 }
 
 /*
+ * Versions that never repeat, against a writer whose read came before a
+ * delete by hand (ABA): @b reads pair (0, 0)'s record after two writes;
+ * the record is deleted (--hook-delete) and created again by @a, and
+ * @b's cas over the version it read must not commit.  @a then writes it
+ * twice more, as often as before @b's read (a store whose compare names
+ * a count of writes per record, ZooKeeper's data version, has that count
+ * again): @b's cas still must not commit, unless the store's documented
+ * limit says it does (--limit-aba WHY: then it must commit, shown as a
+ * line "limit - ...", neither a pass nor a failure; if it does not, the
+ * documentation says more than the store does, and that fails).
+ */
+static void aba(struct agent *a, struct agent *b)
+{
+	char t[4][AG_REC_MAX];
+	struct ag_rec r;
+	uint64_t v = 0, x = 0;
+	int st[4], h, rs, s1, s2, i;
+
+	if (!hook_delete) {
+		printf("# no --hook-delete: a stale cas after a delete by hand not checked\n");
+		return;
+	}
+	for (i = 0; i < 4; i++)
+		text_of(t[i], sizeof(t[i]), "-", 40 + (uint64_t)i);
+	hook(hook_delete, 0, 0);
+	st[0] = a->rec->cas(a, 0, 0, 0, t[0], strlen(t[0]), 0, &v);
+	st[1] = a->rec->cas(a, 0, 0, v, t[1], strlen(t[1]), 0, &v);
+	st[2] = a->rec->cas(a, 0, 0, v, t[2], strlen(t[2]), 0, &v);
+	memset(&r, 0, sizeof(r));
+	rs = b->rec->read(b, 0, 0, 0, &r);
+	h = hook(hook_delete, 0, 0);
+	st[3] = a->rec->cas(a, 0, 0, 0, t[0], strlen(t[0]), 0, &v);
+	tap(st[0] == RS_OK && st[1] == RS_OK && st[2] == RS_OK && rs == RS_OK && r.version &&
+	    !h && st[3] == RS_OK && v > r.version,
+	    "aba: read by another at version %llu after two writes, deleted by hand (hook %d) and created again at %llu (%s %s %s, %s, %s)",
+	    (unsigned long long)r.version, h, (unsigned long long)v, rs_name(st[0]),
+	    rs_name(st[1]), rs_name(st[2]), rs_name(rs), rs_name(st[3]));
+	s1 = b->rec->cas(b, 0, 0, r.version, t[3], strlen(t[3]), 0, &x);
+	tap(s1 == RS_MOVED, "aba: the other's stale cas over %llu after the delete: RS_MOVED (%s)",
+	    (unsigned long long)r.version, rs_name(s1));
+	st[1] = a->rec->cas(a, 0, 0, v, t[1], strlen(t[1]), 0, &v);
+	st[2] = a->rec->cas(a, 0, 0, v, t[2], strlen(t[2]), 0, &v);
+	s2 = b->rec->cas(b, 0, 0, r.version, t[3], strlen(t[3]), 0, &x);
+	if (!limit_aba)
+		tap(st[1] == RS_OK && st[2] == RS_OK && s2 == RS_MOVED,
+		    "aba: written twice more (%s %s): the stale cas over %llu still RS_MOVED (%s)",
+		    rs_name(st[1]), rs_name(st[2]), (unsigned long long)r.version, rs_name(s2));
+	else if (st[1] == RS_OK && st[2] == RS_OK && s2 == RS_OK)
+		printf("limit - aba: written twice more, the stale cas over %llu commits (%s): %s\n",
+		       (unsigned long long)r.version, rs_name(s2), limit_aba);
+	else
+		tap(false, "aba: the documented limit (%s) did not show: written twice more (%s %s), the stale cas over %llu %s",
+		    limit_aba, rs_name(st[1]), rs_name(st[2]), (unsigned long long)r.version,
+		    rs_name(s2));
+}
+
+/*
+ * A 1.4.0 key whose lease the store has ended but that it still holds
+ * (MySQL: the pair's row, its expiry in the past on the server's clock):
+ * read as present, never a record; created over by no cas(0); replaced by
+ * a cas naming the version read (1.4.0's lease is over by 1.4.0's own
+ * rule), and that cas's version is then the record's.
+ */
+static void legacy_expired(struct agent *a)
+{
+	const struct rec_ops *b = a->rec;
+	char t1[AG_REC_MAX];
+	struct ag_rec r, r2;
+	struct ag_rec_val v;
+	uint64_t x = 0, v1 = 0;
+	int h, st, st2, st3;
+
+	if (!hook_legacy_expired) {
+		printf("# no --hook-legacy-expired: an expired 1.4.0 key the store keeps not checked\n");
+		return;
+	}
+	text_of(t1, sizeof(t1), "-", 11);
+	h = hook(hook_legacy_expired, 0, 2);
+	memset(&r, 0, sizeof(r));
+	st = b->read(a, 0, 2, 0, &r);
+	tap(!h && st == RS_OK && r.version && r.len < AG_REC_MAX &&
+	    ag_rec_parse(r.text, r.len, a->mark_max_ms, &v) != 0,
+	    "an expired 1.4.0 key the store keeps: read as present, not a record (hook %d, %s, version %llu)",
+	    h, rs_name(st), (unsigned long long)r.version);
+	st = b->cas(a, 0, 2, 0, t1, strlen(t1), 0, &x);
+	st2 = b->cas(a, 0, 2, r.version, t1, strlen(t1), 0, &v1);
+	memset(&r2, 0, sizeof(r2));
+	st3 = b->read(a, 0, 2, 0, &r2);
+	tap(st == RS_MOVED && st2 == RS_OK && st3 == RS_OK && r2.version == v1 &&
+	    same(&r2, t1, strlen(t1)),
+	    "... cas(0) RS_MOVED (%s), cas(its version) replaces it (%s, version %llu; read back %s, version %llu)",
+	    rs_name(st), rs_name(st2), (unsigned long long)v1, rs_name(st3),
+	    (unsigned long long)r2.version);
+	if (hook_legacy_late) {
+		/* 1.4.0's holder renews late (its write by the store's own means): in vain. */
+		h = hook(hook_legacy_late, 0, 2);
+		memset(&r, 0, sizeof(r));
+		st = b->read(a, 0, 2, 0, &r);
+		tap(!h && st == RS_OK && r.version == v1 && same(&r, t1, strlen(t1)),
+		    "... and a late renewal of 1.4.0's holder matches nothing: the record unchanged (hook %d, %s, version %llu)",
+		    h, rs_name(st), (unsigned long long)r.version);
+	}
+	if (hook_delete)
+		hook(hook_delete, 0, 2);
+}
+
+/*
+ * The deployment guide's emergency procedure (--hook-free: the pair's
+ * record freed by hand, its holder stopped): the record is free with its
+ * mark, another agent takes it at once, and the old holder's renewal (had
+ * it not been stopped) is lost: the version moved.
+ */
+static void engine_freed(struct agent *a, struct agent *b, uint32_t dc, uint32_t w)
+{
+	int64_t sent;
+	uint64_t mark = 0, m2 = 0;
+	struct ag_rec r;
+	struct ag_rec_val v;
+	int st, h, rs;
+
+	if (!hook_free) {
+		printf("# no --hook-free: a record freed by hand not checked\n");
+		return;
+	}
+	st = a->st->claim(a, dc, w, &sent, &mark, 0);
+	h = hook(hook_free, dc, w);
+	memset(&r, 0, sizeof(r));
+	rs = b->rec->read(b, dc, w, 0, &r);
+	tap(st == TRY_TAKEN && !h && rs == RS_OK &&
+	    !ag_rec_parse(r.text, r.len, b->mark_max_ms, &v) && ag_rec_free(&v) && v.mark == mark,
+	    "engine: a held record freed by hand (claim %d, hook %d, %s: %.*s)", st, h, rs_name(rs),
+	    (int)r.len, r.text);
+	st = b->st->claim(b, dc, w, &sent, &m2, 0);
+	tap(st == TRY_TAKEN && m2 == mark, "engine: ... taken at once by another, its mark kept (%d, %llu)",
+	    st, (unsigned long long)m2);
+	st = a->st->renew(a, 0, &sent, 0, &mark);
+	tap(st == 0, "engine: ... and the old holder's renewal is lost (%d)", st);
+	b->st->give_back(b, dc, w);
+}
+
+/*
  * The record engine (record.c) over the real backend: two agents on one
  * pair.  @a claims; @b's claim is held until it has seen the record's
  * version unchanged for ttl + margin on its own clock (a renewal of @a
@@ -459,6 +637,7 @@ static void engine(struct agent *a, struct agent *b)
 	tap(st == TRY_TAKEN, "engine: a freed record is taken at once (%d)", st);
 	st = a->st->give_back(a, dc, w);
 	tap(st == 1, "engine: and given back (%d)", st);
+	engine_freed(a, b, dc, w);
 }
 
 /*
@@ -515,21 +694,43 @@ static void refused(struct agent *a)
 	tap(st == RS_REFUSED, "refused: cas answers RS_REFUSED (%s)", rs_name(st));
 }
 
-static void unable(struct agent *a)
+/*
+ * The store reads but does not write (@mode): a read of pair (0, @w)
+ * answers, cas(0) answers @want.
+ */
+static void writes_fail(struct agent *a, const char *mode, uint32_t w, uint64_t n, int want)
 {
 	char t[AG_REC_MAX];
 	struct ag_rec r;
 	uint64_t x = 0;
 	int st;
 
-	text_of(t, sizeof(t), "-", 8);
-	st = a->rec->read(a, 0, 1, 0, &r);
-	tap(st == RS_ABSENT || st == RS_OK, "unable: a read still answers (%s)", rs_name(st));
-	st = a->rec->cas(a, 0, 1, 0, t, strlen(t), 0, &x);
-	tap(st == RS_UNABLE, "unable: cas answers RS_UNABLE (%s)", rs_name(st));
+	text_of(t, sizeof(t), "-", n);
+	st = a->rec->read(a, 0, w, 0, &r);
+	tap(st == RS_ABSENT || st == RS_OK, "%s: a read still answers (%s)", mode, rs_name(st));
+	st = a->rec->cas(a, 0, w, 0, t, strlen(t), 0, &x);
+	tap(st == want, "%s: cas answers %s (%s)", mode, rs_name(want), rs_name(st));
 }
 
-static void masterdown(struct agent *a)
+static void unable(struct agent *a)
+{
+	writes_fail(a, "unable", 1, 8, RS_UNABLE);
+}
+
+/* Reads allowed, writes refused (a grant without UPDATE): a cas over a version too. */
+static void refused_cas(struct agent *a)
+{
+	char t[AG_REC_MAX];
+	uint64_t x = 0;
+	int st;
+
+	writes_fail(a, "refusedcas", 0, 9, RS_REFUSED);
+	text_of(t, sizeof(t), "-", 9);
+	st = a->rec->cas(a, 0, 0, 1, t, strlen(t), 0, &x);
+	tap(st == RS_REFUSED, "refusedcas: cas(1) answers RS_REFUSED (%s)", rs_name(st));
+}
+
+static void masterdown(struct agent *a, const char *mode)
 {
 	char t[AG_REC_MAX];
 	struct ag_rec r;
@@ -538,9 +739,9 @@ static void masterdown(struct agent *a)
 
 	text_of(t, sizeof(t), "-", 10);
 	st = a->rec->read(a, 0, 1, 0, &r);
-	tap(st == RS_UNABLE, "masterdown: read answers RS_UNABLE (%s)", rs_name(st));
+	tap(st == RS_UNABLE, "%s: read answers RS_UNABLE (%s)", mode, rs_name(st));
 	st = a->rec->cas(a, 0, 1, 0, t, strlen(t), 0, &x);
-	tap(st == RS_UNABLE, "masterdown: cas answers RS_UNABLE (%s)", rs_name(st));
+	tap(st == RS_UNABLE, "%s: cas answers RS_UNABLE (%s)", mode, rs_name(st));
 }
 
 /*
@@ -623,19 +824,22 @@ static void faulty(struct agent *a)
 	tap(h == 0 && (st == RS_ABSENT || st == RS_OK), "faulty: a first read answers (%s), the fault is on (%d)",
 	    rs_name(st), h);
 	st = a->rec->read(a, 0, 1, 0, &r);
-	tap(st == RS_FAILED, "faulty: read answers RS_FAILED (%s)", rs_name(st));
+	tap(st == RS_FAILED || (unsent_unable && st == RS_UNABLE),
+	    "faulty: read answers RS_FAILED%s (%s)", unsent_unable ? " or RS_UNABLE (not sent)" : "",
+	    rs_name(st));
 	hook(hook_pass, 0, 1);
 	st = a->rec->read(a, 0, 1, 0, &r);
 	expect = st == RS_OK ? r.version : 0;	/* a write that would commit */
 	h = hook(hook_fault, 0, 1);
 	st = a->rec->cas(a, 0, 1, expect, t, strlen(t), 0, &x);
-	tap(!h && (st == RS_FAILED || st == RS_UNKNOWN),
-	    "faulty: cas answers RS_FAILED or RS_UNKNOWN, never RS_OK (hook %d, %s)", h, rs_name(st));
+	tap(!h && (st == RS_FAILED || st == RS_UNKNOWN || (unsent_unable && st == RS_UNABLE)),
+	    "faulty: cas answers RS_FAILED or RS_UNKNOWN%s, never RS_OK (hook %d, %s)",
+	    unsent_unable ? " (or RS_UNABLE: not sent)" : "", h, rs_name(st));
 	hook(hook_pass, 0, 1);
 	memset(&r, 0, sizeof(r));
 	back = a->rec->read(a, 0, 1, 0, &r);
 	there = back == RS_OK && same(&r, t, strlen(t));
-	tap((back == RS_OK || back == RS_ABSENT) && (st != RS_FAILED || !there),
+	tap((back == RS_OK || back == RS_ABSENT) && (st == RS_UNKNOWN || !there),
 	    "faulty: read back once the fault is off (%s): the write is %s, and the cas said %s",
 	    rs_name(back), there ? "in the store" : "not in the store", rs_name(st));
 }
@@ -651,6 +855,11 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(argv[i], "--unsent-unable")) {
+			unsent_unable = true;
+			i--;
+			continue;
+		}
 		if (!v)
 			break;
 		if (!strcmp(argv[i], "--expect"))
@@ -663,6 +872,12 @@ int main(int argc, char **argv)
 			hook_legacy_record = v;
 		else if (!strcmp(argv[i], "--hook-legacy-mark"))
 			hook_legacy_mark = v;
+		else if (!strcmp(argv[i], "--hook-legacy-expired"))
+			hook_legacy_expired = v;
+		else if (!strcmp(argv[i], "--hook-free"))
+			hook_free = v;
+		else if (!strcmp(argv[i], "--hook-legacy-late"))
+			hook_legacy_late = v;
 		else if (!strcmp(argv[i], "--hook-fault"))
 			hook_fault = v;
 		else if (!strcmp(argv[i], "--hook-pass"))
@@ -673,11 +888,13 @@ int main(int argc, char **argv)
 			hook_save = v;
 		else if (!strcmp(argv[i], "--hook-restart"))
 			hook_restart = v;
+		else if (!strcmp(argv[i], "--limit-aba"))
+			limit_aba = v;
 		else
 			break;
 	}
 	if (i >= argc || strcmp(argv[i], "--") != 0) {
-		fprintf(stderr, "usage: rec_contract [--expect basic|refused|unable|masterdown|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-legacy-mark CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] -- AGENT-OPTIONS...\n");
+		fprintf(stderr, "usage: rec_contract [--expect basic|refused|refusedcas|unable|masterdown|noschema|restart|unknown|faulty] [--hook-delete CMD] [--hook-legacy CMD] [--hook-legacy-expired CMD] [--hook-legacy-late CMD] [--hook-free CMD] [--hook-bad CMD] [--hook-legacy-record CMD] [--hook-legacy-mark CMD] [--hook-save CMD] [--hook-restart CMD] [--hook-fault CMD] [--hook-pass CMD] [--limit-aba WHY] [--unsent-unable] -- AGENT-OPTIONS...\n");
 		return 2;
 	}
 	/* The agent's own parse: argv[i] ("--") stands where the program name does. */
@@ -700,10 +917,12 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "basic")) {
 		basic(&a);
 		ret = agent_up(&b, &c);
-		if (ret)
+		if (ret) {
 			tap(false, "engine: a second agent (%d)", ret);
-		else
+		} else {
+			aba(&a, &b);
 			engine(&a, &b);
+		}
 		if (!ret)
 			b.st->fini(&b);
 	} else if (!strcmp(mode, "refused")) {
@@ -720,8 +939,10 @@ int main(int argc, char **argv)
 			b.st->fini(&b);
 	} else if (!strcmp(mode, "restart")) {
 		restart(&a);
-	} else if (!strcmp(mode, "masterdown")) {
-		masterdown(&a);
+	} else if (!strcmp(mode, "masterdown") || !strcmp(mode, "noschema")) {
+		masterdown(&a, mode);
+	} else if (!strcmp(mode, "refusedcas")) {
+		refused_cas(&a);
 	} else if (!strcmp(mode, "faulty")) {
 		faulty(&a);
 	} else {

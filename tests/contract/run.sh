@@ -79,7 +79,7 @@ while IFS= read -r line; do
 done < <(timeout 120 python3 "$HERE/selftest.py" 2>&1)
 [ -n "${sline:-}" ] || notok "tests/contract/selftest.py gave no result"
 # The mutants build while the stores start (nice: two compilers at most).
-bash "$HERE/mutants.sh" "$out/mutants" >"$out/mutants.log" 2>&1 &
+bg_start "$out/mutants.rc" bash "$HERE/mutants.sh" "$out/mutants" >"$out/mutants.log" 2>&1
 mutants_pid=$!
 
 # What runs beside the contract's last stores (late_work): the static
@@ -146,7 +146,8 @@ done <"$out/contract.out"
 # contract.py's own count and exit status: its TAP lines 1..N as many oks
 # and not-oks as its closing line says, and exit 0 exactly when none failed.
 counted "tests/contract/contract.py" "$out/contract.out" "$crc"
-wait "$mutants_pid" || notok "tests/contract/mutants.sh failed ($out/mutants.log)"
+bg_wait "$mutants_pid" "$out/mutants.rc" ||
+	notok "tests/contract/mutants.sh failed (exit $?, $out/mutants.log)"
 wait "$late_pid"
 
 case $(cat "$out/static.status" 2>/dev/null) in

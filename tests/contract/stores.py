@@ -499,6 +499,18 @@ class Etcd(RecordLayout, Store):
         """Whether a leader answers now."""
         return self.leader() is not None
 
+    def leader_epoch(self):
+        """(leader's member id, raft term) as a member says now, or None:
+        a new value is an election, after which the new leader gives every
+        lease a fresh TTL (etcd's lessor Promote), held or not."""
+        try:
+            st = self.post("/v3/maintenance/status", {}, timeout=0.5)
+        except OSError:
+            return None
+        if not st.get("leader"):
+            return None
+        return (st["leader"], st.get("header", {}).get("raft_term"))
+
     def agent_args(self, host_port=None):
         eps = ("http://%s:%d" % host_port if host_port else
                ",".join("http://127.0.0.1:%d" % p for p in self.cports))
@@ -668,6 +680,11 @@ class ZooKeeper(Store):
         """Whether a leader with a follower (a quorum) answers now."""
         modes = [self.mode(j) for j in range(3)]
         return "leader" in modes and "follower" in modes
+
+    def leader_epoch(self):
+        """The leader's index, or None: a new one is an election, after
+        which the new leader gives every session a fresh timeout."""
+        return self.leader()
 
     def hosts(self):
         return ",".join("127.0.0.1:%d" % p for p in self.cports)

@@ -52,6 +52,16 @@ if [ -s "$tarball" ]; then
 	exit 0
 fi
 start=$(now)
+# The machine cache (lib.sh's mcache_*): a fresh clone takes the root of
+# the same recipe another clone made, within its max age.
+if mcache_get deb-root "$key" "$tarball"; then
+	find "$OUT" -maxdepth 1 -name 'root-*.tar.zst' ! -path "$tarball" -delete
+	echo "# from the machine cache ($(mcache_age deb-root "$key") old, $(($(now) - start)) s)"
+	echo "# the cached Debian 12 root with $include"
+	echo "tarball=$tarball"
+	echo "cached=1"
+	exit 0
+fi
 echo "# mmdebstrap bookworm (first run: a few minutes), sources: $sources"
 if ! mmdebstrap "${mmopts[@]}" bookworm "$tarball.tmp.tar.zst" "$sources" \
 	>"$OUT/mmdebstrap.log" 2>&1; then
@@ -63,6 +73,7 @@ fi
 mv "$tarball.tmp.tar.zst" "$tarball"
 # Roots of other recipes go only once this one exists.
 find "$OUT" -maxdepth 1 -name 'root-*.tar.zst' ! -path "$tarball" -delete
+mcache_put deb-root "$key" "$tarball" || echo "# (not stored in the machine cache)"
 echo "# a fresh Debian 12 root with $include"
 echo "tarball=$tarball"
 echo "made=$(($(now) - start))"

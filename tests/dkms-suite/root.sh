@@ -57,6 +57,16 @@ if [ -z "$tarball" ]; then
 fi
 key=$(printf '%s\n' "${tarball##*/}" "${PKGS[@]}" | sha256sum | cut -c1-12)
 r=$OUT/root-$key
+# The machine cache (lib.sh's mcache_*): another clone's root of the same
+# key, within its max age, extracted here (the stage's overlays are on
+# this clone's copy, never on the entry).
+if [ ! -f "$r.done" ]; then
+	start=$(now)
+	if mcache_get_dir "dkms-$SUITE-pg$PG" "$key" "$r"; then
+		touch "$r.done"
+		echo "# ${r#"$ROOT"/} from the machine cache ($(mcache_age "dkms-$SUITE-pg$PG" "$key") old, $(($(now) - start)) s)"
+	fi
+fi
 if [ ! -f "$r.done" ]; then
 	start=$(now)
 	rm -rf "$r"
@@ -76,10 +86,11 @@ if [ ! -f "$r.done" ]; then
 	rm -f "$r/usr/sbin/policy-rc.d"
 	kroot_run "$r" "$OUT/mk-work" apt-get clean
 	rm -rf "$OUT/mk-work"
+	mcache_put_dir "dkms-$SUITE-pg$PG" "$key" "$r" || echo "# (not stored in the machine cache)"
 	touch "$r.done"
-	# Older keys' roots (not one a stage has mounted: rm stops at a mount).
-	find "$OUT" -maxdepth 1 -name 'root-*.done' ! -path "$r.done" -delete
-	find "$OUT" -maxdepth 1 -type d -name 'root-*' ! -path "$r" -exec rm -rf --one-file-system {} +
 	echo "# made ${r#"$ROOT"/}: + ${PKGS[*]} ($(($(now) - start)) s)"
 fi
+# Older keys' roots (not one a stage has mounted: rm stops at a mount).
+find "$OUT" -maxdepth 1 -name 'root-*.done' ! -path "$r.done" -delete
+find "$OUT" -maxdepth 1 -type d -name 'root-*' ! -path "$r" -exec rm -rf --one-file-system {} +
 echo "root=$r"

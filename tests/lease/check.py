@@ -29,7 +29,10 @@ one host, so the agents' lines compare directly.
                                         not run from T to T2), kill (SIGKILL
                                         at T), or a fault on the store
                                         (store-down: the store did not answer
-                                        from T to T2, left out of gap_up_ms);
+                                        from T to T2; leader-change: an
+                                        election between T and T2, its
+                                        fresh TTLs included; both left out
+                                        of gap_up_ms);
                                         key-delete, lease-clear, lease-expire:
                                         the leases taken away at T (wait_up_ms
                                         starts again)
@@ -274,7 +277,8 @@ def main():
     # until=T2: killed or stopped, or within its restart wait) left out:
     # the longest such wait, and the store-down time within it.
     up_ns, up_down_ns, up_owner, up_at = 0, 0, None, None
-    downs = [(f["at"], f.get("until", f["at"])) for f in ev["fault"] if f.get("kind") == "store-down"]
+    downs = [(f["at"], f.get("until", f["at"])) for f in ev["fault"]
+             if f.get("kind") in ("store-down", "leader-change")]
     # And the longest such wait without a store fault in it: from the
     # later of the agent's want, the store answering again (the end of a
     # store-down) or the leases taken away (a key deletion: the claim of an

@@ -162,6 +162,7 @@ bg_stage() {
 	local name=$1
 	shift
 	bg_start[$name]=$(now)
+	rm -f "$BUILD/check-stage-$name.rc"
 	echo
 	echo "======== $name: started in the background (log: ${BUILD#"$ROOT"/}/check-stage-$name.log) ========"
 	(
@@ -173,6 +174,7 @@ bg_stage() {
 		machine_busy "$busy0" >"$BUILD/check-stage-$name.busy"
 		cpu_cs "$BUILD/check-stage-$name.times"
 		echo $((CPU_CS / 100)) >"$BUILD/check-stage-$name.cpu"
+		echo "$rc" >"$BUILD/check-stage-$name.rc"
 		exit "$rc"
 	) &
 	bg_pid[$name]=$!
@@ -180,7 +182,9 @@ bg_stage() {
 join_stage() {
 	local name=$1 rc=0 end
 	[ -n "${bg_pid[$name]:-}" ] || return 0
-	wait "${bg_pid[$name]}" || rc=$?
+	# Its status from the file, not from wait alone (bg_wait, lib.sh: a
+	# stage that ended long ago, its pid given again to a later child).
+	bg_wait "${bg_pid[$name]}" "$BUILD/check-stage-$name.rc" || rc=$?
 	end=$(cat "$BUILD/check-stage-$name.end" 2>/dev/null || now)
 	echo
 	echo "======== $name (ran in the background) ========"
@@ -273,6 +277,8 @@ if [ "${1:-}" = --selected ]; then
 fi
 
 busy_t0=$(machine_busy)
+# The machine cache the roots and builds come from (lib.sh's mcache_*).
+echo "machine cache: $(mcache_dir || echo "none (SNOWFLAKE_CACHE=${SNOWFLAKE_CACHE-})")"
 run_stage deps scripts/deps.sh
 run_stage ksrc scripts/ksrc.sh
 # The debug kernel's build (about 14 CPU-minutes on a fresh clone, cached in

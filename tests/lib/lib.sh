@@ -267,6 +267,35 @@ vmlinuz_of() {
 	return 1
 }
 
+# bg_start RC CMD...: CMD in the background, in a subshell that writes
+# CMD's exit status to the file RC when it ends ($! is that subshell).
+# bg_wait PID RC: waits for it and returns that status (255 when RC was
+# never written: the subshell was killed).
+# Not `wait PID` alone, long after the child ended: bash forgets a reaped
+# child's status when a later child of the same shell is given the same
+# pid (pid_max is 32768 on these machines and a kernel build wraps it in
+# minutes), and `wait PID` then says "not a child of this shell", 127.
+# CI's run of 6bd60d2 failed the contract lane's "mutants.sh failed" so:
+# a shell that forks ~700 times between the mutants' end and its wait.
+# tests/static/bgwait-test.sh gives the pid back (a pid namespace,
+# ns_last_pid) and checks both.
+bg_start() {
+	local rc=$1
+	shift
+	rm -f "$rc"
+	(
+		"$@"
+		echo "$?" >"$rc"
+	) &
+}
+bg_wait() {
+	local r
+	wait "$1" 2>/dev/null
+	r=$(cat "$2" 2>/dev/null)
+	[[ $r =~ ^[0-9]+$ ]] || r=255
+	return "$r"
+}
+
 # Seconds since the epoch, for timings.
 now() { date +%s; }
 
@@ -362,4 +391,185 @@ build_module() {
 	else
 		make -C "$kdir" M="$dir" ${V:+V="$V"} "$@" modules
 	fi
+}
+
+# The machine cache: the artefacts whose name already carries their recipe
+# (a hash of what makes them), kept outside the clone, shared by every
+# clone of the machine, so that a fresh clone (CI's) takes them instead of
+# making them again.  In the fresh-clone run of 73c8df9 they were most of
+# its time: the quickstart's Debian 12 and 13 roots 788 and 615 s, the
+# deb stage's root 795 s, the previous release 780 s, the dkms roots 404
+# and 476 s, piuparts' chroot 218 s, the debug kernel several hundred CPU
+# seconds.  tests/README.md says which and how to clear it.
+#
+#   SNOWFLAKE_CACHE unset    /var/cache/snowflake-check, when it can be made
+#                            and written (as root); otherwise none
+#   SNOWFLAKE_CACHE=         none: every artefact made in build/ as before
+#   SNOWFLAKE_CACHE=DIR      DIR (an absolute path; another is none)
+#   SNOWFLAKE_CACHE_DAYS=N   the max age of an entry (default 7)
+#
+# Each script still looks in its own build/ first; only when its artefact
+# is missing there does it ask the cache (mcache_get, mcache_get_dir, at
+# the point where it makes it), and what it made it gives to the cache
+# (mcache_put, mcache_put_dir).  An entry is one file, DIR/KIND/KEY: KIND
+# the artefact (kroot-sid, deb-root, ...), KEY the recipe hash the script
+# computes for its own name in build/.  Why it is right:
+#   - The key: an entry is found by its KEY alone; a recipe that changed
+#     is another name, a miss, and the script makes (and puts) it.
+#   - Whole or not at all: an entry is written under a name of its own
+#     (.tmp.KEY.XXXXXX, in KIND/), fsynced, then renamed to KEY: rename(2)
+#     in one directory is atomic, so a reader finds no KEY or a whole one;
+#     a put that dies (a crash, a kill, a full disk) leaves only its .tmp.
+#     file, which no reader opens and a later put of that KIND removes
+#     after a day.  A hit is copied (or extracted) into build/ under a
+#     temporary name too, and renamed into place: the script's own "is it
+#     there" test never sees half a copy.
+#   - Two runs at once: each writer has its own temporary file and the
+#     rename replaces an entry at once; a reader that has opened an entry
+#     reads it whole even when another run replaces or prunes it meanwhile
+#     (an unlinked file lives until it is closed); one that finds it gone
+#     takes that as a miss.  No lock is needed, nor held across a build.
+#   - Never written through: a hit is a copy in the clone's build/ (a
+#     directory entry extracted there), which the clone may change or
+#     `rm -rf`; the entry itself is only ever read, and replaced whole.
+#   - Bounded: an entry older than SNOWFLAKE_CACHE_DAYS is a miss (the
+#     script makes it again and the put replaces it).  A root carries the
+#     package versions of the day it was made and apt lists naming them:
+#     once the mirror has moved on (sid daily, a stable suite at its point
+#     releases), the lanes would test what no user installs any more, and
+#     apt in the root may not find what its lists name (the lanes' own
+#     "install, else update and install" covers the packages, not the
+#     kernels a root is made for); a week bounds that without making a
+#     machine that runs the check daily build everything daily.  Each put
+#     keeps, of its KIND, the newest MCACHE_KEEP entries (the recipe just
+#     made and the one a clone of an older commit may still want) and
+#     removes the others and the expired ones: a few GB in all.
+#   - Trusted: the directory must be the user's own (root extracts what is
+#     in it, and boots it); one of another user is not used.
+MCACHE_KEEP=2
+
+# mcache_dir: the cache directory, made when missing; status 1 when there
+# is none (SNOWFLAKE_CACHE empty or not an absolute path: the scripts run
+# from different directories; or the directory cannot be made or written,
+# or is not ours).
+mcache_dir() {
+	local d=${SNOWFLAKE_CACHE-/var/cache/snowflake-check}
+	[[ $d == /* ]] || return 1
+	mkdir -p "$d" 2>/dev/null || return 1
+	[ -d "$d" ] && [ -w "$d" ] && [ -O "$d" ] || return 1
+	printf '%s\n' "$d"
+}
+
+# mcache_entry KIND KEY: the path of that entry (KIND/ made); status 1
+# with no cache, or when KIND or KEY is not a plain name.
+mcache_entry() {
+	local c
+	[[ $1 =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ && $2 =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] || return 1
+	c=$(mcache_dir) || return 1
+	mkdir -p "$c/$1" 2>/dev/null || return 1
+	printf '%s\n' "$c/$1/$2"
+}
+
+# mcache_days: SNOWFLAKE_CACHE_DAYS when it is a number, else 7.
+mcache_days() {
+	local d=${SNOWFLAKE_CACHE_DAYS:-7}
+	[[ $d =~ ^[0-9]+$ ]] || d=7
+	echo "$d"
+}
+
+# mcache_fresh ENTRY: ENTRY is there, not empty, and younger than the max
+# age (its mtime is when it was put: when its artefact was made).
+mcache_fresh() {
+	local m
+	[ -f "$1" ] && [ -s "$1" ] || return 1
+	m=$(stat -c %Y "$1" 2>/dev/null) || return 1
+	[ $(($(date +%s) - m)) -lt $(($(mcache_days) * 86400)) ]
+}
+
+# mcache_age KIND KEY: the entry's age, "N h" (for the scripts' messages).
+mcache_age() {
+	local e
+	e=$(mcache_entry "$1" "$2") || return 0
+	echo "$((($(date +%s) - $(stat -c %Y "$e" 2>/dev/null || date +%s)) / 3600)) h"
+}
+
+# mcache_get KIND KEY FILE: a fresh entry copied to FILE (renamed into
+# place when whole); status 1 on a miss (no cache, no entry, an expired
+# one, a failed copy), FILE then untouched.
+mcache_get() {
+	local e t
+	e=$(mcache_entry "$1" "$2") && mcache_fresh "$e" || return 1
+	t=$(mktemp "$3.mcache.XXXXXX") || return 1
+	if cp "$e" "$t" && chmod 0644 "$t" && mv -f "$t" "$3"; then
+		return 0
+	fi
+	rm -f "$t"
+	return 1
+}
+
+# mcache_get_dir KIND KEY DIR: a fresh entry (a directory put by
+# mcache_put_dir) extracted into DIR, which is replaced (removed first,
+# the extraction renamed to it when whole); status 1 on a miss: DIR left
+# as it was when there is no fresh entry, removed when one failed to
+# extract.  The caller holds its own lock on DIR.
+mcache_get_dir() {
+	local e t
+	e=$(mcache_entry "$1" "$2") && mcache_fresh "$e" || return 1
+	rm -rf --one-file-system "$3" "$3".mcache.*
+	mkdir -p "${3%/*}"
+	t=$(mktemp -d "$3.mcache.XXXXXX") || return 1
+	if tar -C "$t" --numeric-owner --xattrs --xattrs-include='*' -I zstd -xf "$e" && mv -T "$t" "$3"; then
+		return 0
+	fi
+	rm -rf --one-file-system "$t"
+	return 1
+}
+
+# mcache_put KIND KEY FILE: FILE stored as the entry KEY of KIND (a copy,
+# written whole, then renamed; see above), then KIND pruned.  Status 0
+# with no cache; 1 when it could not be written (the caller warns: the
+# artefact in build/ is there all the same).
+mcache_put() {
+	local e t
+	e=$(mcache_entry "$1" "$2") || return 0
+	t=$(mktemp "${e%/*}/.tmp.$2.XXXXXX") || return 1
+	if cp "$3" "$t" && chmod 0644 "$t" && sync "$t" && mv -f "$t" "$e"; then
+		mcache_prune "$1" "$2"
+		return 0
+	fi
+	rm -f "$t"
+	return 1
+}
+
+# mcache_put_dir KIND KEY DIR [MEMBER...]: DIR (or only its MEMBERs,
+# paths below it) stored as the entry KEY of KIND, a tar.zst (owners as
+# numbers: a root's users are not the host's), as mcache_put.
+mcache_put_dir() {
+	local kind=$1 key=$2 dir=$3 e t
+	shift 3
+	e=$(mcache_entry "$kind" "$key") || return 0
+	t=$(mktemp "${e%/*}/.tmp.$key.XXXXXX") || return 1
+	if tar -C "$dir" --numeric-owner --xattrs --xattrs-include='*' --one-file-system \
+		-I 'zstd -T0' -cf "$t" "${@:-.}" && chmod 0644 "$t" && sync "$t" && mv -f "$t" "$e"; then
+		mcache_prune "$kind" "$key"
+		return 0
+	fi
+	rm -f "$t"
+	return 1
+}
+
+# mcache_prune KIND KEY: in KIND/, the entries older than the max age and
+# all but the newest MCACHE_KEEP (KEY always kept) removed, and temporary
+# files of a put more than a day old (a put that died).
+mcache_prune() {
+	local d f
+	d=$(mcache_entry "$1" "$2") || return 0
+	d=${d%/*}
+	find "$d" -maxdepth 1 -type f -name '.tmp.*' -mmin +1440 -delete 2>/dev/null || true
+	find "$d" -maxdepth 1 -type f ! -name '.*' ! -name "$2" -mmin +$(($(mcache_days) * 1440)) \
+		-delete 2>/dev/null || true
+	find "$d" -maxdepth 1 -type f ! -name '.*' -printf '%T@ %f\n' | sort -rn |
+		tail -n +$((MCACHE_KEEP + 1)) | while read -r _ f; do
+		[ "$f" = "$2" ] || rm -f "$d/$f"
+	done
 }

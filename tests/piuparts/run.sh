@@ -62,11 +62,18 @@ mirror=${KROOT_MIRROR:-$(host_mirror)}
 sources="deb $mirror $SUITE main"
 key=$(printf '%s\n' minbase "$sources" | sha256sum | cut -c1-12)
 base=$OUT/$SUITE-$key.tgz
+# The machine cache (lib.sh's mcache_*): another clone's chroot of the
+# same recipe, within its max age.
+if [ ! -s "$base" ] && mcache_get "piuparts-$SUITE" "$key" "$base"; then
+	find "$OUT" -maxdepth 1 \( -name 'bookworm-*.tgz' -o -name "$SUITE-*.tgz" \) ! -path "$base" -delete
+	echo "# the clean $SUITE chroot from the machine cache ($(mcache_age "piuparts-$SUITE" "$key") old)"
+fi
 if [ ! -s "$base" ]; then
 	start=$(now)
 	if mmdebstrap --variant=minbase "$SUITE" "$base.tmp.tar.gz" "$sources" >"$OUT/mmdebstrap.log" 2>&1; then
 		mv "$base.tmp.tar.gz" "$base"
 		find "$OUT" -maxdepth 1 \( -name 'bookworm-*.tgz' -o -name "$SUITE-*.tgz" \) ! -path "$base" -delete
+		mcache_put "piuparts-$SUITE" "$key" "$base" || echo "# (not stored in the machine cache)"
 		ok "a clean $SUITE chroot (mmdebstrap --variant=minbase, $(($(now) - start)) s)"
 	else
 		tail -n 20 "$OUT/mmdebstrap.log" | indent

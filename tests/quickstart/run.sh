@@ -202,11 +202,12 @@ debian_name() {
 }
 
 # suite_vars SUITE: SUITE's guest kernel (KREL), apt sources (sources: a
-# file or a line, as mmdebstrap takes them), cached base root (base) and
-# chroot uname (UNAME); notok and status 1 when SUITE cannot be had.  The
-# blocks started afterwards (in subshells) keep them.
+# file or a line, as mmdebstrap takes them), cached base root (base; its
+# recipe's hash BASEKEY is the machine cache's key too) and chroot uname
+# (UNAME); notok and status 1 when SUITE cannot be had.  The blocks
+# started afterwards (in subshells) keep them.
 suite_vars() {
-	local suite=$1 src key
+	local suite=$1 src
 	local -a kvers
 	SUITE=$suite
 	if [ "$suite" = bookworm ]; then
@@ -230,8 +231,8 @@ suite_vars() {
 		return 1
 	fi
 	mmopts=(--variant=apt --skip=cleanup/apt/lists --include="$include,linux-image-$KREL")
-	key=$(printf '%s\n' "${mmopts[@]}" "$src" | sha256sum | cut -c1-12)
-	base=$OUT/base-$suite-$key.tar.zst
+	BASEKEY=$(printf '%s\n' "${mmopts[@]}" "$src" | sha256sum | cut -c1-12)
+	base=$OUT/base-$suite-$BASEKEY.tar.zst
 	UNAME=$OUT/uname-$suite
 	LISTS=$OUT/lists-$suite
 	LOWER=$OUT/lower-$suite
@@ -247,18 +248,27 @@ suite_root() {
 		start=$(now)
 		# An older recipe's, and the unnamed ones before the suites.
 		rm -f "$OUT/base-$suite"-*.tar.zst "$OUT"/base-????????????.tar.zst
+	fi
+	if [ -s "$base" ]; then
+		echo "# cached $dname root ${base#"$ROOT"/}"
+	elif mcache_get "quickstart-$suite" "$BASEKEY" "$base"; then
+		echo "# cached $dname root ${base#"$ROOT"/}, from the machine cache ($(mcache_age "quickstart-$suite" "$BASEKEY") old, $(($(now) - start)) s)"
+	else
 		echo "# mmdebstrap $suite (first run: a few minutes), sources: $sources"
 		if mmdebstrap "${mmopts[@]}" "$suite" "$base.tmp.tar.zst" "$sources" >"$OUT/mmdebstrap-$suite.log" 2>&1; then
 			mv "$base.tmp.tar.zst" "$base"
 			echo "# a fresh $dname root with $include,linux-image-$KREL ($(($(now) - start)) s)"
+			if ! mcache_put "quickstart-$suite" "$BASEKEY" "$base"; then
+				warn "$suite: its root not stored in the machine cache"
+			elif mcache_dir >/dev/null; then
+				echo "# stored in the machine cache ($(($(now) - start)) s in all)"
+			fi
 		else
 			tail -n 30 "$OUT/mmdebstrap-$suite.log" | indent
 			rm -f "$base.tmp.tar.zst"
 			notok "$suite: mmdebstrap (log: ${OUT#"$ROOT"/}/mmdebstrap-$suite.log)"
 			return 1
 		fi
-	else
-		echo "# cached $dname root ${base#"$ROOT"/}"
 	fi
 	suite_lower || return 1
 	hostrel=$(uname -r | sed 's/[][\.*^$/]/\\&/g')

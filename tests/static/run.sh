@@ -32,7 +32,7 @@ run() {
 # fleet-test (below) mostly waits on its 12 s held reply: started first,
 # beside the tools, its output counted in its place.
 fleet_out=$(mktemp)
-python3 tests/static/fleet-test.py >"$fleet_out" 2>&1 &
+bg_start "$fleet_out.rc" python3 tests/static/fleet-test.py >"$fleet_out" 2>&1
 fleet_pid=$!
 
 srcs=(userspace/lib/*.c userspace/cli/*.c userspace/floord/*.c userspace/agent/*.c bench/*.c bench/db/*.c driver/snowflake_core.c driver/uuid_core.c)
@@ -70,13 +70,13 @@ run "report-test (bench/report.py's verdict)" python3 tests/static/report-test.p
 # (waited for here, in this shell: run's command substitution is a
 # subshell, which cannot wait for this shell's child)
 fleet_rc=0
-wait "$fleet_pid" || fleet_rc=$?
+bg_wait "$fleet_pid" "$fleet_out.rc" || fleet_rc=$?
 fleet_test() {
 	cat "$fleet_out"
 	return "$fleet_rc"
 }
 run "fleet-test (bench/fleet.py's agent N+1)" fleet_test
-rm -f "$fleet_out"
+rm -f "$fleet_out" "$fleet_out.rc"
 # Every kept defect still applies to the tree (tests/*/mutants/*.patch):
 # a patch that no longer applies is found here, in a minute, not at the
 # end of the contract or db lane (0e98a0f's backoff.c left i23-8 behind).

@@ -51,6 +51,12 @@ mkdir -p "$BUILD/old-release"
 exec 9>"$BUILD/old-release/lock${SUITE:+-$SUITE}"
 flock -w 1800 9 || die "another old-release.sh held the lock for 30 minutes"
 echo "# the previous release: $old, commit $short ($(git -C "$ROOT" log -1 --format=%s "$commit" | cut -c1-70))"
+# The machine cache (lib.sh's mcache_*), keyed as here by the commit (and
+# the suite): another clone's build, within its max age.
+kind=old-release${SUITE:+-$SUITE}
+if [ ! -e "$OUT/done" ] && mcache_get_dir "$kind" "$commit" "$OUT" && [ -e "$OUT/done" ]; then
+	echo "# from the machine cache ($(mcache_age "$kind" "$commit") old)"
+fi
 if [ -e "$OUT/done" ]; then
 	echo "# cached in ${OUT#"$ROOT"/}"
 elif [ -n "$SUITE" ]; then
@@ -65,6 +71,7 @@ elif [ -n "$SUITE" ]; then
 	fi
 	rm -rf "$OUT/src"
 	echo "$commit" >"$OUT/done"
+	mcache_put_dir "$kind" "$commit" "$OUT" || echo "# (not stored in the machine cache)"
 	echo "# built $old's packages on $SUITE in $(($(now) - start)) s"
 else
 	start=$(now)
@@ -91,6 +98,7 @@ else
 	mkdir -p "$OUT/include"
 	cp "$OUT/src/userspace/include/snowflake.h" "$OUT/include/snowflake.h"
 	echo "$commit" >"$OUT/done"
+	mcache_put_dir "$kind" "$commit" "$OUT" || echo "# (not stored in the machine cache)"
 	echo "# built $old's packages and selftests in $(($(now) - start)) s"
 fi
 echo "old_version=$old"

@@ -213,8 +213,9 @@ struct store_ops {
  * The record store (issue 40, docs/lease-record.md): what a backend of
  * the record design is, and all it is.  One record per pair, its text
  * ag_rec_format()'s, written only by cas() on the store's own version of
- * it (etcd mod_revision; ZooKeeper the data version + 1; MySQL and Redis
- * a counter each write increments atomically with it): a takeover moves
+ * it (etcd mod_revision; ZooKeeper the node's mzxid; Redis a counter
+ * each write increments atomically with it; MySQL a counter row each write
+ * advances in the same request, before it): a takeover moves
  * the version, so no delayed write of an earlier holder can land after it.
  * Versions are above 0 and grow with every write of one record; 0 means
  * "absent".  Every call is one bounded request (ag_wait(), by @deadline,
@@ -308,7 +309,14 @@ extern const struct store_ops ag_etcd_ops;
 /* The record design's etcd backend (etcd.c): a plain key per pair, its mod_revision the version. */
 extern const struct rec_ops ag_etcd_rec_ops;
 extern const struct store_ops ag_mysql_ops;
+/* The record design's MySQL backend (mysql.c): the pair's row, its ver from a counter row. */
+extern const struct rec_ops ag_mysql_rec_ops;
 extern const struct store_ops ag_zookeeper_ops;
+/*
+ * The record design's ZooKeeper backend (zookeeper.c): a persistent node per
+ * pair, its mzxid the version, a setData at the data version read with it.
+ */
+extern const struct rec_ops ag_zk_rec_ops;
 
 /*
  * For a backend whose client library learns on a thread of its own that

@@ -112,6 +112,7 @@ static int m_init(struct agent *a)
 }
 
 const struct store_ops ag_mysql_ops = { .name = "mysql", .init = m_init };
+const struct rec_ops ag_mysql_rec_ops = { .name = "mysql", .init = m_init };
 #else
 #include <errno.h>
 #include <poll.h>
@@ -138,6 +139,8 @@ const struct store_ops ag_mysql_ops = { .name = "mysql", .init = m_init };
 #define NAME_MAX_LEN	64
 /* Statements of one batch whose results are kept. */
 #define MAX_STMTS	4
+/* Columns of a result's first row that are kept (a record's read: ver, rec, ...). */
+#define MAX_COLS	6
 
 /* The table's definition: docs/snowflake-mysql.sql says the same (a test compares them). */
 static const char create_table_fmt[] =
@@ -164,6 +167,7 @@ struct mstore {
 	char pfx[2 * NAME_MAX_LEN + 1];	/* prefix and cluster, escaped */
 	char cl[2 * NAME_MAX_LEN + 1];
 	char own[2 * 320 + 1];		/* the owner, escaped */
+	bool rec_ok;			/* the record's columns were checked on this connection */
 };
 
 /* What a batch gave. */
@@ -173,9 +177,9 @@ struct reply {
 	int n;				/* statements run */
 	long long affected[MAX_STMTS];	/* -1: a result set */
 	bool row;			/* the result set had a row: */
-	char col[2][330];		/* its first columns ("" for NULL) */
-	size_t col_len[2];		/* their lengths as sent (> sizeof(col[i]) - 1: cut) */
-	bool col_null[2];
+	char col[MAX_COLS][AG_REC_MAX + 1];	/* its first columns ("" for NULL) */
+	size_t col_len[MAX_COLS];	/* their lengths as sent (> sizeof(col[i]) - 1: cut) */
+	bool col_null[MAX_COLS];
 };
 
 static struct mstore *M(const struct agent *a)
@@ -266,6 +270,7 @@ static void mysql_drop(struct agent *a, const char *why)
 		s->m = NULL;
 	}
 	s->schema_ok = false;
+	s->rec_ok = false;
 }
 
 /* The store can never be used as configured: the agent stops with @code. */
@@ -293,6 +298,7 @@ static void close_quietly(struct agent *a)
 		s->m = NULL;
 	}
 	s->schema_ok = false;
+	s->rec_ok = false;
 }
 
 static bool auth_error(unsigned int e)
@@ -408,7 +414,7 @@ static void run_sql(struct agent *a, int64_t end, const char *sql, struct reply 
 				unsigned long *lens = mysql_fetch_lengths(res);
 
 				r->row = true;
-				for (i = 0; i < nf && i < 2; i++) {
+				for (i = 0; i < nf && i < MAX_COLS; i++) {
 					size_t l = row[i] && lens ? lens[i] : 0;
 
 					r->col_null[i] = !row[i];
@@ -942,13 +948,39 @@ static int m_renew(struct agent *a, int64_t deadline, int64_t *sent, uint64_t ra
 }
 
 /*
+ * --init-store's first step: the database and the table where missing,
+ * then the table checked (check_table()).  true when usable.
+ */
+static bool make_schema(struct agent *a, int64_t end)
+{
+	char sql[1024];
+	struct reply r;
+
+	if (M(a)->schema_ok)
+		return true;
+	if (!mysql_connect_db(a, end, true)) {
+		if (a->fatal || !M(a)->no_schema)
+			return false;
+		/* No database: create it. */
+		if (!mysql_connect_db(a, end, false))
+			return false;
+		if (sqlf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS `%s`; USE `%s`",
+			 a->c->mysql_database, a->c->mysql_database) ||
+		    exec(a, end, sql, &r))
+			return false;
+		logm(AG_INFO, "event=mysql_database_created database=%s", a->c->mysql_database);
+	}
+	return !sqlf(sql, sizeof(sql), create_table_fmt, a->c->mysql_table) &&
+	       !exec(a, end, sql, &r) && check_table(a, end);
+}
+
+/*
  * --init-store: the database and the table where missing (the first
  * call), then the pair's row with its mark where missing.
  */
 static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 			bool replace_invalid)
 {
-	struct mstore *s = M(a);
 	int64_t end = end_of(a, 0);
 	char sql[1024], where[600], old[sizeof(((struct reply *)0)->col[1])];
 	struct reply r;
@@ -956,25 +988,8 @@ static int m_init_mark(struct agent *a, uint32_t dc, uint32_t w, uint64_t mark,
 	bool ours;
 	int ret;
 
-	if (!s->schema_ok) {
-		if (!mysql_connect_db(a, end, true)) {
-			if (a->fatal || !s->no_schema)
-				return -1;
-			/* No database: create it. */
-			if (!mysql_connect_db(a, end, false))
-				return -1;
-			if (sqlf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS `%s`; USE `%s`",
-				 a->c->mysql_database, a->c->mysql_database) ||
-			    exec(a, end, sql, &r))
-				return -1;
-			logm(AG_INFO, "event=mysql_database_created database=%s", a->c->mysql_database);
-		}
-		if (sqlf(sql, sizeof(sql), create_table_fmt, a->c->mysql_table) ||
-		    exec(a, end, sql, &r))
-			return -1;
-		if (!check_table(a, end))
-			return -1;
-	}
+	if (!make_schema(a, end))
+		return -1;
 	ret = insert_row(a, end, dc, w, mark);
 	if (ret)
 		return ret < 0 ? -1 : INIT_CREATED;
@@ -1023,5 +1038,390 @@ const struct store_ops ag_mysql_ops = {
 	.give_back = m_give_back,
 	.recheck = m_recheck,
 	.init_mark = m_init_mark,
+};
+
+/*
+ * The record design (issue 40, docs/lease-record.md): ag_mysql_rec_ops,
+ * the backend of record.c's engine, on this file's connection (run_sql():
+ * one request, once, by the engine's wait), its table checks and its
+ * durability check (G5: mysql_durable(), m_recheck()).
+ *
+ * Layout.  Pair (DC, W)'s record is the pair's row of 1.4.0's table, with
+ * two more columns (rec_columns_fmt; docs/deployment-mysql.md, "The
+ * record"): rec, the record's text (ag_rec_format()'s, at most
+ * AG_REC_MAX - 1 bytes), and ver, its version.  A record row also has
+ * owner '' and expiry REC_EXPIRY (DATETIME(6)'s last instant), so that a
+ * 1.4.0 agent never claims it (its claim needs an expiry in the past) nor
+ * renews or releases it (both need its own owner); its mark column is
+ * 1.4.0's and is left as it was (0 on a row created as a record).
+ *
+ * The version.  InnoDB keeps no version of a row, so it is a number taken
+ * from one counter of the key space, the row (PREFIX, CLUSTER, 2^32 - 1,
+ * 2^32 - 1) of the same table (its ver; no layout has such a pair:
+ * mr_init()), advanced by the cas's first statement (INSERT ... ON
+ * DUPLICATE KEY UPDATE ver = LAST_INSERT_ID(ver + 1): created at 1 by the
+ * first write, then one up, under the row's lock) and written into the
+ * record by the second (ver = LAST_INSERT_ID(), the connection's own
+ * value).  A store-wide counter, as etcd's revision and Redis's rev key
+ * are, and not ver + 1 of the row: that restarts when a row is deleted
+ * and created again, and a delayed write naming an old version would then
+ * land on a record its writer never read (ABA).  The counter's values are
+ * handed out one at a time (the row lock) and only grow, so no two writes
+ * of any record get one version, deleted rows or not.  The two statements
+ * commit one after the other (autocommit), not as one transaction: the
+ * only promise needed is that the value written is new and above every
+ * earlier one, and the counter's commit precedes its use (InnoDB's redo
+ * log is replayed in order, so a crash never keeps the record's write
+ * without the counter's).  A value taken by a cas that then does not
+ * commit is skipped, never reused.  And no transaction is ever left open
+ * on the connection, with the counter's lock, by an error between them.
+ *
+ * read:  SELECT ver, LEFT(rec, AG_REC_MAX), LENGTH(rec), (the row is a
+ *        record's: owner '' and expiry REC_EXPIRY), owner, expiry, mark
+ *        ... WHERE <pair> LIMIT 1: one row at most (the primary key is
+ *        the pair, check_table()), its text cut by the server, so what is
+ *        buffered is bounded whatever the row holds.  No row: RS_ABSENT.
+ *        A record: RS_OK with ver (a decimal 1 .. REC_VER_MAX, strictly)
+ *        and rec (shorter than AG_REC_MAX, else the read fails: input).
+ * cas:   the counter's statement, then
+ *          expect 0:   INSERT the record row (owner '', expiry REC_EXPIRY,
+ *                      mark 0, rec, ver): a duplicate key is RS_MOVED;
+ *          else:       UPDATE ... SET owner = '', expiry = REC_EXPIRY,
+ *                      rec, ver WHERE <pair> AND ver = expect AND (expiry
+ *                      = REC_EXPIRY OR expiry < UTC_TIMESTAMP(6)):
+ *                      matched (CLIENT_FOUND_ROWS) 1 RS_OK, 0 RS_MOVED;
+ *        then SELECT LAST_INSERT_ID(): the new version, above @expect
+ *        (else a reply that says nothing sure: RS_UNKNOWN).  One request
+ *        of three statements.  The text goes as a hex literal: any byte.
+ *
+ * 1.4.0's row (ver NULL) is read as RS_OK with version REC_FOREIGN and a
+ * text that is not a record ("mysql-1.4.0 owner=... expiry=... mark=..."):
+ * the engine's parse fails on it (event=mark_invalid, never served).  A
+ * cas naming REC_FOREIGN replaces only a row whose ver is NULL and whose
+ * expiry has passed on the server's clock: 1.4.0's own rule of when its
+ * lease is over, the way etcd's and Redis's stores end 1.4.0's key (here
+ * the row stays, so the compare does it); while a 1.4.0 agent holds the
+ * row, RS_MOVED.  Such a cas clears the owner, so that agent's late
+ * renewal matches nothing and it learns it lost the pair.  A row with a
+ * ver whose owner or expiry is not a record's (written by hand: a 1.4.0
+ * agent may claim it once its expiry passes) is read as RS_OK with its
+ * version and "mysql-held owner=... expiry=... rec=TEXT" (never a
+ * record), and is replaced only once its expiry has passed.  Taking over
+ * 1.4.0's mark (the row's mark column) is step 3's (the rolling upgrade).
+ *
+ * Errors (rec_error()), each request's only:
+ *  - a privilege the table's grants do not give (a table or column grant
+ *    without UPDATE, INSERT or SELECT on it): RS_REFUSED (all pairs: a
+ *    grant is the table's), event=mysql_refused, never fatal here;
+ *  - a read-only server (read_only, super_read_only, a replica), a lock
+ *    wait timeout or a deadlock (the statement or transaction rolled
+ *    back), a full disk or table, the server out of resources or shutting
+ *    down: RS_UNABLE, said as a condition of the store;
+ *  - any other error reply: RS_FAILED, nothing written (statements are
+ *    atomic: the batch stops at the first error, the counter's value is
+ *    skipped); an error after the write matched (the SELECT): RS_UNKNOWN;
+ *  - no reply within the time left, a lost connection, a reply that
+ *    cannot be read: a read RS_FAILED, a cas RS_UNKNOWN (the connection
+ *    dropped; the engine reads its nonce back); nothing sent: RS_FAILED.
+ *
+ * The schema: a table without rec and ver (1.4.0's) is RS_UNABLE
+ * (event=mysql_no_record_columns, said once), until --init-store (whose
+ * user also needs ALTER) adds them, or the operator runs the ALTER of
+ * docs/deployment-mysql.md: an instant ALTER (nullable columns at the
+ * end), which 1.4.0 agents running beside it do not notice (they name
+ * their columns).  A table or columns of another form: fatal
+ * (event=mysql_bad_schema, exit 2), as check_table() does.
+ *
+ * Assumed: nobody deletes or lowers the counter row while agents run (its
+ * values would start again below versions already handed out); a record
+ * row deleted by hand is safe (its next version is above every earlier
+ * one); a row written by hand takes its ver from the counter
+ * (docs/deployment-mysql.md, the emergency procedure).
+ */
+/* The largest version a record may have: 2^63 - 1 (never negative, signed or not). */
+#define REC_VER_MAX	9223372036854775807ULL
+/* read()'s version of 1.4.0's row (ver NULL): above every record's. */
+#define REC_FOREIGN	UINT64_MAX
+/* The counter row's datacenter and worker (no layout has them: mr_init()). */
+#define REC_COUNTER	4294967295U
+/* A record row's expiry: DATETIME(6)'s last instant (1.4.0 claims only an expired row). */
+#define REC_EXPIRY	"9999-12-31 23:59:59.999999"
+
+/* The record's columns, added to 1.4.0's table (docs/deployment-mysql.md says the same). */
+static const char rec_columns_fmt[] =
+	"ALTER TABLE `%s` ADD COLUMN rec VARBINARY(511) NULL DEFAULT NULL, "
+	"ADD COLUMN ver BIGINT UNSIGNED NULL DEFAULT NULL";
+/* What information_schema says of them when they are as rec_columns_fmt makes them. */
+#define REC_COLUMNS	"rec varbinary(511) YES,ver bigint unsigned YES"
+
+/*
+ * A record request's error reply (@r->err > 0) or its missing reply
+ * (@r->err < 0), for pair (@dc, @w), as an RS_* (the list above): a
+ * @cas's missing reply is RS_UNKNOWN.
+ */
+static int rec_error(struct agent *a, uint32_t dc, uint32_t w, const struct reply *r, bool cas)
+{
+	struct mstore *s = M(a);
+
+	if (a->fatal)
+		return RS_FAILED;
+	if (r->err < 0)
+		return cas ? RS_UNKNOWN : RS_FAILED;
+	switch (r->err) {
+	case ER_TABLEACCESS_DENIED_ERROR:
+	case ER_COLUMNACCESS_DENIED_ERROR:
+	case ER_SPECIFIC_ACCESS_DENIED_ERROR:
+		logm(AG_WARN, "event=mysql_refused user=%s table=%s datacenter=%u worker=%u error=\"%.200s\": the table's grants do not allow this (docs/deployment-mysql.md): not run",
+		     a->c->mysql_user, a->c->mysql_table, dc, w, r->msg);
+		return RS_REFUSED;
+	case ER_OPTION_PREVENTS_STATEMENT:
+	case ER_READ_ONLY_MODE:
+	case ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION:
+	case ER_LOCK_WAIT_TIMEOUT:
+	case ER_LOCK_DEADLOCK:
+	case ER_RECORD_FILE_FULL:
+	case ER_DISK_FULL:
+	case ER_OUT_OF_RESOURCES:
+	case ER_SERVER_SHUTDOWN:
+		ag_condition(a, AG_COND_STORE_DOWN, AG_WARN,
+			     "event=mysql_unable host=%s port=%d error=\"%.200s\": the store cannot run a write now (nothing ran)",
+			     a->c->mysql_host, a->c->mysql_port, r->msg);
+		return RS_UNABLE;
+	case ER_NO_SUCH_TABLE:
+	case ER_BAD_DB_ERROR:
+		no_schema(a, r->msg);
+		close_quietly(a);
+		return RS_UNABLE;
+	default:
+		if (r->err == ER_BAD_FIELD_ERROR)
+			s->rec_ok = false;	/* checked again at the next request */
+		logm(AG_WARN, "event=mysql_error host=%s port=%d table=%s datacenter=%u worker=%u error=\"%.200s\"",
+		     a->c->mysql_host, a->c->mysql_port, a->c->mysql_table, dc, w, r->msg);
+		return RS_FAILED;
+	}
+}
+
+/*
+ * Connected, the table checked (with --init-store: the database, the
+ * table and the record's columns made where missing), and its record
+ * columns as rec_columns_fmt makes them: RS_OK; else RS_UNABLE (no table,
+ * no record columns: said), RS_REFUSED (this user may not read them:
+ * pair (@dc, @w)'s request said so), RS_FAILED.
+ */
+static int rec_ready(struct agent *a, int64_t end, uint32_t dc, uint32_t w)
+{
+	struct mstore *s = M(a);
+	struct reply r;
+	char sql[768], msg[400];
+
+	if (a->c->init_store ? !make_schema(a, end) : !mysql_ready(a, end))
+		return s->no_schema && !a->fatal ? RS_UNABLE : RS_FAILED;
+	if (s->rec_ok)
+		return RS_OK;
+	/* Are they there, and may this user read them?  (information_schema shows a column only then.) */
+	if (sqlf(sql, sizeof(sql), "SELECT rec, ver FROM `%s` LIMIT 0", a->c->mysql_table))
+		return RS_FAILED;
+	run_sql(a, end, sql, &r);
+	if (r.err > 0 && r.err != ER_BAD_FIELD_ERROR)
+		return rec_error(a, dc, w, &r, false);
+	if (r.err < 0)
+		return RS_FAILED;
+	if (r.err == ER_BAD_FIELD_ERROR && a->c->init_store) {
+		if (sqlf(sql, sizeof(sql), rec_columns_fmt, a->c->mysql_table) || exec(a, end, sql, &r))
+			return RS_FAILED;
+		logm(AG_INFO, "event=mysql_record_columns_added database=%s table=%s",
+		     a->c->mysql_database, a->c->mysql_table);
+	} else if (r.err == ER_BAD_FIELD_ERROR) {
+		ag_condition(a, AG_COND_STORE_SCHEMA, AG_WARN,
+			     "event=mysql_no_record_columns database=%s table=%s: the table has no record columns (rec, ver) yet: snowflake-agent --init-store adds them, or the ALTER TABLE of docs/deployment-mysql.md",
+			     a->c->mysql_database, a->c->mysql_table);
+		return RS_UNABLE;
+	}
+	if (sqlf(sql, sizeof(sql),
+		 "SELECT GROUP_CONCAT(CONCAT_WS(' ', COLUMN_NAME, REPLACE(COLUMN_TYPE, '(20)', ''), IS_NULLABLE) ORDER BY COLUMN_NAME SEPARATOR ','), COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '%s' AND COLUMN_NAME IN ('rec', 'ver')",
+		 a->c->mysql_table) || exec(a, end, sql, &r) || !r.row)
+		return RS_FAILED;
+	if (strcmp(r.col[0], REC_COLUMNS) != 0) {
+		snprintf(msg, sizeof(msg), "the record's columns are (%.120s), not (" REC_COLUMNS "): recreate them as docs/deployment-mysql.md says",
+			 r.col[0]);
+		mysql_fatal(a, AG_EXIT_USAGE, "mysql_bad_schema", msg);
+		return RS_FAILED;
+	}
+	ag_condition_over(a, AG_COND_STORE_SCHEMA, "event=mysql_record_columns_found database=%s table=%s",
+			  a->c->mysql_database, a->c->mysql_table);
+	s->rec_ok = true;
+	return RS_OK;
+}
+
+/* A request answered without an error: the store's condition (unable, down) is over. */
+static void rec_answered(struct agent *a)
+{
+	ag_condition_over(a, AG_COND_STORE_DOWN, "event=mysql_up host=%s port=%d", a->c->mysql_host,
+			  a->c->mysql_port);
+}
+
+/* Column @i of @r's row as kept (its length in *@n: at most what its buffer holds). */
+static const char *rec_col(const struct reply *r, int i, size_t *n)
+{
+	*n = r->col_len[i] < sizeof(r->col[i]) ? r->col_len[i] : sizeof(r->col[i]) - 1;
+	return r->col[i];
+}
+
+static int mr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, struct ag_rec *out)
+{
+	int64_t end = end_of(a, deadline);
+	char where[600], sql[1024];
+	const char *t;
+	struct reply r;
+	uint64_t ver = 0, len = 0;
+	size_t n, on;
+	int st = rec_ready(a, end, dc, w);
+
+	if (st != RS_OK)
+		return st;
+	pair_where(a, dc, w, where, sizeof(where));
+	if (sqlf(sql, sizeof(sql),
+		 "SELECT ver, LEFT(rec, %d), LENGTH(rec), owner = '' AND expiry = '" REC_EXPIRY "', LEFT(owner, 255), CONCAT(expiry, ' mark=', mark) FROM `%s` WHERE %s LIMIT 1",
+		 AG_REC_MAX, a->c->mysql_table, where))
+		return RS_FAILED;
+	run_sql(a, end, sql, &r);
+	if (r.err)
+		return rec_error(a, dc, w, &r, false);
+	rec_answered(a);
+	if (r.n != 1 || r.affected[0] != -1) {
+		ag_reply_invalid(a, "record read reply (not one result set)", "", 0);
+		return RS_FAILED;
+	}
+	if (!r.row)
+		return RS_ABSENT;
+	t = rec_col(&r, 4, &on);
+	if (r.col_null[0]) {	/* 1.4.0's row: held by the store's expiry, never a record */
+		snprintf(out->text, sizeof(out->text), "mysql-1.4.0 owner=%.*s expiry=%.60s", (int)on, t,
+			 r.col[5]);
+		out->len = strlen(out->text);
+		out->version = REC_FOREIGN;
+		return RS_OK;
+	}
+	if (ag_parse_u64(r.col[0], r.col_len[0], REC_VER_MAX, &ver) || !ver) {
+		ag_reply_invalid(a, "record version", r.col[0], rec_col(&r, 0, &n) ? n : 0);
+		return RS_FAILED;
+	}
+	if (!r.col_null[1] && (ag_parse_u64(r.col[2], r.col_len[2], UINT32_MAX, &len) ||
+			       len != r.col_len[1] || len >= AG_REC_MAX)) {
+		ag_reply_invalid(a, "record text (longer than a record)", r.col[1],
+				 rec_col(&r, 1, &n) ? (n < 64 ? n : 64) : 0);
+		return RS_FAILED;
+	}
+	out->version = ver;
+	if (r.col_null[1] || strcmp(r.col[3], "1") != 0) {
+		/* Not a record's row (written by hand): said as such (cut), never a record. */
+		char held[1024];
+		int hn = snprintf(held, sizeof(held), "mysql-held owner=%.*s expiry=%.60s rec=%.*s",
+				  (int)on, t, r.col[5], r.col_null[1] ? 4 : (int)len,
+				  r.col_null[1] ? "NULL" : r.col[1]);
+
+		out->len = hn < 0 ? 0 : (size_t)hn < sizeof(out->text) ? (size_t)hn : sizeof(out->text) - 1;
+		memcpy(out->text, held, out->len);
+		out->text[out->len] = '\0';
+		return RS_OK;
+	}
+	memcpy(out->text, r.col[1], len);
+	out->text[len] = '\0';
+	out->len = len;
+	return RS_OK;
+}
+
+static int mr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		  size_t len, int64_t deadline, uint64_t *version)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct mstore *s = M(a);
+	int64_t end = end_of(a, deadline);
+	char where[600], cmp[64], x[2 * AG_REC_MAX + 1], sql[4096];
+	struct reply r;
+	uint64_t ver = 0;
+	size_t i;
+	int st;
+
+	if (len >= AG_REC_MAX || (expect > REC_VER_MAX && expect != REC_FOREIGN))
+		return RS_FAILED;	/* not a record's text, not a version this backend reads */
+	st = rec_ready(a, end, dc, w);
+	if (st != RS_OK)
+		return st;
+	for (i = 0; i < len; i++) {
+		x[2 * i] = hex[(unsigned char)text[i] >> 4];
+		x[2 * i + 1] = hex[(unsigned char)text[i] & 15];
+	}
+	x[2 * len] = '\0';
+	pair_where(a, dc, w, where, sizeof(where));
+	if (expect == REC_FOREIGN)
+		snprintf(cmp, sizeof(cmp), "ver IS NULL");
+	else
+		snprintf(cmp, sizeof(cmp), "ver = %llu", (unsigned long long)expect);
+	if (expect ?
+	    sqlf(sql, sizeof(sql),
+		 "INSERT INTO `%s` (prefix, cluster, datacenter, worker, owner, expiry, mark, ver) VALUES ('%s', '%s', %u, %u, '', '" REC_EXPIRY "', 0, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE ver = LAST_INSERT_ID(ver + 1); "
+		 "UPDATE `%s` SET owner = '', expiry = '" REC_EXPIRY "', rec = X'%s', ver = LAST_INSERT_ID() WHERE %s AND %s AND (expiry = '" REC_EXPIRY "' OR expiry < UTC_TIMESTAMP(6)); "
+		 "SELECT LAST_INSERT_ID()",
+		 a->c->mysql_table, s->pfx, s->cl, REC_COUNTER, REC_COUNTER, a->c->mysql_table, x,
+		 where, cmp) :
+	    sqlf(sql, sizeof(sql),
+		 "INSERT INTO `%s` (prefix, cluster, datacenter, worker, owner, expiry, mark, ver) VALUES ('%s', '%s', %u, %u, '', '" REC_EXPIRY "', 0, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE ver = LAST_INSERT_ID(ver + 1); "
+		 "INSERT INTO `%s` (prefix, cluster, datacenter, worker, owner, expiry, mark, rec, ver) VALUES ('%s', '%s', %u, %u, '', '" REC_EXPIRY "', 0, X'%s', LAST_INSERT_ID()); "
+		 "SELECT LAST_INSERT_ID()",
+		 a->c->mysql_table, s->pfx, s->cl, REC_COUNTER, REC_COUNTER, a->c->mysql_table,
+		 s->pfx, s->cl, dc, w, x))
+		return RS_FAILED;
+	run_sql(a, end, sql, &r);
+	if (r.err > 0 && r.n == 1 && !expect && r.err == ER_DUP_ENTRY)
+		return RS_MOVED;	/* the record exists: nothing written */
+	if (r.err > 0 && r.n >= 2 && r.affected[1] == 0)
+		return RS_MOVED;
+	if (r.err > 0 && r.n >= 2)
+		return RS_UNKNOWN;	/* the write matched; what came after failed */
+	if (r.err)
+		return rec_error(a, dc, w, &r, true);
+	rec_answered(a);
+	if (r.n != 3 || r.affected[0] < 1 || r.affected[0] > 2 || r.affected[1] < 0 ||
+	    r.affected[1] > 1 || r.affected[2] != -1) {
+		ag_reply_invalid(a, "record cas reply (not the batch's three results)", "", 0);
+		mysql_drop(a, "odd reply to a record's cas");
+		return RS_UNKNOWN;
+	}
+	if (!r.affected[1])
+		return RS_MOVED;
+	/*
+	 * The new version: above @expect (the counter only grows; one that
+	 * did not, a counter row deleted or lowered by hand, is not trusted),
+	 * else a reply that says nothing sure: unknown, read back by the engine.
+	 */
+	if (!r.row || r.col_null[0] || ag_parse_u64(r.col[0], r.col_len[0], REC_VER_MAX, &ver) ||
+	    (expect != REC_FOREIGN && ver <= expect)) {
+		ag_reply_invalid(a, "record cas version", r.col[0], strnlen(r.col[0], 24));
+		return RS_UNKNOWN;
+	}
+	*version = ver;
+	return RS_OK;
+}
+
+static int mr_init(struct agent *a)
+{
+	if (a->dc_hi == REC_COUNTER && a->w_hi == REC_COUNTER) {
+		logm(AG_ERR, "backend mysql: pair %u:%u is the record counter's row", REC_COUNTER,
+		     REC_COUNTER);
+		return AG_EXIT_USAGE;
+	}
+	return m_init(a);
+}
+
+const struct rec_ops ag_mysql_rec_ops = {
+	.name = "mysql",
+	.init = mr_init,
+	.fini = m_fini,
+	.describe = m_describe,
+	.claim_wait = m_claim_wait,
+	.recheck = m_recheck,
+	.read = mr_read,
+	.cas = mr_cas,
 };
 #endif /* AG_NO_MYSQL */

@@ -52,6 +52,19 @@ int ag_mysql_row(const char *owner, size_t owner_len, const char *mark, size_t m
 	return AG_VAL_OK;
 }
 
+int ag_zk_rec_stat(int64_t mzxid, int32_t version, int64_t ephemeral_owner, bool write,
+		   uint64_t expect, int32_t dv)
+{
+	if (mzxid <= 0 || version < 0)
+		return AG_VAL_INVALID;
+	if (!write)
+		return AG_VAL_OK;
+	if ((uint64_t)mzxid <= expect || ephemeral_owner ||
+	    (int64_t)version != (expect ? (int64_t)dv + 1 : 0))
+		return AG_VAL_INVALID;
+	return AG_VAL_OK;
+}
+
 #ifndef AG_NO_ETCD
 int ag_etcd_u64(struct json_object *o, const char *k, uint64_t max, uint64_t *out)
 {

@@ -33,6 +33,19 @@ int ag_zk_mark_data(const char *data, size_t len, uint64_t max_ms, uint64_t *mar
 		    const char **owner, size_t *owner_len);
 
 /*
+ * ZooKeeper: a record node's Stat (the record design, zookeeper.c
+ * ag_zk_rec_ops): its @mzxid (the engine's version), its data @version and
+ * its @ephemeral_owner, as a read gave them (!@write: mzxid above 0, data
+ * version 0 or above), or as a committed write answered them (@write: a
+ * create when @expect is 0, else a setData over mzxid @expect at data
+ * version @dv; the new mzxid above @expect, the data version 0 for a
+ * create and @dv + 1 for a setData, the node not ephemeral).  AG_VAL_OK,
+ * or AG_VAL_INVALID.
+ */
+int ag_zk_rec_stat(int64_t mzxid, int32_t version, int64_t ephemeral_owner, bool write,
+		   uint64_t expect, int32_t dv);
+
+/*
  * MySQL: a row of SELECT owner, mark (@owner, @mark: the column texts with
  * their lengths; @owner NULL for SQL NULL).  AG_VAL_OK with *@mark (mark a
  * BIGINT UNSIGNED's text, AG_MARK_PLAIN) and *@ours (the owner is exactly

@@ -290,6 +290,19 @@ bool ag_rec_free(const struct ag_rec_val *v)
 	return !strcmp(v->owner, AG_REC_FREE);
 }
 
+void ag_rec_tag(char *text, size_t *len, size_t size, const char *tag)
+{
+	size_t tl = strlen(tag), keep;
+
+	if (*len < 4 || memcmp(text, "sf2 ", 4) != 0 || tl >= size)
+		return;
+	keep = *len + tl < size ? *len : size - 1 - tl;
+	memmove(text + tl, text, keep);
+	memcpy(text, tag, tl);
+	*len = keep + tl;
+	text[*len] = '\0';
+}
+
 int64_t ag_observe_seen(struct ag_observe *o, uint64_t pair, uint64_t version, int64_t now)
 {
 	struct ag_slot *x = slot_find(o->e, pair);

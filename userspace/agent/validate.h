@@ -131,6 +131,15 @@ int ag_rec_parse(const char *s, size_t len, uint64_t max_ms, struct ag_rec_val *
 int ag_rec_format(const struct ag_rec_val *v, char *buf, size_t len);
 /* Whether @v is free (no holder). */
 bool ag_rec_free(const struct ag_rec_val *v);
+/*
+ * A value at a record's name whose text begins as a record's ("sf2 ") but
+ * that is not one (1.4.0's way: bound to a store lease, an ephemeral node;
+ * no agent writes one): @tag ("zk-ephemeral=0x1f ") put before the @*len
+ * bytes of @text (a buffer of @size bytes, NUL-terminated after), their
+ * end cut where both do not fit, so that the engine never parses it as a
+ * record.  Nothing done to any other text, or when @tag alone does not fit.
+ */
+void ag_rec_tag(char *text, size_t *len, size_t size, const char *tag);
 
 /*
  * Expiry on the observer's clock (the engine's claim of a pair held by

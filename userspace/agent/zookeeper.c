@@ -3,6 +3,12 @@
  * snowflake-agent(8): leases in ZooKeeper (3.5 and later; Debian's 3.8),
  * through the C client's multithreaded library (libzookeeper_mt).
  *
+ * Two designs live here while the agent moves (issue 40): 1.4.0's key,
+ * mark and session (ag_zookeeper_ops, this comment), and the record
+ * design's backend (ag_zk_rec_ops: its layout above seen_of(), at the
+ * end), which share the session (zk_ready(): the handle, its reply
+ * relay, ROOT) and the one wait (call_wait()).
+ *
  * The session is the lease.  The pair's key is the ephemeral znode
  * ROOT/PREFIX:CLUSTER:worker:DC:W, created by this run's session; the
  * ensemble deletes it when the session ends (closed, or expired: not
@@ -119,6 +125,7 @@ static int z_init(struct agent *a)
 }
 
 const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init };
+const struct rec_ops ag_zk_rec_ops = { .name = "zookeeper", .init = z_init };
 #else
 #include <errno.h>
 #include <inttypes.h>
@@ -136,7 +143,21 @@ const struct store_ops ag_zookeeper_ops = { .name = "zookeeper", .init = z_init 
 #include "store_parse.h"
 #include "zk_bound.h"
 
-#define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner */
+#define ZDATA_MAX	512	/* a mark's data: 20 digits, a space, the owner; a record's */
+
+/*
+ * The record design (ag_zk_rec_ops, at the end of this file): a pair's
+ * node as this handle last read or wrote it, the version the engine was
+ * given (mzxid) with the data version a compare must name.
+ */
+#define ZREC_SLOTS	64
+_Static_assert(ZDATA_MAX >= AG_REC_MAX, "a call's data holds a record's text");
+struct zrec_seen {
+	bool used, ephemeral;
+	uint32_t dc, w;
+	uint64_t mzxid;
+	int32_t version;
+};
 
 /*
  * The library reads every reply into a buffer of the size its length
@@ -189,6 +210,8 @@ struct zstore {
 	 */
 	int32_t mark_version;
 	bool mark_gone;			/* that read found no mark: the next raise creates it */
+	/* The record design (ag_zk_rec_ops): each pair's node as last read or written. */
+	struct zrec_seen seen[ZREC_SLOTS];
 };
 
 /* One request in flight, shared by the caller and the completion. */
@@ -281,6 +304,12 @@ static void cb_string(int rc, const char *value, const void *data)
 
 static void cb_stat(int rc, const struct Stat *stat, const void *data)
 {
+	call_done((struct zcall *)data, rc, rc == ZOK ? stat : NULL, NULL, 0);
+}
+
+static void cb_string_stat(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+	(void)value;
 	call_done((struct zcall *)data, rc, rc == ZOK ? stat : NULL, NULL, 0);
 }
 
@@ -1734,5 +1763,293 @@ const struct store_ops ag_zookeeper_ops = {
 	.renew = z_renew,
 	.give_back = z_give_back,
 	.init_mark = z_init_mark,
+};
+/*
+ * The record design (issue 40, docs/lease-record.md): ag_zk_rec_ops, the
+ * backend of record.c's engine, on this file's session (zk_ready(): the
+ * handle, its relay that bounds replies, ROOT) and its one wait
+ * (call_wait(): the engine's ag_wait(), a request abandoned at its
+ * deadline answered to nobody).  No loop, resend or deadline of its own.
+ *
+ * Layout.  Pair (DC, W)'s record is the persistent node at 1.4.0's key
+ * name, ROOT/PREFIX:CLUSTER:worker:DC:W (path_of()), its data the record's
+ * text (at most AG_REC_MAX - 1 bytes), its ACL the one this file gives
+ * every node it creates.  The session is no lease here: a record outlives
+ * every session, and nothing of it is ephemeral.
+ *
+ * The version.  ZooKeeper's data version of a node restarts at 0 when the
+ * node is deleted and created again, so it cannot be the engine's
+ * version: a delayed write naming it could land on a record its writer
+ * never read (ABA).  The engine is given the node's mzxid instead: the
+ * zxid of the transaction that last wrote the node (its create or its
+ * last setData), which the ensemble hands out in one sequence for the
+ * whole store, above every earlier one (a new leader's epoch is the high
+ * 32 bits): it never repeats for one record, even across a delete and a
+ * create, and it is above 0.  The compare itself can only name a data
+ * version (setData's, a multi's check: ZooKeeper has no compare on a
+ * zxid), so this handle keeps, per pair, the mzxid it last read or wrote
+ * with the data version that came with it (struct zrec_seen), and a cas
+ * over version V is a setData at the data version read with V:
+ *
+ * read:  sync(ROOT); getData(node)      (one pipeline, one deadline)
+ *        The sync makes the server catch up with the leader first, so the
+ *        read shows every write committed before it (as etcd's Range).
+ *        No node: RS_ABSENT.  Else RS_OK, the text and the mzxid; a stat
+ *        that is not one (mzxid 0 or below, a negative data version) or
+ *        data longer than a record: RS_FAILED (event=store_reply_invalid).
+ * cas:   expect 0: create(node, text, PERSISTENT) (NODEEXISTS: RS_MOVED);
+ *        else setData(node, text, the data version read with @expect)
+ *        (BADVERSION, NONODE: RS_MOVED).  Committed: the new mzxid, which
+ *        must be above @expect with the data version one up (0 for a
+ *        create), else the reply says nothing sure: RS_UNKNOWN.  A version
+ *        this handle never saw for the pair is not sent (RS_FAILED), or
+ *        RS_MOVED where it has since seen a later one (mzxids only grow).
+ *        The table has ZREC_SLOTS slots, one per pair by a hash, and never
+ *        misses for the engine (record.c): a cas names the version of the
+ *        read of that pair just before it, or of its own last cas of the
+ *        pair it holds (renewals, while it reads no other pair).
+ *
+ * What is still excluded only by the assumption "no operator deletes a
+ * record while agents run" (docs/lease-record.md): agent A reads the
+ * record at (mzxid M, data version d); then, before A's setData at d
+ * reaches the leader, the node is deleted by hand, created again (by the
+ * operator, or by an agent's --init-store or a claim after the
+ * quarantine) and written exactly d times more (its data version is d
+ * again, its mzxid above M).  A's setData then commits on a record A never
+ * read.  Any other delete, create or write in between makes it fail
+ * (BADVERSION: the data version is not d; NONODE).  Agents never delete a
+ * record, nor do 1.4.0 agents (they delete only their own ephemeral
+ * node), so only a delete by hand opens this (contract: rec-contract.sh
+ * zookeeper basic, "a stale cas after ... the same data version").
+ *
+ * 1.4.0's key at that name is an ephemeral node (ephemeralOwner its
+ * session), whose data is its owner (never "sf2 "): read as RS_OK with
+ * its text, which the engine's parse refuses (event=mark_invalid, never
+ * served); an ephemeral node whose data does begin "sf2 " (no agent
+ * writes one) is read with "zk-ephemeral=0xSESSION " before it, so that
+ * it too is never taken as a record.  No cas ever replaces it: its
+ * create answers NODEEXISTS, and a setData over a version read from an
+ * ephemeral node is never sent (RS_MOVED): the pair is taken only once the
+ * 1.4.0 session ended and its node is gone (a missing mark then,
+ * quarantined as today).  Reading it as held by a 1.4.0 agent, and taking
+ * its mark node's value over, is step 3 (the rolling upgrade).
+ *
+ * Errors:
+ *  - ZNOAUTH: this record's ACL (or, for a create, its parent's) refuses
+ *    this client: RS_REFUSED, this pair only (never fatal here, unlike
+ *    zk_fatal(): a failed authentication of the session still is);
+ *  - no session by the deadline (no server of the ensemble serves one: no
+ *    quorum, none reachable): nothing sent, RS_UNABLE; a stop signal or
+ *    a->fatal: RS_FAILED;
+ *  - ZNOTREADONLY (a read-only server), ZTHROTTLEDOP (the server shed the
+ *    request), QuotaExceeded (-125, a hard quota of ROOT's subtree, 3.7
+ *    and later): nothing ran, the store as a whole: RS_UNABLE;
+ *  - sent, no readable answer (the connection lost: the relay cut a reply
+ *    it would not hand on, or the server went; the deadline; a stop): a
+ *    read RS_FAILED, a cas RS_UNKNOWN (the engine reads its nonce back);
+ *  - another error: RS_FAILED (said).
+ * A record written 2^31 - 1 times (ZooKeeper's data version is an int32:
+ * twenty years of renewals every 300 ms) is not written again (RS_FAILED:
+ * its data version would wrap, and -1 means "any version" to setData).
+ */
+/* ZooKeeper 3.7's QuotaExceeded, not in the 3.8 C client's enum. */
+#define ZK_QUOTA_EXCEEDED	(-125)
+
+static struct zrec_seen *seen_of(struct zstore *z, uint32_t dc, uint32_t w)
+{
+	return &z->seen[(dc * 131u + w) % ZREC_SLOTS];
+}
+
+static void seen_set(struct zstore *z, uint32_t dc, uint32_t w, const struct Stat *st)
+{
+	*seen_of(z, dc, w) = (struct zrec_seen){ .used = true, .ephemeral = st->ephemeralOwner != 0,
+						 .dc = dc, .w = w, .mzxid = (uint64_t)st->mzxid,
+						 .version = st->version };
+}
+
+/* Connected, with ROOT, by @dl: RS_OK, or why not (above). */
+static int zr_ready(struct agent *a, int64_t dl)
+{
+	struct zstore *z = Z(a);
+	int state;
+
+	if (zk_ready(a, dl))
+		return RS_OK;
+	if (a->fatal || ag_stop_pending())
+		return RS_FAILED;
+	pthread_mutex_lock(&zk_mu);
+	state = z->state;
+	pthread_mutex_unlock(&zk_mu);
+	return state == ZOO_CONNECTED_STATE ? RS_FAILED : RS_UNABLE;
+}
+
+/* A record request's answer @rc (not ZOK) on @path, as RS_* (above). */
+static int zr_error(struct agent *a, int rc, const char *path, bool cas, bool abandoned)
+{
+	char what[700];
+
+	snprintf(what, sizeof(what), "record %s of %s", cas ? "cas" : "read", path);
+	if (!abandoned && rc == ZNOAUTH) {
+		logm(AG_WARN, "event=zookeeper_node_refused node=%s: %s: this record's ACL refuses this client; not run",
+		     path, zerror(rc));
+		return RS_REFUSED;
+	}
+	if (!abandoned && (rc == ZNOTREADONLY || rc == ZTHROTTLEDOP || rc == ZK_QUOTA_EXCEEDED)) {
+		ag_condition(a, AG_COND_STORE_DOWN, AG_WARN,
+			     "event=zookeeper_unable node=%s code=%d error=\"%s\": the store cannot run a write now (nothing ran)",
+			     path, rc, rc == ZK_QUOTA_EXCEEDED ? "quota exceeded" : zerror(rc));
+		return RS_UNABLE;
+	}
+	zk_error(a, rc, what);
+	if (abandoned || rc_lost(rc))
+		return cas && !a->fatal ? RS_UNKNOWN : RS_FAILED;
+	return RS_FAILED;
+}
+
+static int zr_read(struct agent *a, uint32_t dc, uint32_t w, int64_t deadline, struct ag_rec *out)
+{
+	struct zstore *z = Z(a);
+	int64_t dl = dl_of(a, deadline);
+	char path[600];
+	struct zcall *s, *g;
+	int st = zr_ready(a, dl), rc;
+	bool abandoned;
+
+	if (st != RS_OK)
+		return st;
+	path_of(a, false, dc, w, path, sizeof(path));
+	s = call_new(z);
+	g = call_new(z);
+	if (!s || !g) {
+		free(s);
+		free(g);
+		return RS_FAILED;
+	}
+	call_started(s, zoo_async(z->zh, a->c->zk_root, cb_string, s));
+	call_started(g, zoo_aget(z->zh, path, 0, cb_data, g));
+	rc = call_wait(z, s, dl);
+	abandoned = s->abandoned;
+	call_put(s);
+	if (rc == ZOK) {
+		rc = call_wait(z, g, dl);
+		abandoned = g->abandoned;
+	}
+	if (rc == ZNONODE && !abandoned) {
+		st = RS_ABSENT;
+	} else if (rc != ZOK) {
+		st = zr_error(a, rc, path, false, abandoned);
+	} else if (g->too_long || ag_zk_rec_stat(g->stat.mzxid, g->stat.version,
+						 g->stat.ephemeralOwner, false, 0, 0)) {
+		if (g->too_long)
+			ag_reply_invalid(a, "zookeeper record data (longer than a record)", g->data,
+					 (size_t)g->len);
+		else
+			ag_reply_invalid(a, "zookeeper record stat (mzxid, data version)", path,
+					 strlen(path));
+		st = RS_FAILED;
+	} else {
+		out->len = (size_t)g->len;
+		memcpy(out->text, g->data, out->len);
+		out->text[out->len] = '\0';
+		if (g->stat.ephemeralOwner) {
+			/* A record's text on an ephemeral node: no agent writes one; never a record. */
+			char tag[40];
+
+			snprintf(tag, sizeof(tag), "zk-ephemeral=0x%" PRIx64 " ",
+				 (uint64_t)g->stat.ephemeralOwner);
+			ag_rec_tag(out->text, &out->len, sizeof(out->text), tag);
+		}
+		out->version = (uint64_t)g->stat.mzxid;
+		seen_set(z, dc, w, &g->stat);
+		st = RS_OK;
+	}
+	call_put(g);
+	return st;
+}
+
+static int zr_cas(struct agent *a, uint32_t dc, uint32_t w, uint64_t expect, const char *text,
+		  size_t len, int64_t deadline, uint64_t *version)
+{
+	struct zstore *z = Z(a);
+	const struct zrec_seen *seen = seen_of(z, dc, w);
+	bool mine = seen->used && seen->dc == dc && seen->w == w;
+	int64_t dl = dl_of(a, deadline);
+	int32_t dv = 0;
+	char path[600];
+	struct zcall *c;
+	int st, rc, ret;
+
+	if (len >= AG_REC_MAX)
+		return RS_FAILED;
+	path_of(a, false, dc, w, path, sizeof(path));
+	if (expect) {
+		if (mine && seen->mzxid > expect)
+			return RS_MOVED;	/* seen at a later version since: mzxids only grow */
+		if (!mine || seen->mzxid != expect) {
+			logm(AG_WARN, "event=zookeeper_record_version_unknown node=%s version=%llu: not a version this handle read; not sent",
+			     path, (unsigned long long)expect);
+			return RS_FAILED;
+		}
+		if (seen->ephemeral)
+			return RS_MOVED;	/* 1.4.0's key: never replaced */
+		if (seen->version == INT32_MAX) {
+			logm(AG_ERR, "event=zookeeper_record_worn node=%s: its data version is at 2^31 - 1 and would wrap: not written (docs/deployment-zookeeper.md, the record)",
+			     path);
+			return RS_FAILED;
+		}
+		dv = seen->version;
+	}
+	st = zr_ready(a, dl);
+	if (st != RS_OK)
+		return st;
+	c = call_new(z);
+	if (!c)
+		return RS_FAILED;
+	if (expect)
+		ret = zoo_aset(z->zh, path, text, (int)len, dv, cb_stat, c);
+	else
+		ret = zoo_acreate2(z->zh, path, text, (int)len, z->acl, ZOO_PERSISTENT,
+				   cb_string_stat, c);
+	call_started(c, ret);
+	if (ret != ZOK) {
+		/* Refused by the library: nothing sent. */
+		zk_error(a, ret, "record cas (not sent)");
+		call_put(c);
+		return RS_FAILED;
+	}
+	rc = call_wait(z, c, dl);
+	if (rc == ZOK) {
+		/* Above @expect, the data version one up (0 for a create): else nothing sure. */
+		if (ag_zk_rec_stat(c->stat.mzxid, c->stat.version, c->stat.ephemeralOwner, true,
+				   expect, dv)) {
+			ag_reply_invalid(a, "zookeeper record cas stat (mzxid, data version)", path,
+					 strlen(path));
+			st = RS_UNKNOWN;
+		} else {
+			seen_set(z, dc, w, &c->stat);
+			*version = (uint64_t)c->stat.mzxid;
+			st = RS_OK;
+		}
+	} else if (!c->abandoned && (rc == ZBADVERSION || (expect && rc == ZNONODE) ||
+				     (!expect && rc == ZNODEEXISTS))) {
+		st = RS_MOVED;
+	} else if (!c->abandoned && !expect && rc == ZNONODE) {
+		z->root_ok = false;	/* ROOT is gone: created again by the next call */
+		logm(AG_WARN, "event=zookeeper_no_root node=%s: its parent is missing: not created", path);
+		st = RS_FAILED;
+	} else {
+		st = zr_error(a, rc, path, true, c->abandoned);
+	}
+	call_put(c);
+	return st;
+}
+
+const struct rec_ops ag_zk_rec_ops = {
+	.name = "zookeeper",
+	.init = z_init,
+	.fini = z_fini,
+	.describe = z_describe,
+	.read = zr_read,
+	.cas = zr_cas,
 };
 #endif /* AG_NO_ZOOKEEPER */

@@ -8,6 +8,7 @@
  * "snowflake: <what>: <reason>".
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -714,6 +715,101 @@ static int save_finish(int fd, const char *tmp, const char *path, const char *op
 	return finish_output();
 }
 
+/* kmod's directories of modprobe.d files, in its order (a name in an earlier one hides a later's). */
+static const char *const modprobe_dirs[] = {
+	"/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/lib/modprobe.d",
+	"/usr/lib/modprobe.d", NULL,
+};
+
+/*
+ * config --save's check of what else sets the ids at a load: a
+ * datacenter_id or worker_id given to snowflake by another modprobe.d file
+ * (with --strict: any; else one whose name sorts after @path's, whose
+ * options modprobe applies after @path's), or on the kernel command line
+ * (applied after every file).  Such a line undoes what is saved: with
+ * strict=1 a worker id at load ends strict mode's refusal, and the host
+ * serves that id beside the pairs snowflake-agent leases, another host's
+ * among them (the duplicate-ID trap of a copied or forgotten line); without,
+ * the later id wins.  Said with the file and line; 0 when there is none,
+ * else SF_EXIT_RUNTIME, before anything is changed.  With
+ * $SNOWFLAKE_MODPROBE_CONF (tests) only that file's directory is read.
+ */
+static int other_identity(const char *path, bool strict)
+{
+	static const char *const ids[] = { "datacenter_id", "worker_id", NULL };
+	const char *test = getenv("SNOWFLAKE_MODPROBE_CONF");
+	const char *dirs[2] = { NULL, NULL }, *const *d, *base = strrchr(path, '/');
+	char dir[4096], file[4096 + 256], found[128], buf[65536];
+	unsigned int line;
+	struct dirent *e;
+	ssize_t n;
+	DIR *dh;
+	int fd;
+
+	base = base ? base + 1 : path;
+	if (test && *test) {
+		snprintf(dir, sizeof(dir), "%.*s", base > path ? (int)(base - path - 1) : 1,
+			 base > path ? path : ".");
+		dirs[0] = dir;
+		d = dirs;
+	} else {
+		d = modprobe_dirs;
+	}
+	for (; *d; d++) {
+		dh = opendir(*d);
+		if (!dh)
+			continue;
+		while ((e = readdir(dh))) {
+			size_t l = strlen(e->d_name);
+
+			if (l < 6 || strcmp(e->d_name + l - 5, ".conf") != 0 ||
+			    strcmp(e->d_name, base) == 0 ||
+			    (!strict && strcmp(e->d_name, base) < 0))
+				continue;
+			snprintf(file, sizeof(file), "%s/%s", *d, e->d_name);
+			fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+			if (fd < 0)
+				continue;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n <= 0)
+				continue;
+			line = sf_modprobe_find(buf, (size_t)n, ids, found, sizeof(found));
+			if (!line)
+				continue;
+			closedir(dh);
+			msg("config: --save%s: %s line %u gives snowflake %s at every load, %s; remove it and run this command again; nothing changed",
+			    strict ? " --strict" : "", file, line, found,
+			    strict ? "which ends strict mode's refusal: the host would serve that id beside the pairs snowflake-agent leases, another host's among them" :
+			    "after this file's, so it would win over the ids saved here");
+			return SF_EXIT_RUNTIME;
+		}
+		closedir(dh);
+	}
+	if (test && *test)
+		return 0;
+	fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		char *w, *save = NULL;
+
+		buf[n] = '\0';
+		for (w = strtok_r(buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+			size_t k = strcspn(w, "=");
+
+			if (!(k == 23 && strncmp(w, "snowflake.datacenter_id", k) == 0) &&
+			    !(k == 19 && strncmp(w, "snowflake.worker_id", k) == 0))
+				continue;
+			msg("config: --save%s: the kernel command line gives %s at every load, after every modprobe.d file; remove it from the boot loader's configuration; nothing changed",
+			    strict ? " --strict" : "", w);
+			return SF_EXIT_RUNTIME;
+		}
+	}
+	return 0;
+}
+
 /*
  * config --save: the ids applied to the running device and recorded for
  * every later load; or, with --strict, strict=1 recorded for the next load
@@ -738,6 +834,9 @@ static int save_config(struct snowflake *sf, const struct sf_cli *cli)
 		return SF_EXIT_RUNTIME;
 	}
 	ret = check_settings(cli, &c);
+	if (ret)
+		return ret;
+	ret = other_identity(path, cli->strict);
 	if (ret)
 		return ret;
 	fd = save_open(path, tmp, sizeof(tmp));

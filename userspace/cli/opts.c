@@ -386,6 +386,101 @@ static int parse_ids(struct sf_cli *cli, int argc, char **argv, int first,
 	return 0;
 }
 
+/* Does the option word @w (NAME or NAME=VALUE) name one of @names? */
+static bool names_param(const char *w, size_t wl, const char *const *names)
+{
+	const char *eq = memchr(w, '=', wl);
+	size_t nl = eq ? (size_t)(eq - w) : wl;
+
+	for (; *names; names++)
+		if (strlen(*names) == nl && memcmp(*names, w, nl) == 0)
+			return true;
+	return false;
+}
+
+/* The words of one logical line @l (@ll bytes): is it "options snowflake ..." naming one? */
+static bool options_line(const char *l, size_t ll, const char *const *names, char *found,
+			 size_t len)
+{
+	static const char mod[] = "snowflake";
+	const char *end = l + ll, *w;
+	unsigned int i = 0;
+	size_t wl, k;
+
+	while (l < end) {
+		while (l < end && (*l == ' ' || *l == '\t' || *l == '\\'))
+			l++;
+		w = l;
+		while (l < end && *l != ' ' && *l != '\t' && *l != '\\')
+			l++;
+		wl = (size_t)(l - w);
+		if (!wl)
+			break;
+		if (i == 0 && (wl != 7 || memcmp(w, "options", 7) != 0))
+			return false;
+		if (i == 1) {
+			if (wl != sizeof(mod) - 1)
+				return false;
+			for (k = 0; k < wl; k++)
+				if ((w[k] == '-' ? '_' : w[k]) != mod[k])
+					return false;
+		}
+		if (i >= 2 && names_param(w, wl, names)) {
+			snprintf(found, len, "%.*s", (int)wl, w);
+			return true;
+		}
+		i++;
+	}
+	return false;
+}
+
+unsigned int sf_modprobe_find(const char *text, size_t n, const char *const *names, char *found,
+			      size_t len)
+{
+	const char *p = text, *end = text + n, *nl, *q;
+	unsigned int lineno = 0, first;
+	char *joined;
+	size_t jl;
+
+	while (p < end) {
+		/* One logical line: physical lines joined while one ends in '\'. */
+		first = lineno + 1;
+		joined = NULL;
+		jl = 0;
+		do {
+			nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl)
+				nl = end;
+			lineno++;
+			q = p;
+			while (q < nl && (*q == ' ' || *q == '\t'))
+				q++;
+			if (!jl && q < nl && *q == '#') {
+				p = nl + (nl < end);
+				break;
+			}
+			{
+				char *g = realloc(joined, jl + (size_t)(nl - p) + 1);
+
+				if (!g) {
+					free(joined);
+					return 0;
+				}
+				joined = g;
+			}
+			memcpy(joined + jl, p, (size_t)(nl - p));
+			jl += (size_t)(nl - p);
+			p = nl + (nl < end);
+		} while (jl && joined[jl - 1] == '\\' && p < end);
+		if (joined && options_line(joined, jl, names, found, len)) {
+			free(joined);
+			return first;
+		}
+		free(joined);
+	}
+	return 0;
+}
+
 int sf_check_floor_ahead(uint64_t floor_ms, uint64_t now_ms, bool force, char *err,
 			 size_t errlen)
 {

@@ -79,6 +79,16 @@ struct sf_cli {
  */
 #define SF_IDENTITY_CONF	"/etc/modprobe.d/snowflake.identity.conf"
 
+/*
+ * In @text (a modprobe.d file's contents, @n bytes), the first parameter of
+ * an "options snowflake" line whose name is one of @names (NULL-ended), as
+ * kmod reads the file: '#' lines are comments, a line ending in '\' goes
+ * on on the next, the module name's '-' is '_'.  Its line number, with
+ * "NAME=VALUE" (or "NAME") in @found; 0 when there is none.
+ */
+unsigned int sf_modprobe_find(const char *text, size_t n, const char *const *names, char *found,
+			      size_t len);
+
 /* `config --floor` further ahead of now than this needs --force: a typo
  * (years ahead) would otherwise be kept by snowflake-floord across reboots. */
 #define SF_FLOOR_AHEAD_MAX_MS	(24ULL * 3600 * 1000)

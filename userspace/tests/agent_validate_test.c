@@ -5,7 +5,8 @@
  * (marks, unsigned decimals, the layout's last timestamp, log-safe
  * shortening), the per-pair mark quarantine table, and the configuration
  * file's line reader (agent/conf.c), and the pool-full backoff
- * (agent/backoff.c) that the liveness bound rests on.  Pure: no store, no device; built
+ * (agent/backoff.c) that the liveness bound rests on, and the ZooKeeper
+ * record's Stat checks (agent/store_parse.c).  Pure: no store, no device; built
  * under ASan + UBSan; kselftest TAP.
  */
 #define _GNU_SOURCE
@@ -19,6 +20,8 @@
 #include "../agent/conf.c"
 #include "../agent/redis_parse.c"
 #include "../agent/backoff.c"
+#define AG_NO_ETCD	/* store_parse.c's etcd parsers need json-c: not here */
+#include "../agent/store_parse.c"
 
 #define MAX_MS	3487858230208ULL	/* the default layout's last timestamp */
 
@@ -477,6 +480,84 @@ TEST(record_refuses_the_rest)
 	/* a NUL inside is not the end */
 	ASSERT_EQ(-1, ag_rec_parse("sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=-\0x",
 				   75, MAX_MS, &w));
+}
+
+/* A record's text where no record is (ag_rec_tag()): tagged, never parsed as one. */
+TEST(record_tag)
+{
+	static const char rec[] = "sf2 nonce=0123456789abcdef beat=0 ttl=0 mark=00000001700000000000 owner=-";
+	struct ag_rec_val v;
+	char text[AG_REC_MAX];
+	size_t len = sizeof(rec) - 1, i;
+
+	memcpy(text, rec, len + 1);
+	ASSERT_EQ(0, ag_rec_parse(text, len, MAX_MS, &v));
+	ag_rec_tag(text, &len, sizeof(text), "zk-ephemeral=0x1f ");
+	ASSERT_EQ(sizeof(rec) - 1 + 18, len);
+	ASSERT_EQ(0, strcmp(text + 18, rec));
+	ASSERT_EQ(0, strncmp(text, "zk-ephemeral=0x1f sf2 ", 22));
+	ASSERT_EQ(-1, ag_rec_parse(text, len, MAX_MS, &v));
+	/* the longest text: its end cut, the tag whole, NUL-terminated within the buffer */
+	memset(text, 'x', sizeof(text));
+	memcpy(text, "sf2 ", 4);
+	len = sizeof(text) - 1;
+	text[len] = '\0';
+	ag_rec_tag(text, &len, sizeof(text), "t ");
+	ASSERT_EQ(sizeof(text) - 1, len);
+	ASSERT_EQ(0, strncmp(text, "t sf2 x", 7));
+	ASSERT_EQ('\0', text[len]);
+	/* anything else is left as it is: 1.4.0's owner, a short text, a tag too long */
+	memcpy(text, "host-a:0123", 12);
+	len = 11;
+	ag_rec_tag(text, &len, sizeof(text), "t ");
+	ASSERT_EQ(11, len);
+	ASSERT_EQ(0, strcmp(text, "host-a:0123"));
+	memcpy(text, "sf2", 4);
+	len = 3;
+	ag_rec_tag(text, &len, sizeof(text), "t ");
+	ASSERT_EQ(3, len);
+	memcpy(text, "sf2 x", 6);
+	len = 5;
+	ag_rec_tag(text, &len, 6, "tagtoolong");
+	ASSERT_EQ(5, len);
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ("sf2 x"[i], text[i]);
+}
+
+/*
+ * A ZooKeeper record node's Stat (ag_zk_rec_stat()): the mzxid the engine
+ * takes as the version must be above 0, and above the one a write
+ * replaced; the data version the next compare names must be the one the
+ * write made (a create's 0, a setData's one up), never negative (-1 is
+ * "any version" to setData).
+ */
+TEST(zookeeper_record_stat)
+{
+	/* read: mzxid above 0, data version 0 or above; an ephemeral node is read too */
+	ASSERT_EQ(AG_VAL_OK, ag_zk_rec_stat(1, 0, 0, false, 0, 0));
+	ASSERT_EQ(AG_VAL_OK, ag_zk_rec_stat(0x100000004LL, 7, 0x1000007, false, 0, 0));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(0, 0, 0, false, 0, 0));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(-5, 0, 0, false, 0, 0));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(9, -1, 0, false, 0, 0));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(9, INT32_MIN, 0, false, 0, 0));
+	/* a create: data version 0, not ephemeral */
+	ASSERT_EQ(AG_VAL_OK, ag_zk_rec_stat(10, 0, 0, true, 0, 0));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(10, 1, 0, true, 0, 0));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(10, 0, 0x1000007, true, 0, 0));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(0, 0, 0, true, 0, 0));
+	/* a setData over mzxid 10 at data version 3: mzxid above 10, data version 4 */
+	ASSERT_EQ(AG_VAL_OK, ag_zk_rec_stat(11, 4, 0, true, 10, 3));
+	ASSERT_EQ(AG_VAL_OK, ag_zk_rec_stat(0x200000001LL, 4, 0, true, 10, 3));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(10, 4, 0, true, 10, 3));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(9, 4, 0, true, 10, 3));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(11, 3, 0, true, 10, 3));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(11, 5, 0, true, 10, 3));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(11, 4, 0x1000007, true, 10, 3));
+	/* an mzxid at or above 2^63 as the engine's uint64 never passes as int64 */
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(INT64_MIN, 4, 0, true, 10, 3));
+	/* the data version at its end: no write is valid past it (it would wrap) */
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(11, INT32_MIN, 0, true, 10, INT32_MAX));
+	ASSERT_EQ(AG_VAL_INVALID, ag_zk_rec_stat(11, -1, 0, true, 10, INT32_MAX));
 }
 
 /* Expiry on the observer's clock: a wait starts again whenever the version moves. */

@@ -448,4 +448,40 @@ TEST(stats_options)
 	EXPECT_EQ(SF_EXIT_USAGE, PARSE(&cli, err, "stats", "now"));
 }
 
+/* config --save's reading of other modprobe.d files, as kmod reads them. */
+static unsigned int find(const char *text, char *found, size_t len)
+{
+	static const char *const ids[] = { "datacenter_id", "worker_id", NULL };
+
+	found[0] = '\0';
+	return sf_modprobe_find(text, strlen(text), ids, found, len);
+}
+
+TEST(modprobe_find)
+{
+	char f[64];
+
+	EXPECT_EQ(0, find("", f, sizeof(f)));
+	EXPECT_EQ(0, find("# options snowflake worker_id=5\n", f, sizeof(f)));
+	EXPECT_EQ(0, find("   #options snowflake worker_id=5\n", f, sizeof(f)));
+	EXPECT_EQ(0, find("options snowflake strict=1\n", f, sizeof(f)));
+	EXPECT_EQ(0, find("options snowflakes worker_id=5\n", f, sizeof(f)));
+	EXPECT_EQ(0, find("options other worker_id=5\n", f, sizeof(f)));
+	EXPECT_EQ(0, find("install snowflake worker_id=5\n", f, sizeof(f)));
+	EXPECT_EQ(0, find("options snowflake worker_idx=5 my_worker_id=1\n", f, sizeof(f)));
+	EXPECT_EQ(2, find("# the host\noptions snowflake strict=0 worker_id=5\n", f, sizeof(f)));
+	EXPECT_STREQ("worker_id=5", f);
+	EXPECT_EQ(1, find("\toptions\tsnowflake datacenter_id=3", f, sizeof(f)));
+	EXPECT_STREQ("datacenter_id=3", f);
+	/* kmod: '-' and '_' are one in a module name; a bare boolean form. */
+	EXPECT_EQ(1, find("options snowflake worker_id\n", f, sizeof(f)));
+	EXPECT_STREQ("worker_id", f);
+	/* A line that goes on on the next: found, at the line it starts on. */
+	EXPECT_EQ(3, find("\n\noptions snowflake \\\n  strict=1 \\\n  worker_id=7\nx\n", f,
+			  sizeof(f)));
+	EXPECT_STREQ("worker_id=7", f);
+	EXPECT_EQ(0, find("options snowflake strict=1 \\\n", f, sizeof(f)));
+	EXPECT_EQ(0, find("options \\\n# worker_id=1\n", f, sizeof(f)));
+}
+
 TEST_HARNESS_MAIN
