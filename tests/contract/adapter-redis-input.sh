@@ -73,28 +73,6 @@ agent() {
 	last_pid=$!
 	agent_pids+=("$last_pid")
 }
-# wait_log FILE PATTERN SECONDS
-wait_log() {
-	local deadline=$(($(ms) + $3 * 1000))
-	until grep -q -- "$2" "$1" 2>/dev/null; do
-		[ "$(ms)" -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
-# stop PID: SIGTERM, wait (at most 15 s, then SIGKILL: rc=KILLED); its exit code in $rc.
-stop() {
-	local deadline=$(($(ms) + 15000))
-	kill -TERM "$1" 2>/dev/null
-	while kill -0 "$1" 2>/dev/null && [ "$(ms)" -lt "$deadline" ]; do sleep 0.05; done
-	if kill -0 "$1" 2>/dev/null; then
-		kill -KILL "$1"
-		wait "$1" 2>/dev/null
-		rc=KILLED
-		return
-	fi
-	wait "$1"
-	rc=$?
-}
 
 echo "==== invalid 1.4.0 marks are never served ===="
 big=$(printf '9%.0s' $(seq 25))

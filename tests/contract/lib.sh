@@ -61,6 +61,28 @@ make_tmp() {
 	trap cleanup EXIT
 }
 
+# wait_log FILE PATTERN SECONDS: until FILE has PATTERN (1: not within SECONDS)
+wait_log() {
+	local deadline=$(($(ms) + $3 * 1000))
+	until grep -q -- "$2" "$1" 2>/dev/null; do
+		[ "$(ms)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
+# stop PID: SIGTERM, wait (at most 15 s, then SIGKILL: rc=KILLED); its exit code in $rc.
+stop() {
+	local deadline=$(($(ms) + 15000))
+	kill -TERM "$1" 2>/dev/null
+	while kill -0 "$1" 2>/dev/null && [ "$(ms)" -lt "$deadline" ]; do sleep 0.05; done
+	if kill -0 "$1" 2>/dev/null; then
+		kill -KILL "$1"
+		wait "$1" 2>/dev/null
+		rc=KILLED
+		return
+	fi
+	wait "$1"
+	rc=$?
+}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 ms() { date +%s%3N; }
 boot_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_BOOTTIME))'; }

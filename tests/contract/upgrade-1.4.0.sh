@@ -34,14 +34,6 @@ if ! git -C "$ROOT" archive "$OLD_REV" VERSION userspace uapi | tar -x -C "$tmp/
 fi
 OLD=$tmp/old/build/snowflake-agent
 
-# wait_log FILE PATTERN SECONDS
-wait_log() {
-	local deadline=$(($(ms) + $3 * 1000))
-	until grep -q -- "$2" "$1" 2>/dev/null; do
-		[ "$(ms)" -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
 # start_store STORE: its server, its agent options in st=().
 start_store() {
 	local port pp t
@@ -71,20 +63,6 @@ start_store() {
 			sleep 0.1
 		done
 	fi
-}
-# stop PID: SIGTERM, its exit code in $rc (KILLED after 10 s).
-stop() {
-	local deadline=$(($(ms) + 10000))
-	kill -TERM "$1" 2>/dev/null
-	while kill -0 "$1" 2>/dev/null && [ "$(ms)" -lt "$deadline" ]; do sleep 0.05; done
-	if kill -0 "$1" 2>/dev/null; then
-		kill -KILL "$1"
-		wait "$1" 2>/dev/null
-		rc=KILLED
-		return
-	fi
-	wait "$1"
-	rc=$?
 }
 
 for STORE in redis etcd; do
