@@ -33,15 +33,27 @@ redis_start() {
 	store_pid=$redis_pid
 	echo "redis-server $(redis-cli info server | sed -n 's/^redis_version:\([0-9.]*\).*/\1/p') on 127.0.0.1:6379 (appendonly yes, appendfsync always)"
 }
+# The pairs' records (docs/deployment-redis.md, "The record"): a hash per
+# pair, its rec field "sf2 ... owner=O", O "-" when free.
+redis_owner() { redis-cli hget "$1" rec | sed -n 's/.* owner=\([^ ]*\)$/\1/p'; }
 redis_init_check() {
-	n=$(redis-cli --scan --pattern 'snowflake:default:mark:*' | wc -l)
+	n=$(redis-cli --scan --pattern 'snowflake:default:worker:*' | wc -l)
 	c=$(grep -o 'created=[0-9]*' /tmp/init.log)
-	echo "$c, $n marks in Redis"
+	echo "$c, $n records in Redis"
 	[ "$n" -gt 0 ] && [ "$c" = "created=$n" ]
 }
-redis_holder() { redis-cli get "snowflake:default:worker:$1:$2"; }
+redis_holder() {
+	local o
+	o=$(redis_owner "snowflake:default:worker:$1:$2")
+	[ "$o" = - ] || echo "$o"
+}
 redis_self() { sed -n 's/.*event=start owner=\([^ ]*\).*/\1/p' /tmp/agent.log | tail -n1; }
-redis_held() { redis-cli --scan --pattern 'snowflake:default:worker:*' | wc -l; }
+redis_held() {
+	local k
+	for k in $(redis-cli --scan --pattern 'snowflake:default:worker:*'); do
+		[ "$(redis_owner "$k")" = - ] || echo "$k"
+	done | wc -l
+}
 redis_extra() { :; }
 
 # ---- ZooKeeper: Debian's zookeeper.jar, standalone, under the jlinked
