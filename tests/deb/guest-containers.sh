@@ -108,9 +108,18 @@ t "the agent runs with no_new_privs" grep -qE '^NoNewPrivs:\s+1$' "/proc/$apid/s
 podman exec agent container-probe node /dev/snowflake >"$W/agent.node" 2>&1
 t "the agent's node (CDI device admin): mode 0660, root and group 4460, no ACL" \
 	is "$W/agent.node" "mode=0660 uid=0 gid=4460 acl=none"
+# held_key: the pair's record (a hash, PREFIX:CLUSTER:worker:DC:W, its rec
+# field "sf2 ... owner=O") that an owner holds; --init-store writes every
+# pair of the pool as a free record (owner=-), and a release frees it.
+held_key() {
+	local k
+	for k in $(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*'); do
+		redis-cli -p 6379 hget "$k" rec 2>/dev/null | grep -qE ' owner=[^-]' && echo "$k"
+	done | head -n 1
+}
 served_with() {
 	local ids key
-	key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*' | head -n 1)
+	key=$(held_key)
 	ids="$(cat /sys/class/misc/snowflake/datacenter_id):$(cat /sys/class/misc/snowflake/worker_id)"
 	echo "device ids $ids, lease $key"
 	[ -n "$key" ] && [[ $key == *":worker:$ids" ]]
@@ -246,7 +255,7 @@ t "podman stop agent: the agent exits 0 (SIGTERM: fence, release)" \
 	sh -c 'podman stop -t 30 agent >/dev/null && test "$(podman inspect -f "{{.State.ExitCode}}" agent)" = 0'
 info sh -c 'podman logs agent | tail -n 5'
 t "after the stop the device refuses reads (fenced)" eval '! container-probe ids /dev/snowflake 1'
-t "the lease was released in Redis" test -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*')"
+t "the lease was released in Redis" test -z "$(held_key)"
 podman rm -f agent >/dev/null 2>&1
 systemctl stop sfct-redis.service
 mark "done"

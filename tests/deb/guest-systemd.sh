@@ -48,7 +48,16 @@ served_with() {
 	echo "device ids $ids, lease $1"
 	as_member snowflake next | grep -qE '^[0-9]+$' && [[ $1 == *":worker:$ids" ]]
 }
-no_lease() { [ -z "$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*')" ]; }
+# held_key: the pair's record (a hash, PREFIX:CLUSTER:worker:DC:W, its rec
+# field "sf2 ... owner=O") that an owner holds; --init-store writes every
+# pair of the pool as a free record (owner=-), and a release frees it.
+held_key() {
+	local k
+	for k in $(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*'); do
+		redis-cli -p 6379 hget "$k" rec 2>/dev/null | grep -qE ' owner=[^-]' && echo "$k"
+	done | head -n 1
+}
+no_lease() { [ -z "$(held_key)" ]; }
 restart_floor() { systemctl restart snowflake-floor.service && systemctl is-active snowflake-floor.service; }
 # floor_state: what a restore into the same module instance must not move.
 floor_state() {
@@ -168,8 +177,8 @@ info systemctl status --no-pager -n 8 snowflake-agent.service
 say "# agent: user=$(user_of snowflake-agent.service 2>&1) $(caps_of snowflake-agent.service 2>&1 | tr -s '\t\n' '= ')"
 t "the agent holds no capability (it configures through the device opened for writing)" \
 	no_caps snowflake-agent.service
-key=$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*' | head -n 1)
-say "# Redis: $key = $(redis-cli -p 6379 get "$key" 2>/dev/null)"
+key=$(held_key)
+say "# Redis: $key = $(redis-cli -p 6379 hget "$key" rec 2>/dev/null)"
 t "the device serves a member, with the pair of the lease in Redis" served_with "$key"
 # strict_save_refused: config --save of a fixed identity on the strict
 # device the agent leases: exit 1, says why, nothing changed, nothing saved.
