@@ -169,17 +169,21 @@ A)
 	t "the strict device kept its lease and pair through the upgrade ($(pair))" \
 		test "$(pair)" = "$pair_a"
 	t "the strict device serves after the upgrade" served
-	# The operator's step after an upgrade from $OLD (README, "Upgrading"):
-	# $NEW's agent keeps a timestamp mark per pair in the store, which
-	# $OLD's never wrote, and never reads a missing one as 0; the marks
-	# start above every ID the cluster issued (here one host: its clock,
-	# plus a second), then the agent is restarted (or the host rebooted).
+	# The operator's step after an upgrade from $OLD (README, "Upgrading"),
+	# on each host: $NEW's agent keeps one record per pair, with its
+	# timestamp mark, which $OLD's never wrote, and never reads a missing
+	# one as 0.  The agent stopped (its lease released: a live key of
+	# $OLD's at a record's name is never replaced), the records are made
+	# with marks above every ID the cluster issued (here one host: its
+	# clock, plus a second), then the agent started.
+	T2=$(ms)
+	t "systemctl stop snowflake-agent ($OLD's agent releases its lease)" \
+		timeout 30 systemctl stop snowflake-agent.service
 	mark=$(($(ms) + 1000))
-	t "the step: snowflake-agent --init-store --init-mark-ms $mark (the marks $OLD never wrote)" \
+	t "the step: snowflake-agent --init-store --init-mark-ms $mark (the records and marks $OLD never wrote)" \
 		snowflake-agent --config /etc/snowflake/agent.conf --init-store --init-mark-ms "$mark"
 	info cat "$T_OUT"
-	T2=$(ms)
-	t "systemctl restart snowflake-agent: $NEW's agent is ready" timeout 90 systemctl restart snowflake-agent.service
+	t "systemctl start snowflake-agent: $NEW's agent is ready" timeout 90 systemctl start snowflake-agent.service
 	t "the strict device serves again within 30 s of the restart" until_ok 30 served
 	T3=$(ms)
 	info journalctl --no-pager -q -o cat -u snowflake-agent.service --since "@$((T2 / 1000))"
@@ -358,6 +362,13 @@ C)
 	t "floord of $OLD restored the floor saved before the reboot (by $OLD's, after the recovery)" \
 		until_ok 60 sh -c "journalctl --no-pager -q -o cat -u snowflake-floor.service | grep -q 'restored floor_ms'"
 	t "redis-server with the append-only file of the last boot" redis_start
+	# The downgrade's step (README, "Upgrading and downgrading"): $OLD's
+	# agent takes a record's name as a pair held (its SET NX finds it
+	# taken), so with every agent of the key space stopped (none runs
+	# yet here) $NEW's records are deleted.
+	t "the downgrade's step: $NEW's records deleted, no agent running" \
+		sh -c "redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*' | xargs -r redis-cli -p 6379 del >/dev/null &&
+			test -z \"\$(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*')\""
 	t "$OLD's agent starts from $NEW's state file; the strict device serves" agent_start
 	t "the agent re-adopted its pair ($(cat /var/lib/snowflake/sfup-pair))" \
 		test "$(pair)" = "$(cat /var/lib/snowflake/sfup-pair)"
