@@ -34,8 +34,7 @@ redis_start() {
 	echo "redis-server $(redis-cli info server | sed -n 's/^redis_version:\([0-9.]*\).*/\1/p') on 127.0.0.1:6379 (appendonly yes, appendfsync always)"
 }
 # The pairs' records (docs/deployment-redis.md, "The record"): a hash per
-# pair, its rec field "sf2 ... owner=O", O "-" when free.
-redis_owner() { redis-cli hget "$1" rec | sed -n 's/.* owner=\([^ ]*\)$/\1/p'; }
+# pair, the owner it names read by redis_rec_owner (agent-common.sh).
 redis_init_check() {
 	n=$(redis-cli --scan --pattern 'snowflake:default:worker:*' | wc -l)
 	c=$(grep -o 'created=[0-9]*' /tmp/init.log)
@@ -44,14 +43,14 @@ redis_init_check() {
 }
 redis_holder() {
 	local o
-	o=$(redis_owner "snowflake:default:worker:$1:$2")
+	o=$(redis_rec_owner "snowflake:default:worker:$1:$2")
 	[ "$o" = - ] || echo "$o"
 }
 redis_self() { sed -n 's/.*event=start owner=\([^ ]*\).*/\1/p' /tmp/agent.log | tail -n1; }
 redis_held() {
 	local k
 	for k in $(redis-cli --scan --pattern 'snowflake:default:worker:*'); do
-		[ "$(redis_owner "$k")" = - ] || echo "$k"
+		[ "$(redis_rec_owner "$k")" = - ] || echo "$k"
 	done | wc -l
 }
 redis_extra() { :; }

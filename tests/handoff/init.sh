@@ -68,12 +68,8 @@ read_ids() {
 	[ "$(wc -l <"$1")" -ge "$N_IDS" ]
 }
 
-# rec_owner: the owner the pair's record names (docs/deployment-redis.md,
-# "The record": a hash, its rec field "sf2 ... owner=O"), "-" when free.
-rec_owner() {
-	redis-cli -h 127.0.0.1 -p 6379 hget "snowflake:default:worker:$DC:$W" rec 2>/dev/null |
-		sed -n 's/.* owner=\([^ ]*\)$/\1/p'
-}
+# rec_owner: the owner the pair's record names, "-" when free.
+rec_owner() { redis_rec_owner "snowflake:default:worker:$DC:$W"; }
 
 show_logs() {
 	for f in "$@"; do

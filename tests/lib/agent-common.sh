@@ -7,6 +7,13 @@
 # ms: the guest's uptime in ms.
 ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
+# redis_rec_owner KEY: the owner that pair record KEY names (its rec field
+# "sf2 ... owner=O", docs/deployment-redis.md "The record"), "-" when free,
+# nothing when there is no record.
+redis_rec_owner() {
+	redis-cli -h 127.0.0.1 -p 6379 hget "$1" rec 2>/dev/null | sed -n 's/.* owner=\([^ ]*\)$/\1/p'
+}
+
 # redis_server_start: redis-server on 127.0.0.1:6379, every write persisted
 # before it is answered (appendonly yes, appendfsync always: the agent
 # refuses a Redis that could bring a mark back lower), its files in /tmp (a
