@@ -102,6 +102,15 @@ class Store:
     # expiry is a time on the server's clock).
     restart_wait = "ttl"
 
+    def poll(self):
+        """(answers(), the leader's epoch or None, whole): what a poller
+        reads of the store in one round (tests/lease/faults.py).  The epoch
+        (leader_epoch(), where the store has one) changes at an election;
+        whole: every member in its place (a store of one member: it answers)."""
+        up = self.answers()
+        epoch = self.leader_epoch() if up and hasattr(self, "leader_epoch") else None
+        return up, epoch, up
+
     def __init__(self, out, procs):
         self.out = out
         self.procs = procs          # every Popen, stopped by the harness
@@ -681,10 +690,15 @@ class ZooKeeper(Store):
         modes = [self.mode(j) for j in range(3)]
         return "leader" in modes and "follower" in modes
 
-    def leader_epoch(self):
-        """The leader's index, or None: a new one is an election, after
-        which the new leader gives every session a fresh timeout."""
-        return self.leader()
+    def poll(self):
+        """As Store.poll, from one srvr to each server: the epoch is the
+        leader's index (a new one is an election, after which the new
+        leader gives every session a fresh timeout); whole, a leader and two
+        followers.  (answers() and leader() each ask the three again.)"""
+        modes = [self.mode(j) for j in range(3)]
+        leader = modes.index("leader") if "leader" in modes else None
+        return ("leader" in modes and "follower" in modes, leader,
+                modes.count("leader") == 1 and modes.count("follower") == 2)
 
     def hosts(self):
         return ",".join("127.0.0.1:%d" % p for p in self.cports)

@@ -117,7 +117,7 @@ class Run:
         self.down_ns = 0         # the store-down time measured
         self.poller = None
         self.store = None        # a tests/contract/stores.py Store
-        self.whole_since = None  # ZooKeeper: since when a leader and two followers (the poller)
+        self.whole_since = None  # since when every member is in its place (the poller)
         self.claims = 0          # claim lines stamped from the agents' logs
 
     # ---- bookkeeping
@@ -157,10 +157,6 @@ class Run:
         self.store.start_member(i)
 
     # ---- the store's answers, measured: store-down periods
-    def store_answers(self):
-        """Whether the store answers a client now (a leader, a quorum)."""
-        return self.store.answers()
-
     def restart_wait_ns(self, restarted):
         """How long after it answers again the store may still show the
         leases of before an outage as held (not the agents' doing)."""
@@ -176,17 +172,12 @@ class Run:
         only so), from the last poll that saw the old leader until the
         restart wait after the poll that saw the new one."""
         down_at, restarted = None, False
-        epoch_of = getattr(self.store, "leader_epoch", None)
         epoch, epoch_t = None, None
         while not self.polling_done.is_set():
             t = now_ns()
-            up = self.store_answers()
-            e = epoch_of() if epoch_of else None
-            if self.a.store == "zookeeper":
-                modes = [self.store.mode(j) for j in range(3)]
-                whole = modes.count("leader") == 1 and modes.count("follower") == 2
-                with self.lock:
-                    self.whole_since = (self.whole_since or t) if whole else None
+            up, e, whole = self.store.poll()
+            with self.lock:
+                self.whole_since = (self.whole_since or t) if whole else None
             if up and e is not None:
                 if epoch is not None and e != epoch:
                     end = now_ns()
