@@ -108,15 +108,6 @@ t "the agent runs with no_new_privs" grep -qE '^NoNewPrivs:\s+1$' "/proc/$apid/s
 podman exec agent container-probe node /dev/snowflake >"$W/agent.node" 2>&1
 t "the agent's node (CDI device admin): mode 0660, root and group 4460, no ACL" \
 	is "$W/agent.node" "mode=0660 uid=0 gid=4460 acl=none"
-# held_key: the pair's record (a hash, PREFIX:CLUSTER:worker:DC:W, its rec
-# field "sf2 ... owner=O") that an owner holds; --init-store writes every
-# pair of the pool as a free record (owner=-), and a release frees it.
-held_key() {
-	local k
-	for k in $(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*'); do
-		redis-cli -p 6379 hget "$k" rec 2>/dev/null | grep -qE ' owner=[^-]' && echo "$k"
-	done | head -n 1
-}
 served_with() {
 	local ids key
 	key=$(held_key)

@@ -27,3 +27,12 @@ until_ok() {
 		sleep 0.2
 	done
 }
+# held_key: the pair's record (a hash, PREFIX:CLUSTER:worker:DC:W, its rec
+# field "sf2 ... owner=O") that an owner holds; --init-store writes every
+# pair of the pool as a free record (owner=-), and a release frees it.
+held_key() {
+	local k
+	for k in $(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*'); do
+		redis-cli -p 6379 hget "$k" rec 2>/dev/null | grep -qE ' owner=[^-]' && echo "$k"
+	done | head -n 1
+}

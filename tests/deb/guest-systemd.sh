@@ -48,15 +48,6 @@ served_with() {
 	echo "device ids $ids, lease $1"
 	as_member snowflake next | grep -qE '^[0-9]+$' && [[ $1 == *":worker:$ids" ]]
 }
-# held_key: the pair's record (a hash, PREFIX:CLUSTER:worker:DC:W, its rec
-# field "sf2 ... owner=O") that an owner holds; --init-store writes every
-# pair of the pool as a free record (owner=-), and a release frees it.
-held_key() {
-	local k
-	for k in $(redis-cli -p 6379 --scan --pattern 'snowflake:*:worker:*'); do
-		redis-cli -p 6379 hget "$k" rec 2>/dev/null | grep -qE ' owner=[^-]' && echo "$k"
-	done | head -n 1
-}
 no_lease() { [ -z "$(held_key)" ]; }
 restart_floor() { systemctl restart snowflake-floor.service && systemctl is-active snowflake-floor.service; }
 # floor_state: what a restore into the same module instance must not move.
